@@ -1,0 +1,80 @@
+"""Serving metrics, with vLLM `bench serve` definitions, all in seconds.
+
+A record is one request: a dict or an object (the engine's Request) with `arrival`,
+`admitted`, `token_times` (absolute time of every output token) and either `prompt_len`
+or `prompt`. Per request:
+
+  ttft       = token_times[0] - arrival
+  e2e        = token_times[-1] - arrival                 (latency)
+  tpot       = (e2e - ttft) / (n_out - 1)                (requests with n_out == 1 skipped)
+  itl        = every consecutive token gap, pooled over requests
+  queue wait = admitted - arrival
+
+Throughputs are over the span from the first arrival to the last completion; a request is
+completed once it has a token (records are taken at the end of a run). `served_rate` is the
+writeup's name for vLLM's `request_throughput`; both are kept so either table reads directly.
+
+Percentiles are numpy's default (method="linear": interpolate between the two nearest
+ranks), the same as vLLM's `np.percentile` calls.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
+
+
+def field(record, name: str):
+    """`record.name` for objects, `record[name]` for dicts."""
+    return record[name] if isinstance(record, dict) else getattr(record, name)
+
+
+def prompt_len(record) -> int:
+    if isinstance(record, dict):
+        return record["prompt_len"] if "prompt_len" in record else len(record["prompt"])
+    return record.prompt_len if hasattr(record, "prompt_len") else len(record.prompt)
+
+
+def token_gaps(records) -> np.ndarray:
+    """Every consecutive output-token gap, request by request, concatenated."""
+    gaps = [np.diff(np.asarray(field(r, "token_times"), dtype=float)) for r in records]
+    return np.concatenate(gaps) if gaps else np.empty(0)
+
+
+def _stats(name: str, values, which=("median", "p90", "p99")) -> dict:
+    v = np.asarray(values, dtype=float)
+    return {f"{name}_{k}_s": float(np.percentile(v, PERCENTILES[k])) if v.size else math.nan for k in which}
+
+
+def summarize(records) -> dict:
+    done = [r for r in records if len(field(r, "token_times")) > 0]
+    arrival = np.array([field(r, "arrival") for r in done], dtype=float)
+    first = np.array([field(r, "token_times")[0] for r in done], dtype=float)
+    last = np.array([field(r, "token_times")[-1] for r in done], dtype=float)
+    n_out = np.array([len(field(r, "token_times")) for r in done])
+    ttft = first - arrival
+    e2e = last - arrival
+    multi = n_out > 1
+    tpot = (e2e[multi] - ttft[multi]) / (n_out[multi] - 1)
+    itl = token_gaps(done)
+    queue = [field(r, "admitted") - field(r, "arrival") for r in done]
+    span = float(last.max() - min(field(r, "arrival") for r in records)) if done else math.nan
+    rate = len(done) / span if done and span > 0 else math.nan
+    return {
+        "n_requests": len(records),
+        "n_completed": len(done),
+        "n_output_tokens": int(n_out.sum()),
+        "n_prompt_tokens": int(sum(prompt_len(r) for r in records)),
+        "span_s": span,
+        "request_throughput": rate,
+        "served_rate": rate,
+        "output_throughput": int(n_out.sum()) / span if done and span > 0 else math.nan,
+        **_stats("ttft", ttft),
+        **_stats("tpot", tpot),
+        **_stats("itl", itl),
+        "itl_max_s": float(itl.max()) if itl.size else math.nan,
+        **_stats("e2e", e2e),
+        **_stats("queue_wait", queue, which=("median", "p90")),
+    }

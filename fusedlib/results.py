@@ -1,0 +1,183 @@
+"""Raw result rows on disk: append as each run finishes, survive a kill, resume.
+
+A result set is a path stem: `<stem>.jsonl` is the source of truth (one JSON object per
+line), `<stem>.csv` is the same rows for spreadsheets and diffs. Every row is written,
+flushed and fsynced before the next, so a campaign killed midway leaves every finished
+row readable. A torn last JSONL line (killed mid-write) is cut off on the next append
+and ignored when reading. When new rows bring new columns, or the CSV fell behind the
+JSONL, the CSV is rewritten from the JSONL.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import socket
+import subprocess
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _jsonable(value):
+    if hasattr(value, "item"):  # numpy / torch scalars
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot store {type(value).__name__} in a result row")
+
+
+def _clean(row: dict) -> dict:
+    """Round-trip through JSON so CSV and JSONL hold the same values; NaN becomes null."""
+    def fix(v):
+        return None if isinstance(v, float) and math.isnan(v) else v
+    return {k: fix(v) for k, v in json.loads(json.dumps(row, default=_jsonable)).items()}
+
+
+def _csv_cell(v):
+    return json.dumps(v) if isinstance(v, (list, dict)) else v
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a torn last line from a killed writer
+            continue
+    return rows
+
+
+def _cut_torn_tail(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _columns(rows: list[dict]) -> list[str]:
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
+def _csv_state(path: Path) -> tuple[list[str], int]:
+    """(header, number of data rows) of an existing CSV; ([], -1) when absent or unreadable."""
+    if not path.exists():
+        return [], -1
+    try:
+        records = list(csv.reader(io.StringIO(path.read_text(), newline="")))
+    except csv.Error:
+        return [], -1
+    return (records[0], len(records) - 1) if records else ([], -1)
+
+
+def _write_synced(path: Path, text: str, mode: str) -> None:
+    with open(path, mode, newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _csv_text(columns: list[str], rows: list[dict], header: bool) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    if header:
+        writer.writeheader()
+    for r in rows:
+        writer.writerow({k: _csv_cell(v) for k, v in r.items()})
+    return buf.getvalue()
+
+
+def _rewrite_csv(csv_path: Path, rows: list[dict]) -> None:
+    tmp = Path(f"{csv_path}.tmp")
+    _write_synced(tmp, _csv_text(_columns(rows), rows, header=True), "w")
+    os.replace(tmp, csv_path)
+
+
+def _paths(path_stem) -> tuple[Path, Path]:
+    """(<stem>.jsonl, <stem>.csv); a stem may hold dots ("rate0.5"), so no with_suffix."""
+    return Path(f"{path_stem}.jsonl"), Path(f"{path_stem}.csv")
+
+
+def append_rows(path_stem, rows: list[dict]) -> None:
+    """Append rows to `<stem>.jsonl` and `<stem>.csv`, each durable before the next."""
+    jsonl, csv_path = _paths(path_stem)
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+    _cut_torn_tail(jsonl)
+    n_before = len(_read_jsonl(jsonl))
+    header, n_csv = _csv_state(csv_path)
+    in_sync = n_csv == n_before
+    for row in map(_clean, rows):
+        _write_synced(jsonl, json.dumps(row) + "\n", "a")
+        n_before += 1
+        if in_sync and set(row) <= set(header):
+            _write_synced(csv_path, _csv_text(header, [row], header=False), "a")
+        else:
+            all_rows = _read_jsonl(jsonl)
+            _rewrite_csv(csv_path, all_rows)
+            header, in_sync = _columns(all_rows), True
+
+
+def load(path_stem) -> pd.DataFrame:
+    """All rows of a result set (from the JSONL); an empty frame if there are none."""
+    return pd.DataFrame(_read_jsonl(_paths(path_stem)[0]))
+
+
+def done_keys(path_stem, key_fields) -> set[tuple]:
+    """The key tuples already on disk, so a resumed campaign can skip them."""
+    return {tuple(r.get(k) for k in key_fields) for r in _read_jsonl(_paths(path_stem)[0])}
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def _git_commit() -> str:
+    """Short sha, "+dirty" when tracked code differs from it (data/ is excluded: the
+    campaign itself writes there). FUSEDLIB_GIT_COMMIT wins, for images without .git."""
+    if os.environ.get("FUSEDLIB_GIT_COMMIT"):
+        return os.environ["FUSEDLIB_GIT_COMMIT"]
+    try:
+        git = ["git", "-C", str(REPO)]
+        sha = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(
+            git + ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+@lru_cache(maxsize=1)
+def _static_provenance() -> dict:
+    import torch
+
+    return {
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "transformers": _version("transformers"),
+        "git_commit": _git_commit(),
+        "hostname": socket.gethostname(),
+    }
+
+
+def provenance() -> dict:
+    """Where and with what a row was measured; the timestamp is taken at each call."""
+    return {**_static_provenance(), "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds")}

@@ -1,0 +1,81 @@
+import numpy as np
+import pytest
+
+from fusedlib import workloads as w
+
+
+def test_mixed_is_reproducible_and_seed_dependent():
+    a, b = w.mixed(50, seed=3), w.mixed(50, seed=3)
+    assert a == b
+    assert w.mixed(50, seed=4) != a
+
+
+def test_mixed_respects_lengths_budgets_and_vocab():
+    specs = w.mixed(2000, seed=0, lengths=(4, 8, 16), budget=(4, 16), vocab_size=512)
+    lengths = {len(s.prompt) for s in specs}
+    budgets = [s.max_new_tokens for s in specs]
+    tokens = np.concatenate([s.prompt for s in specs])
+    assert lengths == {4, 8, 16}
+    assert min(budgets) == 4 and max(budgets) == 16  # inclusive on both ends
+    assert tokens.min() >= 0 and tokens.max() < 512
+    assert all(s.arrival == 0.0 for s in specs)
+
+
+def test_mixed_weights_shape_the_draw():
+    specs = w.mixed(4000, seed=1, lengths=(4, 8), weights=(3, 1), vocab_size=16)
+    share_short = np.mean([len(s.prompt) == 4 for s in specs])
+    assert abs(share_short - 0.75) < 0.03
+    with pytest.raises(ValueError):
+        w.mixed(4, lengths=(4, 8), weights=(1, 1, 1))
+
+
+def test_full_size_defaults():
+    specs = w.mixed(200, seed=0)
+    assert {len(s.prompt) for s in specs} <= set(w.MIXED_LENGTHS)
+    assert all(64 <= s.max_new_tokens <= 256 for s in specs)
+    assert max(max(s.prompt) for s in specs) < w.QWEN_VOCAB
+
+
+def test_p256_is_uniform():
+    specs = w.p256(8)
+    assert all(len(s.prompt) == 256 and s.max_new_tokens == w.P256_BUDGET for s in specs)
+    assert w.p256(8) == specs
+
+
+@pytest.mark.parametrize("share", [0.0, 0.2, 0.4])
+def test_with_long_share_fixes_the_long_count(share):
+    specs = w.with_long_share(100, share, seed=2, lengths=(4, 8, 16, 64), weights=(1, 1, 2, 5))
+    n_long = sum(len(s.prompt) == 64 for s in specs)
+    assert n_long == round(share * 100)
+    assert {len(s.prompt) for s in specs} - {64} <= {4, 8, 16}
+    assert w.with_long_share(100, share, seed=2, lengths=(4, 8, 16, 64), weights=(1, 1, 2, 5)) == specs
+
+
+def test_with_long_share_keeps_relative_weights_of_the_rest():
+    specs = w.with_long_share(6000, 0.4, seed=0, lengths=(4, 8, 64), weights=(1, 3, 1))
+    rest = [len(s.prompt) for s in specs if len(s.prompt) != 64]
+    assert abs(np.mean(np.array(rest) == 8) - 0.75) < 0.03
+
+
+def test_disturbance_is_64_mixed_requests():
+    specs = w.disturbance(seed=0, lengths=(4, 8), budget=(4, 16), vocab_size=512)
+    assert len(specs) == 64 and specs == w.mixed(64, seed=0, lengths=(4, 8), budget=(4, 16), vocab_size=512)
+
+
+def test_poisson_arrivals_reproducible_and_start_at_zero():
+    specs = w.mixed(100, seed=0, lengths=(4,), budget=(4, 4), vocab_size=8)
+    a = w.poisson_arrivals(specs, rate=3.0, seed=7)
+    assert a == w.poisson_arrivals(specs, rate=3.0, seed=7)
+    assert a != w.poisson_arrivals(specs, rate=3.0, seed=8)
+    times = [s.arrival for s in a]
+    assert times[0] == 0.0 and np.all(np.diff(times) > 0)
+    assert [s.prompt for s in a] == [s.prompt for s in specs]  # requests untouched
+
+
+def test_poisson_mean_rate_for_large_n():
+    specs = [w.RequestSpec(prompt=[0], max_new_tokens=1)] * 20001
+    times = np.array([s.arrival for s in w.poisson_arrivals(specs, rate=4.0, seed=0)])
+    measured_rate = (len(times) - 1) / times[-1]
+    assert abs(measured_rate - 4.0) / 4.0 < 0.03
+    with pytest.raises(ValueError):
+        w.poisson_arrivals(specs, rate=0.0)
