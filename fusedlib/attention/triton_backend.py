@@ -1,0 +1,186 @@
+"""Triton attention backend: packed prefill, per-row decode, split-KV decode.
+
+`prefill` runs the packed kernel over consecutive BLOCK_M-position query tiles (a tile may
+span request boundaries). `decode` runs either the same kernel with one query tile per
+request ("rows": 1 valid row of BLOCK_M) or the split-KV flash-decoding kernels
+("splitkv"). `decode_packed` pushes decode tokens through the packed layout; it exists for
+the layout measurement in `fusedlib.kernel_bench`, not for serving.
+
+The only host-built metadata are tile tables, which depend on nothing but the token count;
+they are cached per (layout, count, device), so the 28 layers of a step (and every later
+step of the same shape) reuse one small int32 tensor and no host loop runs per layer.
+Everything data dependent (positions, context lengths, block tables) is read by the
+kernels straight from the step's metadata tensors.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+
+from .base import DecodeMeta, PrefillMeta
+from .triton_kernels import packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel
+
+BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
+PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
+SPLITKV_BLOCK_N = 64  # keys per inner iteration of a split-KV program
+MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
+MAX_SPLITS = 64
+PROGRAMS_PER_SM = 4  # split-KV aims for this many programs per SM
+INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
+LOG2E = 1.4426950408889634
+KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
+
+
+def _on_interpreter() -> bool:
+    return not isinstance(packed_attention_kernel, triton.runtime.JITFunction)
+
+
+def _dot_precision(dtype: torch.dtype) -> str:
+    # fp32 inputs would otherwise go through TF32 on the GPU (~1e-3 relative error).
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
+def choose_splits(max_context_len: int, num_pairs: int, num_sms: int,
+                  block_n: int = SPLITKV_BLOCK_N) -> tuple[int, int]:
+    """(num_splits, split_len) for split-KV decode over `num_pairs` (request, KV head) pairs.
+
+    Enough splits to give every SM PROGRAMS_PER_SM programs, but no split shorter than one
+    BLOCK_N iteration. One split length for all requests (set by the longest context) keeps
+    every program's work bounded; splits past a short request's end exit at once.
+    """
+    wanted = math.ceil(PROGRAMS_PER_SM * num_sms / num_pairs)
+    num_splits = max(1, min(wanted, math.ceil(max_context_len / block_n), MAX_SPLITS))
+    split_len = math.ceil(max_context_len / num_splits / block_n) * block_n
+    return math.ceil(max_context_len / split_len), split_len
+
+
+class TritonAttention:
+    def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None):
+        if decode_kernel not in ("rows", "splitkv"):
+            raise ValueError(f"decode_kernel must be 'rows' or 'splitkv', got {decode_kernel!r}")
+        self.decode_kernel = decode_kernel
+        self.name = "triton" if decode_kernel == "rows" else "triton-splitkv"
+        self._num_sms = num_sms
+        self._tile_tables: dict[tuple[str, int, torch.device], torch.Tensor] = {}
+
+    # -- public interface -------------------------------------------------------------
+
+    def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float) -> torch.Tensor:
+        tiles = self._tiles("packed", q.shape[0], q.device)
+        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables,
+                            token_seq=meta.token_seq, positions=meta.positions)
+
+    def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
+        if self.decode_kernel == "splitkv":
+            return self._splitkv(q, k_cache, v_cache, meta, scale)
+        tiles = self._tiles("rows", q.shape[0], q.device)
+        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables,
+                            context_lens=meta.context_lens)
+
+    def decode_packed(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
+        """Decode tokens as one packed sequence: consecutive BLOCK_M-request tiles."""
+        tiles = self._tiles("packed", q.shape[0], q.device)
+        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables,
+                            context_lens=meta.context_lens)
+
+    @staticmethod
+    def num_compiled() -> int:
+        """Compiled variants across this backend's kernels (0 on the interpreter)."""
+        if _on_interpreter():
+            return 0
+        # device_caches: device -> tuple whose first item is the {key: kernel} cache
+        # (a 4-tuple in triton 3.6, a 5-tuple in 3.7).
+        return sum(len(caches[0]) for kernel in KERNELS
+                   for caches in kernel.device_caches.values())
+
+    # -- internals --------------------------------------------------------------------
+
+    def _tiles(self, layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
+        """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
+        tiles, 'rows' = one single-position tile per token."""
+        key = (layout, num_tokens, device)
+        table = self._tile_tables.get(key)
+        if table is None:
+            if layout == "packed":
+                starts = torch.arange(0, num_tokens, BLOCK_M, dtype=torch.int32)
+                ends = torch.clamp(starts + BLOCK_M, max=num_tokens)
+            else:
+                starts = torch.arange(num_tokens, dtype=torch.int32)
+                ends = starts + 1
+            table = torch.stack([starts, ends], dim=1).to(device)
+            self._tile_tables[key] = table
+        return table
+
+    @staticmethod
+    def _check(q, k_cache, v_cache):
+        assert q.dtype == k_cache.dtype == v_cache.dtype, (q.dtype, k_cache.dtype)
+        assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
+        head_dim = q.shape[-1]
+        assert head_dim == k_cache.shape[-1] and head_dim & (head_dim - 1) == 0, head_dim
+        assert q.shape[1] % k_cache.shape[2] == 0, (q.shape, k_cache.shape)
+
+    def _packed(self, q, k_cache, v_cache, tiles, scale, block_tables, *,
+                token_seq=None, positions=None, context_lens=None) -> torch.Tensor:
+        self._check(q, k_cache, v_cache)
+        out = torch.empty_like(q)
+        if q.shape[0] == 0:
+            return out
+        decode_rows = context_lens is not None
+        # Unused pointer arguments still need a tensor; pass one that is there anyway.
+        token_seq = block_tables if token_seq is None else token_seq
+        positions = block_tables if positions is None else positions
+        context_lens = block_tables if context_lens is None else context_lens
+        num_heads, head_dim = q.shape[1], q.shape[2]
+        grid = (tiles.shape[0], num_heads)
+        packed_attention_kernel[grid](
+            q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
+            scale * LOG2E,
+            q.stride(0), q.stride(1), out.stride(0), out.stride(1),
+            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+            block_tables.stride(0),
+            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
+            BLOCK_N=PACKED_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
+        )
+        return out
+
+    def _sm_count(self, device: torch.device) -> int:
+        if self._num_sms is None:
+            self._num_sms = (torch.cuda.get_device_properties(device).multi_processor_count
+                             if device.type == "cuda" else INTERPRETER_SMS)
+        return self._num_sms
+
+    def _splitkv(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
+        self._check(q, k_cache, v_cache)
+        out = torch.empty_like(q)
+        num_reqs, num_heads, head_dim = q.shape
+        if num_reqs == 0:
+            return out
+        num_kv_heads = k_cache.shape[2]
+        group = num_heads // num_kv_heads
+        num_splits, split_len = choose_splits(meta.max_context_len, num_reqs * num_kv_heads,
+                                              self._sm_count(q.device))
+        part_max = torch.empty(num_reqs, num_heads, num_splits, dtype=torch.float32,
+                               device=q.device)
+        part_sum = torch.empty_like(part_max)
+        part_acc = torch.empty(num_reqs, num_heads, num_splits, head_dim, dtype=torch.float32,
+                               device=q.device)
+        splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
+            q, k_cache, v_cache, part_max, part_sum, part_acc,
+            meta.context_lens, meta.block_tables, scale * LOG2E, split_len,
+            q.stride(0), q.stride(1),
+            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+            meta.block_tables.stride(0),
+            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
+            BLOCK_N=SPLITKV_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1],
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
+        )
+        splitkv_reduce_kernel[(num_reqs, num_heads)](
+            part_max, part_sum, part_acc, out, num_splits, out.stride(0), out.stride(1),
+            HEAD_DIM=head_dim, num_warps=1,
+        )
+        return out

@@ -1,0 +1,215 @@
+"""Triton kernels for attention over the paged KV cache (see base.py for the layout).
+
+Two kernels plus a reduce:
+
+* `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
+  range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
+  With consecutive BLOCK_M-position tiles ("packed" layout) a tile may span several
+  requests; the program then walks every request it touches, one after the other, over
+  that request's KV blocks. With one tile per decode request ("rows" layout) each program
+  holds one valid row and BLOCK_M - 1 masked ones. Same code, the layout is data.
+* `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
+  (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
+  BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
+  many programs. Each split writes a partial (max, sum, acc); the reduce merges them.
+
+Softmax runs in base 2: scores are multiplied by scale * log2(e) and exponentiated with
+exp2. The running max starts at a large *finite* negative number, so a row that sees
+only masked keys in an iteration computes exp2(-inf - finite) = 0 and never NaN.
+
+Varying ints (block-table row stride, split length, split count) are excluded from
+Triton's integer specialization so a new step shape never triggers a recompile.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+# Initial running max: finite, far below any real score (see module docstring).
+NEG_BIG = -1.0e30
+
+
+@triton.jit(do_not_specialize=["stride_bt"])
+def packed_attention_kernel(
+    q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
+    tile_ranges_ptr,  # int32 [num_tiles, 2]: packed range [start, end) of each query tile
+    token_seq_ptr,  # int32 [P]: request of each packed position (unused when DECODE_ROWS)
+    positions_ptr,  # int32 [P]: key index of each packed position (unused when DECODE_ROWS)
+    context_lens_ptr,  # int32 [n]: read only when DECODE_ROWS
+    block_tables_ptr,  # int32 [n, stride_bt]
+    qk_scale,  # softmax scale * log2(e)
+    stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
+    stride_k_block, stride_k_slot, stride_k_head,
+    stride_v_block, stride_v_slot, stride_v_head,
+    stride_bt,
+    GROUP: tl.constexpr,  # query heads per KV head
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    KV_BLOCK_SIZE: tl.constexpr,
+    DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
+    DOT_PRECISION: tl.constexpr,
+):
+    tile = tl.program_id(0)
+    head = tl.program_id(1)
+    kv_head = head // GROUP
+
+    tile_start = tl.load(tile_ranges_ptr + 2 * tile)
+    tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
+    offs_m = tile_start + tl.arange(0, BLOCK_M)
+    row_valid = offs_m < tile_end
+    if DECODE_ROWS:
+        row_seq = tl.where(row_valid, offs_m, -1)
+        row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
+        first_seq = tile_start
+        last_seq = tile_end - 1
+    else:
+        row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
+        row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
+        first_seq = tl.load(token_seq_ptr + tile_start)
+        last_seq = tl.load(token_seq_ptr + tile_end - 1)
+
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
+                + offs_d[None, :], mask=row_valid[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+
+    # Requests are visited one after the other: this serial walk is what makes a tile
+    # spanning many requests slow.
+    for seq in range(first_seq, last_seq + 1):
+        in_seq = row_seq == seq
+        # Causal: the tile's rows of this request need keys up to their largest position.
+        kv_len = tl.max(tl.where(in_seq, row_pos, -1), axis=0) + 1
+        block_row_ptr = block_tables_ptr + seq * stride_bt
+        for kv_start in range(0, kv_len, BLOCK_N):
+            key_idx = kv_start + offs_n
+            key_valid = key_idx < kv_len
+            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
+                               other=0).to(tl.int64)
+            slot = key_idx % KV_BLOCK_SIZE
+            k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
+                        + slot[:, None] * stride_k_slot + kv_head * stride_k_head
+                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+            scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+            visible = in_seq[:, None] & (key_idx[None, :] <= row_pos[:, None])
+            scores = tl.where(visible, scores, float("-inf"))
+
+            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(scores - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
+                        + slot[:, None] * stride_v_slot + kv_head * stride_v_head
+                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+            m_i = m_new
+
+    # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
+             + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
+
+
+@triton.jit(do_not_specialize=["stride_bt", "split_len"])
+def splitkv_decode_kernel(
+    q_ptr, k_cache_ptr, v_cache_ptr,
+    part_max_ptr, part_sum_ptr,  # fp32 [n, H, num_splits]
+    part_acc_ptr,  # fp32 [n, H, num_splits, HEAD_DIM], unnormalised
+    context_lens_ptr, block_tables_ptr,
+    qk_scale, split_len,  # split_len: keys per split, a multiple of BLOCK_N
+    stride_q_tok, stride_q_head,
+    stride_k_block, stride_k_slot, stride_k_head,
+    stride_v_block, stride_v_slot, stride_v_head,
+    stride_bt,
+    GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_H: tl.constexpr,  # GROUP padded up to a tl.dot-legal tile height
+    BLOCK_N: tl.constexpr,
+    KV_BLOCK_SIZE: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    req = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    split = tl.program_id(2)
+    num_heads = tl.num_programs(1) * GROUP
+    num_splits = tl.num_programs(2)
+
+    context_len = tl.load(context_lens_ptr + req)
+    split_start = split * split_len
+    split_end = tl.minimum(split_start + split_len, context_len)
+
+    offs_h = tl.arange(0, BLOCK_H)
+    head_valid = offs_h < GROUP
+    heads = kv_head * GROUP + offs_h
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + req.to(tl.int64) * stride_q_tok + heads[:, None] * stride_q_head
+                + offs_d[None, :], mask=head_valid[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_H], NEG_BIG, tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    block_row_ptr = block_tables_ptr + req.to(tl.int64) * stride_bt
+    # A split past the end of a short request runs no iteration and writes an empty
+    # partial (max NEG_BIG, sum 0), which the reduce weighs to nothing.
+    for kv_start in range(split_start, split_end, BLOCK_N):
+        key_idx = kv_start + offs_n
+        key_valid = key_idx < split_end
+        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
+                           other=0).to(tl.int64)
+        slot = key_idx % KV_BLOCK_SIZE
+        k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
+                    + slot[:, None] * stride_k_slot + kv_head * stride_k_head
+                    + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        scores = tl.where(key_valid[None, :], scores, float("-inf"))
+
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(scores - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
+                    + slot[:, None] * stride_v_slot + kv_head * stride_v_head
+                    + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    part_row = (req * num_heads + heads) * num_splits + split  # [BLOCK_H]
+    tl.store(part_max_ptr + part_row, m_i, mask=head_valid)
+    tl.store(part_sum_ptr + part_row, l_i, mask=head_valid)
+    tl.store(part_acc_ptr + part_row[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :], acc,
+             mask=head_valid[:, None])
+
+
+@triton.jit(do_not_specialize=["num_splits"])
+def splitkv_reduce_kernel(
+    part_max_ptr, part_sum_ptr, part_acc_ptr, out_ptr,
+    num_splits,
+    stride_o_tok, stride_o_head,
+    HEAD_DIM: tl.constexpr,
+):
+    req = tl.program_id(0)
+    head = tl.program_id(1)
+    row = req * tl.num_programs(1) + head
+    offs_d = tl.arange(0, HEAD_DIM)
+    first = row * num_splits
+    m = tl.load(part_max_ptr + first)
+    total = tl.load(part_sum_ptr + first)
+    acc = tl.load(part_acc_ptr + first.to(tl.int64) * HEAD_DIM + offs_d)
+    for split in range(1, num_splits):
+        m_s = tl.load(part_max_ptr + first + split)
+        sum_s = tl.load(part_sum_ptr + first + split)
+        acc_s = tl.load(part_acc_ptr + (first + split).to(tl.int64) * HEAD_DIM + offs_d)
+        m_new = tl.maximum(m, m_s)
+        keep = tl.exp2(m - m_new)
+        take = tl.exp2(m_s - m_new)
+        total = total * keep + sum_s * take
+        acc = acc * keep + acc_s * take
+        m = m_new
+    # Every request has at least one key, so total > 0.
+    tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,
+             (acc / total).to(out_ptr.dtype.element_ty))

@@ -1,0 +1,189 @@
+"""Triton attention kernels against the PyTorch reference, on the CPU interpreter.
+
+Caches hold random values and every request owns randomly shuffled, non-contiguous
+blocks; unused block-table entries point at other requests' blocks, so a kernel that
+reads past a request's context or ignores the table gets a wrong answer, not a lucky one.
+"""
+import math
+import os
+
+import pytest
+import torch
+
+from fusedlib.attention.base import DecodeMeta, PrefillMeta
+from fusedlib.attention.torch_backend import TorchAttention
+from fusedlib.attention.triton_backend import BLOCK_M, TritonAttention, choose_splits
+
+# The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
+ON_INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
+DEVICE = "cpu" if ON_INTERPRETER else "cuda"
+BLOCK_SIZE = 16
+HEAD_DIM = 16
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 4e-3}
+
+
+def make_cache(context_lens, num_kv_heads, dtype, seed):
+    """Random K/V caches and shuffled block tables covering `context_lens`."""
+    gen = torch.Generator().manual_seed(seed)
+    blocks_needed = [math.ceil(n / BLOCK_SIZE) for n in context_lens]
+    max_blocks = max(blocks_needed) + 1  # at least one padding entry per row
+    num_blocks = sum(blocks_needed) + 8
+    shape = (num_blocks, BLOCK_SIZE, num_kv_heads, HEAD_DIM)
+    k_cache = torch.randn(shape, generator=gen).to(dtype)
+    v_cache = torch.randn(shape, generator=gen).to(dtype)
+    owner = torch.randperm(num_blocks, generator=gen)
+    tables, used = [], 0
+    for need in blocks_needed:
+        own = owner[used:used + need]
+        used += need
+        # Padding points at blocks owned by someone else (valid ids, wrong data).
+        padding = torch.randint(0, num_blocks, (max_blocks - need,), generator=gen)
+        tables.append(torch.cat([own, padding]))
+    return (k_cache.to(DEVICE), v_cache.to(DEVICE),
+            torch.stack(tables).to(torch.int32).to(DEVICE))
+
+
+def make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=0):
+    """chunks: (tokens cached before this chunk, chunk length) per request."""
+    context_lens = [cached + length for cached, length in chunks]
+    k_cache, v_cache, block_tables = make_cache(context_lens, num_kv_heads, dtype, seed)
+    lengths = [length for _, length in chunks]
+    cu = [0]
+    for length in lengths:
+        cu.append(cu[-1] + length)
+    token_seq = torch.cat([torch.full((n,), i, dtype=torch.int32) for i, n in enumerate(lengths)])
+    positions = torch.cat([torch.arange(c, c + n, dtype=torch.int32) for c, n in chunks])
+    meta = PrefillMeta(
+        num_tokens=cu[-1], cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=DEVICE),
+        context_lens=torch.tensor(context_lens, dtype=torch.int32, device=DEVICE),
+        block_tables=block_tables, token_seq=token_seq.to(DEVICE),
+        positions=positions.to(DEVICE), max_query_len=max(lengths),
+        max_context_len=max(context_lens))
+    gen = torch.Generator().manual_seed(seed + 1)
+    q = torch.randn(cu[-1], num_heads, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
+    return q, k_cache, v_cache, meta
+
+
+def make_decode(context_lens, num_heads, num_kv_heads, dtype, seed=0):
+    k_cache, v_cache, block_tables = make_cache(context_lens, num_kv_heads, dtype, seed)
+    meta = DecodeMeta(num_tokens=len(context_lens),
+                      context_lens=torch.tensor(context_lens, dtype=torch.int32, device=DEVICE),
+                      block_tables=block_tables, max_context_len=max(context_lens))
+    gen = torch.Generator().manual_seed(seed + 1)
+    q = torch.randn(len(context_lens), num_heads, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
+    return q, k_cache, v_cache, meta
+
+
+def assert_close(actual, expected, dtype):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert not torch.isnan(actual).any()
+    err = (actual.float() - expected.float()).abs().max().item()
+    assert err <= TOLERANCE[dtype], f"max abs err {err}"
+
+
+SCALE = 1 / math.sqrt(HEAD_DIM)
+
+# (cached before, chunk length). Single-token prompt; chunks crossing block and tile
+# boundaries; chunks continuing earlier cached chunks at a block boundary and mid-block;
+# context lengths that are not multiples of 16.
+MIXED_CHUNKS = [(0, 1), (0, 37), (48, 20), (21, 11), (0, 70), (5, 3), (100, 1)]
+# Many short chunks: one 32-position tile spans up to a dozen requests.
+TINY_CHUNKS = [(0, 1), (3, 2), (0, 4), (16, 1), (0, 3), (30, 2), (0, 1), (7, 4),
+               (0, 2), (1, 1), (0, 4), (15, 3), (0, 1), (2, 2)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("chunks", [MIXED_CHUNKS, TINY_CHUNKS], ids=["mixed", "tiny"])
+def test_prefill_matches_torch(chunks, dtype):
+    q, k_cache, v_cache, meta = make_prefill(chunks, 4, 2, dtype)
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    actual = TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    assert_close(actual, expected, dtype)
+
+
+def test_tiles_span_requests_in_these_cases():
+    """Guards the premise of the prefill cases: some tile covers several requests."""
+    for chunks in (MIXED_CHUNKS, TINY_CHUNKS):
+        _, _, _, meta = make_prefill(chunks, 4, 2, torch.float32)
+        seqs_per_tile = [len(set(meta.token_seq[s:s + BLOCK_M].tolist()))
+                         for s in range(0, meta.num_tokens, BLOCK_M)]
+        assert max(seqs_per_tile) >= 3
+
+
+@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
+def test_prefill_gqa_grouping(num_heads, num_kv_heads):
+    chunks = [(0, 19), (33, 14)]
+    q, k_cache, v_cache, meta = make_prefill(chunks, num_heads, num_kv_heads, torch.float32, 3)
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    actual = TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    assert_close(actual, expected, torch.float32)
+
+
+DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2)])
+def test_decode_rows_packed_splitkv_match_torch(num_heads, num_kv_heads, dtype):
+    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS, num_heads, num_kv_heads, dtype)
+    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
+    rows = TritonAttention(decode_kernel="rows")
+    assert_close(rows.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+    assert_close(rows.decode_packed(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+    splitkv = TritonAttention(decode_kernel="splitkv", num_sms=16)
+    assert_close(splitkv.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+
+
+@pytest.mark.parametrize("num_sms", [1, 3, 64])
+def test_splitkv_any_split_count(num_sms):
+    """One split, a few uneven ones, and many (short requests get empty splits)."""
+    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS, 4, 2, torch.float32, seed=5)
+    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
+    actual = TritonAttention(decode_kernel="splitkv", num_sms=num_sms).decode(
+        q, k_cache, v_cache, meta, SCALE)
+    assert_close(actual, expected, torch.float32)
+
+
+def test_decode_packed_over_several_tiles():
+    """More decode tokens than one tile holds: the packed layout gets two tiles."""
+    contexts = [(7 * i) % 45 + 1 for i in range(BLOCK_M + 5)]
+    q, k_cache, v_cache, meta = make_decode(contexts, 4, 2, torch.float32, seed=7)
+    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
+    actual = TritonAttention().decode_packed(q, k_cache, v_cache, meta, SCALE)
+    assert_close(actual, expected, torch.float32)
+
+
+def test_block_table_is_honoured():
+    """Swapping two requests' tables must swap which keys they see."""
+    q, k_cache, v_cache, meta = make_decode([40, 40], 4, 2, torch.float32, seed=9)
+    backend = TritonAttention()
+    before = backend.decode(q, k_cache, v_cache, meta, SCALE)
+    meta.block_tables = meta.block_tables.flip(0).contiguous()
+    after = backend.decode(q, k_cache, v_cache, meta, SCALE)
+    assert (before - after).abs().max() > 1e-2
+    assert_close(after, TorchAttention().decode(q, k_cache, v_cache, meta, SCALE), torch.float32)
+
+
+def test_output_follows_strided_query_views():
+    """q as a slice of a wider packed tensor (how the model hands it over)."""
+    q, k_cache, v_cache, meta = make_prefill([(0, 9), (20, 6)], 4, 2, torch.float32)
+    wide = torch.randn(q.shape[0], 3 * q.shape[1], HEAD_DIM, device=DEVICE)
+    wide[:, 4:8] = q
+    view = wide[:, 4:8]
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    assert_close(TritonAttention().prefill(view, k_cache, v_cache, meta, SCALE), expected,
+                 torch.float32)
+
+
+def test_choose_splits_covers_the_longest_context():
+    for max_len in (1, 63, 64, 65, 1000, 4096, 4200):
+        for pairs, sms in ((64, 132), (2, 132), (64, 1), (1000, 132)):
+            num_splits, split_len = choose_splits(max_len, pairs, sms)
+            assert split_len % 64 == 0 and split_len > 0
+            assert (num_splits - 1) * split_len < max_len <= num_splits * split_len
+    assert choose_splits(4096, 64, 132)[0] > 1  # the real decode shape does split
+
+
+@pytest.mark.skipif(not ON_INTERPRETER, reason="counts real compiles on the GPU")
+def test_num_compiled_is_zero_on_the_interpreter():
+    assert TritonAttention.num_compiled() == 0
