@@ -1,0 +1,57 @@
+"""The attention interface: explicit per-step metadata and the backend protocol.
+
+The model never reads a global context. Each step's `AttentionMetadata` is built by
+`fusedlib.batch.pack` and passed down `Model.forward` to every layer. The packed sequence
+holds chunk (prefill) positions first and decode positions last; `prefill` describes the
+first `prefill.num_tokens` positions, `decode` the remaining ones (one per request).
+
+Cache layout, per layer: k_cache and v_cache are [num_blocks, BLOCK_SIZE, num_kv_heads,
+head_dim]. A token's slot is block_id * BLOCK_SIZE + offset. Keys/values of the current
+step are written to the cache *before* attention runs, so both paths read every key they
+need (earlier chunks and the current one) from the cache alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+
+@dataclass
+class PrefillMeta:
+    num_tokens: int  # chunk positions at the head of the packed sequence
+    cu_seqlens_q: torch.Tensor  # int32 [n+1]: chunk i owns q[cu[i]:cu[i+1]]
+    context_lens: torch.Tensor  # int32 [n]: KV length of request i after this chunk
+    block_tables: torch.Tensor  # int32 [n, max_blocks]: the request's blocks, in order
+    token_seq: torch.Tensor  # int32 [num_tokens]: which chunk (0..n-1) each position is in
+    positions: torch.Tensor  # int32 [num_tokens]: absolute position (= its key index)
+    max_query_len: int
+    max_context_len: int
+
+
+@dataclass
+class DecodeMeta:
+    num_tokens: int  # one per decoding request
+    context_lens: torch.Tensor  # int32 [n]: KV length including the token being decoded
+    block_tables: torch.Tensor  # int32 [n, max_blocks]
+    max_context_len: int
+
+
+@dataclass
+class AttentionMetadata:
+    slot_mapping: torch.Tensor  # int64 [T]: cache slot for every packed position's K/V
+    prefill: PrefillMeta | None
+    decode: DecodeMeta | None
+
+
+class AttentionBackend(Protocol):
+    """q is [n, num_heads, head_dim]; returns the same shape, dtype of q."""
+
+    name: str
+
+    def prefill(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                meta: PrefillMeta, scale: float) -> torch.Tensor: ...
+
+    def decode(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+               meta: DecodeMeta, scale: float) -> torch.Tensor: ...

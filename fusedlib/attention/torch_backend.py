@@ -1,0 +1,54 @@
+"""Reference attention over the paged cache, from plain PyTorch ops.
+
+Slow and simple on purpose: it gathers each request's keys and values from its block
+table and runs dense masked attention in fp32. The Triton kernels are checked against it.
+"""
+from __future__ import annotations
+
+import torch
+
+from .base import DecodeMeta, PrefillMeta
+
+
+def _gather(cache: torch.Tensor, block_table: torch.Tensor, length: int) -> torch.Tensor:
+    """The first `length` positions of one request: [length, kv_heads, head_dim]."""
+    block_size = cache.shape[1]
+    n_blocks = (length + block_size - 1) // block_size
+    blocks = cache[block_table[:n_blocks].long()]  # [n_blocks, block_size, kvh, d]
+    return blocks.reshape(-1, *cache.shape[2:])[:length]
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor,
+            scale: float) -> torch.Tensor:
+    """q [m, h, d] at absolute positions q_pos; k, v [L, kvh, d]; causal by position."""
+    group = q.shape[1] // k.shape[1]
+    k = k.float().repeat_interleave(group, dim=1)
+    v = v.float().repeat_interleave(group, dim=1)
+    scores = torch.einsum("mhd,lhd->hml", q.float(), k) * scale
+    key_pos = torch.arange(k.shape[0], device=q.device)
+    scores.masked_fill_(key_pos[None, None, :] > q_pos[None, :, None], float("-inf"))
+    return torch.einsum("hml,lhd->mhd", scores.softmax(-1), v).to(q.dtype)
+
+
+class TorchAttention:
+    name = "torch"
+
+    def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float) -> torch.Tensor:
+        out = torch.empty_like(q)
+        cu = meta.cu_seqlens_q.tolist()
+        lens = meta.context_lens.tolist()
+        for i, length in enumerate(lens):
+            s, e = cu[i], cu[i + 1]
+            k = _gather(k_cache, meta.block_tables[i], length)
+            v = _gather(v_cache, meta.block_tables[i], length)
+            out[s:e] = _attend(q[s:e], k, v, meta.positions[s:e].long(), scale)
+        return out
+
+    def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
+        out = torch.empty_like(q)
+        for i, length in enumerate(meta.context_lens.tolist()):
+            k = _gather(k_cache, meta.block_tables[i], length)
+            v = _gather(v_cache, meta.block_tables[i], length)
+            pos = torch.tensor([length - 1], device=q.device)
+            out[i : i + 1] = _attend(q[i : i + 1], k, v, pos, scale)
+        return out

@@ -1,0 +1,91 @@
+"""StepPlan -> tensors: one packed, unpadded sequence plus its attention metadata.
+
+Everything is built as Python lists on the host and moved in a handful of transfers.
+Block tables are padded to a multiple of 16 columns so their row stride is always
+divisible by 16: Triton specializes integer arguments on that property, and a stride that
+flipped between steps would compile a new kernel variant mid-run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
+from .scheduler import Chunk, Request
+
+BLOCK_TABLE_ALIGN = 16
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # int64 [T]
+    positions: torch.Tensor  # int64 [T]
+    meta: AttentionMetadata
+    logit_indices: torch.Tensor  # int64 [S]: packed positions that produce a token
+    samplers: list[Request]  # who owns each of the S sampled tokens, in order
+
+    @property
+    def num_tokens(self) -> int:
+        return self.input_ids.shape[0]
+
+
+def _block_table(requests: list[Request], device) -> torch.Tensor:
+    width = max(len(r.blocks) for r in requests)
+    width = -(-width // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
+    rows = [r.blocks + [0] * (width - len(r.blocks)) for r in requests]
+    return torch.tensor(rows, dtype=torch.int32, device=device)
+
+
+def _slot(request: Request, pos: int, block_size: int) -> int:
+    return request.blocks[pos // block_size] * block_size + pos % block_size
+
+
+def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -> Batch:
+    """Chunk positions first, decode positions last, in plan order."""
+    ids, pos, slots, logit_idx, samplers = [], [], [], [], []
+    for c in chunks:
+        r = c.request
+        span = range(c.start, c.start + c.length)
+        ids += r.prompt[c.start : c.start + c.length]
+        pos += span
+        slots += [_slot(r, p, block_size) for p in span]
+        if c.finishes_prompt:
+            logit_idx.append(len(ids) - 1)
+            samplers.append(r)
+    n_prefill = len(ids)
+    for r in decodes:
+        p = r.prompt_len + len(r.output) - 1  # the newest token is fed back at its position
+        ids.append(r.output[-1])
+        pos.append(p)
+        slots.append(_slot(r, p, block_size))
+        logit_idx.append(len(ids) - 1)
+        samplers.append(r)
+
+    def i32(xs):
+        return torch.tensor(xs, dtype=torch.int32, device=device)
+
+    prefill = None
+    if chunks:
+        cu = [0]
+        token_seq = []
+        for i, c in enumerate(chunks):
+            cu.append(cu[-1] + c.length)
+            token_seq += [i] * c.length
+        ctx = [c.start + c.length for c in chunks]
+        prefill = PrefillMeta(
+            num_tokens=n_prefill, cu_seqlens_q=i32(cu), context_lens=i32(ctx),
+            block_tables=_block_table([c.request for c in chunks], device),
+            token_seq=i32(token_seq), positions=i32(pos[:n_prefill]),
+            max_query_len=max(c.length for c in chunks), max_context_len=max(ctx))
+    decode = None
+    if decodes:
+        ctx = [p + 1 for p in pos[n_prefill:]]
+        decode = DecodeMeta(num_tokens=len(decodes), context_lens=i32(ctx),
+                            block_tables=_block_table(decodes, device), max_context_len=max(ctx))
+    return Batch(
+        input_ids=torch.tensor(ids, dtype=torch.int64, device=device),
+        positions=torch.tensor(pos, dtype=torch.int64, device=device),
+        meta=AttentionMetadata(torch.tensor(slots, dtype=torch.int64, device=device), prefill, decode),
+        logit_indices=torch.tensor(logit_idx, dtype=torch.int64, device=device),
+        samplers=samplers)

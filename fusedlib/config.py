@@ -1,0 +1,102 @@
+"""Model presets and engine settings.
+
+`ModelConfig` carries exactly the fields our Qwen2 implementation reads; `from_hf_dict`
+maps a Hugging Face config.json onto it (transformers 5.x moved rope_theta into
+`rope_parameters`; hub checkpoints still carry it top-level, so both are read).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rope_theta: float
+    rms_norm_eps: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool = True
+
+    @classmethod
+    def from_hf_dict(cls, d: dict) -> "ModelConfig":
+        rope_theta = d.get("rope_theta")
+        if rope_theta is None:
+            rope_theta = (d.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+        heads = d["num_attention_heads"]
+        return cls(
+            vocab_size=d["vocab_size"],
+            hidden_size=d["hidden_size"],
+            intermediate_size=d["intermediate_size"],
+            num_layers=d["num_hidden_layers"],
+            num_heads=heads,
+            num_kv_heads=d.get("num_key_value_heads", heads),
+            head_dim=d.get("head_dim") or d["hidden_size"] // heads,
+            rope_theta=float(rope_theta),
+            rms_norm_eps=d.get("rms_norm_eps", 1e-6),
+            max_position_embeddings=d.get("max_position_embeddings", 32768),
+            tie_word_embeddings=d.get("tie_word_embeddings", False),
+        )
+
+    def to_hf_dict(self) -> dict:
+        """The config.json a transformers Qwen2 model needs to be this model."""
+        return {
+            "architectures": ["Qwen2ForCausalLM"],
+            "model_type": "qwen2",
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "num_hidden_layers": self.num_layers,
+            "num_attention_heads": self.num_heads,
+            "num_key_value_heads": self.num_kv_heads,
+            "head_dim": self.head_dim,
+            "rope_theta": self.rope_theta,
+            "rms_norm_eps": self.rms_norm_eps,
+            "max_position_embeddings": self.max_position_embeddings,
+            "tie_word_embeddings": self.tie_word_embeddings,
+            "hidden_act": "silu",
+            "use_sliding_window": False,
+        }
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+PRESETS: dict[str, ModelConfig] = {
+    # Qwen/Qwen2.5-1.5B's config.json: 1,543,714,304 parameters with tied embeddings.
+    "qwen2.5-1.5b": ModelConfig(
+        vocab_size=151936,
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_layers=28,
+        num_heads=12,
+        num_kv_heads=2,
+        head_dim=128,
+        rope_theta=1_000_000.0,
+        rms_norm_eps=1e-6,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+    ),
+    # Same architecture with grouped KV heads (2 query heads per KV head), small enough
+    # that CPU tests and the smoke profile run in seconds.
+    "tiny": ModelConfig(
+        vocab_size=512,
+        hidden_size=64,
+        intermediate_size=128,
+        num_layers=2,
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=16,
+        rope_theta=10000.0,
+        rms_norm_eps=1e-6,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+    ),
+}
+
+BLOCK_SIZE = 16  # tokens per KV block: vLLM's default; one block table entry per 16 positions.

@@ -1,0 +1,177 @@
+"""Correctness gates: importable checks that return reports (tests assert them; notebooks
+and the GPU campaign record them as rows).
+
+1. `gate_fused_vs_chunked`  both engines token for token on a mixed workload; a flip is
+   tolerated only where the top-2 logit gap is under `tie_tolerance`.
+2. `gate_mixed_step`        the logits of one fused mixed step equal those of its chunk
+   part and decode part run as separate forwards, on the same cache state.
+3. `gate_tiny_pool`         a pool that holds a few requests at a time completes every
+   request, admits in FCFS order, and ends fully free.
+4. `gate_poisoning`         freed blocks filled with NaN change no output.
+5. `gate_transformers`      both engines equal transformers' greedy generation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .engine import Engine
+from .model import Qwen2Model
+from .workloads import RequestSpec, mixed
+
+TIE_TOLERANCE = 0.02  # logit units; the reference's threshold for an exact-tie flip
+
+
+@dataclass
+class GateReport:
+    gate: str
+    passed: bool
+    detail: dict = field(default_factory=dict)
+
+    def row(self) -> dict:
+        return {"gate": self.gate, "passed": self.passed, **self.detail}
+
+
+def gate_workload(model: Qwen2Model, n: int = 12, seed: int = 0) -> list[RequestSpec]:
+    """A mixed draw scaled to the model: full-size lengths for a real model, small ones for
+    the tiny preset (whose whole point is to run on CPU in seconds)."""
+    cfg = model.config
+    if cfg.hidden_size >= 1024:
+        return mixed(n, seed=seed, budget=(16, 48), vocab_size=cfg.vocab_size)
+    return mixed(n, seed=seed, lengths=(1, 5, 17, 40, 90), budget=(3, 12), vocab_size=cfg.vocab_size)
+
+
+def _run(model, specs, **engine_kw) -> tuple[Engine, list[list[int]]]:
+    engine = Engine(model, **engine_kw)
+    outs = engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
+    return engine, outs
+
+
+def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch",
+                          chunk_tokens: int = 64, max_batch: int = 8,
+                          tie_tolerance: float = TIE_TOLERANCE) -> GateReport:
+    specs = specs if specs is not None else gate_workload(model)
+    kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, record_gaps=True)
+    chunked, ref = _run(model, specs, kind="chunked", **kw)
+    _, fused = _run(model, specs, kind="fused", **kw)
+    gaps = {(g.rid, g.index): g.gap for g in chunked.logit_gaps}
+    flips, bad, differ = set(), [], 0
+    for rid, (s, a, b) in enumerate(zip(specs, ref, fused)):
+        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+        if at is None and len(a) == len(b) == s.max_new_tokens:
+            continue
+        differ += 1
+        gap = gaps.get((rid, at), float("inf")) if at is not None else float("inf")
+        if gap < tie_tolerance:
+            flips.add((tuple(s.prompt), tuple(a[:at])))  # same history + flip = one location
+        else:
+            bad.append({"request": rid, "index": at, "gap": gap})
+    return GateReport("fused_vs_chunked", not bad, {
+        "attention": attention, "requests": len(specs), "requests_differing": differ,
+        "flip_locations": len(flips), "untolerated": bad[:5]})
+
+
+def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | None = None) -> GateReport:
+    """Drive a fused engine to a step that carries chunks and decodes, then run that plan
+    three ways on the same cache: packed, chunks alone, decodes alone."""
+    cfg = model.config
+    engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8)
+    g = torch.Generator().manual_seed(1)
+    for n in (5, 9, 3):
+        engine.add_request(torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist(), 4)
+    engine.step()  # all three prefill in one chunk step; now they decode
+    # 20 positions fit the 32-position budget, so the chunk finishes its prompt and samples.
+    engine.add_request(torch.randint(0, cfg.vocab_size, (20,), generator=g).tolist(), 2)
+    plan = engine.scheduler.plan(engine.clock())
+    assert plan.kind == "mixed", plan.kind
+
+    def logits(chunks, decodes):
+        b = engine._pack(chunks, decodes)
+        return model(b.input_ids, b.positions, b.meta, engine.pool.kv, engine.backend, b.logit_indices)
+
+    fused = logits(plan.chunks, plan.decodes)
+    parts = torch.cat([logits(plan.chunks, []), logits([], plan.decodes)])
+    err = (fused - parts).abs().max().item()
+    atol = atol if atol is not None else (1e-4 if model.dtype == torch.float32 else 5e-2)
+    return GateReport("mixed_step", err <= atol and not torch.isnan(fused).any().item(), {
+        "attention": attention, "chunk_tokens": plan.num_chunk_tokens, "decodes": len(plan.decodes),
+        "max_abs_err": err, "atol": atol})
+
+
+def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused") -> GateReport:
+    specs = gate_workload(model, n=10, seed=3)
+    longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
+    blocks = 2 * -(-longest // 16)  # room for about two of the largest requests at once
+    engine = Engine(model, kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8)
+    reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
+    steps = 0
+    while engine.has_work():
+        engine.step()
+        steps += 1
+        if steps > 100_000:
+            break
+    admitted_order = sorted(reqs, key=lambda r: (r.admitted, r.rid))
+    fcfs = [r.rid for r in admitted_order] == sorted(r.rid for r in reqs)
+    complete = all(r.finished is not None and len(r.output) == r.max_new_tokens for r in reqs)
+    free = engine.pool.num_free_blocks == engine.pool.num_blocks
+    _, big = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=8)
+    same = [r.output for r in reqs] == big
+    return GateReport("tiny_pool", fcfs and complete and free and same, {
+        "attention": attention, "kind": kind, "pool_blocks": blocks, "requests": len(specs),
+        "steps": steps, "fcfs": fcfs, "complete": complete, "pool_free": free,
+        "same_tokens_as_large_pool": same})
+
+
+def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused") -> GateReport:
+    specs = gate_workload(model, n=10, seed=4)
+    longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
+    blocks = 3 * -(-longest // 16)  # small, so freed (poisoned) blocks are handed out again
+    kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8)
+    _, clean = _run(model, specs, **kw)
+    poisoned_engine, poisoned = _run(model, specs, poison_freed=True, **kw)
+    return GateReport("poisoning", clean == poisoned, {
+        "attention": attention, "kind": kind, "pool_blocks": blocks, "requests": len(specs),
+        "differing_requests": sum(a != b for a, b in zip(clean, poisoned)),
+        "pool_free": poisoned_engine.pool.num_free_blocks == poisoned_engine.pool.num_blocks})
+
+
+def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport:
+    from .weights import to_transformers
+
+    specs = gate_workload(model, n=6, seed=5)
+    hf = to_transformers(model)
+    expected = []
+    with torch.inference_mode():
+        for s in specs:
+            ids = torch.tensor([s.prompt], device=model.device)
+            out = hf.generate(ids, max_new_tokens=s.max_new_tokens, min_new_tokens=s.max_new_tokens,
+                              do_sample=False, attention_mask=torch.ones_like(ids))
+            expected.append(out[0, len(s.prompt):].tolist())
+    results = {}
+    for kind in ("fused", "chunked"):
+        _, outs = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=4)
+        results[kind] = sum(a == b for a, b in zip(outs, expected))
+    return GateReport("transformers", all(v == len(specs) for v in results.values()), {
+        "attention": attention, "requests": len(specs),
+        **{f"{k}_identical": v for k, v in results.items()}})
+
+
+def run_all(model: Qwen2Model, attentions=("torch",), with_transformers: bool = True) -> list[GateReport]:
+    reports = []
+    for attention in attentions:
+        reports += [gate_fused_vs_chunked(model, attention=attention),
+                    gate_mixed_step(model, attention=attention),
+                    gate_tiny_pool(model, attention=attention),
+                    gate_poisoning(model, attention=attention)]
+    if with_transformers:
+        reports.append(gate_transformers(model))
+    return reports
+
+
+def report_rows(reports: list[GateReport]) -> list[dict]:
+    return [r.row() for r in reports]
+
+
+__all__ = ["GateReport", "run_all", "report_rows", "gate_fused_vs_chunked", "gate_mixed_step",
+           "gate_tiny_pool", "gate_poisoning", "gate_transformers"]

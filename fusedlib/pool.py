@@ -1,0 +1,70 @@
+"""The KV pool: fixed-size blocks in one preallocated tensor for all layers.
+
+Layout [num_layers, 2 (K, V), num_blocks, BLOCK_SIZE, num_kv_heads, head_dim]. A request
+reserves every block it can ever need when it is admitted (reserve-on-admit), so a running
+request never waits for memory; its blocks return at the end of the step it finishes in.
+With `poison_freed`, returned blocks are filled with NaN: any later read of freed memory
+turns an output into NaN instead of silently reading stale keys.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import torch
+
+from .config import BLOCK_SIZE, ModelConfig
+
+CPU_DEFAULT_GIB = 0.25  # on CPU the default is a small fixed pool, never "all of host memory"
+GPU_FREE_FRACTION = 0.5  # of free GPU memory after the model is loaded; leaves room for peers
+
+
+class KVPool:
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype, device: torch.device | str,
+                 num_blocks: int | None = None, pool_gib: float | None = None,
+                 poison_freed: bool = False, block_size: int = BLOCK_SIZE):
+        if num_blocks is not None and pool_gib is not None:
+            raise ValueError("give the pool size as num_blocks or pool_gib, not both")
+        device = torch.device(device)
+        self.block_size = block_size
+        self.bytes_per_block = (cfg.num_layers * 2 * block_size * cfg.num_kv_heads * cfg.head_dim
+                                * torch.empty((), dtype=dtype).element_size())
+        if num_blocks is None:
+            if pool_gib is None:
+                if device.type == "cuda":
+                    free, _ = torch.cuda.mem_get_info(device)
+                    budget = free * GPU_FREE_FRACTION
+                else:
+                    budget = CPU_DEFAULT_GIB * 2**30
+            else:
+                budget = pool_gib * 2**30
+            num_blocks = int(budget // self.bytes_per_block)
+        if num_blocks < 1:
+            raise ValueError(f"KV pool of {num_blocks} blocks: size it with at least one block")
+        self.num_blocks = num_blocks
+        self.poison_freed = poison_freed
+        self.kv = torch.zeros(cfg.num_layers, 2, num_blocks, block_size, cfg.num_kv_heads,
+                              cfg.head_dim, dtype=dtype, device=device)
+        self._free: deque[int] = deque(range(num_blocks))
+
+    @property
+    def num_free_blocks(self) -> int:
+        return len(self._free)
+
+    @property
+    def gib(self) -> float:
+        return self.num_blocks * self.bytes_per_block / 2**30
+
+    def blocks_for(self, num_tokens: int) -> int:
+        return -(-num_tokens // self.block_size)
+
+    def reserve(self, num_tokens: int) -> list[int] | None:
+        """All blocks for `num_tokens` positions, or None (and nothing taken) if they don't fit."""
+        n = self.blocks_for(num_tokens)
+        if n > len(self._free):
+            return None
+        return [self._free.popleft() for _ in range(n)]
+
+    def free(self, blocks: list[int]) -> None:
+        if self.poison_freed and blocks:
+            self.kv[:, :, torch.tensor(blocks, device=self.kv.device)] = float("nan")
+        self._free.extend(blocks)

@@ -1,0 +1,128 @@
+"""Build a Qwen2Model from a preset (random weights) or a Hugging Face checkpoint.
+
+`load_model("qwen2.5-1.5b")` gives the exact Qwen2.5-1.5B architecture with seeded random
+weights: timing does not depend on weight values, and weights cannot be downloaded on the
+machines this project is measured on. `load_model(path_or_hub_id)` reads config.json and
+one or several safetensors files; checkpoints name q/k/v and gate/up separately, and we
+concatenate them into the model's fused projections.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from .config import PRESETS, ModelConfig
+from .model import Qwen2Model, RotaryEmbedding
+
+
+def load_model(name_or_path: str, device: str | torch.device = "cpu",
+               dtype: torch.dtype = torch.float32, seed: int = 0) -> Qwen2Model:
+    if name_or_path in PRESETS:
+        model = random_model(PRESETS[name_or_path], device=device, dtype=dtype, seed=seed)
+    else:
+        path = _resolve_checkpoint(name_or_path)
+        cfg = ModelConfig.from_hf_dict(json.loads((path / "config.json").read_text()))
+        # Build on the meta device (no init cost for 1.5B parameters), then take the weights.
+        with torch.device("meta"):
+            model = Qwen2Model(cfg)
+        model.to_empty(device=device)
+        model.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta).to(device)
+        model.load_state_dict(from_hf_state_dict(_read_safetensors(path), cfg), strict=True)
+        model.to(dtype)
+    model.rotary.float()  # the cos/sin table stays fp32; it is cast per use
+    return model.eval()
+
+
+def random_model(cfg: ModelConfig, device="cpu", dtype=torch.float32, seed: int = 0,
+                 init_std: float = 0.02) -> Qwen2Model:
+    """Seeded random init on the target device: normal(0, 0.02) for matrices and biases
+    (transformers' initializer_range), ones for norms."""
+    model = Qwen2Model(cfg).to(device=device)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.fill_(1.0)
+            else:
+                p.normal_(0.0, init_std, generator=gen)
+    return model.to(dtype)
+
+
+def _resolve_checkpoint(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise ValueError(f"{path} has no config.json: not a Hugging Face checkpoint folder")
+        return path
+    if path.exists() or name_or_path.startswith((".", "/")) or name_or_path.count("/") != 1:
+        raise ValueError(f"unknown model {name_or_path!r}: not a preset {sorted(PRESETS)}, "
+                         "a checkpoint folder, or a hub id like 'Qwen/Qwen2.5-1.5B'")
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(name_or_path, allow_patterns=["config.json", "*.safetensors",
+                                                                "*.safetensors.index.json"]))
+
+
+def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    files = sorted(path.glob("*.safetensors"))
+    if not files:
+        raise ValueError(f"{path} holds no .safetensors files")
+    tensors: dict[str, torch.Tensor] = {}
+    for f in files:
+        tensors.update(load_file(str(f)))
+    return tensors
+
+
+def from_hf_state_dict(hf: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch.Tensor]:
+    """Map transformers' Qwen2ForCausalLM names onto ours (fusing q/k/v and gate/up)."""
+    sd = {"embed_tokens.weight": hf["model.embed_tokens.weight"], "norm.weight": hf["model.norm.weight"]}
+    if not cfg.tie_word_embeddings:
+        sd["lm_head.weight"] = hf["lm_head.weight"]
+    for i in range(cfg.num_layers):
+        src, dst = f"model.layers.{i}.", f"layers.{i}."
+        attn = src + "self_attn."
+        for kind in ("weight", "bias"):
+            sd[dst + f"self_attn.qkv_proj.{kind}"] = torch.cat(
+                [hf[attn + f"{p}_proj.{kind}"] for p in ("q", "k", "v")], dim=0)
+        sd[dst + "self_attn.o_proj.weight"] = hf[attn + "o_proj.weight"]
+        sd[dst + "mlp.gate_up_proj.weight"] = torch.cat(
+            [hf[src + "mlp.gate_proj.weight"], hf[src + "mlp.up_proj.weight"]], dim=0)
+        sd[dst + "mlp.down_proj.weight"] = hf[src + "mlp.down_proj.weight"]
+        sd[dst + "input_layernorm.weight"] = hf[src + "input_layernorm.weight"]
+        sd[dst + "post_attention_layernorm.weight"] = hf[src + "post_attention_layernorm.weight"]
+    return sd
+
+
+def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
+    """The inverse mapping: our weights under transformers' names (for the reference gate
+    and the transformers peer, which must run the very same weights)."""
+    cfg = model.config
+    ours = model.state_dict()
+    hf = {"model.embed_tokens.weight": ours["embed_tokens.weight"], "model.norm.weight": ours["norm.weight"]}
+    hf["lm_head.weight"] = ours["embed_tokens.weight"] if cfg.tie_word_embeddings else ours["lm_head.weight"]
+    q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+    for i in range(cfg.num_layers):
+        src, dst = f"layers.{i}.", f"model.layers.{i}."
+        for kind in ("weight", "bias"):
+            qkv = ours[src + f"self_attn.qkv_proj.{kind}"]
+            for name, part in zip("qkv", qkv.split([q, kv, kv], dim=0)):
+                hf[dst + f"self_attn.{name}_proj.{kind}"] = part
+        hf[dst + "self_attn.o_proj.weight"] = ours[src + "self_attn.o_proj.weight"]
+        gate, up = ours[src + "mlp.gate_up_proj.weight"].chunk(2, dim=0)
+        hf[dst + "mlp.gate_proj.weight"], hf[dst + "mlp.up_proj.weight"] = gate, up
+        hf[dst + "mlp.down_proj.weight"] = ours[src + "mlp.down_proj.weight"]
+        hf[dst + "input_layernorm.weight"] = ours[src + "input_layernorm.weight"]
+        hf[dst + "post_attention_layernorm.weight"] = ours[src + "post_attention_layernorm.weight"]
+    return hf
+
+
+def to_transformers(model: Qwen2Model):
+    """A transformers Qwen2ForCausalLM holding exactly our weights, same device and dtype."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    hf_model = Qwen2ForCausalLM(Qwen2Config(**model.config.to_hf_dict()))
+    hf_model.load_state_dict(to_hf_state_dict(model), strict=False)
+    return hf_model.to(device=model.device, dtype=model.dtype).eval()

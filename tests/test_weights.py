@@ -1,0 +1,61 @@
+import json
+
+import pytest
+import torch
+from safetensors.torch import save_file
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+from fusedlib.config import PRESETS, ModelConfig
+from fusedlib.engine import Engine
+from fusedlib.weights import load_model
+
+
+def _tiny_hf(tmp_path, tie: bool, shards: int, rope_style: str):
+    cfg = PRESETS["tiny"]
+    d = cfg.to_hf_dict() | {"tie_word_embeddings": tie}
+    torch.manual_seed(0)
+    hf = Qwen2ForCausalLM(Qwen2Config(**d)).eval()
+    sd = {k: v.contiguous() for k, v in hf.state_dict().items()}
+    if tie:
+        sd.pop("lm_head.weight", None)
+    names = sorted(sd)
+    for i in range(shards):  # split the tensors over several files, as big checkpoints are
+        save_file({k: sd[k] for k in names[i::shards]}, str(tmp_path / f"model-{i:05d}.safetensors"))
+    if rope_style == "nested":  # transformers 5.x writes rope_parameters, hub files carry rope_theta
+        d["rope_parameters"] = {"rope_type": "default", "rope_theta": d.pop("rope_theta")}
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    return hf
+
+
+@pytest.mark.parametrize("tie,shards,rope_style", [(True, 1, "top"), (False, 3, "nested")])
+def test_load_hf_checkpoint_matches_transformers(tmp_path, tie, shards, rope_style):
+    hf = _tiny_hf(tmp_path, tie, shards, rope_style)
+    model = load_model(str(tmp_path))
+    assert model.config.tie_word_embeddings == tie
+    assert model.config.rope_theta == PRESETS["tiny"].rope_theta
+    prompt = [3, 14, 15, 92, 65, 35]
+    with torch.inference_mode():
+        expected = hf.generate(torch.tensor([prompt]), max_new_tokens=6, min_new_tokens=6,
+                               do_sample=False)[0, len(prompt):].tolist()
+    assert Engine(model, kind="fused").generate([prompt], 6) == [expected]
+
+
+def test_config_reads_both_rope_locations():
+    base = PRESETS["qwen2.5-1.5b"].to_hf_dict()
+    nested = {k: v for k, v in base.items() if k != "rope_theta"} | {"rope_parameters": {"rope_theta": 1e6}}
+    assert ModelConfig.from_hf_dict(base) == ModelConfig.from_hf_dict(nested) == PRESETS["qwen2.5-1.5b"]
+
+
+def test_qwen25_preset_parameter_count():
+    with torch.device("meta"):
+        from fusedlib.model import Qwen2Model
+
+        model = Qwen2Model(PRESETS["qwen2.5-1.5b"])
+    assert sum(p.numel() for p in model.parameters()) == 1_543_714_304
+
+
+def test_unknown_model_name_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown model"):
+        load_model("no-such-preset")
+    with pytest.raises(ValueError, match="config.json"):
+        load_model(str(tmp_path))
