@@ -1,0 +1,312 @@
+"""GPU-side checks of the Triton attention kernels: a correctness gate and the layout bench.
+
+`kernel_gate` compares every Triton path (packed prefill, decode as rows, decode packed,
+split-KV decode) with the PyTorch reference at the real model's attention shape (12 query
+heads over 2 KV heads, head_dim 128) on caches with random contents and shuffled block
+tables, and checks that new step shapes compile nothing new.
+
+`decode_layout_bench` reproduces the reference's layout measurement: one cache state of 32
+requests with mixed context lengths, one attention call over their 32 decode tokens, as
+one-row tiles ("rows"), as one packed 32-wide tile ("packed"), and as split-KV. Times are
+medians of CUDA-event-timed calls, each after an L2 flush, set against the time the KV
+bytes take at a device-to-device copy bandwidth measured in the same call.
+
+The "smoke" profile runs the same code at the tiny model's shape and small contexts, so
+it finishes on the CPU interpreter in seconds; its numbers mean nothing.
+
+    python -m fusedlib.kernel_bench --out DIR [--profile smoke] [--skip-gate] [--skip-bench]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from .attention.base import DecodeMeta, PrefillMeta
+from .attention.torch_backend import TorchAttention
+from .config import BLOCK_SIZE, PRESETS
+
+REL_ERR_LIMIT = 1e-2
+# The reference's prompt-length mix; decode contexts add a generated part on top.
+PROMPT_LENGTHS = (16, 64, 256, 1024, 4096)
+MAX_GENERATED = 128
+PROFILES = {
+    # (model preset, prompt lengths, decode tokens per call)
+    "full": ("qwen2.5-1.5b", PROMPT_LENGTHS, 32),
+    "smoke": ("tiny", (4, 16, 40), 8),
+}
+
+
+def _backends():
+    # Imported here so TRITON_INTERPRET (set by callers on CPU) is read at first use.
+    from .attention.triton_backend import TritonAttention
+
+    return TritonAttention(decode_kernel="rows"), TritonAttention(decode_kernel="splitkv")
+
+
+# ------------------------------------------------------------------------ cache states
+def build_cache(context_lens, num_kv_heads, head_dim, dtype, device, gen):
+    """Random K/V caches holding `context_lens` tokens in shuffled, non-contiguous blocks.
+
+    Returns (k_cache, v_cache, block_tables int32 [n, max_blocks]); table entries past a
+    request's last block point at other requests' blocks, as stale entries would.
+    """
+    blocks_needed = [math.ceil(n / BLOCK_SIZE) for n in context_lens]
+    max_blocks = max(blocks_needed) + 1
+    num_blocks = sum(blocks_needed) + 1
+    shape = (num_blocks, BLOCK_SIZE, num_kv_heads, head_dim)
+    k_cache = torch.randn(shape, generator=gen, device=device).to(dtype)
+    v_cache = torch.randn(shape, generator=gen, device=device).to(dtype)
+    owner = torch.randperm(num_blocks, generator=gen, device=device)
+    filler = torch.randint(0, num_blocks, (len(context_lens), max_blocks), generator=gen,
+                           device=device)
+    tables, used = [], 0
+    for row, need in enumerate(blocks_needed):
+        tables.append(torch.cat([owner[used:used + need], filler[row, need:]]))
+        used += need
+    return k_cache, v_cache, torch.stack(tables).to(torch.int32)
+
+
+def prefill_case(chunks, num_heads, num_kv_heads, head_dim, dtype, device, gen):
+    """chunks: (tokens cached before, chunk length) per request, packed back to back."""
+    context_lens = [cached + length for cached, length in chunks]
+    k_cache, v_cache, tables = build_cache(context_lens, num_kv_heads, head_dim, dtype,
+                                           device, gen)
+    lengths = [length for _, length in chunks]
+    cu = [0]
+    for length in lengths:
+        cu.append(cu[-1] + length)
+    i32 = dict(dtype=torch.int32, device=device)
+    meta = PrefillMeta(
+        num_tokens=cu[-1], cu_seqlens_q=torch.tensor(cu, **i32),
+        context_lens=torch.tensor(context_lens, **i32), block_tables=tables,
+        token_seq=torch.cat([torch.full((n,), i, **i32) for i, n in enumerate(lengths)]),
+        positions=torch.cat([torch.arange(c, c + n, **i32) for c, n in chunks]),
+        max_query_len=max(lengths), max_context_len=max(context_lens))
+    q = torch.randn(cu[-1], num_heads, head_dim, generator=gen, device=device).to(dtype)
+    return q, k_cache, v_cache, meta
+
+
+def decode_case(context_lens, num_heads, num_kv_heads, head_dim, dtype, device, gen):
+    k_cache, v_cache, tables = build_cache(context_lens, num_kv_heads, head_dim, dtype,
+                                           device, gen)
+    meta = DecodeMeta(num_tokens=len(context_lens),
+                      context_lens=torch.tensor(context_lens, dtype=torch.int32, device=device),
+                      block_tables=tables, max_context_len=max(context_lens))
+    q = torch.randn(len(context_lens), num_heads, head_dim, generator=gen, device=device)
+    return q.to(dtype), k_cache, v_cache, meta
+
+
+def mixed_decode_contexts(num_requests: int, seed: int, prompt_lengths=PROMPT_LENGTHS,
+                          max_generated: int = MAX_GENERATED) -> list[int]:
+    """Seeded decode contexts: a prompt length from the mix plus 1..max_generated tokens
+    generated so far (the token being decoded included)."""
+    rng = random.Random(seed)
+    return [rng.choice(prompt_lengths) + rng.randint(1, max_generated)
+            for _ in range(num_requests)]
+
+
+def provenance() -> dict:
+    """The project's provenance fields; the GPU image may lack pandas (which
+    fusedlib.results imports), so fall back to the fields this module promises."""
+    try:
+        from .results import provenance as full_provenance
+    except ImportError:
+        import triton
+
+        return {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+                "torch": torch.__version__, "triton": triton.__version__}
+    return full_provenance()
+
+
+def _default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# ------------------------------------------------------------------------------- gate
+def _compare(case: str, kernel: str, actual: torch.Tensor, expected: torch.Tensor) -> dict:
+    diff = actual.float() - expected.float()
+    rel = (diff.norm() / expected.float().norm()).item()
+    has_nan = bool(torch.isnan(actual).any())
+    return {"case": case, "kernel": kernel, "dtype": str(actual.dtype).removeprefix("torch."),
+            "max_abs_err": diff.abs().max().item(), "rel_err": rel, "has_nan": has_nan,
+            "passed": (not has_nan) and rel < REL_ERR_LIMIT}
+
+
+def _gate_cases(prompt_lengths, decode_rows):
+    """(name, kind, spec) for prefill (chunks) and decode (context lengths) cases."""
+    longest = max(prompt_lengths)
+    chunk = min(512, longest)
+    tail = min(96, longest // 2)
+    rng = random.Random(1)
+    # Full profile: 512 positions, like one chunk budget.
+    mixed = [(0, 1), (0, 37), (longest - tail, tail), (1000 % longest, 115), (21, 11),
+             (0, max(1, chunk - 260))]
+    return [
+        ("prefill_mixed_chunks", "prefill", mixed),
+        ("prefill_one_full_chunk_at_0", "prefill", [(0, chunk)]),
+        ("prefill_chunk_ending_at_max_context", "prefill", [(longest - chunk, chunk)]),
+        ("prefill_single_token_prompts", "prefill", [(0, 1)] * 40),
+        ("prefill_chunks_continuing_mid_block", "prefill",
+         [(rng.randint(1, longest), rng.randint(1, 40)) for _ in range(12)]),
+        ("decode_mixed_contexts", "decode", mixed_decode_contexts(decode_rows, 0, prompt_lengths)),
+        ("decode_edges", "decode",
+         ([1, 2, 15, 16, 17, 31, 33, longest, longest + 1, longest + MAX_GENERATED]
+          * decode_rows)[:decode_rows]),
+        ("decode_all_long", "decode", [longest + MAX_GENERATED] * decode_rows),
+        ("decode_one_request", "decode", [longest // 2 + 3]),
+        ("decode_many_requests", "decode", mixed_decode_contexts(3 * decode_rows + 5, 1,
+                                                                   prompt_lengths)),
+    ]
+
+
+def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, seed: int = 0,
+                profile: str = "full") -> list[dict]:
+    """Every Triton path against the torch reference; one row per (case, kernel), then one
+    row checking that the cases after the first of each kind compiled nothing new."""
+    device = device or _default_device()
+    preset, prompt_lengths, decode_rows = PROFILES[profile]
+    cfg = PRESETS[preset]
+    shape = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
+    scale = cfg.head_dim ** -0.5
+    gen = torch.Generator(device=device).manual_seed(seed)
+    reference = TorchAttention()
+    rows_backend, splitkv_backend = _backends()
+    out, compiled_after_first = [], None
+    seen_kinds = set()
+    for name, kind, spec in _gate_cases(prompt_lengths, decode_rows):
+        if kind == "prefill":
+            q, k, v, meta = prefill_case(spec, *shape, dtype, device, gen)
+            expected = reference.prefill(q, k, v, meta, scale)
+            results = {"prefill_packed": rows_backend.prefill(q, k, v, meta, scale)}
+        else:
+            q, k, v, meta = decode_case(spec, *shape, dtype, device, gen)
+            expected = reference.decode(q, k, v, meta, scale)
+            results = {"decode_rows": rows_backend.decode(q, k, v, meta, scale),
+                       "decode_packed": rows_backend.decode_packed(q, k, v, meta, scale),
+                       "decode_splitkv": splitkv_backend.decode(q, k, v, meta, scale)}
+        for kernel, actual in results.items():
+            out.append({**_compare(name, kernel, actual, expected),
+                        "num_tokens": q.shape[0], "max_context_len": meta.max_context_len})
+        seen_kinds.add(kind)
+        if compiled_after_first is None and seen_kinds == {"prefill", "decode"}:
+            compiled_after_first = rows_backend.num_compiled()
+    compiled_at_end = rows_backend.num_compiled()
+    out.append({"case": "no_recompile_on_new_shapes", "kernel": "all",
+                "dtype": str(dtype).removeprefix("torch."),
+                "compiled_after_first_cases": compiled_after_first,
+                "compiled_at_end": compiled_at_end,
+                "passed": compiled_at_end == compiled_after_first})
+    info = provenance()
+    return [{**row, "profile": profile, **info} for row in out]
+
+
+# ------------------------------------------------------------------------------ bench
+def _flush_l2(scratch: torch.Tensor | None) -> None:
+    if scratch is not None:
+        scratch.zero_()
+
+
+def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> float:
+    """Median wall time of fn() in ms; on CUDA each call is timed by its own pair of
+    events after an L2 flush (flush outside the events), so the KV comes from DRAM."""
+    for _ in range(max(3, iters // 10)):  # warm-up: compile, autotune nothing, fill caches
+        fn()
+    times = []
+    if device.startswith("cuda"):
+        start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        for i in range(iters):
+            _flush_l2(scratch)
+            start[i].record()
+            fn()
+            end[i].record()
+        torch.cuda.synchronize()
+        times = [s.elapsed_time(e) for s, e in zip(start, end)]
+    else:
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth(device: str, nbytes: int) -> float:
+    """Device-to-device copy bandwidth in bytes/s, counting bytes read plus written."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    ms = _median_ms(lambda: dst.copy_(src), device, iters=20, scratch=None)
+    return 2 * nbytes / (ms / 1e3)
+
+
+def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 200,
+                        profile: str = "full") -> list[dict]:
+    """One attention call over the decode tokens of one mixed cache state, three ways."""
+    device = device or _default_device()
+    preset, prompt_lengths, num_requests = PROFILES[profile]
+    cfg = PRESETS[preset]
+    on_gpu = device.startswith("cuda")
+    iters = iters if on_gpu else min(iters, 5)
+    dtype = torch.float16
+    scale = cfg.head_dim ** -0.5
+    contexts = mixed_decode_contexts(num_requests, seed, prompt_lengths)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
+                                dtype, device, gen)
+    rows_backend, splitkv_backend = _backends()
+    calls = {
+        "rows": lambda: rows_backend.decode(q, k, v, meta, scale),
+        "packed": lambda: rows_backend.decode_packed(q, k, v, meta, scale),
+        "splitkv": lambda: splitkv_backend.decode(q, k, v, meta, scale),
+    }
+    # Bigger than the H200's 50 MB L2 many times over.
+    scratch = torch.empty(256 * 2**20, dtype=torch.uint8, device=device) if on_gpu else None
+    bandwidth = copy_bandwidth(device, 2**30 if on_gpu else 2**24)
+    kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
+    floor_ms = kv_bytes / bandwidth * 1e3
+    times = {name: _median_ms(fn, device, iters, scratch) for name, fn in calls.items()}
+    warm_l2 = {name: _median_ms(fn, device, iters, None) for name, fn in calls.items()}
+    info = provenance()
+    return [{
+        "kernel": name, "profile": profile, "seed": seed, "iters": iters,
+        "num_requests": num_requests, "context_sum": sum(contexts),
+        "context_max": max(contexts), "contexts": " ".join(map(str, contexts)),
+        "median_ms": times[name], "median_ms_warm_l2": warm_l2[name],
+        "kv_bytes": kv_bytes, "copy_bandwidth_gbs": bandwidth / 1e9,
+        "kv_bytes_floor_ms": floor_ms, "bandwidth_fraction": floor_ms / times[name],
+        "ratio_vs_rows": times[name] / times["rows"],
+        "ratio_packed_over_rows": times["packed"] / times["rows"],
+        **info,
+    } for name in calls]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
+    parser.add_argument("--skip-gate", action="store_true")
+    parser.add_argument("--skip-bench", action="store_true")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():  # must precede the first import of the kernels
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    jobs = {"kernel_gate": kernel_gate, "layout_bench": decode_layout_bench}
+    if args.skip_gate:
+        jobs.pop("kernel_gate")
+    if args.skip_bench:
+        jobs.pop("layout_bench")
+    for name, job in jobs.items():
+        rows = job(profile=args.profile)
+        (args.out / f"{name}.json").write_text(json.dumps(rows, indent=1))
+        print(name, json.dumps(rows, indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
