@@ -287,6 +287,11 @@ def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 2
     } for name in calls]
 
 
+SUMMARY_FIELDS = ("case", "kernel", "rel_err", "has_nan", "passed", "compiled_at_end",
+                  "median_ms", "median_ms_warm_l2", "bandwidth_fraction", "ratio_vs_rows",
+                  "copy_bandwidth_gbs", "gpu")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -305,7 +310,8 @@ def main() -> None:
     for name, job in jobs.items():
         rows = job(profile=args.profile)
         (args.out / f"{name}.json").write_text(json.dumps(rows, indent=1))
-        print(name, json.dumps(rows, indent=1), flush=True)
+        for row in rows:  # a short line per row; the full rows are in the JSON
+            print(name, {k: row[k] for k in SUMMARY_FIELDS if k in row}, flush=True)
 
 
 if __name__ == "__main__":
