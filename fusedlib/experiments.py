@@ -1,0 +1,401 @@
+"""The writeup's experiments, one function each; every function returns tidy rows.
+
+Callers (the CLI, the notebooks, the Modal app) only choose parameters and store rows. A
+row carries the experiment, the engine, every parameter (resolved: no None standing for
+"the profile's default") and `results.provenance()`. With `out=<path stem>` each finished
+run is appended there at once (`results.append_rows`), and a run whose parameters are
+already there is skipped, so a killed campaign resumes where it stopped.
+
+Profiles fix what "the model" and "the workload" mean:
+  full   Qwen2.5-1.5B architecture, fp16 on CUDA, Triton attention, the writeup's lengths
+  smoke  the tiny preset, fp32 on CPU, torch attention, lengths and budgets scaled down so
+         every experiment finishes in seconds; smoke numbers check plumbing, not speed.
+
+Timing: the clock is `time.perf_counter`, read after `torch.cuda.synchronize()` on CUDA.
+Engines compile and warm up at construction (`Engine(warmup=True)`), and closed runs add
+discarded warm-up repeats on top, so no measured run includes a compile.
+"""
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import metrics, results, workloads
+from .engine import Engine
+from .weights import load_model, to_transformers
+
+
+@dataclass(frozen=True)
+class Profile:
+    model: str
+    device: str
+    dtype: torch.dtype
+    attention: str
+    chunk_tokens: int
+    lengths: tuple[int, ...]  # mixed prompt lengths
+    budget: tuple[int, int]  # mixed max_new_tokens range, inclusive
+    p256_length: int  # the uniform control's prompt length
+    p256_budget: int
+    rates: tuple[float, ...]  # the arrival sweep, requests/s
+    capacity_rate: float  # above both engines' capacity: where sensitivity measures it
+
+
+PROFILES = {
+    "full": Profile(model="qwen2.5-1.5b", device="cuda", dtype=torch.float16, attention="triton",
+                    chunk_tokens=512, lengths=workloads.MIXED_LENGTHS, budget=workloads.MIXED_BUDGET,
+                    p256_length=256, p256_budget=workloads.P256_BUDGET,
+                    rates=(1, 2, 3, 4, 5, 6, 7, 8, 9), capacity_rate=9),
+    # Lengths 4..64 against a 32-token chunk keep the full profile's shape (long prompts
+    # take several chunks, short ones share one); the tiny model serves a few hundred
+    # requests/s on two CPU cores, hence the rates.
+    "smoke": Profile(model="tiny", device="cpu", dtype=torch.float32, attention="torch",
+                     chunk_tokens=32, lengths=(4, 8, 16, 32, 64), budget=(4, 16),
+                     p256_length=16, p256_budget=8,
+                     rates=(50, 100, 200, 400), capacity_rate=400),
+}
+
+
+# ---------------------------------------------------------------------------- plumbing
+@dataclass(frozen=True)
+class Setup:
+    """Everything that decides which model and which requests a run sees."""
+    profile: str
+    model: str
+    attention: str
+    chunk_tokens: int
+    max_batch: int
+
+    @property
+    def spec(self) -> Profile:
+        return PROFILES[self.profile]
+
+    def fields(self) -> dict:
+        return {"profile": self.profile, "model": self.model, "device": self.spec.device,
+                "dtype": str(self.spec.dtype).removeprefix("torch."), "attention": self.attention,
+                "max_batch": self.max_batch, "chunk_tokens": self.chunk_tokens}
+
+    def workload(self, name: str, n: int, seed: int, vocab_size: int) -> workloads.Workload:
+        if name == "mixed":
+            return workloads.mixed(n, seed=seed, lengths=self.spec.lengths, budget=self.spec.budget,
+                                   vocab_size=vocab_size)
+        if name == "p256":
+            return workloads.p256(n, seed=seed, budget=self.spec.p256_budget, length=self.spec.p256_length,
+                                  vocab_size=vocab_size)
+        raise ValueError(f"unknown workload {name!r}; choose mixed or p256")
+
+
+def setup(profile: str = "full", model: str | None = None, attention: str | None = None,
+          chunk_tokens: int | None = None, max_batch: int = 32) -> Setup:
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
+    p = PROFILES[profile]
+    if p.device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"profile {profile!r} needs a CUDA GPU; use profile 'smoke' on CPU")
+    return Setup(profile, model or p.model, attention or p.attention, chunk_tokens or p.chunk_tokens,
+                 max_batch)
+
+
+@lru_cache(maxsize=1)  # one model alive at a time: a 1.5B model is 3 GiB of GPU memory
+def _model(name: str, device: str, dtype: torch.dtype):
+    return load_model(name, device=device, dtype=dtype, seed=0)
+
+
+def model_for(s: Setup):
+    return _model(s.model, s.spec.device, s.spec.dtype)
+
+
+def make_engine(s: Setup, kind: str, **engine_kw) -> Engine:
+    # A previous engine's KV pool sits in the CUDA caching allocator after it is dropped;
+    # give it back first, or the new default pool (a fraction of *free* memory) shrinks.
+    gc.collect()
+    if s.spec.device == "cuda":
+        torch.cuda.empty_cache()
+    return Engine(model_for(s), kind=kind, max_batch=s.max_batch, chunk_tokens=s.chunk_tokens,
+                  attention=s.attention, **engine_kw)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _already_done(out, key: dict) -> bool:
+    return out is not None and tuple(key.values()) in results.done_keys(out, list(key))
+
+
+def _store(out, rows: list[dict]) -> list[dict]:
+    if out is not None:
+        results.append_rows(out, rows)
+    return rows
+
+
+def _step_counts(records) -> dict:
+    kinds = Counter(r.kind for r in records)
+    return {"n_steps": len(records), **{f"n_{k}_steps": kinds.get(k, 0) for k in ("decode", "mixed", "chunk")},
+            "n_forwards": sum(r.n_forwards for r in records)}
+
+
+def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
+    """Replay an arrival trace against the engine's clock: before each step, admit every
+    request whose arrival time has passed (stamped with its trace arrival, not the moment
+    the loop noticed it); when idle, sleep until the next arrival. Returns the Requests."""
+    pending, served = deque(specs), []
+    t0 = engine.clock()
+    while pending or engine.has_work():
+        now = engine.clock()
+        while pending and t0 + pending[0].arrival <= now:
+            s = pending.popleft()
+            served.append(engine.add_request(s.prompt, s.max_new_tokens, arrival=t0 + s.arrival))
+        if engine.has_work():
+            engine.step()
+        elif pending:
+            time.sleep(max(0.0, t0 + pending[0].arrival - engine.clock()))
+    return served
+
+
+# ---------------------------------------------------------------------------- closed
+def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed: int = 0,
+           max_batch: int = 32, chunk_tokens: int | None = None, warmups: int = 2, repeats: int = 5,
+           profile: str = "full", attention: str | None = None, model: str | None = None,
+           out=None) -> list[dict]:
+    """The whole batch submitted at time zero, wall time to its last token. One row per
+    recorded repeat (stat='run') and one median row (stat='median'); all rows of a
+    configuration are stored together, so a killed run leaves none of them half-written."""
+    s = setup(profile, model, attention, chunk_tokens, max_batch)
+    key = {"experiment": "closed", "engine": engine_kind, **s.fields(), "workload": workload,
+           "batch_size": batch_size, "seed": seed, "warmups": warmups, "repeats": repeats}
+    if _already_done(out, key):
+        return []
+    engine = make_engine(s, engine_kind)
+    specs = s.workload(workload, batch_size, seed, engine.cfg.vocab_size)
+    prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
+    n_out = sum(budgets)
+    rows = []
+    for i in range(warmups + repeats):
+        first_step = len(engine.step_log)
+        _sync(s.spec.device)
+        t0 = time.perf_counter()
+        engine.generate(prompts, budgets)
+        _sync(s.spec.device)
+        wall = time.perf_counter() - t0
+        if i >= warmups:
+            rows.append({**key, "stat": "run", "repeat": i - warmups, "wall_s": wall,
+                         "n_output_tokens": n_out, "output_throughput": n_out / wall,
+                         "request_throughput": batch_size / wall,
+                         **_step_counts(engine.step_log[first_step:])})
+    wall = statistics.median(r["wall_s"] for r in rows)
+    rows.append({**rows[-1], "stat": "median", "repeat": None, "wall_s": wall,
+                 "output_throughput": n_out / wall, "request_throughput": batch_size / wall})
+    prov = results.provenance()
+    return _store(out, [{**r, **prov} for r in rows])
+
+
+# ---------------------------------------------------------------------------- open loop
+def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
+    first_step = len(engine.step_log)
+    served = serve_open_loop(engine, specs)
+    return {**metrics.summarize(served), **_step_counts(engine.step_log[first_step:]),
+            "pool_blocks": engine.pool.num_blocks, "pool_gib_actual": engine.pool.gib}
+
+
+def arrivals(engine_kind: str, rate: float, n_requests: int = 400, seed: int = 0,
+             pool_gib: float | None = None, max_batch: int = 32, chunk_tokens: int | None = None,
+             profile: str = "full", attention: str | None = None, model: str | None = None,
+             out=None) -> list[dict]:
+    """Open loop: `n_requests` mixed requests arriving as a Poisson process at `rate`/s.
+    The same seed gives the same requests at every rate, and the arrival times of one rate
+    are a rescaling of another's (numpy draws exponential(1/rate) as a scaled standard
+    exponential). One row: metrics.summarize fields, step counts, the pool."""
+    s = setup(profile, model, attention, chunk_tokens, max_batch)
+    key = {"experiment": "arrivals", "engine": engine_kind, **s.fields(), "rate": rate,
+           "n_requests": n_requests, "seed": seed, "pool_gib": pool_gib}
+    if _already_done(out, key):
+        return []
+    engine = make_engine(s, engine_kind, pool_gib=pool_gib)
+    specs = workloads.poisson_arrivals(s.workload("mixed", n_requests, seed, engine.cfg.vocab_size),
+                                       rate, seed=seed)
+    return _store(out, [{**key, **_open_run(engine, specs), **results.provenance()}])
+
+
+def sensitivity(engine_kind: str, seeds=(0, 1, 2), long_shares=(0.0, 0.2, 0.4),
+                rate: float | None = None, n_requests: int = 400, max_batch: int = 32,
+                chunk_tokens: int | None = None, profile: str = "full",
+                attention: str | None = None, model: str | None = None, out=None) -> list[dict]:
+    """Capacity across draws: for each seed and each share of longest-length prompts (None
+    = the plain mixed draw), the served rate at a rate above capacity (the profile's
+    `capacity_rate` unless given). One engine serves every draw; one row per draw."""
+    s = setup(profile, model, attention, chunk_tokens, max_batch)
+    rate = rate if rate is not None else s.spec.capacity_rate
+    engine, rows = None, []
+    for seed in seeds:
+        for share in long_shares:
+            key = {"experiment": "sensitivity", "engine": engine_kind, **s.fields(), "rate": rate,
+                   "n_requests": n_requests, "seed": seed, "long_share": share}
+            if _already_done(out, key):
+                continue
+            engine = engine or make_engine(s, engine_kind)
+            vocab = engine.cfg.vocab_size
+            specs = (s.workload("mixed", n_requests, seed, vocab) if share is None else
+                     workloads.with_long_share(n_requests, share, seed=seed, lengths=s.spec.lengths,
+                                               budget=s.spec.budget, vocab_size=vocab))
+            long_len = max(s.spec.lengths)
+            row = {**key, "n_long_prompts": sum(len(r.prompt) == long_len for r in specs),
+                   **_open_run(engine, workloads.poisson_arrivals(specs, rate, seed=seed)),
+                   **results.provenance()}
+            rows += _store(out, [row])
+    return rows
+
+
+# ---------------------------------------------------------------------------- step trace
+def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tokens: int | None = None,
+               warmups: int = 1, profile: str = "full", attention: str | None = None,
+               model: str | None = None, out=None) -> list[dict]:
+    """The disturbance workload (64 mixed requests through `max_batch` rows, all queued at
+    time zero) with sync-accurate step timing. Rows, told apart by `record`:
+      step     one per step: kind, chunk tokens, decode rows, forwards, start, duration
+      request  one per request: its consecutive token gaps (every request is an incumbent
+               once it decodes; its gaps are what other requests' admission costs it)
+      summary  one: step counts and median duration by kind, pooled token-gap stats
+    """
+    s = setup(profile, model, attention, chunk_tokens, max_batch)
+    key = {"experiment": "step_trace", "engine": engine_kind, **s.fields(), "seed": seed,
+           "warmups": warmups}
+    if _already_done(out, key):
+        return []
+    engine = make_engine(s, engine_kind, trace=True)
+    specs = workloads.disturbance(seed, lengths=s.spec.lengths, budget=s.spec.budget,
+                                  vocab_size=engine.cfg.vocab_size)
+    prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
+    for _ in range(warmups):
+        engine.generate(prompts, budgets)
+    first_step = len(engine.step_log)
+    t0 = engine.clock()
+    reqs = [engine.add_request(p, b, arrival=t0) for p, b in zip(prompts, budgets)]
+    engine.run_until_done()
+    _sync(s.spec.device)
+    wall = engine.clock() - t0
+    steps = engine.step_log[first_step:]
+    prov = results.provenance()
+    rows = [{**key, "record": "step", "step": i, "kind": r.kind, "n_chunk_tokens": r.n_chunk_tokens,
+             "n_decode": r.n_decode, "n_forwards": r.n_forwards, "start_s": r.start - t0,
+             "duration_s": r.duration} for i, r in enumerate(steps)]
+    for r in reqs:
+        gaps = np.diff(r.token_times)
+        rows.append({**key, "record": "request", "rid": r.rid, "prompt_len": r.prompt_len,
+                     "n_output_tokens": len(r.output), "admitted_s": r.admitted - t0,
+                     "ttft_s": r.token_times[0] - r.arrival, "gap_median_s": _q(gaps, 50),
+                     "gap_max_s": float(gaps.max()) if gaps.size else None, "token_gaps_s": gaps.tolist()})
+    gaps = metrics.token_gaps(reqs)
+    summary = {**key, "record": "summary", "wall_s": wall, "step_time_s": sum(r.duration for r in steps),
+               **_step_counts(steps), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
+               "gap_p99_s": _q(gaps, 99), "gap_max_s": float(gaps.max())}
+    for kind in ("decode", "mixed", "chunk"):
+        durations = [r.duration for r in steps if r.kind == kind]
+        summary[f"median_{kind}_step_s"] = statistics.median(durations) if durations else None
+    rows.append(summary)
+    return _store(out, [{**r, **prov} for r in rows])
+
+
+def _q(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def accounting(trace_rows_chunked, trace_rows_fused) -> list[dict]:
+    """The writeup's arithmetic on two step traces (rows or DataFrames of step_trace):
+    fusion refunds only the steps that ran two forwards, so
+      saved = (median mixed step, chunked - fused) x number of mixed steps,
+    and its share of the chunked run's step time predicts the closed-loop gain.
+    Rows: one per (engine, kind) with count and median/total time, then one 'fusion' row."""
+    steps = {}
+    for engine, rows in (("chunked", trace_rows_chunked), ("fused", trace_rows_fused)):
+        df = pd.DataFrame(rows)
+        steps[engine] = df[df["record"] == "step"] if "record" in df else df
+    out = []
+    for engine, df in steps.items():
+        for kind, g in df.groupby("kind"):
+            out.append({"record": "kind", "engine": engine, "kind": kind, "n_steps": len(g),
+                        "median_s": float(g["duration_s"].median()), "total_s": float(g["duration_s"].sum())})
+    mixed_c, mixed_f = (steps[e].loc[steps[e]["kind"] == "mixed", "duration_s"] for e in ("chunked", "fused"))
+    saved_per = float(mixed_c.median() - mixed_f.median())
+    run_time = float(steps["chunked"]["duration_s"].sum())
+    out.append({"record": "fusion", "loaded_steps": len(mixed_c), "loaded_steps_fused": len(mixed_f),
+                "median_loaded_chunked_s": float(mixed_c.median()),
+                "median_loaded_fused_s": float(mixed_f.median()),
+                "saved_per_loaded_step_s": saved_per, "saved_total_s": saved_per * len(mixed_c),
+                "run_time_chunked_s": run_time, "share_of_run": saved_per * len(mixed_c) / run_time,
+                "loaded_share_of_steps": len(mixed_c) / len(steps["chunked"])})
+    return out
+
+
+# ---------------------------------------------------------------------------- peer
+def peer_transformers(batch_size: int = 32, workload: str = "mixed", seed: int = 0,
+                      max_batch: int = 32, chunk_tokens: int | None = None, warmups: int = 1,
+                      repeats: int = 3, profile: str = "full", model: str | None = None,
+                      out=None) -> list[dict]:
+    """transformers' own continuous batching (the manager behind `generate_batch`) on the
+    closed run's requests, with our weights copied into a Qwen2ForCausalLM. The manager is
+    driven directly because `generate_batch` takes one max_new_tokens for all requests.
+    Settings mirror our engine where transformers has them: at most `max_batch` requests
+    and `chunk_tokens + max_batch` tokens per forward, 16-token pages (our block size), a
+    cache that holds the whole batch, EOS disabled, greedy. Rows are shaped like closed()'s,
+    with engine='transformers'."""
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+    s = setup(profile, model, None, chunk_tokens, max_batch)
+    key = {"experiment": "peer", "engine": "transformers", **s.fields(), "attention": "transformers",
+           "workload": workload, "batch_size": batch_size, "seed": seed, "warmups": warmups,
+           "repeats": repeats}
+    if _already_done(out, key):
+        return []
+    ours = model_for(s)
+    hf = to_transformers(ours)
+    specs = s.workload(workload, batch_size, seed, ours.config.vocab_size)
+    page = 16
+    cb = ContinuousBatchingConfig(
+        max_requests_per_batch=max_batch, max_batch_tokens=s.chunk_tokens + max_batch, page_size=page,
+        num_blocks=sum(-(-(len(r.prompt) + r.max_new_tokens) // page) for r in specs))
+    gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
+    n_out = sum(r.max_new_tokens for r in specs)
+    rows = []
+    with hf.continuous_batching_context_manager(generation_config=gen, continuous_batching_config=cb,
+                                                block=True, timeout=30) as manager:
+        for i in range(warmups + repeats):
+            _sync(s.spec.device)
+            t0 = time.perf_counter()
+            ids = [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1)
+                   for r in specs]
+            outputs = _collect(manager, ids)
+            _sync(s.spec.device)
+            wall = time.perf_counter() - t0
+            if i >= warmups:
+                got = sum(len(outputs[k].generated_tokens) for k in ids)
+                rows.append({**key, "stat": "run", "repeat": i - warmups, "wall_s": wall,
+                             "n_output_tokens": got, "output_throughput": got / wall,
+                             "request_throughput": batch_size / wall})
+    if any(r["n_output_tokens"] != n_out for r in rows):
+        raise RuntimeError("transformers generated a different number of tokens than requested")
+    wall = statistics.median(r["wall_s"] for r in rows)
+    rows.append({**rows[-1], "stat": "median", "repeat": None, "wall_s": wall,
+                 "output_throughput": n_out / wall, "request_throughput": batch_size / wall})
+    prov = results.provenance()
+    return _store(out, [{**r, **prov} for r in rows])
+
+
+def _collect(manager, ids: list[str]) -> dict:
+    done, timeout_s = {}, 600
+    while len(done) < len(ids):
+        result = manager.get_result(timeout=timeout_s)
+        if result is None:
+            raise RuntimeError(f"transformers' batching manager stopped with {len(ids) - len(done)} requests left")
+        if result.is_finished():
+            done[result.request_id] = result
+    return done
