@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 # Initial running max: finite, far below any real score (see module docstring).
-NEG_BIG = -1.0e30
+NEG_BIG = tl.constexpr(-1.0e30)
 
 
 @triton.jit(do_not_specialize=["stride_bt"])

@@ -6,6 +6,9 @@ reads past a request's context or ignores the table gets a wrong answer, not a l
 """
 import math
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -187,3 +190,59 @@ def test_choose_splits_covers_the_longest_context():
 @pytest.mark.skipif(not ON_INTERPRETER, reason="counts real compiles on the GPU")
 def test_num_compiled_is_zero_on_the_interpreter():
     assert TritonAttention.num_compiled() == 0
+
+
+# The interpreter accepts code the GPU compiler rejects (non-constexpr globals, tile
+# shapes). Compiling for sm_90 needs no GPU, only Triton's bundled ptxas, so do it here,
+# in a subprocess without TRITON_INTERPRET, at the real model's shape and the tiny one's.
+SM90_COMPILE = textwrap.dedent("""
+    import inspect
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from fusedlib.attention import triton_kernels as K
+    from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N,
+                                                   SPLITKV_BLOCK_N)
+
+    INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
+                  "block_tables_ptr"}
+    PARTIALS = {"part_max_ptr", "part_sum_ptr", "part_acc_ptr"}
+
+    def compile_sm90(kernel, dtype, constexprs, num_warps):
+        signature = {}
+        for name in inspect.signature(kernel.fn).parameters:
+            if name in constexprs:
+                signature[name] = "constexpr"
+            elif name in INT_TABLES:
+                signature[name] = "*i32"
+            elif name in PARTIALS:
+                signature[name] = "*fp32"
+            elif name.endswith("_ptr"):
+                signature[name] = "*" + dtype
+            else:
+                signature[name] = "fp32" if name == "qk_scale" else "i32"
+        triton.compile(ASTSource(kernel, signature, constexprs),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+
+    for group, head_dim in ((6, 128), (2, 16)):
+        for dtype, precision in (("fp16", "tf32"), ("fp32", "ieee")):
+            for decode_rows in (False, True):
+                compile_sm90(K.packed_attention_kernel, dtype, dict(
+                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
+                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
+            compile_sm90(K.splitkv_decode_kernel, dtype, dict(
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=SPLITKV_BLOCK_N,
+                KV_BLOCK_SIZE=16, DOT_PRECISION=precision), 4)
+            compile_sm90(K.splitkv_reduce_kernel, dtype, dict(HEAD_DIM=head_dim), 1)
+""")
+
+
+def test_kernels_compile_for_sm90():
+    import triton.backends
+
+    if "nvidia" not in triton.backends.backends:
+        pytest.skip("this Triton has no NVIDIA backend")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", SM90_COMPILE], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
