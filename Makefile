@@ -53,6 +53,8 @@ test: $(STAMP)
 # parameters and executes it; executed copies land in $(EXECUTED), rows in $(OUT_DIR).
 run-all: $(STAMP)
 	@mkdir -p $(EXECUTED)/src $(OUT_DIR)
+	@# Rows written anywhere but data/ are scratch: keep them out of git.
+	@[ "$(OUT_DIR)" = data ] || echo '*' > $(OUT_DIR)/.gitignore
 	@echo "run-all: backend=$(BACKEND) profile=$(PROFILE) gpu=$(GPU) out_dir=$(OUT_DIR)"
 	@set -e; for nb in $(NOTEBOOKS); do \
 	  name=$$(basename $$nb .py); \

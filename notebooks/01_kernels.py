@@ -1,0 +1,49 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Kernel gate and decode layout bench
+#
+# Every Triton attention path against the PyTorch reference at the model's attention
+# shape, then one decode attention call over 32 requests' tokens as one-row tiles, as one
+# packed tile and as split-KV, on the same cache state. Rows: `<out_dir>/kernels/`.
+
+# %% tags=["parameters"]
+backend = "local"  # "local" (this machine) or "modal"
+gpu = "A10"  # the Modal GPU, for backend "modal"
+profile = "smoke"  # "smoke" (tiny shapes, CPU) or "full"
+out_dir = "../data-smoke"
+
+# %%
+import os
+
+import torch
+
+if backend == "local" and not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels on CPU tensors
+
+import pandas as pd
+
+from fusedlib import remote
+
+run = dict(backend=backend, gpu=gpu)
+
+# %%
+gate = remote.run(remote.kernel_gate, profile=profile, **run)
+remote.save(gate, "kernels", "kernel_gate", out_dir)
+pd.DataFrame(gate)[["case", "kernel", "passed", "rel_err", "max_abs_err"]]
+
+# %%
+bench = remote.run(remote.layout_bench, profile=profile, **run)
+remote.save(bench, "kernels", "layout_bench", out_dir)
+pd.DataFrame(bench)[["kernel", "median_ms", "ratio_vs_rows", "kv_bytes_floor_ms", "gpu"]]
