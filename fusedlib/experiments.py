@@ -99,6 +99,10 @@ def setup(profile: str = "full", model: str | None = None, attention: str | None
     p = PROFILES[profile]
     if p.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"profile {profile!r} needs a CUDA GPU; use profile 'smoke' on CPU")
+    if p.device == "cpu":
+        # The tiny model's ops are too small to split across threads, and on a shared CPU
+        # OpenMP threads spin-waiting for a descheduled peer made steps 100x slower.
+        torch.set_num_threads(1)
     return Setup(profile, model or p.model, attention or p.attention, chunk_tokens or p.chunk_tokens,
                  max_batch)
 

@@ -1,0 +1,145 @@
+"""Experiments on the smoke profile (tiny model, CPU): plumbing and invariants, not speed."""
+import statistics
+
+import pytest
+
+from fusedlib import experiments, results, workloads
+from fusedlib.engine import Engine
+
+SMOKE = experiments.PROFILES["smoke"]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return experiments.model_for(experiments.setup("smoke"))
+
+
+def _specs(n, seed=0, rate=2000.0):
+    base = workloads.mixed(n, seed=seed, lengths=SMOKE.lengths, budget=SMOKE.budget, vocab_size=512)
+    return workloads.poisson_arrivals(base, rate, seed=seed)
+
+
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_open_loop_completes_every_request_with_its_budget(tiny, kind):
+    engine = Engine(tiny, kind=kind, chunk_tokens=32, max_batch=8)
+    specs = _specs(40, rate=500.0)
+    served = experiments.serve_open_loop(engine, specs)
+    assert len(served) == len(specs)
+    for spec, req in zip(specs, served):
+        assert req.finished is not None and len(req.output) == spec.max_new_tokens == len(req.token_times)
+        assert req.admitted >= req.arrival and req.token_times[0] >= req.admitted
+    arrivals = [r.arrival for r in served]
+    assert arrivals == sorted(arrivals)
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_pool_cap_forces_queueing_and_still_completes(tiny, kind):
+    num_blocks = 12  # the largest smoke request (64 + 16 tokens) needs 5 blocks
+    engine = Engine(tiny, kind=kind, chunk_tokens=32, max_batch=8, num_blocks=num_blocks)
+    specs = _specs(30, seed=1, rate=5000.0)
+    served = experiments.serve_open_loop(engine, specs)
+    assert all(len(r.output) == s.max_new_tokens for r, s in zip(served, specs))
+    assert engine.pool.num_free_blocks == num_blocks
+    # At each admission, the requests holding blocks fit in the pool, and fewer than
+    # max_batch were running: the pool, not the batch, held the queue back.
+    peak = 0
+    for r in served:
+        running = [o for o in served if o.admitted <= r.admitted < o.finished]
+        assert sum(engine.pool.blocks_for(o.kv_tokens_needed) for o in running) <= num_blocks
+        peak = max(peak, len(running))
+    assert peak < engine.max_batch
+    assert max(r.admitted - r.arrival for r in served) > 0
+    admitted_order = [r.rid for r in sorted(served, key=lambda r: (r.admitted, r.rid))]
+    assert admitted_order == sorted(admitted_order)  # strict FCFS
+
+
+def test_arrivals_row_with_small_pool(tmp_path):
+    gib = 12 * 8192 / 2**30  # 12 blocks of the tiny model's 8 KiB
+    rows = experiments.arrivals("fused", 1000.0, n_requests=24, pool_gib=gib, profile="smoke", out=tmp_path / "a")
+    (row,) = rows
+    assert row["pool_blocks"] == 12 and row["n_completed"] == 24 and row["rate"] == 1000.0
+    assert row["n_output_tokens"] == sum(s.max_new_tokens for s in _specs(24))
+    assert row["served_rate"] > 0 and row["queue_wait_p90_s"] > 0
+    assert row["git_commit"] and row["profile"] == "smoke" and row["chunk_tokens"] == SMOKE.chunk_tokens
+    # Same parameters again: already stored, skipped.
+    assert experiments.arrivals("fused", 1000.0, n_requests=24, pool_gib=gib, profile="smoke",
+                                out=tmp_path / "a") == []
+    assert len(results.load(tmp_path / "a")) == 1
+
+
+def test_closed_rows_runs_and_median(tmp_path):
+    rows = experiments.closed("chunked", "p256", batch_size=6, warmups=1, repeats=3, profile="smoke",
+                              out=tmp_path / "c")
+    runs = [r for r in rows if r["stat"] == "run"]
+    (median,) = [r for r in rows if r["stat"] == "median"]
+    assert [r["repeat"] for r in runs] == [0, 1, 2]
+    assert median["wall_s"] == statistics.median(r["wall_s"] for r in runs)
+    assert all(r["n_output_tokens"] == 6 * SMOKE.p256_budget for r in rows)
+    assert runs[0]["n_steps"] > 0 and runs[0]["n_forwards"] >= runs[0]["n_steps"]
+    assert len(results.load(tmp_path / "c")) == 4
+
+
+def test_step_trace_rows_and_accounting():
+    traces = {k: experiments.step_trace(k, warmups=0, profile="smoke") for k in ("chunked", "fused")}
+    for kind, rows in traces.items():
+        steps = [r for r in rows if r["record"] == "step"]
+        reqs = [r for r in rows if r["record"] == "request"]
+        (summary,) = [r for r in rows if r["record"] == "summary"]
+        assert len(reqs) == workloads.DISTURBANCE_REQUESTS
+        assert summary["n_steps"] == len(steps) == summary["n_decode_steps"] + summary["n_mixed_steps"] + summary["n_chunk_steps"]
+        assert all(len(r["token_gaps_s"]) == r["n_output_tokens"] - 1 for r in reqs)
+        forwards = {"fused": 1, "chunked": 2}[kind]
+        assert all(r["n_forwards"] == forwards for r in steps if r["kind"] == "mixed")
+    # Same scheduler, same plans: the two engines take the same steps.
+    kinds = {k: [r["kind"] for r in rows if r["record"] == "step"] for k, rows in traces.items()}
+    assert kinds["chunked"] == kinds["fused"]
+    fusion = experiments.accounting(traces["chunked"], traces["fused"])[-1]
+    assert fusion["loaded_steps"] == kinds["chunked"].count("mixed")
+
+
+def test_accounting_arithmetic_by_hand():
+    def steps(durations):
+        return [{"record": "step", "kind": k, "duration_s": d} for k, d in durations]
+    chunked = steps([("chunk", 0.040), ("mixed", 0.060), ("mixed", 0.064), ("mixed", 0.070),
+                     ("decode", 0.030), ("decode", 0.030)])  # run time 0.294 s
+    fused = steps([("chunk", 0.041), ("mixed", 0.050), ("mixed", 0.052), ("mixed", 0.058),
+                   ("decode", 0.031), ("decode", 0.031)])
+    rows = experiments.accounting(chunked, fused)
+    kinds = {(r["engine"], r["kind"]): r for r in rows if r["record"] == "kind"}
+    assert kinds[("chunked", "mixed")]["n_steps"] == 3
+    assert kinds[("chunked", "mixed")]["median_s"] == pytest.approx(0.064)
+    assert kinds[("fused", "decode")]["total_s"] == pytest.approx(0.062)
+    fusion = rows[-1]
+    # median mixed 0.064 - 0.052 = 0.012 s per loaded step, x 3 loaded steps = 0.036 s,
+    # of 0.294 s of chunked step time = 12.24 %
+    assert fusion["saved_per_loaded_step_s"] == pytest.approx(0.012)
+    assert fusion["saved_total_s"] == pytest.approx(0.036)
+    assert fusion["run_time_chunked_s"] == pytest.approx(0.294)
+    assert fusion["share_of_run"] == pytest.approx(0.036 / 0.294)
+    assert fusion["loaded_share_of_steps"] == pytest.approx(0.5)
+
+
+def test_sensitivity_fixes_long_share_and_resumes(tmp_path):
+    kw = dict(seeds=(0, 1), long_shares=(None, 0.5), rate=2000.0, n_requests=16, profile="smoke",
+              out=tmp_path / "s")
+    rows = experiments.sensitivity("fused", **kw)
+    assert [(r["seed"], r["long_share"]) for r in rows] == [(0, None), (0, 0.5), (1, None), (1, 0.5)]
+    assert all(r["n_long_prompts"] == 8 for r in rows if r["long_share"] == 0.5)
+    assert all(r["n_completed"] == 16 for r in rows)
+    assert experiments.sensitivity("fused", **kw) == []
+
+
+def test_transformers_peer_generates_every_token():
+    rows = experiments.peer_transformers(batch_size=6, warmups=0, repeats=1, profile="smoke")
+    run, median = rows
+    specs = workloads.mixed(6, seed=0, lengths=SMOKE.lengths, budget=SMOKE.budget, vocab_size=512)
+    assert run["n_output_tokens"] == sum(s.max_new_tokens for s in specs)
+    assert median["stat"] == "median" and median["output_throughput"] > 0
+    assert median["engine"] == "transformers"
+
+
+def test_full_profile_needs_a_gpu(monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="smoke"):
+        experiments.setup("full")
