@@ -8,13 +8,19 @@ tables, and checks that new step shapes compile nothing new.
 `decode_layout_bench` reproduces the reference's layout measurement: one cache state of 32
 requests with mixed context lengths, one attention call over their 32 decode tokens, as
 one-row tiles ("rows"), as one packed 32-wide tile ("packed"), and as split-KV. Times are
-medians of CUDA-event-timed calls, each after an L2 flush, set against the time the KV
-bytes take at a device-to-device copy bandwidth measured in the same call.
+medians of CUDA-event-timed calls, each after an L2 flush long enough for the host to
+enqueue the call before the GPU reaches it (so the time is the GPU's), set against the time
+the KV bytes take at a device-to-device copy bandwidth measured in the same call. The
+back-to-back median (no flush, calls queued one after another) and the host time to
+enqueue one call show where the host, not the GPU, sets the pace.
+
+`splitkv_sweep` times split-KV launch shapes on the same cache state, each checked against
+the torch reference.
 
 The "smoke" profile runs the same code at the tiny model's shape and small contexts, so
 it finishes on the CPU interpreter in seconds; its numbers mean nothing.
 
-    python -m fusedlib.kernel_bench --out DIR [--profile smoke] [--skip-gate] [--skip-bench]
+    python -m fusedlib.kernel_bench --out DIR [--profile smoke] [--jobs kernel_gate,...]
 """
 from __future__ import annotations
 
@@ -215,8 +221,9 @@ def _flush_l2(scratch: torch.Tensor | None) -> None:
 
 
 def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> float:
-    """Median wall time of fn() in ms; on CUDA each call is timed by its own pair of
-    events after an L2 flush (flush outside the events), so the KV comes from DRAM."""
+    """Median time of fn() in ms; on CUDA each call is timed by its own pair of events,
+    after an L2 flush (outside the events) when `scratch` is given, so the KV comes from
+    DRAM and the host has queued the call before its start event fires."""
     for _ in range(max(3, iters // 10)):  # warm-up: compile, autotune nothing, fill caches
         fn()
     times = []
@@ -238,6 +245,18 @@ def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> flo
     return statistics.median(times)
 
 
+def _host_ms(fn, iters: int) -> float:
+    """Median host time to enqueue one call (no synchronisation inside the loop)."""
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
 def copy_bandwidth(device: str, nbytes: int) -> float:
     """Device-to-device copy bandwidth in bytes/s, counting bytes read plus written."""
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
@@ -246,39 +265,51 @@ def copy_bandwidth(device: str, nbytes: int) -> float:
     return 2 * nbytes / (ms / 1e3)
 
 
-def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 200,
-                        profile: str = "full") -> list[dict]:
-    """One attention call over the decode tokens of one mixed cache state, three ways."""
+def _bench_state(device: str | None, seed: int, iters: int, profile: str):
+    """The layout bench's cache state: (device, iters, contexts, model cfg, q, k, v, meta,
+    L2 flush buffer or None)."""
     device = device or _default_device()
     preset, prompt_lengths, num_requests = PROFILES[profile]
     cfg = PRESETS[preset]
     on_gpu = device.startswith("cuda")
     iters = iters if on_gpu else min(iters, 5)
-    dtype = torch.float16
-    scale = cfg.head_dim ** -0.5
     contexts = mixed_decode_contexts(num_requests, seed, prompt_lengths)
     gen = torch.Generator(device=device).manual_seed(seed)
     q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
-                                dtype, device, gen)
+                                torch.float16, device, gen)
+    # 1 GiB: many times the H200's 50 MB L2, and its ~0.3 ms zeroing outlasts the host
+    # time to enqueue any of the calls timed here.
+    scratch = torch.empty(2**30, dtype=torch.uint8, device=device) if on_gpu else None
+    return device, iters, contexts, cfg, q, k, v, meta, scratch
+
+
+def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 200,
+                        profile: str = "full") -> list[dict]:
+    """One attention call over the decode tokens of one mixed cache state, three ways."""
+    device, iters, contexts, cfg, q, k, v, meta, scratch = _bench_state(device, seed, iters,
+                                                                        profile)
+    on_gpu = scratch is not None
+    num_requests = len(contexts)
+    scale = cfg.head_dim ** -0.5
     rows_backend, splitkv_backend = _backends()
     calls = {
         "rows": lambda: rows_backend.decode(q, k, v, meta, scale),
         "packed": lambda: rows_backend.decode_packed(q, k, v, meta, scale),
         "splitkv": lambda: splitkv_backend.decode(q, k, v, meta, scale),
     }
-    # Bigger than the H200's 50 MB L2 many times over.
-    scratch = torch.empty(256 * 2**20, dtype=torch.uint8, device=device) if on_gpu else None
     bandwidth = copy_bandwidth(device, 2**30 if on_gpu else 2**24)
     kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
     floor_ms = kv_bytes / bandwidth * 1e3
     times = {name: _median_ms(fn, device, iters, scratch) for name, fn in calls.items()}
-    warm_l2 = {name: _median_ms(fn, device, iters, None) for name, fn in calls.items()}
+    back_to_back = {name: _median_ms(fn, device, iters, None) for name, fn in calls.items()}
+    host = {name: _host_ms(fn, iters) for name, fn in calls.items()}
     info = provenance()
     return [{
         "kernel": name, "profile": profile, "seed": seed, "iters": iters,
         "num_requests": num_requests, "context_sum": sum(contexts),
         "context_max": max(contexts), "contexts": " ".join(map(str, contexts)),
-        "median_ms": times[name], "median_ms_warm_l2": warm_l2[name],
+        "median_ms": times[name], "median_ms_back_to_back": back_to_back[name],
+        "host_ms": host[name],
         "kv_bytes": kv_bytes, "copy_bandwidth_gbs": bandwidth / 1e9,
         "kv_bytes_floor_ms": floor_ms, "bandwidth_fraction": floor_ms / times[name],
         "ratio_vs_rows": times[name] / times["rows"],
@@ -287,28 +318,61 @@ def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 2
     } for name in calls]
 
 
-SUMMARY_FIELDS = ("case", "kernel", "rel_err", "has_nan", "passed", "compiled_at_end",
-                  "median_ms", "median_ms_warm_l2", "bandwidth_fraction", "ratio_vs_rows",
-                  "copy_bandwidth_gbs", "gpu")
+SWEEP = [(block_n, per_sm, 4, 2) for block_n in (32, 64, 128) for per_sm in (2, 4, 8, 16)] + [
+    (128, 4, 8, 2), (128, 8, 8, 2), (64, 8, 4, 3), (64, 8, 2, 2)]
+
+
+def splitkv_sweep(device: str | None = None, seed: int = 0, iters: int = 100,
+                  profile: str = "full") -> list[dict]:
+    """Split-KV launch shapes (block_n, programs per SM, warps, stages) on the layout
+    bench's cache state: L2-flushed median time and error against the torch reference."""
+    from .attention.triton_backend import SplitKVConfig, TritonAttention
+
+    device, iters, contexts, cfg, q, k, v, meta, scratch = _bench_state(device, seed, iters,
+                                                                        profile)
+    scale = cfg.head_dim ** -0.5
+    expected = TorchAttention().decode(q, k, v, meta, scale)
+    info = provenance()
+    out = []
+    for block_n, per_sm, num_warps, num_stages in SWEEP:
+        config = SplitKVConfig(block_n, per_sm, num_warps, num_stages)
+        backend = TritonAttention(decode_kernel="splitkv", splitkv=config)
+        row = {"kernel": "splitkv", "block_n": block_n, "programs_per_sm": per_sm,
+               "num_warps": num_warps, "num_stages": num_stages}
+        try:
+            call = lambda: backend.decode(q, k, v, meta, scale)  # noqa: E731
+            row.update(_compare("layout_state", "splitkv", call(), expected))
+            row["num_splits"], row["split_len"] = backend.split_plan(
+                meta.max_context_len, len(contexts) * cfg.num_kv_heads, q.device)
+            row["median_ms"] = _median_ms(call, device, iters, scratch)
+        except Exception as exc:  # a shape the compiler rejects is a result, not a crash
+            row.update(passed=False, error=repr(exc)[:300])
+        out.append({**row, "profile": profile, "seed": seed, **info})
+    return out
+
+
+SUMMARY_FIELDS = ("case", "kernel", "block_n", "programs_per_sm", "num_warps", "num_stages",
+                  "num_splits", "rel_err", "has_nan", "passed", "compiled_at_end", "error",
+                  "median_ms", "median_ms_back_to_back", "host_ms", "bandwidth_fraction",
+                  "ratio_vs_rows", "copy_bandwidth_gbs", "gpu")
+
+
+JOBS = {"kernel_gate": kernel_gate, "layout_bench": decode_layout_bench,
+        "splitkv_sweep": splitkv_sweep}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
-    parser.add_argument("--skip-gate", action="store_true")
-    parser.add_argument("--skip-bench", action="store_true")
+    parser.add_argument("--jobs", default=",".join(JOBS),
+                        help=f"comma-separated subset of {', '.join(JOBS)}")
     args = parser.parse_args()
     if not torch.cuda.is_available():  # must precede the first import of the kernels
         os.environ.setdefault("TRITON_INTERPRET", "1")
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = {"kernel_gate": kernel_gate, "layout_bench": decode_layout_bench}
-    if args.skip_gate:
-        jobs.pop("kernel_gate")
-    if args.skip_bench:
-        jobs.pop("layout_bench")
-    for name, job in jobs.items():
-        rows = job(profile=args.profile)
+    for name in args.jobs.split(","):
+        rows = JOBS[name](profile=args.profile)
         (args.out / f"{name}.json").write_text(json.dumps(rows, indent=1))
         for row in rows:  # a short line per row; the full rows are in the JSON
             print(name, {k: row[k] for k in SUMMARY_FIELDS if k in row}, flush=True)

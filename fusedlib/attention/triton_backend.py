@@ -15,19 +15,21 @@ kernels straight from the step's metadata tensors.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel
+from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
+                             splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
-SPLITKV_BLOCK_N = 64  # keys per inner iteration of a split-KV program
+SPLITKV_BLOCK_N = 64  # default keys per inner iteration of a split-KV program
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
-PROGRAMS_PER_SM = 4  # split-KV aims for this many programs per SM
+PROGRAMS_PER_SM = 4  # default: split-KV aims for this many programs per SM
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
 KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
@@ -42,27 +44,39 @@ def _dot_precision(dtype: torch.dtype) -> str:
     return "ieee" if dtype == torch.float32 else "tf32"
 
 
+@dataclass(frozen=True)
+class SplitKVConfig:
+    """Launch shape of split-KV decode (the layout bench sweeps these)."""
+    block_n: int = SPLITKV_BLOCK_N
+    programs_per_sm: int = PROGRAMS_PER_SM
+    num_warps: int = 4
+    num_stages: int = 2
+
+
 def choose_splits(max_context_len: int, num_pairs: int, num_sms: int,
-                  block_n: int = SPLITKV_BLOCK_N) -> tuple[int, int]:
+                  block_n: int = SPLITKV_BLOCK_N,
+                  programs_per_sm: int = PROGRAMS_PER_SM) -> tuple[int, int]:
     """(num_splits, split_len) for split-KV decode over `num_pairs` (request, KV head) pairs.
 
-    Enough splits to give every SM PROGRAMS_PER_SM programs, but no split shorter than one
-    BLOCK_N iteration. One split length for all requests (set by the longest context) keeps
+    Enough splits to give every SM `programs_per_sm` programs, but no split shorter than
+    one BLOCK_N iteration. One split length for all requests (set by the longest context) keeps
     every program's work bounded; splits past a short request's end exit at once.
     """
-    wanted = math.ceil(PROGRAMS_PER_SM * num_sms / num_pairs)
+    wanted = math.ceil(programs_per_sm * num_sms / num_pairs)
     num_splits = max(1, min(wanted, math.ceil(max_context_len / block_n), MAX_SPLITS))
     split_len = math.ceil(max_context_len / num_splits / block_n) * block_n
     return math.ceil(max_context_len / split_len), split_len
 
 
 class TritonAttention:
-    def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None):
+    def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
+                 splitkv: SplitKVConfig = SplitKVConfig()):
         if decode_kernel not in ("rows", "splitkv"):
             raise ValueError(f"decode_kernel must be 'rows' or 'splitkv', got {decode_kernel!r}")
         self.decode_kernel = decode_kernel
         self.name = "triton" if decode_kernel == "rows" else "triton-splitkv"
         self._num_sms = num_sms
+        self.splitkv = splitkv
         self._tile_tables: dict[tuple[str, int, torch.device], torch.Tensor] = {}
 
     # -- public interface -------------------------------------------------------------
@@ -147,11 +161,14 @@ class TritonAttention:
         )
         return out
 
-    def _sm_count(self, device: torch.device) -> int:
+    def split_plan(self, max_context_len: int, num_pairs: int,
+                   device: torch.device) -> tuple[int, int]:
+        """(num_splits, split_len) split-KV decode uses for this step shape."""
         if self._num_sms is None:
             self._num_sms = (torch.cuda.get_device_properties(device).multi_processor_count
                              if device.type == "cuda" else INTERPRETER_SMS)
-        return self._num_sms
+        return choose_splits(max_context_len, num_pairs, self._num_sms, self.splitkv.block_n,
+                             self.splitkv.programs_per_sm)
 
     def _splitkv(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
         self._check(q, k_cache, v_cache)
@@ -161,26 +178,25 @@ class TritonAttention:
             return out
         num_kv_heads = k_cache.shape[2]
         group = num_heads // num_kv_heads
-        num_splits, split_len = choose_splits(meta.max_context_len, num_reqs * num_kv_heads,
-                                              self._sm_count(q.device))
-        part_max = torch.empty(num_reqs, num_heads, num_splits, dtype=torch.float32,
-                               device=q.device)
-        part_sum = torch.empty_like(part_max)
-        part_acc = torch.empty(num_reqs, num_heads, num_splits, head_dim, dtype=torch.float32,
-                               device=q.device)
+        cfg = self.splitkv
+        num_splits, split_len = self.split_plan(meta.max_context_len, num_reqs * num_kv_heads,
+                                                q.device)
+        partials = torch.empty(num_reqs, num_heads, num_splits, head_dim + PARTIAL_EXTRA.value,
+                               dtype=torch.float32, device=q.device)
         splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
-            q, k_cache, v_cache, part_max, part_sum, part_acc,
+            q, k_cache, v_cache, partials,
             meta.context_lens, meta.block_tables, scale * LOG2E, split_len,
             q.stride(0), q.stride(1),
             k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
             v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
             meta.block_tables.stride(0),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
-            BLOCK_N=SPLITKV_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
+            BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
         )
         splitkv_reduce_kernel[(num_reqs, num_heads)](
-            part_max, part_sum, part_acc, out, num_splits, out.stride(0), out.stride(1),
+            partials, out, num_splits, out.stride(0), out.stride(1),
             HEAD_DIM=head_dim, num_warps=1,
         )
         return out

@@ -27,6 +27,10 @@ import triton.language as tl
 
 # Initial running max: finite, far below any real score (see module docstring).
 NEG_BIG = tl.constexpr(-1.0e30)
+# A split-KV partial is one row of HEAD_DIM + PARTIAL_EXTRA fp32: the unnormalised
+# accumulator, then the running max, then the running sum, then padding that keeps every
+# row 16-byte aligned.
+PARTIAL_EXTRA = tl.constexpr(4)
 
 
 @triton.jit(do_not_specialize=["stride_bt"])
@@ -117,8 +121,7 @@ def packed_attention_kernel(
 @triton.jit(do_not_specialize=["stride_bt", "split_len"])
 def splitkv_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr,
-    part_max_ptr, part_sum_ptr,  # fp32 [n, H, num_splits]
-    part_acc_ptr,  # fp32 [n, H, num_splits, HEAD_DIM], unnormalised
+    partials_ptr,  # fp32 [n, H, num_splits, PARTIAL_ROW] (layout: see PARTIAL_ROW)
     context_lens_ptr, block_tables_ptr,
     qk_scale, split_len,  # split_len: keys per split, a multiple of BLOCK_N
     stride_q_tok, stride_q_head,
@@ -178,16 +181,16 @@ def splitkv_decode_kernel(
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 
-    part_row = (req * num_heads + heads) * num_splits + split  # [BLOCK_H]
-    tl.store(part_max_ptr + part_row, m_i, mask=head_valid)
-    tl.store(part_sum_ptr + part_row, l_i, mask=head_valid)
-    tl.store(part_acc_ptr + part_row[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :], acc,
-             mask=head_valid[:, None])
+    row_ptr = partials_ptr + ((req * num_heads + heads) * num_splits + split).to(tl.int64) \
+        * (HEAD_DIM + PARTIAL_EXTRA)
+    tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=head_valid[:, None])
+    tl.store(row_ptr + HEAD_DIM, m_i, mask=head_valid)
+    tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=head_valid)
 
 
 @triton.jit(do_not_specialize=["num_splits"])
 def splitkv_reduce_kernel(
-    part_max_ptr, part_sum_ptr, part_acc_ptr, out_ptr,
+    partials_ptr, out_ptr,
     num_splits,
     stride_o_tok, stride_o_head,
     HEAD_DIM: tl.constexpr,
@@ -196,14 +199,15 @@ def splitkv_reduce_kernel(
     head = tl.program_id(1)
     row = req * tl.num_programs(1) + head
     offs_d = tl.arange(0, HEAD_DIM)
-    first = row * num_splits
-    m = tl.load(part_max_ptr + first)
-    total = tl.load(part_sum_ptr + first)
-    acc = tl.load(part_acc_ptr + first.to(tl.int64) * HEAD_DIM + offs_d)
-    for split in range(1, num_splits):
-        m_s = tl.load(part_max_ptr + first + split)
-        sum_s = tl.load(part_sum_ptr + first + split)
-        acc_s = tl.load(part_acc_ptr + (first + split).to(tl.int64) * HEAD_DIM + offs_d)
+    split_ptr = partials_ptr + (row * num_splits).to(tl.int64) * (HEAD_DIM + PARTIAL_EXTRA)
+    acc = tl.load(split_ptr + offs_d)
+    m = tl.load(split_ptr + HEAD_DIM)
+    total = tl.load(split_ptr + HEAD_DIM + 1)
+    for _ in range(1, num_splits):
+        split_ptr += HEAD_DIM + PARTIAL_EXTRA
+        acc_s = tl.load(split_ptr + offs_d)
+        m_s = tl.load(split_ptr + HEAD_DIM)
+        sum_s = tl.load(split_ptr + HEAD_DIM + 1)
         m_new = tl.maximum(m, m_s)
         keep = tl.exp2(m - m_new)
         take = tl.exp2(m_s - m_new)

@@ -206,7 +206,7 @@ SM90_COMPILE = textwrap.dedent("""
 
     INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
                   "block_tables_ptr"}
-    PARTIALS = {"part_max_ptr", "part_sum_ptr", "part_acc_ptr"}
+    PARTIALS = {"partials_ptr"}
 
     def compile_sm90(kernel, dtype, constexprs, num_warps):
         signature = {}
