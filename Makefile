@@ -42,7 +42,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 book: $(STAMP)
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/jupyter-book build . --all -W -n --keep-going
 	@echo
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
 

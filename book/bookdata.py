@@ -18,7 +18,7 @@ from IPython.display import Markdown, display
 from fusedlib import results
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("FUSEDLIB_DATA", ROOT / "data")).resolve()
+DATA = (ROOT / os.environ.get("FUSEDLIB_DATA", "data")).resolve()  # relative: to the repo root
 PREFERRED_GPU = os.environ.get("FUSEDLIB_BOOK_GPU", "H200")
 ENGINE_COLORS = {"fused": "#1f77b4", "chunked": "#ff7f0e", "transformers": "#2ca02c"}
 
@@ -38,13 +38,29 @@ def rel(path: Path) -> str:
 
 
 def load(experiment: str) -> pd.DataFrame:
-    """Every row under `<data>/<experiment>/`: each `<stem>.jsonl` result set, read with
-    `fusedlib.results.load`, with the stem in a `result_set` column."""
+    """Every row under `<data>/<experiment>/`, one result set per file stem, with the stem
+    in a `result_set` column. A set's JSONL (the source of truth) is read with
+    `fusedlib.results.load`; a set committed as CSV only is read from the CSV."""
     folder = DATA / experiment
-    frames = [results.load(folder / p.name[: -len(".jsonl")]).assign(result_set=p.name[: -len(".jsonl")])
-              for p in sorted(folder.glob("*.jsonl"))]
-    frames = [f for f in frames if len(f)]
+    stems = sorted({p.name.rsplit(".", 1)[0] for p in folder.glob("*.jsonl")} |
+                   {p.name.rsplit(".", 1)[0] for p in folder.glob("*.csv")})
+    frames = []
+    for stem in stems:
+        jsonl = folder / f"{stem}.jsonl"
+        df = results.load(folder / stem) if jsonl.exists() else pd.read_csv(folder / f"{stem}.csv")
+        if len(df):
+            frames.append(df.assign(result_set=stem))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def prediction(experiment: str) -> None:
+    """Show `<data>/<experiment>/PREDICTION.md`, written before the run, as written."""
+    path = DATA / experiment / "PREDICTION.md"
+    if path.exists():
+        text = path.read_text().strip()
+        title, _, body = text.partition("\n")
+        display(Markdown(f"::::{{admonition}} {title.lstrip('# ').strip()}\n:class: note\n"
+                         f"{body.strip()}\n\n(From `{rel(path)}`.)\n::::"))
 
 
 def one_gpu(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -70,16 +86,36 @@ def rows_for(experiment: str) -> tuple[pd.DataFrame, str]:
     return df, gpu
 
 
-def no_rows(experiment: str) -> None:
-    display(Markdown(
-        f"```{{note}}\nNo rows yet in `{rel(DATA / experiment)}/`: this page shows its table and "
-        f"figure once the experiment's notebook has written rows there (`make run-all`).\n```"))
+def latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Only the newest measurement of each configuration: per `keys` group, the rows that
+    share the group's latest timestamp (a re-run replaces, never averages with, the old)."""
+    if df.empty or "timestamp" not in df:
+        return df
+    keys = [k for k in keys if k in df]
+    newest = df.groupby(keys, dropna=False)["timestamp"].transform("max") if keys else df["timestamp"].max()
+    return df[df["timestamp"] == newest].reset_index(drop=True)
 
 
-def table(df: pd.DataFrame, columns: list[str] | None = None, floatfmt: str = ".3g") -> None:
-    """A DataFrame as a MyST table (rendered because nb_render_markdown_format is myst)."""
+NO_ROWS = "No rows yet"  # tests/test_book.py looks for this on pages whose data is missing
+
+
+def no_rows(experiment: str, result_set: str | None = None) -> None:
+    where = rel(DATA / experiment) + (f"/{result_set}.*" if result_set else "/")
+    say(f"```{{note}}\n{NO_ROWS} in `{where}`: this part of the page shows its table and figure "
+        f"once the experiment's notebook has written rows there (`make run-all`).\n```")
+
+
+def say(text: str) -> None:
+    """Computed prose: a Markdown paragraph built from the rows."""
+    display(Markdown(text))
+
+
+def table(df: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, floatfmt: str = ".3g") -> None:
+    """A DataFrame as a MyST table (a real <table> because nb_render_markdown_format is
+    myst). `columns` picks columns, in order; a dict also relabels them."""
     if columns is not None:
-        df = df[[c for c in columns if c in df]]
+        labels = columns if isinstance(columns, dict) else {c: c for c in columns}
+        df = df[[c for c in labels if c in df]].rename(columns=labels)
     display(Markdown(df.to_markdown(index=False, floatfmt=floatfmt)))
 
 
