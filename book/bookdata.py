@@ -23,7 +23,8 @@ PREFERRED_GPU = os.environ.get("FUSEDLIB_BOOK_GPU", "H200")
 ENGINE_COLORS = {"fused": "#1f77b4", "chunked": "#ff7f0e", "transformers": "#2ca02c"}
 
 matplotlib.rcParams.update({
-    "figure.dpi": 110, "savefig.dpi": 110, "figure.figsize": (7.5, 3.6),
+    # 7 in at 100 dpi is the article column's width at a 1280-pixel window: text stays legible.
+    "figure.dpi": 100, "savefig.dpi": 100, "figure.figsize": (7, 3.4), "font.size": 9,
     "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
     "legend.frameon": False,
 })
