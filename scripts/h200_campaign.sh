@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The H200 campaign, as it was run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
+# It drives only the CLI (`python -m fusedlib ...`), on a machine with two GPUs: each phase
+# starts one job per GPU and waits. A comparison between the engines never crosses GPUs:
+# both engines of a pair (same rate, same batch) run one after the other on the same GPU.
+# Rows land under OUT_ROOT/gpu<N>/<experiment>/runs.{csv,jsonl} as each run finishes, so
+# a phase killed by its time limit keeps what it finished; rerunning resumes.
+set -u
+phase=$1; root=$2; rates=${3:-}
+export PYTHONUNBUFFERED=1
+fl() { python3 -m fusedlib "$@" --profile "${PROFILE:-full}"; }
+export -f fl
+on() { local gpu=$1; shift; ( export CUDA_VISIBLE_DEVICES=$gpu; "$@" ) > "$root/gpu$gpu.$phase.log" 2>&1; }
+mkdir -p "$root"
+
+case "$phase" in
+  calibrate)
+    # GPU 0: gates on every attention backend, the kernel gate and layout bench, then the
+    # step traces of both engines on the same GPU.
+    on 0 bash -c "
+      for a in torch triton triton-splitkv; do fl gate --attention \$a --out $root/gpu0/gates/runs; done
+      fl kernel-gate --out $root/gpu0/kernels/kernel_gate
+      fl layout-bench --out $root/gpu0/kernels/layout_bench
+      fl step-trace --engine chunked,fused --out $root/gpu0/step_trace/runs
+      fl arrivals --engine fused,chunked --rates 40 --n-requests 400 --pool-gib 0.5 --out $root/gpu0/arrivals/runs" &
+    # GPU 1: capacity probe (every request arrives within seconds), then the closed runs.
+    # (GPU 0 ends with the same probe for the 0.5 GiB small-pool control.)
+    on 1 bash -c "
+      fl arrivals --engine fused,chunked --rates 40 --n-requests 400 --out $root/gpu1/arrivals/runs
+      fl closed --engine fused,chunked --workload mixed,p256 --batch-size 8,32 --out $root/gpu1/closed/runs
+      fl closed --engine fused,chunked --workload mixed --batch-size 64 --out $root/gpu1/closed/runs" &
+    wait ;;
+  sweep)
+    # RATES: two comma lists separated by '/', one per GPU (e.g. 4,7,10,15/6,9,12,20).
+    r0=${rates%/*}; r1=${rates#*/}
+    on 0 fl arrivals --engine fused,chunked --rates "$r0" --n-requests 400 --out "$root/gpu0/arrivals/runs" &
+    on 1 fl arrivals --engine fused,chunked --rates "$r1" --n-requests 400 --out "$root/gpu1/arrivals/runs" &
+    wait ;;
+  extras)
+    # RATES: 'smallpool_rate_a,smallpool_rate_b/sensitivity_rate'.
+    r0=${rates%/*}; r1=${rates#*/}
+    on 0 bash -c "
+      fl arrivals --engine fused,chunked --rates $r0 --n-requests 400 --pool-gib 0.5 --out $root/gpu0/arrivals/runs
+      fl peer --workload mixed --batch-size 64 --out $root/gpu0/peer/runs" &
+    on 1 bash -c "
+      fl sensitivity --engine fused,chunked --seed 0,1,2,3,4 --long-shares none --rates $r1 \
+        --n-requests 200 --out $root/gpu1/sensitivity/runs
+      fl sensitivity --engine fused,chunked --seed 0 --long-shares 0,0.2,0.4 --rates $r1 \
+        --n-requests 200 --out $root/gpu1/sensitivity/runs" &
+    wait ;;
+  *) echo "unknown phase $phase"; exit 2 ;;
+esac
