@@ -27,6 +27,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 import torch
+from tqdm import tqdm
 
 from . import metrics, results, workloads
 from .engine import Engine
@@ -119,10 +120,11 @@ def model_for(s: Setup):
 def make_engine(s: Setup, kind: str, **engine_kw) -> Engine:
     # A previous engine's KV pool sits in the CUDA caching allocator after it is dropped;
     # give it back first, or the new default pool (a fraction of *free* memory) shrinks.
+    model = model_for(s)  # first: loading leaves its own scratch in the allocator
     gc.collect()
     if s.spec.device == "cuda":
         torch.cuda.empty_cache()
-    return Engine(model_for(s), kind=kind, max_batch=s.max_batch, chunk_tokens=s.chunk_tokens,
+    return Engine(model, kind=kind, max_batch=s.max_batch, chunk_tokens=s.chunk_tokens,
                   attention=s.attention, **engine_kw)
 
 
@@ -152,6 +154,9 @@ def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
     request whose arrival time has passed (stamped with its trace arrival, not the moment
     the loop noticed it); when idle, sleep until the next arrival. Returns the Requests."""
     pending, served = deque(specs), []
+    done_before = len(engine.finished)
+    # A terminal-only progress bar (disable=None): a rate-1 run of 400 requests is minutes.
+    progress = tqdm(total=len(specs), desc="requests", unit="req", leave=False, disable=None)
     t0 = engine.clock()
     while pending or engine.has_work():
         now = engine.clock()
@@ -160,8 +165,10 @@ def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
             served.append(engine.add_request(s.prompt, s.max_new_tokens, arrival=t0 + s.arrival))
         if engine.has_work():
             engine.step()
+            progress.update(len(engine.finished) - done_before - progress.n)
         elif pending:
             time.sleep(max(0.0, t0 + pending[0].arrival - engine.clock()))
+    progress.close()
     return served
 
 
@@ -348,8 +355,8 @@ def peer_transformers(batch_size: int = 32, workload: str = "mixed", seed: int =
     closed run's requests, with our weights copied into a Qwen2ForCausalLM. The manager is
     driven directly because `generate_batch` takes one max_new_tokens for all requests.
     Settings mirror our engine where transformers has them: at most `max_batch` requests
-    and `chunk_tokens + max_batch` tokens per forward, 16-token pages (our block size), a
-    cache that holds the whole batch, EOS disabled, greedy. Rows are shaped like closed()'s,
+    and `chunk_tokens + max_batch` tokens per forward, a cache that holds the whole batch
+    (in transformers' default pages), EOS disabled, greedy. Rows are shaped like closed()'s,
     with engine='transformers'."""
     from transformers import GenerationConfig
     from transformers.generation.configuration_utils import ContinuousBatchingConfig
@@ -363,10 +370,9 @@ def peer_transformers(batch_size: int = 32, workload: str = "mixed", seed: int =
     ours = model_for(s)
     hf = to_transformers(ours)
     specs = s.workload(workload, batch_size, seed, ours.config.vocab_size)
-    page = 16
-    cb = ContinuousBatchingConfig(
-        max_requests_per_batch=max_batch, max_batch_tokens=s.chunk_tokens + max_batch, page_size=page,
-        num_blocks=sum(-(-(len(r.prompt) + r.max_new_tokens) // page) for r in specs))
+    cb = ContinuousBatchingConfig(max_requests_per_batch=max_batch, max_batch_tokens=s.chunk_tokens + max_batch)
+    # Left unsized, the cache takes 90% of free device memory, or of host RAM on CPU.
+    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // cb.page_size) for r in specs)
     gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
     n_out = sum(r.max_new_tokens for r in specs)
     rows = []
