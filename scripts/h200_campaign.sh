@@ -15,14 +15,14 @@ mkdir -p "$root"
 
 case "$phase" in
   calibrate)
-    # GPU 0: gates on every attention backend, the kernel gate and layout bench, then the
-    # step traces of both engines on the same GPU.
+    # GPU 0: gates on every attention backend, the step traces of both engines on the same
+    # GPU, the small-pool capacity probe, then the kernel gate and layout bench.
     on 0 bash -c "
-      for a in torch triton triton-splitkv; do fl gate --attention \$a --out $root/gpu0/gates/runs; done
-      fl kernel-gate --out $root/gpu0/kernels/kernel_gate
-      fl layout-bench --out $root/gpu0/kernels/layout_bench
+      for a in triton torch triton-splitkv; do fl gate --attention \$a --out $root/gpu0/gates/runs; done
       fl step-trace --engine chunked,fused --out $root/gpu0/step_trace/runs
-      fl arrivals --engine fused,chunked --rates 40 --n-requests 400 --pool-gib 0.5 --out $root/gpu0/arrivals/runs" &
+      fl arrivals --engine fused,chunked --rates 40 --n-requests 400 --pool-gib 0.5 --out $root/gpu0/arrivals/runs
+      fl kernel-gate --out $root/gpu0/kernels/kernel_gate
+      fl layout-bench --out $root/gpu0/kernels/layout_bench" &
     # GPU 1: capacity probe (every request arrives within seconds), then the closed runs.
     # (GPU 0 ends with the same probe for the 0.5 GiB small-pool control.)
     on 1 bash -c "
