@@ -56,7 +56,7 @@ PROFILES = {
                     rates=(1, 2, 3, 4, 5, 6, 7, 8, 9), capacity_rate=9),
     # Lengths 4..64 against a 32-token chunk keep the full profile's shape (long prompts
     # take several chunks, short ones share one); the tiny model serves a few hundred
-    # requests/s on two CPU cores, hence the rates.
+    # requests/s on one CPU thread, hence the rates.
     "smoke": Profile(model="tiny", device="cpu", dtype=torch.float32, attention="torch",
                      chunk_tokens=32, lengths=(4, 8, 16, 32, 64), budget=(4, 16),
                      p256_length=16, p256_budget=8,
