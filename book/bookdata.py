@@ -18,7 +18,7 @@ from IPython.display import Markdown, display
 from fusedlib import results
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = (ROOT / os.environ.get("FUSEDLIB_DATA", "data")).resolve()  # relative: to the repo root
+DATA = (ROOT / (os.environ.get("FUSEDLIB_DATA") or "data")).resolve()  # relative: to the repo root
 PREFERRED_GPU = os.environ.get("FUSEDLIB_BOOK_GPU", "H200")
 ENGINE_COLORS = {"fused": "#1f77b4", "chunked": "#ff7f0e", "transformers": "#2ca02c"}
 

@@ -108,6 +108,14 @@ def layout_bench(profile: str = "full") -> list[dict]:
 
 
 @on_gpu
+def splitkv_sweep(profile: str = "full") -> list[dict]:
+    """Split-KV launch shapes on the layout bench's cache state."""
+    from fusedlib import kernel_bench
+
+    return kernel_bench.splitkv_sweep(profile=profile)
+
+
+@on_gpu
 def step_trace(engine: str = "fused", profile: str = "full", model: str = "") -> list[dict]:
     """Sync-accurate per-step timing on the disturbance workload."""
     from fusedlib import experiments
@@ -221,6 +229,7 @@ def gates(gpu: str = GPU, profile: str = "full", out_dir: str = str(DATA)):
 def kernels(gpu: str = GPU, profile: str = "full", out_dir: str = str(DATA)):
     save(_on(kernel_gate, gpu).remote(profile), "kernels", "kernel_gate", out_dir)
     save(_on(layout_bench, gpu).remote(profile), "kernels", "layout_bench", out_dir)
+    save(_on(splitkv_sweep, gpu).remote(profile), "kernels", "splitkv_sweep", out_dir)
 
 
 @app.local_entrypoint()

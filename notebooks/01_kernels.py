@@ -16,12 +16,13 @@
 #
 # Every Triton attention path against the PyTorch reference at the model's attention
 # shape, then one decode attention call over 32 requests' tokens as one-row tiles, as one
-# packed tile and as split-KV, on the same cache state. Rows: `<out_dir>/kernels/`.
+# packed tile and as split-KV, on the same cache state; then split-KV launch shapes. Rows: `<out_dir>/kernels/`.
 
 # %% tags=["parameters"]
 backend = "local"  # "local" (this machine) or "modal"
 gpu = "A10"  # the Modal GPU, for backend "modal"
 profile = "smoke"  # "smoke" (tiny shapes, CPU) or "full"
+splitkv_sweep = True  # also time the split-KV launch shapes
 out_dir = "../data-smoke"
 
 # %%
@@ -47,3 +48,9 @@ pd.DataFrame(gate)[["case", "kernel", "passed", "rel_err", "max_abs_err"]]
 bench = remote.run(remote.layout_bench, profile=profile, **run)
 remote.save(bench, "kernels", "layout_bench", out_dir)
 pd.DataFrame(bench)[["kernel", "median_ms", "ratio_vs_rows", "kv_bytes_floor_ms", "gpu"]]
+
+# %%
+if splitkv_sweep:
+    sweep = remote.run(remote.splitkv_sweep, profile=profile, **run)
+    remote.save(sweep, "kernels", "splitkv_sweep", out_dir)
+    display(pd.DataFrame(sweep).sort_values("median_ms").head(8))

@@ -1,0 +1,129 @@
+"""The book builds with warnings as errors, and every page shows its figures and tables.
+
+Two builds, each into a temporary folder:
+1. from the committed `data/` (what `make book` publishes): a page whose experiment has
+   rows must show its figures and tables; one whose folder is still empty must say so;
+2. from rows the experiment notebooks themselves write (executed with papermill, smoke
+   profile, small sizes, into a temporary `out_dir`): every page must show everything.
+   This is the path `make run-all` takes, so notebooks -> rows -> pages is checked end
+   to end whatever `data/` holds today.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import papermill
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "book"))
+import bookdata  # noqa: E402  (the pages' own helper: its NO_ROWS marker)
+
+JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+
+# page -> (data folder it reads, figures, tables) when its rows are there
+PAGES = {
+    "book/kernels": ("kernels", 1, 2),
+    "book/gates": ("gates", 0, 1),
+    "book/step_trace": ("step_trace", 3, 1),
+    "book/closed": ("closed", 1, 1),
+    "book/arrivals": ("arrivals", 2, 2),
+    "book/sensitivity": ("sensitivity", 1, 1),
+    "book/peer": ("peer", 1, 1),
+}
+
+# Small sizes so the seven notebooks run in about a minute on two cores.
+SMOKE_PARAMETERS = {
+    "01_kernels": {"splitkv_sweep": False},
+    "04_closed": {"runs": [["mixed", 8], ["mixed", 16], ["p256", 8]], "warmups": 0, "repeats": 2},
+    "05_arrivals": {"rates": [100, 400], "n_requests": 16, "small_pool_rates": [100]},
+    "06_sensitivity": {"seeds": [0, 1], "long_shares": [0.0, 0.4], "n_requests": 16},
+    "07_peer": {"batch_size": 16},
+}
+
+
+def build(out: Path, data: Path | None = None) -> Path:
+    env = {**os.environ}
+    if data is not None:
+        env["FUSEDLIB_DATA"] = str(data)
+    proc = subprocess.run([str(JUPYTER_BOOK), "build", str(REPO), "--path-output", str(out), "--all",
+                           "-W", "-n", "--keep-going"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
+    return out / "_build" / "html"
+
+
+def article(html: Path, page: str) -> str:
+    text = (html / f"{page}.html").read_text()
+    m = re.search(r"<article.*?</article>", text, re.S)
+    assert m, f"{page}: no article"
+    return m.group(0)
+
+
+def check_clean(body: str, page: str) -> None:
+    for bad in ("Traceback", "output stderr", "output traceback", "Error:"):
+        assert bad not in body, f"{page}: {bad!r} in the rendered page"
+
+
+def has_rows(folder: Path) -> bool:
+    return any(len(p.read_text().strip().splitlines()) > (1 if p.suffix == ".csv" else 0)
+               for p in list(folder.glob("*.jsonl")) + list(folder.glob("*.csv")))
+
+
+def test_notebooks_have_papermill_parameters():
+    for path in sorted((REPO / "notebooks").glob("*.py")):
+        nb = jupytext.read(path)
+        params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(params) == 1, path.name
+        for name in ("backend", "gpu", "profile", "out_dir"):
+            assert re.search(rf"^{name} = ", params[0].source, re.M), (path.name, name)
+        assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+@pytest.fixture(scope="module")
+def smoke_rows(tmp_path_factory) -> Path:
+    """Execute every experiment notebook (papermill, smoke profile) into a fresh out_dir."""
+    tmp = tmp_path_factory.mktemp("run_all")
+    out_dir = tmp / "rows"
+    for path in sorted((REPO / "notebooks").glob("*.py")):
+        source = tmp / f"{path.stem}.ipynb"
+        jupytext.write(jupytext.read(path), source)
+        parameters = {"backend": "local", "profile": "smoke", "out_dir": str(out_dir),
+                      **SMOKE_PARAMETERS.get(path.stem, {})}
+        papermill.execute_notebook(str(source), str(tmp / f"{path.stem}.out.ipynb"), parameters=parameters,
+                                   kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
+    return out_dir
+
+
+def test_notebooks_write_rows_for_every_page(smoke_rows):
+    for folder, _, _ in PAGES.values():
+        assert has_rows(smoke_rows / folder), folder
+
+
+def test_book_from_notebook_rows_shows_every_figure_and_table(smoke_rows, tmp_path):
+    html = build(tmp_path, smoke_rows)
+    for page, (_, figures, tables) in PAGES.items():
+        body = article(html, page)
+        check_clean(body, page)
+        assert bookdata.NO_ROWS not in body, page
+        assert body.count("<img") >= figures, (page, body.count("<img"))
+        assert body.count("<table") >= tables, (page, body.count("<table"))
+
+
+def test_book_from_committed_data(tmp_path):
+    html = build(tmp_path)
+    assert (html / "index.html").exists()
+    body = article(html, "book/intro")
+    assert "make book" in body and "make test" in body
+    for page, (folder, figures, tables) in PAGES.items():
+        body = article(html, page)
+        check_clean(body, page)
+        if has_rows(REPO / "data" / folder):
+            assert body.count("<img") >= figures, (page, body.count("<img"))
+            assert body.count("<table") >= tables, (page, body.count("<table"))
+        else:
+            assert bookdata.NO_ROWS in body, page
