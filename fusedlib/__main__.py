@@ -137,7 +137,9 @@ def main(argv=None) -> None:
         rates = a.rates or experiments.PROFILES[a.profile].rates
         runs = [(f"{e} rate {r} seed {s}",
                  dict(engine_kind=e, rate=r, n_requests=a.n_requests, seed=s, pool_gib=a.pool_gib, **common))
-                for e, r, s in itertools.product(a.engine, rates, seeds)]
+                # rate-major, so both engines of a rate finish together: a sweep cut short
+                # keeps complete pairs
+                for r, e, s in itertools.product(rates, a.engine, seeds)]
         rows = _sweep(runs, experiments.arrivals, out)
     elif a.experiment == "step-trace":
         runs = [(f"{e} seed {s}", dict(engine_kind=e, seed=s, **common))

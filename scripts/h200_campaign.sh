@@ -33,8 +33,8 @@ case "$phase" in
   sweep)
     # RATES: two comma lists separated by '/', one per GPU (e.g. 4,7,10,15/6,9,12,20).
     r0=${rates%/*}; r1=${rates#*/}
-    on 0 fl arrivals --engine fused,chunked --rates "$r0" --n-requests 400 --out "$root/gpu0/arrivals/runs" &
-    on 1 fl arrivals --engine fused,chunked --rates "$r1" --n-requests 400 --out "$root/gpu1/arrivals/runs" &
+    on 0 fl arrivals --engine fused,chunked --rates "$r0" --n-requests "${N:-400}" --out "$root/gpu0/arrivals/runs" &
+    on 1 fl arrivals --engine fused,chunked --rates "$r1" --n-requests "${N:-400}" --out "$root/gpu1/arrivals/runs" &
     wait ;;
   extras)
     # RATES: 'smallpool_rate_a,smallpool_rate_b/sensitivity_rate'.
