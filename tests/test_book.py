@@ -104,8 +104,24 @@ def test_notebooks_write_rows_for_every_page(smoke_rows):
         assert has_rows(smoke_rows / folder), folder
 
 
+def check_writeup(html: Path) -> None:
+    """The writeup renders its prediction grades as a table, its numbers pasted by glue."""
+    body = article(html, "book/writeup")
+    check_clean(body, "book/writeup")
+    assert body.count("<table") >= 1
+    assert "pasted-text" in body  # myst-nb glue put computed values into the prose
+    for verdict in ("HELD", "MISSED", "not measured yet"):
+        if verdict in body:
+            break
+    else:
+        raise AssertionError("no prediction verdicts on the writeup")
+
+
 def test_book_from_notebook_rows_shows_every_figure_and_table(smoke_rows, tmp_path):
     html = build(tmp_path, smoke_rows)
+    check_writeup(html)
+    graded = article(html, "book/writeup")
+    assert "HELD" in graded or "MISSED" in graded  # with rows for every experiment, predictions get graded
     for page, (_, figures, tables) in PAGES.items():
         body = article(html, page)
         check_clean(body, page)
@@ -117,8 +133,9 @@ def test_book_from_notebook_rows_shows_every_figure_and_table(smoke_rows, tmp_pa
 def test_book_from_committed_data(tmp_path):
     html = build(tmp_path)
     assert (html / "index.html").exists()
-    body = article(html, "book/intro")
-    assert "make book" in body and "make test" in body
+    text = re.sub(r"<[^>]+>", "", article(html, "book/intro"))
+    assert "make book" in text and "make test" in text
+    check_writeup(html)
     for page, (folder, figures, tables) in PAGES.items():
         body = article(html, page)
         check_clean(body, page)
