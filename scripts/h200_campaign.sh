@@ -8,6 +8,9 @@
 set -u
 phase=$1; root=$2; rates=${3:-}
 export PYTHONUNBUFFERED=1
+# The device's copy of the tree has no .git: pass the commit in (FUSEDLIB_GIT_COMMIT=$(git
+# rev-parse --short HEAD) on the calling machine), or every row says "unknown".
+export FUSEDLIB_GIT_COMMIT=${FUSEDLIB_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 fl() { python3 -m fusedlib "$@" --profile "${PROFILE:-full}"; }
 export -f fl
 on() { local gpu=$1; shift; ( export CUDA_VISIBLE_DEVICES=$gpu; "$@" ) > "$root/gpu$gpu.$phase.log" 2>&1; }
