@@ -115,12 +115,8 @@ def main(argv=None) -> None:
                   attention=a.attention, model=a.model)
 
     if a.experiment == "gate":
-        from . import gates
-
-        s = experiments.setup(a.profile, a.model, a.attention, a.chunk_tokens, a.max_batch)
-        rows = gates.report_rows(gates.run_all(experiments.model_for(s), attentions=(s.attention,)))
-        which = {k: v for k, v in s.fields().items() if k in ("profile", "model", "device", "dtype")}
-        results.append_rows(out, [{**r, **which, **results.provenance()} for r in rows])
+        rows = experiments.gates(profile=a.profile, attentions=[a.attention] if a.attention else None,
+                                 model=a.model, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens, out=out)
     elif a.experiment in ("kernel-gate", "layout-bench"):
         from . import kernel_bench
 

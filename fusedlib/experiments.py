@@ -172,6 +172,21 @@ def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
     return served
 
 
+# ---------------------------------------------------------------------------- gates
+def gates(profile: str = "full", attentions=None, model: str | None = None, max_batch: int = 32,
+          chunk_tokens: int | None = None, out=None) -> list[dict]:
+    """Every correctness gate (fusedlib.gates) under each attention backend: by default the
+    torch reference and the profile's own. One row per gate report."""
+    from . import gates as checks
+
+    s = setup(profile, model, None, chunk_tokens, max_batch)
+    attentions = tuple(attentions or dict.fromkeys(["torch", s.attention]))
+    reports = checks.run_all(model_for(s), attentions=attentions)
+    which = {k: v for k, v in s.fields().items() if k in ("profile", "model", "device", "dtype")}
+    prov = results.provenance()
+    return _store(out, [{**row, **which, **prov} for row in checks.report_rows(reports)])
+
+
 # ---------------------------------------------------------------------------- closed
 def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed: int = 0,
            max_batch: int = 32, chunk_tokens: int | None = None, warmups: int = 2, repeats: int = 5,

@@ -79,16 +79,11 @@ def fetch_weights(model_id: str = MODEL_ID) -> str:
 
 
 @on_gpu
-def gate_remote(profile: str = "full", model: str = "", with_transformers: bool = True) -> list[dict]:
-    """Every correctness gate, under each attention backend the profile can run."""
-    from fusedlib import experiments, gates, results
+def gate_remote(profile: str = "full", model: str = "") -> list[dict]:
+    """Every correctness gate, under the torch reference and the profile's attention backend."""
+    from fusedlib import experiments
 
-    s = experiments.setup(profile, _model(profile, model))
-    attentions = tuple(dict.fromkeys(["torch", s.attention]))
-    reports = gates.run_all(experiments.model_for(s), attentions=attentions,
-                            with_transformers=with_transformers)
-    info = {**s.fields(), **results.provenance()}
-    return [{**row, **{k: v for k, v in info.items() if k not in row}} for row in gates.report_rows(reports)]
+    return experiments.gates(profile, model=_model(profile, model))
 
 
 @on_gpu

@@ -22,7 +22,6 @@
 backend = "local"  # "local" or "modal"
 gpu = "A10"
 profile = "smoke"
-with_transformers = True
 out_dir = "../data-smoke"
 
 # %%
@@ -40,7 +39,7 @@ from fusedlib import remote
 run = dict(backend=backend, gpu=gpu)
 
 # %%
-rows = remote.run(remote.gate_remote, profile=profile, with_transformers=with_transformers, **run)
+rows = remote.run(remote.gate_remote, profile=profile, **run)
 remote.save(rows, "gates", "runs", out_dir)
 table = pd.DataFrame(rows)
 table[["gate", "attention", "passed"]]

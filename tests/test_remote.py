@@ -92,7 +92,7 @@ def test_step_trace_sensitivity_peer_gates_bodies():
     peer = remote.run(remote.peer, batch_size=4, profile="smoke", backend="local")
     _check(peer, "peer")
     assert {r["engine"] for r in peer} == {"transformers"}
-    gates = remote.run(remote.gate_remote, profile="smoke", with_transformers=False, backend="local")
+    gates = remote.run(remote.gate_remote, profile="smoke", backend="local")
     _check(gates)
     assert {r["gate"] for r in gates} >= {"fused_vs_chunked", "mixed_step", "tiny_pool", "poisoning"}
     assert all(r["passed"] for r in gates)
