@@ -18,6 +18,7 @@ import torch
 
 from .attention import BACKENDS, make_backend
 from .batch import Batch, pack
+from .graphs import DecodeGraphs
 from .model import Qwen2Model
 from .pool import KVPool
 from .scheduler import Request, Scheduler, StepPlan
@@ -50,11 +51,14 @@ class Engine:
                  num_blocks: int | None = None, attention: str = "torch",
                  poison_freed: bool = False, trace: bool = False,
                  clock: Callable[[], float] = time.perf_counter, warmup: bool = True,
-                 record_gaps: bool = False):
+                 record_gaps: bool = False, cuda_graphs: bool = False):
         if kind not in ENGINE_KINDS:
             raise ValueError(f"unknown engine kind {kind!r}; choose one of {ENGINE_KINDS}")
         if attention not in BACKENDS:
             raise ValueError(f"unknown attention backend {attention!r}; choose one of {BACKENDS}")
+        if cuda_graphs and (model.device.type != "cuda" or attention == "torch"):
+            raise ValueError("cuda_graphs needs a CUDA model and a Triton attention backend "
+                             "(the torch reference reads lengths back to the host mid-forward)")
         if max_batch < 1 or chunk_tokens < 1:
             raise ValueError(f"max_batch ({max_batch}) and chunk_tokens ({chunk_tokens}) must be >= 1")
         self.model, self.kind = model, kind
@@ -71,8 +75,11 @@ class Engine:
         self.finished: list[Request] = []
         self._next_rid = 0
         self._cuda = model.device.type == "cuda"
+        self.graphs: DecodeGraphs | None = None
         if warmup:
             self._warmup()
+        if cuda_graphs:
+            self.graphs = DecodeGraphs(model, self.pool, self.backend, max_batch)
 
     # ---- submission -------------------------------------------------------------------
     def validate(self, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
@@ -156,8 +163,11 @@ class Engine:
 
     def _run(self, batch: Batch) -> None:
         """One forward, one sampling call, one host readback; tokens stamped on arrival."""
-        logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
-                            self.backend, batch.logit_indices)
+        if self.graphs is not None and self.graphs.handles(batch):
+            logits = self.graphs.run(batch)
+        else:
+            logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
+                                self.backend, batch.logit_indices)
         if self.record_gaps:
             top2 = logits.topk(2, dim=-1)
             packed = torch.cat([top2.indices[:, :1].float(), top2.values[:, :1] - top2.values[:, 1:]], 1)

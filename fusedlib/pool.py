@@ -5,6 +5,9 @@ reserves every block it can ever need when it is admitted (reserve-on-admit), so
 request never waits for memory; its blocks return at the end of the step it finishes in.
 With `poison_freed`, returned blocks are filled with NaN: any later read of freed memory
 turns an output into NaN instead of silently reading stale keys.
+
+One extra block past `num_blocks`, `scratch_block`, belongs to no request: the padding
+rows of a CUDA-graphed decode step (fusedlib.graphs) write their keys there.
 """
 from __future__ import annotations
 
@@ -42,8 +45,9 @@ class KVPool:
             raise ValueError(f"KV pool of {num_blocks} blocks: size it with at least one block")
         self.num_blocks = num_blocks
         self.poison_freed = poison_freed
-        self.kv = torch.zeros(cfg.num_layers, 2, num_blocks, block_size, cfg.num_kv_heads,
+        self.kv = torch.zeros(cfg.num_layers, 2, num_blocks + 1, block_size, cfg.num_kv_heads,
                               cfg.head_dim, dtype=dtype, device=device)
+        self.scratch_block = num_blocks
         self._free: deque[int] = deque(range(num_blocks))
 
     @property

@@ -1,0 +1,64 @@
+"""The CUDA-graph decode path's static buffers and padding, checked on CPU with the graph
+replaced by an eager forward over the same buffers (capture=False). Capture itself needs a
+GPU: test_graphs_on_gpu runs there (FUSEDLIB_GPU_TESTS=1) and is skipped elsewhere."""
+import pytest
+import torch
+
+from fusedlib.engine import Engine
+from fusedlib.graphs import DecodeGraphs
+from tests.helpers import tiny_model
+
+
+def _prompts(n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 512, (3 + 7 * i % 40,), generator=g).tolist() for i in range(n)]
+
+
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_static_decode_path_gives_the_same_tokens(kind):
+    prompts, budgets = _prompts(11), [2 + i % 7 for i in range(11)]
+    plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8, poison_freed=True)
+    engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False,
+                                 buckets=(1, 2, 4))
+    used = []
+    real_run = engine.graphs.run
+    engine.graphs.run = lambda batch: used.append(batch.num_tokens) or real_run(batch)
+    assert engine.generate(prompts, budgets) == plain
+    assert used and max(used) > 4  # buckets 1, 2, 4 and 8 (max_batch) all took part
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+def test_padding_rows_write_only_the_scratch_block():
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=64, max_batch=8)
+    graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
+    reqs = [engine.add_request(p, 5) for p in _prompts(3)]
+    engine.step()  # prefill all three
+    before = engine.pool.kv.clone()
+    plan = engine.scheduler.plan(0.0)
+    batch = engine._pack([], plan.decodes)
+    graphs.run(batch)  # 3 live rows in bucket 4: one padding row
+    changed = (engine.pool.kv != before).flatten(3).any(-1)  # [layer, k/v, block]
+    owned = {b for r in reqs for b in r.blocks} | {engine.pool.scratch_block}
+    assert set(changed.any(0).any(0).nonzero().flatten().tolist()) <= owned
+    assert changed[:, :, engine.pool.scratch_block].all()
+
+
+def test_graphs_refused_without_cuda_or_with_torch_attention():
+    with pytest.raises(ValueError, match="cuda_graphs"):
+        Engine(tiny_model(), cuda_graphs=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
+def test_graphs_on_gpu():
+    from fusedlib.config import PRESETS
+    from fusedlib.weights import random_model
+
+    model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
+    prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
+    outs = {}
+    for graphs in (False, True):
+        engine = Engine(model, kind="fused", attention="triton", chunk_tokens=32, max_batch=8,
+                        cuda_graphs=graphs)
+        outs[graphs] = engine.generate(prompts, budgets)
+    assert outs[True] == outs[False]
