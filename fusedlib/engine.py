@@ -80,6 +80,7 @@ class Engine:
             self._warmup()
         if cuda_graphs:
             self.graphs = DecodeGraphs(model, self.pool, self.backend, max_batch)
+        self._compiled_at_construction = self._num_compiled()
 
     # ---- submission -------------------------------------------------------------------
     def validate(self, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
@@ -180,6 +181,15 @@ class Engine:
         now = self.clock()
         for r, t in zip(batch.samplers, tokens):
             self.scheduler.record(r, t, now)
+
+    def _num_compiled(self) -> int:
+        count = getattr(self.backend, "num_compiled", None)
+        return count() if count is not None else 0
+
+    def kernels_compiled_since_construction(self) -> int:
+        """Triton kernel variants compiled after the warm-up: 0 means no measured step paid
+        for a compile (always 0 on the interpreter and with the torch backend)."""
+        return self._num_compiled() - self._compiled_at_construction
 
     def _sync(self) -> None:
         if self._cuda:

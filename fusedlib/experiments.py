@@ -143,10 +143,12 @@ def _store(out, rows: list[dict]) -> list[dict]:
     return rows
 
 
-def _step_counts(records) -> dict:
+def _step_counts(engine: Engine, first_step: int) -> dict:
+    records = engine.step_log[first_step:]
     kinds = Counter(r.kind for r in records)
     return {"n_steps": len(records), **{f"n_{k}_steps": kinds.get(k, 0) for k in ("decode", "mixed", "chunk")},
-            "n_forwards": sum(r.n_forwards for r in records)}
+            "n_forwards": sum(r.n_forwards for r in records),
+            "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}
 
 
 def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
@@ -216,7 +218,7 @@ def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed
             rows.append({**key, "stat": "run", "repeat": i - warmups, "wall_s": wall,
                          "n_output_tokens": n_out, "output_throughput": n_out / wall,
                          "request_throughput": batch_size / wall,
-                         **_step_counts(engine.step_log[first_step:])})
+                         **_step_counts(engine, first_step)})
     wall = statistics.median(r["wall_s"] for r in rows)
     rows.append({**rows[-1], "stat": "median", "repeat": None, "wall_s": wall,
                  "output_throughput": n_out / wall, "request_throughput": batch_size / wall})
@@ -228,7 +230,7 @@ def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed
 def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
     first_step = len(engine.step_log)
     served = serve_open_loop(engine, specs)
-    return {**metrics.summarize(served), **_step_counts(engine.step_log[first_step:]),
+    return {**metrics.summarize(served), **_step_counts(engine, first_step),
             "pool_blocks": engine.pool.num_blocks, "pool_gib_actual": engine.pool.gib}
 
 
@@ -321,7 +323,7 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
                      "gap_max_s": float(gaps.max()) if gaps.size else None, "token_gaps_s": gaps.tolist()})
     gaps = metrics.token_gaps(reqs)
     summary = {**key, "record": "summary", "wall_s": wall, "step_time_s": sum(r.duration for r in steps),
-               **_step_counts(steps), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
+               **_step_counts(engine, first_step), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
                "gap_p99_s": _q(gaps, 99), "gap_max_s": float(gaps.max())}
     for kind in ("decode", "mixed", "chunk"):
         durations = [r.duration for r in steps if r.kind == kind]
