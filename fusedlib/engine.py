@@ -34,6 +34,8 @@ class StepRecord:
     n_forwards: int
     start: float
     duration: float
+    decode_kv_tokens: int  # KV positions the decode rows read (their context lengths)
+    chunk_kv_tokens: int  # KV positions the chunks attend over (start + length each)
 
 
 @dataclass
@@ -126,6 +128,8 @@ class Engine:
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
+        decode_kv = sum(r.prompt_len + len(r.output) for r in plan.decodes)
+        chunk_kv = sum(c.start + c.length for c in plan.chunks)
         if self.kind == "fused":
             batches = [self._pack(plan.chunks, plan.decodes)]
         else:
@@ -135,7 +139,7 @@ class Engine:
         end = self.clock()
         self.finished += self.scheduler.commit(plan, end)
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(batches),
-                            start, end - start)
+                            start, end - start, decode_kv, chunk_kv)
         self.step_log.append(record)
         return record
 

@@ -314,7 +314,8 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
     prov = results.provenance()
     rows = [{**key, "record": "step", "step": i, "kind": r.kind, "n_chunk_tokens": r.n_chunk_tokens,
              "n_decode": r.n_decode, "n_forwards": r.n_forwards, "start_s": r.start - t0,
-             "duration_s": r.duration} for i, r in enumerate(steps)]
+             "duration_s": r.duration, "decode_kv_tokens": r.decode_kv_tokens,
+             "chunk_kv_tokens": r.chunk_kv_tokens} for i, r in enumerate(steps)]
     for r in reqs:
         gaps = np.diff(r.token_times)
         rows.append({**key, "record": "request", "rid": r.rid, "prompt_len": r.prompt_len,
@@ -322,7 +323,12 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
                      "ttft_s": r.token_times[0] - r.arrival, "gap_median_s": _q(gaps, 50),
                      "gap_max_s": float(gaps.max()) if gaps.size else None, "token_gaps_s": gaps.tolist()})
     gaps = metrics.token_gaps(reqs)
+    model = engine.model
     summary = {**key, "record": "summary", "wall_s": wall, "step_time_s": sum(r.duration for r in steps),
+               # the decode step's bytes floor: weights + KV read, at a bandwidth measured here
+               "weight_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+               "kv_bytes_per_token": engine.pool.bytes_per_block // engine.pool.block_size,
+               "copy_bandwidth_Bps": _copy_bandwidth(s.spec.device),
                **_step_counts(engine, first_step), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
                "gap_p99_s": _q(gaps, 99), "gap_max_s": float(gaps.max())}
     for kind in ("decode", "mixed", "chunk"):
@@ -330,6 +336,14 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
         summary[f"median_{kind}_step_s"] = statistics.median(durations) if durations else None
     rows.append(summary)
     return _store(out, [{**r, **prov} for r in rows])
+
+
+def _copy_bandwidth(device: str) -> float | None:
+    if device != "cuda":
+        return None  # a CPU memcpy says nothing about the GPU floor
+    from .kernel_bench import copy_bandwidth
+
+    return copy_bandwidth(device, 2**30)
 
 
 def _q(values: np.ndarray, q: float) -> float | None:

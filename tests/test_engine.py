@@ -84,3 +84,13 @@ def test_generate_names_the_bad_prompt_and_queues_nothing():
     with pytest.raises(ValueError, match="prompt 1: empty prompt"):
         engine.generate([[1, 2], []], 3)
     assert not engine.has_work()
+
+
+def test_step_records_count_the_kv_positions_attention_reads():
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=6, max_batch=4)
+    engine.add_request([1, 2, 3], 3)
+    engine.add_request([4, 5, 6, 7, 8], 3)
+    first = engine.step()  # chunks: [0,3) of the first, [0,3) of the second
+    assert (first.kind, first.chunk_kv_tokens, first.decode_kv_tokens) == ("chunk", 3 + 3, 0)
+    second = engine.step()  # first decodes at context 4; second's last chunk ends at 5
+    assert (second.kind, second.chunk_kv_tokens, second.decode_kv_tokens) == ("mixed", 5, 4)
