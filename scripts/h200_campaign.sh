@@ -42,6 +42,12 @@ case "$phase" in
   extras)
     # RATES: 'smallpool_rate_a,smallpool_rate_b/sensitivity_rate'.
     r0=${rates%/*}; r1=${rates#*/}
+    # The peer drives transformers' continuous-batching manager as of 5.24; the GPU image
+    # has 5.17, so carry the wheel in .whl/ (see the device notes) and put it first.
+    if ls .whl/transformers-*.whl >/dev/null 2>&1; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    fi
     on 0 bash -c "
       fl arrivals --engine fused,chunked --rates $r0 --n-requests 400 --pool-gib 0.5 --out $root/gpu0/arrivals/runs
       fl peer --workload mixed --batch-size 64 --out $root/gpu0/peer/runs" &
