@@ -7,11 +7,13 @@ their working directory) and do their own plotting; nothing here measures anythi
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -97,13 +99,27 @@ def latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return df[df["timestamp"] == newest].reset_index(drop=True)
 
 
-NO_ROWS = "No rows yet"  # tests/test_book.py looks for this on pages whose data is missing
+NO_ROWS = "No rows"  # tests/test_book.py looks for this on pages whose data is missing
+# The published rows: one H200 campaign, whose device time ran out before every experiment had
+# run. A folder of it with no rows was not run in that campaign (not "still arriving").
+PUBLISHED = (ROOT / "data").resolve()
 
 
-def no_rows(experiment: str, result_set: str | None = None) -> None:
+def not_run_reason() -> str:
+    """Why a published experiment has no rows; empty for any other rows folder."""
+    return ("not run in the H200 campaign, whose device time ran out first" if DATA == PUBLISHED else "")
+
+
+def no_rows(experiment: str, result_set: str | None = None, what: str | None = None) -> None:
+    """Say that a part of a page has no rows: which rows, where, and (for the published rows)
+    that the campaign did not run it. `what` names rows inside a folder that has other rows."""
     where = rel(DATA / experiment) + (f"/{result_set}.*" if result_set else "/")
-    say(f"```{{note}}\n{NO_ROWS} in `{where}`: this part of the page shows its table and figure "
-        f"once the experiment's notebook has written rows there (`make run-all`).\n```")
+    subject = f"{NO_ROWS} {('for ' + what + ' ') if what else ''}in `{where}`"
+    reason = not_run_reason()
+    tail = (f". It was {reason}. " if reason else ". ") + (
+        "This part of the page shows its table and figure once the experiment's notebook has written rows there "
+        "(`make run-all`).")
+    say(f"```{{note}}\n{subject}{tail}\n```")
 
 
 def say(text: str) -> None:
@@ -129,3 +145,153 @@ def show(fig) -> None:
 
 def color(engine: str) -> str:
     return ENGINE_COLORS.get(engine, "#7f7f7f")
+
+
+# ---------------------------------------------------------------- shared analysis of the rows
+# The writeup and the experiment pages compute the same things from the same rows; these
+# helpers keep them from drifting apart. Nothing here types a result number.
+
+ARRIVAL_KEYS = ["engine", "rate", "pool_gib", "n_requests", "seed", "max_batch", "chunk_tokens"]
+
+
+def default_pool(arrivals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(default-pool rows, capped-pool rows) of an arrivals table."""
+    if arrivals.empty:
+        return arrivals, arrivals
+    small = arrivals["pool_gib"].notna() & (arrivals["pool_gib"].astype(float) > 0) if "pool_gib" in arrivals \
+        else pd.Series(False, index=arrivals.index)
+    return arrivals[~small].reset_index(drop=True), arrivals[small].reset_index(drop=True)
+
+
+def paired(arrivals: pd.DataFrame) -> pd.DataFrame:
+    """One row per (n_requests, rate) that both engines ran, wide: served rate, queue wait and
+    end-to-end median per engine, and the fused/chunked served-rate change. Engines are only
+    ever compared here, at the same offered rate and the same requests."""
+    cols = ["served_rate", "queue_wait_median_s", "e2e_median_s", "n_steps", "n_mixed_steps", "span_s",
+            "n_prompt_tokens"]
+    if arrivals.empty:
+        return pd.DataFrame()
+    w = arrivals.pivot_table(index=["n_requests", "rate"], columns="engine",
+                             values=[c for c in cols if c in arrivals], aggfunc="first")
+    if not {"chunked", "fused"} <= set(w.columns.get_level_values(1)):
+        return pd.DataFrame()
+    w = w[w[("served_rate", "chunked")].notna() & w[("served_rate", "fused")].notna()]
+    w.columns = [f"{v}_{e}" for v, e in w.columns]
+    w = w.reset_index()
+    w["gain"] = w["served_rate_fused"] / w["served_rate_chunked"] - 1
+    for e in ("chunked", "fused"):
+        # Past saturation: the median request waits longer for a batch row than it then
+        # takes to be served once admitted.
+        w[f"saturated_{e}"] = w[f"queue_wait_median_s_{e}"] > (w[f"e2e_median_s_{e}"] - w[f"queue_wait_median_s_{e}"])
+    return w
+
+
+def capacity_pair(arrivals: pd.DataFrame):
+    """The capacity measurement: of the (rate, n_requests) pairs both engines ran with the
+    default pool, the one at the highest offered rate (ties: the most requests). None if none."""
+    w = paired(default_pool(arrivals)[0])
+    if w.empty:
+        return None
+    return w.sort_values(["rate", "n_requests"]).iloc[-1]
+
+
+def sweep_n(arrivals: pd.DataFrame):
+    """The request count of the served-vs-offered sweep: the n_requests with the most offered
+    rates among the default-pool rows. None if no rows."""
+    d = default_pool(arrivals)[0]
+    if d.empty:
+        return None
+    counts = d.groupby("n_requests")["rate"].nunique()
+    return int(counts[counts == counts.max()].index.max())
+
+
+def closed_summary(closed: pd.DataFrame) -> pd.DataFrame:
+    """Per (workload, batch, engine): the recorded median and the min and max of the recorded
+    runs, and how many runs there were."""
+    if closed.empty:
+        return pd.DataFrame()
+    runs = closed[closed["stat"] == "run"]
+    med = closed[closed["stat"] == "median"]
+    keys = ["workload", "batch_size", "engine"]
+    spread = runs.groupby(keys)["wall_s"].agg(run_min="min", run_max="max", n_runs="size").reset_index()
+    out = med[keys + ["wall_s", "output_throughput", "n_steps", "n_mixed_steps"]].merge(spread, on=keys, how="left")
+    return out.rename(columns={"wall_s": "median_s"}).sort_values(keys).reset_index(drop=True)
+
+
+def closed_comparison(closed: pd.DataFrame) -> pd.DataFrame:
+    """Per (workload, batch) both engines ran: the change of the medians, the larger of the two
+    engines' run-to-run spreads (max - min), and whether the change is resolved: its size
+    exceeds that spread."""
+    s = closed_summary(closed)
+    if s.empty:
+        return pd.DataFrame()
+    w = s.pivot_table(index=["workload", "batch_size"], columns="engine",
+                      values=["median_s", "run_min", "run_max", "n_runs", "n_mixed_steps", "n_steps"])
+    if not {"chunked", "fused"} <= set(w.columns.get_level_values(1)):
+        return pd.DataFrame()
+    w.columns = [f"{v}_{e}" for v, e in w.columns]
+    w = w.dropna(subset=["median_s_chunked", "median_s_fused"]).reset_index()
+    w["change"] = w["median_s_fused"] / w["median_s_chunked"] - 1
+    w["spread_s"] = np.maximum(w["run_max_chunked"] - w["run_min_chunked"], w["run_max_fused"] - w["run_min_fused"])
+    w["diff_s"] = w["median_s_fused"] - w["median_s_chunked"]
+    w["resolved"] = w["diff_s"].abs() > w["spread_s"]
+    return w
+
+
+def gate_split(gates: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(gates as specified, informational rows). Gate 5 (transformers) is specified for an fp32
+    model (fusedlib.gates.run_all); a transformers row in another dtype compares two fp16
+    implementations whose rounding differs, so it is information, not a gate."""
+    if gates.empty:
+        return gates, gates
+    info = (gates["gate"] == "transformers") & (gates.get("dtype", pd.Series("float32", index=gates.index))
+                                                .astype(str) != "float32")
+    return gates[~info].reset_index(drop=True), gates[info].reset_index(drop=True)
+
+
+def passed(df: pd.DataFrame) -> pd.Series:
+    return df["passed"].astype(str).str.lower().eq("true")
+
+
+def _gaps(value) -> np.ndarray:
+    return np.asarray(json.loads(value) if isinstance(value, str) else (value or []), dtype=float)
+
+
+def kv_per_step(trace: pd.DataFrame, engine: str) -> pd.DataFrame:
+    """The step rows of one engine's trace with the KV positions each step's decodes read.
+
+    Every output token is stamped when its step's forward returns, before the step's end, so a
+    token belongs to the first step that ends at or after its time. A request's token times,
+    from the trace's t0 (which is every request's arrival in this workload), are ttft_s for
+    token 0 (made by its last prompt chunk) and ttft_s + the cumulative gaps after it. Output
+    token i >= 1 comes from a decode whose input is token i-1 at position prompt_len + i - 1,
+    so its attention reads prompt_len + i positions of KV. Columns added: `decode_tokens`
+    (decodes found in the step: a check against the step's own `n_decode`), `kv_positions`
+    (their sum) and `max_context`."""
+    t = trace[trace["engine"] == engine]
+    steps = t[t["record"] == "step"].sort_values("start_s").reset_index(drop=True)
+    ends = (steps["start_s"] + steps["duration_s"]).to_numpy()
+    kv = np.zeros(len(steps))
+    count = np.zeros(len(steps), dtype=int)
+    longest = np.zeros(len(steps))
+    for r in t[t["record"] == "request"].itertuples():
+        times = r.ttft_s + np.concatenate([[0.0], np.cumsum(_gaps(r.token_gaps_s))])
+        idx = np.searchsorted(ends, times[1:], side="left")
+        if len(idx) and idx.max() >= len(steps):
+            raise ValueError(f"{engine}: a token of request {r.rid} is stamped after the last step ended")
+        ctx = r.prompt_len + np.arange(1, len(times))
+        np.add.at(kv, idx, ctx)
+        np.add.at(count, idx, 1)
+        np.maximum.at(longest, idx, ctx)
+    return steps.assign(decode_tokens=count, kv_positions=kv, max_context=longest)
+
+
+def kv_bytes_per_position(cfg, dtype_bytes: int) -> int:
+    """Bytes of K and V one cached position holds across the model: layers x (K, V) x KV heads
+    x head dim x element size."""
+    return cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * dtype_bytes
+
+
+def sig3(x: float) -> str:
+    """Three significant digits, keeping trailing zeros (15.0, 2.60, 0.725); whole numbers from 100."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"

@@ -10,6 +10,7 @@ Two builds, each into a temporary folder:
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -74,6 +75,50 @@ def has_rows(folder: Path) -> bool:
                for p in list(folder.glob("*.jsonl")) + list(folder.glob("*.csv")))
 
 
+def _normalized(text: str) -> str:
+    """Whitespace runs as one space: a quote may wrap at a different place than its source."""
+    return " ".join(text.split())
+
+
+def _writeup_code_cells() -> list[str]:
+    return [c.source for c in jupytext.read(REPO / "book" / "writeup.md").cells if c.cell_type == "code"]
+
+
+def _literal(cells: list[str], name: str):
+    for source in cells:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                return ast.literal_eval(node.value)
+    raise AssertionError(f"no {name} = ... in the writeup's code cells")
+
+
+def test_writeup_grades_against_ranges_quoted_from_the_predictions():
+    """The writeup's grading table quotes each predicted range, and takes every threshold from
+    those quotes (PREDICTED in book/writeup.md). Each quote must appear verbatim (up to line
+    wrapping) in book/predictions.md, so the dated predictions and the grades cannot drift."""
+    predictions = (REPO / "book" / "predictions.md").read_text()
+    text = _normalized(predictions)
+    cells = _writeup_code_cells()
+    predicted = _literal(cells, "PREDICTED")
+    numbered = set(re.findall(r"^(\d+)\. \*\*", predictions, re.M))
+    assert set(predicted) == numbered, (sorted(predicted), sorted(numbered))
+    for key, quotes in predicted.items():
+        assert quotes, key
+        for quote in quotes:
+            assert _normalized(quote) in text, f"prediction {key}: {quote!r} is not in book/predictions.md"
+    # The grading cell types no threshold of its own: its only numbers are 0, 1 and tuple indices.
+    grading = [c for c in cells if "grades = []" in c]
+    assert len(grading) == 1
+    tree = ast.parse(grading[0])
+    indices = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}
+    typed = [(n.value, n.lineno) for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and type(n.value) in (int, float) and n.value not in (0, 1)
+             and id(n) not in indices]
+    assert not typed, f"numbers typed into the grading cell (take them from PREDICTED): {typed}"
+    for key in predicted:
+        assert f'PREDICTED["{key}"]' in grading[0], f"the grading cell never reads prediction {key}'s range"
+
+
 def test_notebooks_have_papermill_parameters():
     for path in sorted((REPO / "notebooks").glob("*.py")):
         nb = jupytext.read(path)
@@ -110,7 +155,7 @@ def check_writeup(html: Path) -> None:
     check_clean(body, "book/writeup")
     assert body.count("<table") >= 1
     assert "pasted-text" in body  # myst-nb glue put computed values into the prose
-    for verdict in ("HELD", "MISSED", "not measured yet"):
+    for verdict in ("HELD", "MISSED", "not measured"):
         if verdict in body:
             break
     else:
