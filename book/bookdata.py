@@ -127,13 +127,16 @@ def say(text: str) -> None:
     display(Markdown(text))
 
 
-def table(df: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, floatfmt: str = ".3g") -> None:
+def table(df: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, floatfmt: str = ".3g",
+          right: bool = False) -> None:
     """A DataFrame as a MyST table (a real <table> because nb_render_markdown_format is
-    myst). `columns` picks columns, in order; a dict also relabels them."""
+    myst). `columns` picks columns, in order; a dict also relabels them. `right` aligns every
+    column right (for numbers already formatted as text)."""
     if columns is not None:
         labels = columns if isinstance(columns, dict) else {c: c for c in columns}
         df = df[[c for c in labels if c in df]].rename(columns=labels)
-    display(Markdown(df.to_markdown(index=False, floatfmt=floatfmt)))
+    kw = {"colalign": ["right"] * len(df.columns)} if right else {}
+    display(Markdown(df.to_markdown(index=False, floatfmt=floatfmt, **kw)))
 
 
 def show(fig) -> None:
