@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import matplotlib
@@ -135,7 +136,9 @@ def table(df: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, f
     if columns is not None:
         labels = columns if isinstance(columns, dict) else {c: c for c in columns}
         df = df[[c for c in labels if c in df]].rename(columns=labels)
-    kw = {"colalign": ["right"] * len(df.columns)} if right else {}
+    numeric = re.compile(r"^\s*([-+−—]|\d)")
+    kw = {"colalign": ["right" if df[c].map(lambda x: bool(numeric.match(str(x)))).all() else "left"
+                       for c in df.columns]} if right else {}
     display(Markdown(df.to_markdown(index=False, floatfmt=floatfmt, **kw)))
 
 
