@@ -37,6 +37,7 @@ import torch
 
 from .attention.base import DecodeMeta, PrefillMeta
 from .attention.torch_backend import TorchAttention
+from . import results
 from .config import BLOCK_SIZE, PRESETS
 
 REL_ERR_LIMIT = 1e-2
@@ -119,19 +120,6 @@ def mixed_decode_contexts(num_requests: int, seed: int, prompt_lengths=PROMPT_LE
             for _ in range(num_requests)]
 
 
-def provenance() -> dict:
-    """The project's provenance fields; the GPU image may lack pandas (which
-    fusedlib.results imports), so fall back to the fields this module promises."""
-    try:
-        from .results import provenance as full_provenance
-    except ImportError:
-        import triton
-
-        return {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
-                "torch": torch.__version__, "triton": triton.__version__}
-    return full_provenance()
-
-
 def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -210,7 +198,7 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
                 "compiled_after_first_cases": compiled_after_first,
                 "compiled_at_end": compiled_at_end,
                 "passed": compiled_at_end == compiled_after_first})
-    info = provenance()
+    info = results.provenance()
     return [{**row, "profile": profile, **info} for row in out]
 
 
@@ -303,7 +291,7 @@ def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 2
     times = {name: _median_ms(fn, device, iters, scratch) for name, fn in calls.items()}
     back_to_back = {name: _median_ms(fn, device, iters, None) for name, fn in calls.items()}
     host = {name: _host_ms(fn, iters) for name, fn in calls.items()}
-    info = provenance()
+    info = results.provenance()
     return [{
         "kernel": name, "profile": profile, "seed": seed, "iters": iters,
         "num_requests": num_requests, "context_sum": sum(contexts),
@@ -332,7 +320,7 @@ def splitkv_sweep(device: str | None = None, seed: int = 0, iters: int = 100,
                                                                         profile)
     scale = cfg.head_dim ** -0.5
     expected = TorchAttention().decode(q, k, v, meta, scale)
-    info = provenance()
+    info = results.provenance()
     out = []
     for block_n, per_sm, num_warps, num_stages in SWEEP:
         config = SplitKVConfig(block_n, per_sm, num_warps, num_stages)
