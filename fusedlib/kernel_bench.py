@@ -37,7 +37,7 @@ import torch
 
 from .attention.base import DecodeMeta, PrefillMeta
 from .attention.torch_backend import TorchAttention
-from . import results
+from .results import provenance
 from .config import BLOCK_SIZE, PRESETS
 
 REL_ERR_LIMIT = 1e-2
@@ -198,7 +198,7 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
                 "compiled_after_first_cases": compiled_after_first,
                 "compiled_at_end": compiled_at_end,
                 "passed": compiled_at_end == compiled_after_first})
-    info = results.provenance()
+    info = provenance()
     return [{**row, "profile": profile, **info} for row in out]
 
 
@@ -291,7 +291,7 @@ def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 2
     times = {name: _median_ms(fn, device, iters, scratch) for name, fn in calls.items()}
     back_to_back = {name: _median_ms(fn, device, iters, None) for name, fn in calls.items()}
     host = {name: _host_ms(fn, iters) for name, fn in calls.items()}
-    info = results.provenance()
+    info = provenance()
     return [{
         "kernel": name, "profile": profile, "seed": seed, "iters": iters,
         "num_requests": num_requests, "context_sum": sum(contexts),
@@ -320,7 +320,7 @@ def splitkv_sweep(device: str | None = None, seed: int = 0, iters: int = 100,
                                                                         profile)
     scale = cfg.head_dim ** -0.5
     expected = TorchAttention().decode(q, k, v, meta, scale)
-    info = results.provenance()
+    info = provenance()
     out = []
     for block_n, per_sm, num_warps, num_stages in SWEEP:
         config = SplitKVConfig(block_n, per_sm, num_warps, num_stages)
