@@ -36,6 +36,7 @@ class StepRecord:
     duration: float
     decode_kv_tokens: int  # KV positions the decode rows read (their context lengths)
     chunk_kv_tokens: int  # KV positions the chunks attend over (start + length each)
+    forward_durations: tuple[float, ...]  # each forward, to its readback (chunks first)
 
 
 @dataclass
@@ -134,12 +135,15 @@ class Engine:
             batches = [self._pack(plan.chunks, plan.decodes)]
         else:
             batches = [self._pack(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
+        marks = [start]
         for batch in batches:
             self._run(batch)
-        end = self.clock()
+            marks.append(self.clock())
+        end = marks[-1]
         self.finished += self.scheduler.commit(plan, end)
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(batches),
-                            start, end - start, decode_kv, chunk_kv)
+                            start, end - start, decode_kv, chunk_kv,
+                            tuple(b - a for a, b in zip(marks, marks[1:])))
         self.step_log.append(record)
         return record
 

@@ -321,7 +321,9 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
     rows = [{**key, "record": "step", "step": i, "kind": r.kind, "n_chunk_tokens": r.n_chunk_tokens,
              "n_decode": r.n_decode, "n_forwards": r.n_forwards, "start_s": r.start - t0,
              "duration_s": r.duration, "decode_kv_tokens": r.decode_kv_tokens,
-             "chunk_kv_tokens": r.chunk_kv_tokens} for i, r in enumerate(steps)]
+             "chunk_kv_tokens": r.chunk_kv_tokens,
+             # the first forward also carries the step's planning and packing
+             "forward_durations_s": list(r.forward_durations)} for i, r in enumerate(steps)]
     for r in reqs:
         gaps = np.diff(r.token_times)
         rows.append({**key, "record": "request", "rid": r.rid, "prompt_len": r.prompt_len,

@@ -94,3 +94,14 @@ def test_step_records_count_the_kv_positions_attention_reads():
     assert (first.kind, first.chunk_kv_tokens, first.decode_kv_tokens) == ("chunk", 3 + 3, 0)
     second = engine.step()  # first decodes at context 4; second's last chunk ends at 5
     assert (second.kind, second.chunk_kv_tokens, second.decode_kv_tokens) == ("mixed", 5, 4)
+
+
+def test_step_records_time_each_forward():
+    for kind, forwards in (("fused", 1), ("chunked", 2)):
+        engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4)
+        engine.add_request([1, 2, 3], 3)
+        engine.add_request([4, 5, 6, 7, 8], 3)
+        engine.step()
+        mixed = engine.step()
+        assert mixed.kind == "mixed" and len(mixed.forward_durations) == forwards
+        assert abs(sum(mixed.forward_durations) - mixed.duration) < 1e-9
