@@ -33,6 +33,13 @@ case "$phase" in
       fl closed --engine fused,chunked --workload mixed,p256 --batch-size 8,32 --out $root/gpu1/closed/runs
       fl closed --engine fused,chunked --workload mixed --batch-size 64 --out $root/gpu1/closed/runs" &
     wait ;;
+  alone)
+    # Step traces and closed runs with nothing else on the machine: the first campaign ran
+    # them beside another job and saw run-to-run spread and a stretch of slow chunked steps
+    # it could not explain (writeup, Caveats). Costs the second GPU's time; worth it once.
+    on 0 bash -c "
+      fl step-trace --engine chunked,fused --out $root/gpu0/step_trace/runs
+      fl closed --engine fused,chunked --workload mixed,p256 --batch-size 8,32,64 --out $root/gpu0/closed/runs" ;;
   sweep)
     # RATES: two comma lists separated by '/', one per GPU (e.g. 4,7,10,15/6,9,12,20).
     r0=${rates%/*}; r1=${rates#*/}
