@@ -58,10 +58,12 @@ def load(experiment: str) -> pd.DataFrame:
 
 
 def prediction(experiment: str) -> None:
-    """Show `<data>/<experiment>/PREDICTION.md`, written before the run, as written."""
+    """Show `<data>/<experiment>/PREDICTION.md`, written before the run, as written, up to
+    its first section heading: a section added after the run would quote measured numbers by
+    hand, and the page shows those from the rows instead."""
     path = DATA / experiment / "PREDICTION.md"
     if path.exists():
-        text = path.read_text().strip()
+        text = path.read_text().strip().split("\n## ", 1)[0]
         title, _, body = text.partition("\n")
         display(Markdown(f"::::{{admonition}} {title.lstrip('# ').strip()}\n:class: note\n"
                          f"{body.strip()}\n\n(From `{rel(path)}`.)\n::::"))
