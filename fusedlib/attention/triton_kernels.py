@@ -33,6 +33,39 @@ NEG_BIG = tl.constexpr(-1.0e30)
 PARTIAL_EXTRA = tl.constexpr(4)
 
 
+@triton.jit
+def _attend_kv_tile(q, m_i, l_i, acc, k_cache_ptr, v_cache_ptr, block_row_ptr, kv_start, kv_end,
+                    row_last_key, kv_head, offs_n, offs_d, qk_scale,
+                    stride_k_block, stride_k_slot, stride_k_head,
+                    stride_v_block, stride_v_slot, stride_v_head,
+                    KV_BLOCK_SIZE: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """One BLOCK_N step of online softmax over a request's paged keys [kv_start, kv_end):
+    gather K and V through the block table, score, and fold into (m_i, l_i, acc). Row r
+    sees key j only if j <= row_last_key[r]: the causal limit, or -1 for a row that is not
+    this request's. Both kernels share this; they differ in how rows map to queries."""
+    key_idx = kv_start + offs_n
+    key_valid = key_idx < kv_end
+    block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
+                       other=0).to(tl.int64)
+    slot = key_idx % KV_BLOCK_SIZE
+    k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
+                + slot[:, None] * stride_k_slot + kv_head * stride_k_head
+                + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+    scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+    visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
+    scores = tl.where(visible, scores, float("-inf"))
+
+    m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(scores - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
+                + slot[:, None] * stride_v_slot + kv_head * stride_v_head
+                + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+    return m_new, l_i, acc
+
+
 @triton.jit(do_not_specialize=["stride_bt"])
 def packed_attention_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
@@ -89,28 +122,13 @@ def packed_attention_kernel(
         # Causal: the tile's rows of this request need keys up to their largest position.
         kv_len = tl.max(tl.where(in_seq, row_pos, -1), axis=0) + 1
         block_row_ptr = block_tables_ptr + seq * stride_bt
+        row_last_key = tl.where(in_seq, row_pos, -1)
         for kv_start in range(0, kv_len, BLOCK_N):
-            key_idx = kv_start + offs_n
-            key_valid = key_idx < kv_len
-            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
-                               other=0).to(tl.int64)
-            slot = key_idx % KV_BLOCK_SIZE
-            k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
-                        + slot[:, None] * stride_k_slot + kv_head * stride_k_head
-                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-            scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-            visible = in_seq[:, None] & (key_idx[None, :] <= row_pos[:, None])
-            scores = tl.where(visible, scores, float("-inf"))
-
-            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(scores - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
-                        + slot[:, None] * stride_v_slot + kv_head * stride_v_head
-                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-            m_i = m_new
+            m_i, l_i, acc = _attend_kv_tile(
+                q, m_i, l_i, acc, k_cache_ptr, v_cache_ptr, block_row_ptr, kv_start, kv_len,
+                row_last_key, kv_head, offs_n, offs_d, qk_scale,
+                stride_k_block, stride_k_slot, stride_k_head,
+                stride_v_block, stride_v_slot, stride_v_head, KV_BLOCK_SIZE, DOT_PRECISION)
 
     # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
     out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
@@ -159,27 +177,13 @@ def splitkv_decode_kernel(
     block_row_ptr = block_tables_ptr + req.to(tl.int64) * stride_bt
     # A split past the end of a short request runs no iteration and writes an empty
     # partial (max NEG_BIG, sum 0), which the reduce weighs to nothing.
+    all_keys = tl.full([BLOCK_H], split_end - 1, tl.int32)  # decode rows see every key
     for kv_start in range(split_start, split_end, BLOCK_N):
-        key_idx = kv_start + offs_n
-        key_valid = key_idx < split_end
-        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
-                           other=0).to(tl.int64)
-        slot = key_idx % KV_BLOCK_SIZE
-        k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
-                    + slot[:, None] * stride_k_slot + kv_head * stride_k_head
-                    + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-        scores = tl.where(key_valid[None, :], scores, float("-inf"))
-
-        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(scores - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
-                    + slot[:, None] * stride_v_slot + kv_head * stride_v_head
-                    + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-        m_i = m_new
+        m_i, l_i, acc = _attend_kv_tile(
+            q, m_i, l_i, acc, k_cache_ptr, v_cache_ptr, block_row_ptr, kv_start, split_end,
+            all_keys, kv_head, offs_n, offs_d, qk_scale,
+            stride_k_block, stride_k_slot, stride_k_head,
+            stride_v_block, stride_v_slot, stride_v_head, KV_BLOCK_SIZE, DOT_PRECISION)
 
     row_ptr = partials_ptr + ((req * num_heads + heads) * num_splits + split).to(tl.int64) \
         * (HEAD_DIM + PARTIAL_EXTRA)
