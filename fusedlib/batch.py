@@ -37,8 +37,17 @@ def _block_table(requests: list[Request], device) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.int32, device=device)
 
 
-def _slot(request: Request, pos: int, block_size: int) -> int:
-    return request.blocks[pos // block_size] * block_size + pos % block_size
+def span_slots(request: Request, start: int, end: int, block_size: int) -> list[int]:
+    """Cache slots of positions [start, end): one range per block touched, so a 512-token
+    chunk costs a few list extends rather than a Python step per token."""
+    slots, pos = [], start
+    while pos < end:
+        block, offset = divmod(pos, block_size)
+        stop = min(end, (block + 1) * block_size)
+        base = request.blocks[block] * block_size
+        slots += range(base + offset, base + offset + stop - pos)
+        pos = stop
+    return slots
 
 
 def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -> Batch:
@@ -49,7 +58,7 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -
         span = range(c.start, c.start + c.length)
         ids += r.prompt[c.start : c.start + c.length]
         pos += span
-        slots += [_slot(r, p, block_size) for p in span]
+        slots += span_slots(r, c.start, c.start + c.length, block_size)
         if c.finishes_prompt:
             logit_idx.append(len(ids) - 1)
             samplers.append(r)
@@ -58,7 +67,7 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -
         p = r.prompt_len + len(r.output) - 1  # the newest token is fed back at its position
         ids.append(r.output[-1])
         pos.append(p)
-        slots.append(_slot(r, p, block_size))
+        slots += span_slots(r, p, p + 1, block_size)
         logit_idx.append(len(ids) - 1)
         samplers.append(r)
 
