@@ -75,7 +75,7 @@ class Engine:
         self.trace, self.clock, self.record_gaps = trace, clock, record_gaps
         self.step_log: list[StepRecord] = []
         self.logit_gaps: list[TokenGap] = []
-        self.finished: list[Request] = []
+        self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
         self._cuda = model.device.type == "cuda"
         self.graphs: DecodeGraphs | None = None
@@ -140,7 +140,7 @@ class Engine:
             self._run(batch)
             marks.append(self.clock())
         end = marks[-1]
-        self.finished += self.scheduler.commit(plan, end)
+        self.num_finished += len(self.scheduler.commit(plan, end))
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(batches),
                             start, end - start, decode_kv, chunk_kv,
                             tuple(b - a for a, b in zip(marks, marks[1:])))
@@ -221,6 +221,6 @@ class Engine:
         assert self.pool.num_free_blocks == self.pool.num_blocks
         self.step_log.clear()
         self.logit_gaps.clear()
-        self.finished.clear()
+        self.num_finished = 0
         self._next_rid = 0
         self._sync()

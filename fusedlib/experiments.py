@@ -162,7 +162,7 @@ def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
     request whose arrival time has passed (stamped with its trace arrival, not the moment
     the loop noticed it); when idle, sleep until the next arrival. Returns the Requests."""
     pending, served = deque(specs), []
-    done_before = len(engine.finished)
+    done_before = engine.num_finished
     # A terminal-only progress bar (disable=None): a rate-1 run of 400 requests is minutes.
     progress = tqdm(total=len(specs), desc="requests", unit="req", leave=False, disable=None)
     t0 = engine.clock()
@@ -173,7 +173,7 @@ def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
             served.append(engine.add_request(s.prompt, s.max_new_tokens, arrival=t0 + s.arrival))
         if engine.has_work():
             engine.step()
-            progress.update(len(engine.finished) - done_before - progress.n)
+            progress.update(engine.num_finished - done_before - progress.n)
         elif pending:
             time.sleep(max(0.0, t0 + pending[0].arrival - engine.clock()))
     progress.close()
