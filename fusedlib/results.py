@@ -130,14 +130,19 @@ def append_rows(path_stem, rows: list[dict]) -> None:
             header, in_sync = _columns(all_rows), True
 
 
+def read_rows(path_stem) -> list[dict]:
+    """All rows of a result set as written (from the JSONL); [] if there are none."""
+    return _read_jsonl(_paths(path_stem)[0])
+
+
 def load(path_stem) -> pd.DataFrame:
-    """All rows of a result set (from the JSONL); an empty frame if there are none."""
-    return pd.DataFrame(_read_jsonl(_paths(path_stem)[0]))
+    """All rows of a result set as a frame; an empty frame if there are none."""
+    return pd.DataFrame(read_rows(path_stem))
 
 
 def done_keys(path_stem, key_fields) -> set[tuple]:
     """The key tuples already on disk, so a resumed campaign can skip them."""
-    return {tuple(r.get(k) for k in key_fields) for r in _read_jsonl(_paths(path_stem)[0])}
+    return {tuple(r.get(k) for k in key_fields) for r in read_rows(path_stem)}
 
 
 def _version(dist: str) -> str:

@@ -21,18 +21,12 @@ def _key(row: dict) -> tuple:
     return tuple(json.dumps(row.get(k)) for k in IDENTITY)
 
 
-def _read(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def merge(root: Path, data: Path = Path("data")) -> dict[str, int]:
     added: dict[str, int] = {}
     for src in sorted(root.glob("gpu*/*/*.jsonl")):
         stem = data / src.parent.name / src.stem
-        have = {_key(r) for r in _read(stem.with_suffix(".jsonl"))}
-        rows = _read(src)
+        have = {_key(r) for r in results.read_rows(stem)}
+        rows = results.read_rows(src.with_suffix(""))
         new = [r for r in rows if _key(r) not in have]
         if new:
             stem.parent.mkdir(parents=True, exist_ok=True)
