@@ -20,8 +20,8 @@ from tqdm import tqdm
 
 from . import experiments, results
 
-EXPERIMENTS = ("gate", "kernel-gate", "layout-bench", "closed", "arrivals", "step-trace",
-               "sensitivity", "peer")
+EXPERIMENTS = ("gate", "kernel-gate", "layout-bench", "splitkv-sweep", "closed", "arrivals",
+               "step-trace", "sensitivity", "peer")
 
 
 def _list(cast):
@@ -39,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m fusedlib", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", choices=EXPERIMENTS, help=(
         "gate: engine correctness gates; kernel-gate: Triton kernels vs torch; layout-bench: "
-        "decode attention as rows vs packed; closed: whole batch at t=0, wall time; arrivals: "
+        "decode attention as rows vs packed vs split-KV; splitkv-sweep: split-KV launch shapes; closed: whole batch at t=0, wall time; arrivals: "
         "Poisson open loop, served rate and latencies; step-trace: per-step timing on the "
         "disturbance workload (and the fusion accounting once both engines are traced); "
         "sensitivity: capacity across draws and long-prompt shares; peer: transformers' "
@@ -117,10 +117,11 @@ def main(argv=None) -> None:
     if a.experiment == "gate":
         rows = experiments.gates(profile=a.profile, attentions=[a.attention] if a.attention else None,
                                  model=a.model, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens, out=out)
-    elif a.experiment in ("kernel-gate", "layout-bench"):
+    elif a.experiment in ("kernel-gate", "layout-bench", "splitkv-sweep"):
         from . import kernel_bench
 
-        job = kernel_bench.kernel_gate if a.experiment == "kernel-gate" else kernel_bench.decode_layout_bench
+        job = {"kernel-gate": kernel_bench.kernel_gate, "layout-bench": kernel_bench.decode_layout_bench,
+               "splitkv-sweep": kernel_bench.splitkv_sweep}[a.experiment]
         rows = job(profile=a.profile)
         results.append_rows(out, rows)
     elif a.experiment == "closed":

@@ -21,7 +21,7 @@ from .batch import Batch, pack
 from .graphs import DecodeGraphs
 from .model import Qwen2Model
 from .pool import KVPool
-from .scheduler import Request, Scheduler, StepPlan
+from .scheduler import Request, Scheduler
 
 ENGINE_KINDS = ("fused", "chunked")
 

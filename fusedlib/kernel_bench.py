@@ -20,18 +20,14 @@ the torch reference.
 The "smoke" profile runs the same code at the tiny model's shape and small contexts, so
 it finishes on the CPU interpreter in seconds; its numbers mean nothing.
 
-    python -m fusedlib.kernel_bench --out DIR [--profile smoke] [--jobs kernel_gate,...]
+    python -m fusedlib kernel-gate | layout-bench | splitkv-sweep [--profile smoke]
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import random
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
@@ -337,34 +333,3 @@ def splitkv_sweep(device: str | None = None, seed: int = 0, iters: int = 100,
             row.update(passed=False, error=repr(exc)[:300])
         out.append({**row, "profile": profile, "seed": seed, **info})
     return out
-
-
-SUMMARY_FIELDS = ("case", "kernel", "block_n", "programs_per_sm", "num_warps", "num_stages",
-                  "num_splits", "rel_err", "has_nan", "passed", "compiled_at_end", "error",
-                  "median_ms", "median_ms_back_to_back", "host_ms", "bandwidth_fraction",
-                  "ratio_vs_rows", "copy_bandwidth_gbs", "gpu")
-
-
-JOBS = {"kernel_gate": kernel_gate, "layout_bench": decode_layout_bench,
-        "splitkv_sweep": splitkv_sweep}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
-    parser.add_argument("--jobs", default=",".join(JOBS),
-                        help=f"comma-separated subset of {', '.join(JOBS)}")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():  # must precede the first import of the kernels
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.jobs.split(","):
-        rows = JOBS[name](profile=args.profile)
-        (args.out / f"{name}.json").write_text(json.dumps(rows, indent=1))
-        for row in rows:  # a short line per row; the full rows are in the JSON
-            print(name, {k: row[k] for k in SUMMARY_FIELDS if k in row}, flush=True)
-
-
-if __name__ == "__main__":
-    main()
