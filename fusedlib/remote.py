@@ -43,9 +43,9 @@ weights_volume = modal.Volume.from_name("fusedlib-weights", create_if_missing=Tr
 def _image_env() -> dict[str, str]:
     env = {"HF_HOME": f"{WEIGHTS_MOUNT}/hf", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
     if modal.is_local():  # containers have no .git: rows carry the launching checkout's commit
-        from .results import _git_commit
+        from .results import git_commit
 
-        env["FUSEDLIB_GIT_COMMIT"] = _git_commit()
+        env["FUSEDLIB_GIT_COMMIT"] = git_commit()
     return env
 
 

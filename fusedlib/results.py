@@ -152,7 +152,7 @@ def _version(dist: str) -> str:
         return "none"
 
 
-def _git_commit() -> str:
+def git_commit() -> str:
     """Short sha, "+dirty" when tracked code differs from it (data/ is excluded: the
     campaign itself writes there). FUSEDLIB_GIT_COMMIT wins, for images without .git."""
     if os.environ.get("FUSEDLIB_GIT_COMMIT"):
@@ -178,7 +178,7 @@ def _static_provenance() -> dict:
         "torch": torch.__version__,
         "triton": _version("triton"),
         "transformers": _version("transformers"),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "hostname": socket.gethostname(),
     }
 
