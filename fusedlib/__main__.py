@@ -74,6 +74,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=5, help="closed, peer: recorded runs (default: 5)")
     p.add_argument("--attention", choices=("torch", "triton", "triton-splitkv"), default=None,
                    help="attention backend (default: the profile's, full triton, smoke torch)")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="closed, arrivals, step-trace: replay decode-only forwards from CUDA graphs")
     p.add_argument("--model", default=None,
                    help="preset name, checkpoint folder or hub id (default: the profile's, "
                         "full qwen2.5-1.5b with random weights, smoke tiny)")
@@ -113,6 +115,9 @@ def main(argv=None) -> None:
     seeds = a.seed or ([0, 1, 2] if a.experiment == "sensitivity" else [0])
     common = dict(profile=a.profile, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens,
                   attention=a.attention, model=a.model)
+    graphs = {"cuda_graphs": a.cuda_graphs}
+    if a.cuda_graphs and a.experiment not in ("closed", "arrivals", "step-trace"):
+        raise SystemExit(f"--cuda-graphs applies to closed, arrivals and step-trace, not {a.experiment}")
 
     if a.experiment == "gate":
         rows = experiments.gates(profile=a.profile, attentions=[a.attention] if a.attention else None,
@@ -127,23 +132,23 @@ def main(argv=None) -> None:
     elif a.experiment == "closed":
         runs = [(f"{e} {w} batch {b} seed {s}",
                  dict(engine_kind=e, workload=w, batch_size=b, seed=s, warmups=a.warmups,
-                      repeats=a.repeats, **common))
+                      repeats=a.repeats, **common, **graphs))
                 for e, w, b, s in itertools.product(a.engine, a.workload, a.batch_size, seeds)]
         rows = _sweep(runs, experiments.closed, out)
     elif a.experiment == "arrivals":
         rates = a.rates or experiments.PROFILES[a.profile].rates
         runs = [(f"{e} rate {r} seed {s}",
-                 dict(engine_kind=e, rate=r, n_requests=a.n_requests, seed=s, pool_gib=a.pool_gib, **common))
+                 dict(engine_kind=e, rate=r, n_requests=a.n_requests, seed=s, pool_gib=a.pool_gib, **common, **graphs))
                 # rate-major, so both engines of a rate finish together: a sweep cut short
                 # keeps complete pairs
                 for r, e, s in itertools.product(rates, a.engine, seeds)]
         rows = _sweep(runs, experiments.arrivals, out)
     elif a.experiment == "step-trace":
-        runs = [(f"{e} seed {s}", dict(engine_kind=e, seed=s, **common))
+        runs = [(f"{e} seed {s}", dict(engine_kind=e, seed=s, **common, **graphs))
                 for e, s in itertools.product(a.engine, seeds)]
         rows = _sweep(runs, experiments.step_trace, out)
         _print_accounting(out, {**experiments.setup(a.profile, a.model, a.attention, a.chunk_tokens,
-                                                    a.max_batch).fields(), "seed": seeds[0]})
+                                                    a.max_batch, a.cuda_graphs).fields(), "seed": seeds[0]})
     elif a.experiment == "sensitivity":
         rate = a.rates[0] if a.rates else None
         runs = [(f"{e}", dict(engine_kind=e, seeds=seeds, long_shares=a.long_shares, rate=rate,

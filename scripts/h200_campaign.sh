@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The H200 campaign, as it was run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
+# The H200 campaigns, as they were run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
+# Session 1 ran calibrate, sweep (N=200) and part of extras; session 2 ran s2a, s2b, s2c.
 # It drives only the CLI (`python -m fusedlib ...`), on a machine with two GPUs: each phase
 # starts one job per GPU and waits. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.
@@ -14,9 +15,54 @@ export FUSEDLIB_GIT_COMMIT=${FUSEDLIB_GIT_COMMIT:-$(git rev-parse --short HEAD 2
 fl() { python3 -m fusedlib "$@" --profile "${PROFILE:-full}"; }
 export -f fl
 on() { local gpu=$1; shift; ( export CUDA_VISIBLE_DEVICES=$gpu; "$@" ) > "$root/gpu$gpu.$phase.log" 2>&1; }
+# Session 2's phases each fit one 10-minute device command: a chain stops at LIMIT seconds
+# (its unfinished run is lost, finished ones are kept) and rerunning the phase resumes.
+chain() { local gpu=$1; shift; on "$gpu" timeout "${LIMIT:-540}" bash -c "$*"; }
+# The peer needs transformers 5.24 (the GPU image has 5.17): carry .whl/ and put it first.
+peer_env() {
+  if ls .whl/transformers-*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+}
+export -f peer_env
 mkdir -p "$root"
 
 case "$phase" in
+  s2a)
+    # GPU 0: the GPU-only tests (refactored kernels, CUDA graphs), the step traces (baseline,
+    # then graphs / split-KV / both: the predictions_next.md runs), the sweep's rate 8.
+    # GPU 1: the 400-request sweep's two lowest rates.
+    chain 0 "
+      FUSEDLIB_GPU_TESTS=1 timeout 240 python3 -m pytest -q -x tests/test_graphs.py tests/test_engine_gpu.py tests/attention
+      fl step-trace --engine chunked,fused --out $root/gpu0/step_trace/runs
+      fl step-trace --engine chunked,fused --cuda-graphs --out $root/gpu0/beyond/step_trace
+      fl step-trace --engine chunked,fused --attention triton-splitkv --out $root/gpu0/beyond/step_trace
+      fl step-trace --engine chunked,fused --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/step_trace
+      fl arrivals --engine fused,chunked --rates 8 --out $root/gpu0/arrivals/runs" &
+    chain 1 "fl arrivals --engine fused,chunked --rates 3,4 --out $root/gpu1/arrivals/runs" &
+    wait ;;
+  s2b)
+    # The sweep's middle rates; the 0.5 GiB small pool at 4 and 8/s (200 requests: the rate-8
+    # run is past any capacity the small pool can have, so it measures that capacity); the
+    # capacity with CUDA graphs and split-KV (predictions_next.md, prediction 4).
+    chain 0 "fl arrivals --engine fused,chunked --rates 5,6,7 --out $root/gpu0/arrivals/runs" &
+    chain 1 "
+      fl arrivals --engine fused,chunked --rates 10 --out $root/gpu1/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 4,8 --n-requests 200 --pool-gib 0.5 --out $root/gpu1/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu1/beyond/arrivals" &
+    wait ;;
+  s2c)
+    # Sensitivity at rate 40, 200 requests a draw; then, on GPU 1, the closed mixed-64 runs of
+    # both engines and the peer on the same 64 requests, one after the other.
+    chain 0 "
+      fl sensitivity --engine fused,chunked --seed 0,1,2,3,4 --long-shares none --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs
+      fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs" &
+    chain 1 "
+      fl sensitivity --engine fused,chunked --seed 0 --long-shares 0,0.4 --rates 40 --n-requests 200 --out $root/gpu1/sensitivity/runs
+      fl closed --engine fused,chunked --workload mixed --batch-size 64 --out $root/gpu1/closed/runs
+      peer_env; fl peer --workload mixed --batch-size 64 --warmups 1 --repeats 3 --out $root/gpu1/peer/runs" &
+    wait ;;
   calibrate)
     # GPU 0: gates on every attention backend, the step traces of both engines on the same
     # GPU, the small-pool capacity probe, then the kernel gate and layout bench.
