@@ -300,6 +300,25 @@ def kv_bytes_per_position(cfg, dtype_bytes: int) -> int:
     return cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * dtype_bytes
 
 
+def numbers(text: str) -> list[float]:
+    """The numbers a quoted prediction names, in order ("between 10 and 18 ms" -> [10.0, 18.0];
+    signs are the prose's, not the number's: "+25%" -> 25.0)."""
+    return [float(x) for x in re.findall(r"\d+(?:\.\d+)?", text)]
+
+
+def fractions(text: str) -> list[float]:
+    """The percentages a quoted prediction names, as fractions ("within ±3%" -> [0.03])."""
+    return [x / 100 for x in numbers(text)]
+
+
+def verdict(ok: bool) -> str:
+    return "HELD" if ok else "MISSED"
+
+
+def side(x: float, lo: float, hi: float) -> str:
+    return "inside" if lo <= x <= hi else ("above" if x > hi else "below")
+
+
 def sig3(x: float) -> str:
     """Three significant digits, keeping trailing zeros (15.0, 2.60, 0.725); whole numbers from 100."""
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"

@@ -111,11 +111,13 @@ def splitkv_sweep(profile: str = "full") -> list[dict]:
 
 
 @on_gpu
-def step_trace(engine: str = "fused", profile: str = "full", model: str = "") -> list[dict]:
-    """Sync-accurate per-step timing on the disturbance workload."""
+def step_trace(engine: str = "fused", profile: str = "full", model: str = "", attention: str = "",
+               cuda_graphs: bool = False) -> list[dict]:
+    """Sync-accurate per-step timing on the disturbance workload (attention "": the profile's)."""
     from fusedlib import experiments
 
-    return experiments.step_trace(engine, profile=profile, model=_model(profile, model))
+    return experiments.step_trace(engine, profile=profile, model=_model(profile, model), attention=attention or None,
+                                  cuda_graphs=cuda_graphs)
 
 
 @on_gpu
@@ -133,13 +135,16 @@ def closed(engine: str = "fused", workload: str = "mixed", batch_size: int = 32,
 @on_gpu
 def arrival_rate(rate: float, engine: str = "fused", n_requests: int = 400, seed: int = 0,
                  pool_gib: float = 0.0, max_batch: int = 32, chunk_tokens: int = 0,
-                 profile: str = "full", model: str = "") -> list[dict]:
-    """One Poisson arrival rate (pool_gib 0: the default pool); `arrivals` maps it over rates."""
+                 profile: str = "full", model: str = "", attention: str = "",
+                 cuda_graphs: bool = False) -> list[dict]:
+    """One Poisson arrival rate (pool_gib 0: the default pool; attention "": the profile's);
+    `arrivals` maps it over rates."""
     from fusedlib import experiments
 
     return experiments.arrivals(engine, rate, n_requests=n_requests, seed=seed, pool_gib=pool_gib or None,
                                 max_batch=max_batch, chunk_tokens=chunk_tokens or None,
-                                profile=profile, model=_model(profile, model))
+                                profile=profile, model=_model(profile, model), attention=attention or None,
+                                cuda_graphs=cuda_graphs)
 
 
 @on_gpu

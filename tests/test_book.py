@@ -36,15 +36,17 @@ PAGES = {
     "book/arrivals": ("arrivals", 2, 2),
     "book/sensitivity": ("sensitivity", 1, 1),
     "book/peer": ("peer", 1, 1),
+    "book/beyond": ("beyond", 1, 2),
 }
 
-# Small sizes so the seven notebooks run in about a minute on two cores.
+# Small sizes so the notebooks run in about two minutes on two cores.
 SMOKE_PARAMETERS = {
     "01_kernels": {"splitkv_sweep": False},
     "04_closed": {"runs": [["mixed", 8], ["mixed", 16], ["p256", 8]], "warmups": 0, "repeats": 2},
     "05_arrivals": {"rates": [100, 400], "n_requests": 16, "small_pool_rates": [100]},
     "06_sensitivity": {"seeds": [0, 1], "long_shares": [0.0, 0.4], "n_requests": 16},
     "07_peer": {"batch_size": 16},
+    "08_beyond": {"engines": ["fused"]},  # split-KV on the Triton interpreter: about a minute an engine
 }
 
 
@@ -92,8 +94,8 @@ def _normalized(text: str) -> str:
     return " ".join(text.split())
 
 
-def _writeup_code_cells() -> list[str]:
-    return [c.source for c in jupytext.read(REPO / "book" / "writeup.md").cells if c.cell_type == "code"]
+def _code_cells(page: str = "writeup") -> list[str]:
+    return [c.source for c in jupytext.read(REPO / "book" / f"{page}.md").cells if c.cell_type == "code"]
 
 
 def _literal(cells: list[str], name: str):
@@ -101,23 +103,24 @@ def _literal(cells: list[str], name: str):
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
                 return ast.literal_eval(node.value)
-    raise AssertionError(f"no {name} = ... in the writeup's code cells")
+    raise AssertionError(f"no {name} = ... in the page's code cells")
 
 
-def test_writeup_grades_against_ranges_quoted_from_the_predictions():
-    """The writeup's grading table quotes each predicted range, and takes every threshold from
-    those quotes (PREDICTED in book/writeup.md). Each quote must appear verbatim (up to line
-    wrapping) in book/predictions.md, so the dated predictions and the grades cannot drift."""
-    predictions = (REPO / "book" / "predictions.md").read_text()
+@pytest.mark.parametrize("page,source", [("writeup", "predictions"), ("beyond", "predictions_next")])
+def test_grades_against_ranges_quoted_from_the_predictions(page, source):
+    """A grading table quotes each predicted range, and takes every threshold from those
+    quotes (PREDICTED in book/<page>.md). Each quote must appear verbatim (up to line
+    wrapping) in book/<source>.md, so the dated predictions and the grades cannot drift."""
+    predictions = (REPO / "book" / f"{source}.md").read_text()
     text = _normalized(predictions)
-    cells = _writeup_code_cells()
+    cells = _code_cells(page)
     predicted = _literal(cells, "PREDICTED")
     numbered = set(re.findall(r"^(\d+)\. \*\*", predictions, re.M))
     assert set(predicted) == numbered, (sorted(predicted), sorted(numbered))
     for key, quotes in predicted.items():
         assert quotes, key
         for quote in quotes:
-            assert _normalized(quote) in text, f"prediction {key}: {quote!r} is not in book/predictions.md"
+            assert _normalized(quote) in text, f"prediction {key}: {quote!r} is not in book/{source}.md"
     # The grading cell types no threshold of its own: its only numbers are 0, 1 and tuple indices.
     grading = [c for c in cells if "grades = []" in c]
     assert len(grading) == 1

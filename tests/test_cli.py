@@ -24,7 +24,8 @@ def test_help_documents_every_option_and_experiment():
     for name in EXPERIMENTS:
         assert name in text
     for option in ("--engine", "--rates", "--n-requests", "--batch-size", "--workload", "--seed",
-                   "--pool-gib", "--profile", "--attention", "--out", "--chunk-tokens", "--max-batch"):
+                   "--pool-gib", "--profile", "--attention", "--out", "--chunk-tokens", "--max-batch",
+                   "--cuda-graphs"):
         assert option in text
 
 
@@ -67,3 +68,21 @@ def test_killed_campaign_leaves_valid_rows_and_resumes(tmp_path):
     df = results.load(out)
     assert sorted(df["rate"]) == rates
     assert sum(1 for _ in open(f"{out}.csv")) == len(rates) + 1
+
+
+def test_cuda_graphs_flag_is_refused_where_it_does_not_apply_and_on_cpu(tmp_path):
+    proc = _cli("sensitivity", "--profile", "smoke", "--cuda-graphs", "--out", str(tmp_path / "s"))
+    assert proc.returncode != 0 and "--cuda-graphs applies to" in proc.stderr
+    # Graph capture needs a GPU: on this CPU-only machine the engine says so, and no row is written.
+    proc = _cli("arrivals", "--profile", "smoke", "--engine", "fused", "--rates", "400", "--n-requests", "4",
+                "--attention", "triton", "--cuda-graphs", "--out", str(tmp_path / "a"))
+    assert proc.returncode != 0 and "cuda_graphs needs a CUDA model" in proc.stderr
+    assert not results.read_rows(tmp_path / "a")
+
+
+def test_rows_record_whether_cuda_graphs_ran(tmp_path):
+    out = tmp_path / "arrivals"
+    proc = _cli("arrivals", "--profile", "smoke", "--engine", "fused", "--rates", "400", "--n-requests", "4",
+                "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert [r["cuda_graphs"] for r in results.read_rows(out)] == [False]

@@ -1,0 +1,67 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Beyond the reference: CUDA graphs and split-KV decode
+#
+# The step trace of `03_step_trace` under other engine configurations: CUDA graphs for
+# decode-only forwards, split-KV decode attention, and both; then the capacity (a Poisson
+# rate above it) with both. Rows: `<out_dir>/beyond/step_trace` and `<out_dir>/beyond/arrivals`.
+# CUDA graphs need a GPU: on a CPU (the smoke profile) only the variants without them run.
+
+# %% tags=["parameters"]
+backend = "local"
+gpu = "A10"
+profile = "smoke"
+engines = ["chunked", "fused"]
+variants = [["triton", True], ["triton-splitkv", False], ["triton-splitkv", True]]  # [attention, cuda_graphs]
+capacity_rate = 40.0  # requests/s, above both engines' capacity; 0 skips the capacity runs
+capacity_n = 400
+out_dir = "../data-smoke"
+
+# %%
+import os
+
+import torch
+
+if backend == "local" and not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels on CPU tensors
+
+import pandas as pd
+
+from fusedlib import remote
+
+run = dict(backend=backend, gpu=gpu)
+on_gpu = backend == "modal" or torch.cuda.is_available()
+if not on_gpu:
+    skipped = [v for v in variants if v[1]]
+    variants = [v for v in variants if not v[1]]
+    print(f"no GPU here: skipping the CUDA-graph variants {skipped}")
+
+# %%
+rows = []
+for attention, graphs in variants:
+    rows += remote.run_map(remote.step_trace, engines, profile=profile, attention=attention,
+                           cuda_graphs=graphs, **run)
+remote.save(rows, "beyond", "step_trace", out_dir)
+summary = pd.DataFrame([r for r in rows if r["record"] == "summary"])
+summary[["engine", "attention", "cuda_graphs", "median_decode_step_s", "median_mixed_step_s", "wall_s"]]
+
+# %%
+if capacity_rate and on_gpu:
+    cap = []
+    for engine in engines:
+        cap += remote.run(remote.arrival_rate, capacity_rate, engine=engine, n_requests=capacity_n,
+                          profile=profile, attention="triton-splitkv", cuda_graphs=True, **run)
+    remote.save(cap, "beyond", "arrivals", out_dir)
+    display(pd.DataFrame(cap)[["engine", "rate", "n_requests", "served_rate", "median_decode_step_s"]])
