@@ -18,6 +18,7 @@ discarded warm-up repeats on top, so no measured run includes a compile.
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import time
 from collections import deque
@@ -134,6 +135,33 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+class HostMeter:
+    """What the machine gave a run: the process's CPU seconds and the CPU seconds the
+    hypervisor stole from the machine (Linux /proc/stat "steal", all CPUs; None where there
+    is none), next to the run's wall time. A step here is mostly host work, so a run whose
+    steps ran slow while its process got little CPU or much was stolen was slowed by the
+    machine, not by its workload. (An open-loop run idles between arrivals by design.)"""
+
+    def __enter__(self):
+        self._wall, self._cpu, self._steal = time.perf_counter(), time.process_time(), _steal_s()
+        return self
+
+    def __exit__(self, *exc):
+        steal = _steal_s()
+        self.fields = {"host_wall_s": time.perf_counter() - self._wall, "host_cpu_s": time.process_time() - self._cpu,
+                       "host_steal_s": None if steal is None or self._steal is None else steal - self._steal}
+        return False
+
+
+def _steal_s() -> float | None:
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()  # "cpu user nice system idle iowait irq softirq steal ..."
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _already_done(out, key: dict) -> bool:
     return out is not None and tuple(key.values()) in results.done_keys(out, list(key))
 
@@ -217,17 +245,19 @@ def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed
     for i in range(warmups + repeats):
         first_step = len(engine.step_log)
         _sync(s.spec.device)
-        t0 = time.perf_counter()
-        engine.generate(prompts, budgets)
-        _sync(s.spec.device)
-        wall = time.perf_counter() - t0
+        with HostMeter() as host:
+            t0 = time.perf_counter()
+            engine.generate(prompts, budgets)
+            _sync(s.spec.device)
+            wall = time.perf_counter() - t0
         if i >= warmups:
             rows.append({**key, "stat": "run", "repeat": i - warmups, "wall_s": wall,
                          "n_output_tokens": n_out, "output_throughput": n_out / wall,
                          "request_throughput": batch_size / wall,
-                         **_step_counts(engine, first_step)})
+                         **_step_counts(engine, first_step), **host.fields})
     wall = statistics.median(r["wall_s"] for r in rows)
-    rows.append({**rows[-1], "stat": "median", "repeat": None, "wall_s": wall,
+    last = {k: v for k, v in rows[-1].items() if not k.startswith("host_")}  # per-run readings only
+    rows.append({**last, "stat": "median", "repeat": None, "wall_s": wall,
                  "output_throughput": n_out / wall, "request_throughput": batch_size / wall})
     prov = results.provenance()
     return _store(out, [{**r, **prov} for r in rows])
@@ -236,9 +266,10 @@ def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed
 # ---------------------------------------------------------------------------- open loop
 def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
     first_step = len(engine.step_log)
-    served = serve_open_loop(engine, specs)
+    with HostMeter() as host:
+        served = serve_open_loop(engine, specs)
     return {**metrics.summarize(served), **_step_counts(engine, first_step),
-            "pool_blocks": engine.pool.num_blocks, "pool_gib_actual": engine.pool.gib}
+            "pool_blocks": engine.pool.num_blocks, "pool_gib_actual": engine.pool.gib, **host.fields}
 
 
 def arrivals(engine_kind: str, rate: float, n_requests: int = 400, seed: int = 0,
@@ -312,11 +343,12 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
     for _ in range(warmups):
         engine.generate(prompts, budgets)
     first_step = len(engine.step_log)
-    t0 = engine.clock()
-    reqs = [engine.add_request(p, b, arrival=t0) for p, b in zip(prompts, budgets)]
-    engine.run_until_done()
-    _sync(s.spec.device)
-    wall = engine.clock() - t0
+    with HostMeter() as host:
+        t0 = engine.clock()
+        reqs = [engine.add_request(p, b, arrival=t0) for p, b in zip(prompts, budgets)]
+        engine.run_until_done()
+        _sync(s.spec.device)
+        wall = engine.clock() - t0
     steps = engine.step_log[first_step:]
     prov = results.provenance()
     rows = [{**key, "record": "step", "step": i, "kind": r.kind, "n_chunk_tokens": r.n_chunk_tokens,
@@ -333,7 +365,7 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
                      "gap_max_s": float(gaps.max()) if gaps.size else None, "token_gaps_s": gaps.tolist()})
     gaps = metrics.token_gaps(reqs)
     model = engine.model
-    summary = {**key, "record": "summary", "wall_s": wall, "step_time_s": sum(r.duration for r in steps),
+    summary = {**key, "record": "summary", "wall_s": wall, "step_time_s": sum(r.duration for r in steps), **host.fields,
                # the decode step's bytes floor: weights + KV read, at a bandwidth measured here
                "weight_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
                "kv_bytes_per_token": engine.pool.bytes_per_block // engine.pool.block_size,

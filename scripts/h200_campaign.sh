@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The H200 campaigns, as they were run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
-# Session 1 ran calibrate, sweep (N=200) and part of extras; session 2 ran s2.
+# Session 1 ran calibrate, sweep (N=200) and part of extras; session 2 ran s2; s3 is next.
 # It drives only the CLI (`python -m fusedlib ...`), on a machine with two GPUs: each phase
 # starts one job per GPU and waits. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.
@@ -49,5 +49,18 @@ case "$phase" in
       fl arrivals --engine fused,chunked --rates 10,6,4,8,5,7 --out $root/gpu0/arrivals/runs
       fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
+  s3)
+    # What the second campaign left (same order of priority): the 400-request sweep's other
+    # rates (40/s again, so the plateau is measured on the same machine as the rest), the
+    # capacity with CUDA graphs and split-KV (predictions_next.md, prediction 4), the 20%
+    # share. The published rows are copied in first, so a run already in data/ is skipped.
+    for exp in arrivals sensitivity; do
+      mkdir -p "$root/gpu0/$exp"
+      [ -f "$root/gpu0/$exp/runs.jsonl" ] || cp data/$exp/runs.jsonl data/$exp/runs.csv "$root/gpu0/$exp/"
+    done
+    chain 0 "
+      fl arrivals --engine fused,chunked --rates 40,8,4,6,5,7 --out $root/gpu0/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals
+      fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac

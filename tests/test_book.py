@@ -36,7 +36,7 @@ PAGES = {
     "book/arrivals": ("arrivals", 2, 2),
     "book/sensitivity": ("sensitivity", 1, 1),
     "book/peer": ("peer", 1, 1),
-    "book/beyond": ("beyond", 1, 2),
+    "book/beyond": ("beyond", 2, 2),
 }
 
 # Small sizes so the notebooks run in about two minutes on two cores.

@@ -62,6 +62,10 @@ def test_arrivals_row_with_small_pool(tmp_path):
     assert row["n_output_tokens"] == sum(s.max_new_tokens for s in _specs(24))
     assert row["served_rate"] > 0 and row["queue_wait_p90_s"] > 0
     assert row["git_commit"] and row["profile"] == "smoke" and row["chunk_tokens"] == SMOKE.chunk_tokens
+    # What the machine gave the run: CPU time can't exceed wall time on one busy thread by much,
+    # and a run this short on an open loop that never idles spends most of its wall on the CPU.
+    assert 0 < row["host_cpu_s"] <= 2 * row["host_wall_s"] and row["host_wall_s"] >= row["span_s"] * 0.9
+    assert row["host_steal_s"] is None or row["host_steal_s"] >= 0
     # Same parameters again: already stored, skipped.
     assert experiments.arrivals("fused", 1000.0, n_requests=24, pool_gib=gib, profile="smoke",
                                 out=tmp_path / "a") == []
@@ -77,6 +81,8 @@ def test_closed_rows_runs_and_median(tmp_path):
     assert median["wall_s"] == statistics.median(r["wall_s"] for r in runs)
     assert all(r["n_output_tokens"] == 6 * SMOKE.p256_budget for r in rows)
     assert runs[0]["n_steps"] > 0 and runs[0]["n_forwards"] >= runs[0]["n_steps"]
+    assert all(r["host_wall_s"] >= r["wall_s"] and r["host_cpu_s"] > 0 for r in runs)
+    assert "host_wall_s" not in median  # a reading of one run, not of the median
     assert len(results.load(tmp_path / "c")) == 4
 
 
