@@ -51,7 +51,8 @@ def parser() -> argparse.ArgumentParser:
                    help="engines, comma separated (default: fused,chunked)")
     p.add_argument("--rates", type=_list(float), default=None,
                    help="arrivals: Poisson rates in requests/s (default: the profile's sweep, "
-                        "full 1..9, smoke 50,100,200,400); sensitivity: its first value is the rate")
+                        "full 1..9, smoke 50,100,200,400); sensitivity: its first value is the rate; "
+                        "peer: run it open loop at these rates (the arrivals requests) instead of closed batches")
     p.add_argument("--n-requests", type=int, default=400,
                    help="arrivals, sensitivity: requests per run (default: 400)")
     p.add_argument("--batch-size", type=_list(int), default=[8, 32],
@@ -85,9 +86,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def default_out(experiment: str, profile: str) -> str:
+def default_out(experiment: str, profile: str, stem: str = "runs") -> str:
     name = experiment.replace("-", "_")
-    return f"data/{name}/runs" if profile == "full" else f"runs/smoke/{name}/runs"
+    return f"data/{name}/{stem}" if profile == "full" else f"runs/smoke/{name}/{stem}"
 
 
 def _sweep(runs: list[tuple[str, dict]], fn, out: str) -> list[dict]:
@@ -111,7 +112,8 @@ def main(argv=None) -> None:
     a = parser().parse_args(argv)
     if not torch.cuda.is_available():  # Triton kernels then run on the interpreter; read at
         os.environ.setdefault("TRITON_INTERPRET", "1")  # their first import, below
-    out = a.out or default_out(a.experiment, a.profile)
+    # The open-loop peer (peer with --rates) keeps its rows beside the closed ones, in their own file.
+    out = a.out or default_out(a.experiment, a.profile, "arrivals" if a.experiment == "peer" and a.rates else "runs")
     seeds = a.seed or ([0, 1, 2] if a.experiment == "sensitivity" else [0])
     common = dict(profile=a.profile, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens,
                   attention=a.attention, model=a.model)
@@ -154,7 +156,12 @@ def main(argv=None) -> None:
         runs = [(f"{e}", dict(engine_kind=e, seeds=seeds, long_shares=a.long_shares, rate=rate,
                               n_requests=a.n_requests, **common)) for e in a.engine]
         rows = _sweep(runs, experiments.sensitivity, out)
-    else:  # peer
+    elif a.rates:  # peer, open loop: the arrivals experiment's requests and arrival times
+        common.pop("attention")
+        runs = [(f"transformers rate {r} seed {s}", dict(rate=r, n_requests=a.n_requests, seed=s, **common))
+                for r, s in itertools.product(a.rates, seeds)]
+        rows = _sweep(runs, experiments.peer_arrivals, out)
+    else:  # peer, closed batches
         common.pop("attention")
         runs = [(f"transformers {w} batch {b} seed {s}",
                  dict(workload=w, batch_size=b, seed=s, warmups=a.warmups, repeats=a.repeats, **common))

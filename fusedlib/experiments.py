@@ -469,6 +469,46 @@ def peer_transformers(batch_size: int = 32, workload: str = "mixed", seed: int =
     return _store(out, [{**r, **prov} for r in rows])
 
 
+def peer_arrivals(rate: float, n_requests: int = 400, seed: int = 0, max_batch: int = 32,
+                  chunk_tokens: int | None = None, profile: str = "full", model: str | None = None,
+                  out=None) -> list[dict]:
+    """The open-loop run of `arrivals` served by transformers' continuous batching: the same
+    requests at the same Poisson arrival times, each handed to the manager at its arrival
+    (the manager batches in its own thread). Token and admission times are the manager's own
+    (`record_timestamps`; admission = the end of its pending state), so the row has the
+    same metrics.summarize fields as ours. Settings as in `peer_transformers`."""
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+    s = setup(profile, model, None, chunk_tokens, max_batch)
+    key = {"experiment": "peer_arrivals", "engine": "transformers", **s.fields(), "attention": "transformers",
+           "cuda_graphs": False, "rate": rate, "n_requests": n_requests, "seed": seed}
+    if _already_done(out, key):
+        return []
+    ours = model_for(s)
+    hf = to_transformers(ours)
+    specs = workloads.poisson_arrivals(s.workload("mixed", n_requests, seed, ours.config.vocab_size), rate, seed=seed)
+    cb = ContinuousBatchingConfig(max_requests_per_batch=max_batch, max_batch_tokens=s.chunk_tokens + max_batch)
+    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // cb.page_size) for r in specs)
+    gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
+    arrival = {}
+    with hf.continuous_batching_context_manager(generation_config=gen, continuous_batching_config=cb,
+                                                block=True, timeout=30) as manager:
+        with HostMeter() as host:
+            t0 = time.perf_counter()
+            for r in specs:
+                time.sleep(max(0.0, t0 + r.arrival - time.perf_counter()))
+                rid = manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1,
+                                          record_timestamps=True)
+                arrival[rid] = t0 + r.arrival
+            outputs = _collect(manager, list(arrival))
+    records = [{"arrival": arrival[rid], "admitted": o.lifespan[0], "token_times": o.timestamps,
+                "prompt_len": len(o.prompt_ids)} for rid, o in outputs.items()]
+    if sum(len(o.generated_tokens) for o in outputs.values()) != sum(r.max_new_tokens for r in specs):
+        raise RuntimeError("transformers generated a different number of tokens than requested")
+    return _store(out, [{**key, **metrics.summarize(records), **host.fields, **results.provenance()}])
+
+
 def _collect(manager, ids: list[str]) -> dict:
     done, timeout_s = {}, 600
     while len(done) < len(ids):

@@ -167,6 +167,16 @@ def peer(batch_size: int = 64, workload: str = "mixed", seed: int = 0, profile: 
                                          profile=profile, model=_model(profile, model))
 
 
+@on_gpu
+def peer_arrival_rate(rate: float, n_requests: int = 400, seed: int = 0, profile: str = "full",
+                      model: str = "") -> list[dict]:
+    """transformers' continuous batching, open loop: the arrivals experiment's requests and times."""
+    from fusedlib import experiments
+
+    return experiments.peer_arrivals(rate, n_requests=n_requests, seed=seed, profile=profile,
+                                     model=_model(profile, model))
+
+
 # ----------------------------------------------------------------------------- callers
 def _on(fn, gpu: str):
     return fn if gpu == GPU else fn.with_options(gpu=gpu)

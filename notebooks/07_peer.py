@@ -24,6 +24,8 @@ profile = "smoke"
 batch_size = 64
 workload = "mixed"
 seed = 0
+rates = [40.0]  # open loop, the arrivals experiment's requests; [] skips it
+n_requests = 0  # open loop: 0 means 400 at full size, 60 at smoke size
 out_dir = "../data-smoke"
 
 # %%
@@ -44,3 +46,10 @@ run = dict(backend=backend, gpu=gpu)
 rows = remote.run(remote.peer, batch_size=batch_size, workload=workload, seed=seed, profile=profile, **run)
 remote.save(rows, "peer", "runs", out_dir)
 pd.DataFrame(rows)[["engine", "stat", "wall_s", "output_throughput", "gpu"]]
+
+# %%
+n_requests = n_requests or (400 if profile == "full" else 60)
+if rates:
+    rows = remote.run_map(remote.peer_arrival_rate, rates, n_requests=n_requests, seed=seed, profile=profile, **run)
+    remote.save(rows, "peer", "arrivals", out_dir)
+    display(pd.DataFrame(rows)[["engine", "rate", "n_requests", "served_rate", "queue_wait_median_s", "gpu"]])

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The H200 campaigns, as they were run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
-# Session 1 ran calibrate, sweep (N=200) and part of extras; session 2 ran s2; s3 is next.
-# It drives only the CLI (`python -m fusedlib ...`), on a machine with two GPUs: each phase
-# starts one job per GPU and waits. A comparison between the engines never crosses GPUs:
+# Session 1 ran calibrate and sweep (N=200); session 2 ran s2; s3 is next.
+# It drives only the CLI (`python -m fusedlib ...`). calibrate and sweep ran on a machine with
+# two GPUs, one job per GPU; s2 and s3 on one GPU. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.
 # Rows land under OUT_ROOT/gpu<N>/<experiment>/runs.{csv,jsonl} as each run finishes, so
 # a phase killed by its time limit keeps what it finished; rerunning resumes.
@@ -29,6 +29,28 @@ export -f peer_env
 mkdir -p "$root"
 
 case "$phase" in
+  calibrate)
+    # GPU 0: gates on every attention backend, the step traces of both engines on the same
+    # GPU, the small-pool capacity probe, then the kernel gate and layout bench.
+    on 0 bash -c "
+      for a in triton torch triton-splitkv; do fl gate --attention \$a --out $root/gpu0/gates/runs; done
+      fl step-trace --engine chunked,fused --out $root/gpu0/step_trace/runs
+      fl arrivals --engine fused,chunked --rates 40 --n-requests 400 --pool-gib 0.5 --out $root/gpu0/arrivals/runs
+      fl kernel-gate --out $root/gpu0/kernels/kernel_gate
+      fl layout-bench --out $root/gpu0/kernels/layout_bench" &
+    # GPU 1: capacity probe (every request arrives within seconds), then the closed runs.
+    # (GPU 0 ends with the same probe for the 0.5 GiB small-pool control.)
+    on 1 bash -c "
+      fl arrivals --engine fused,chunked --rates 40 --n-requests 400 --out $root/gpu1/arrivals/runs
+      fl closed --engine fused,chunked --workload mixed,p256 --batch-size 8,32 --out $root/gpu1/closed/runs
+      fl closed --engine fused,chunked --workload mixed --batch-size 64 --out $root/gpu1/closed/runs" &
+    wait ;;
+  sweep)
+    # RATES: two comma lists separated by '/', one per GPU (e.g. 4,7,10,15/6,9,12,20).
+    r0=${rates%/*}; r1=${rates#*/}
+    on 0 fl arrivals --engine fused,chunked --rates "$r0" --n-requests "${N:-400}" --out "$root/gpu0/arrivals/runs" &
+    on 1 fl arrivals --engine fused,chunked --rates "$r1" --n-requests "${N:-400}" --out "$root/gpu1/arrivals/runs" &
+    wait ;;
   s2)
     # Session 2 got one GPU, so one chain, in priority order: what data/ lacked entirely
     # first (peer, sensitivity, small pool), then the CUDA-graph / split-KV step traces
@@ -52,8 +74,8 @@ case "$phase" in
   s3)
     # What the second campaign left (same order of priority): the 400-request sweep's other
     # rates (40/s again, so the plateau is measured on the same machine as the rest), the
-    # capacity with CUDA graphs and split-KV (predictions_next.md, prediction 4), the 20%
-    # share. The published rows are copied in first, so a run already in data/ is skipped.
+    # capacity with CUDA graphs and split-KV (predictions_next.md, prediction 4), the peer
+    # open loop on the same 400 requests at 40/s (carry .whl/), the 20% share. The published rows are copied in first, so a run already in data/ is skipped.
     for exp in arrivals sensitivity; do
       mkdir -p "$root/gpu0/$exp"
       [ -f "$root/gpu0/$exp/runs.jsonl" ] || cp data/$exp/runs.jsonl data/$exp/runs.csv "$root/gpu0/$exp/"
@@ -61,6 +83,7 @@ case "$phase" in
     chain 0 "
       fl arrivals --engine fused,chunked --rates 40,8,4,6,5,7 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals
+      peer_env; fl peer --rates 40 --n-requests 400 --out $root/gpu0/peer/arrivals
       fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -145,6 +145,17 @@ def test_transformers_peer_generates_every_token():
     assert median["engine"] == "transformers"
 
 
+def test_transformers_peer_open_loop_serves_the_arrivals_requests(tmp_path):
+    rows = experiments.peer_arrivals(400.0, n_requests=10, profile="smoke", out=tmp_path / "p")
+    (row,) = rows
+    ours = experiments.arrivals("fused", 400.0, n_requests=10, profile="smoke")[0]
+    # The same requests: same prompt and output token counts as our engine's run of that rate.
+    assert row["n_completed"] == 10 and row["engine"] == "transformers"
+    assert (row["n_prompt_tokens"], row["n_output_tokens"]) == (ours["n_prompt_tokens"], ours["n_output_tokens"])
+    assert row["served_rate"] > 0 and row["queue_wait_median_s"] >= 0 and row["ttft_median_s"] > 0
+    assert experiments.peer_arrivals(400.0, n_requests=10, profile="smoke", out=tmp_path / "p") == []
+
+
 def test_full_profile_needs_a_gpu(monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     with pytest.raises(RuntimeError, match="smoke"):
