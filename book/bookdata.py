@@ -159,7 +159,7 @@ def color(engine: str) -> str:
 # The writeup and the experiment pages compute the same things from the same rows; these
 # helpers keep them from drifting apart. Nothing here types a result number.
 
-ARRIVAL_KEYS = ["engine", "rate", "pool_gib", "n_requests", "seed", "max_batch", "chunk_tokens"]
+ARRIVAL_KEYS = ["engine", "rate", "pool_gib", "n_requests", "seed", "max_batch", "chunk_tokens", "repeat"]
 
 
 def default_pool(arrivals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -173,18 +173,25 @@ def default_pool(arrivals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def paired(arrivals: pd.DataFrame) -> pd.DataFrame:
     """One row per (n_requests, rate) that both engines ran, wide: served rate, queue wait and
-    end-to-end median per engine, and the fused/chunked served-rate change. Engines are only
+    end-to-end median per engine (medians over repeated runs, with the runs' count and served
+    min/max), and the fused/chunked served-rate change. Engines are only
     ever compared here, at the same offered rate and the same requests."""
     cols = ["served_rate", "queue_wait_median_s", "e2e_median_s", "n_steps", "n_mixed_steps", "span_s",
             "n_prompt_tokens"]
     if arrivals.empty:
         return pd.DataFrame()
+    # Repeated runs of a configuration (the `repeat` field) count by their median.
     w = arrivals.pivot_table(index=["n_requests", "rate"], columns="engine",
-                             values=[c for c in cols if c in arrivals], aggfunc="first")
+                             values=[c for c in cols if c in arrivals], aggfunc="median")
     if not {"chunked", "fused"} <= set(w.columns.get_level_values(1)):
         return pd.DataFrame()
     w = w[w[("served_rate", "chunked")].notna() & w[("served_rate", "fused")].notna()]
     w.columns = [f"{v}_{e}" for v, e in w.columns]
+    spread = arrivals.pivot_table(index=["n_requests", "rate"], columns="engine", values="served_rate",
+                                  aggfunc=["size", "min", "max"])
+    for stat, name in (("size", "runs"), ("min", "served_min"), ("max", "served_max")):
+        for e in ("chunked", "fused"):
+            w[f"{name}_{e}"] = spread[(stat, e)].reindex(w.index)
     w = w.reset_index()
     w["gain"] = w["served_rate_fused"] / w["served_rate_chunked"] - 1
     for e in ("chunked", "fused"):

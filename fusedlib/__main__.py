@@ -72,7 +72,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-tokens", type=int, default=None,
                    help="prompt positions per step (default: the profile's, full 512, smoke 32)")
     p.add_argument("--warmups", type=int, default=2, help="closed, peer: discarded runs (default: 2)")
-    p.add_argument("--repeats", type=int, default=5, help="closed, peer: recorded runs (default: 5)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="closed, peer: recorded runs (default: 5); arrivals: runs of each rate and engine, "
+                        "alternating the engines (default: 1)")
     p.add_argument("--attention", choices=("torch", "triton", "triton-splitkv"), default=None,
                    help="attention backend (default: the profile's, full triton, smoke torch)")
     p.add_argument("--cuda-graphs", action="store_true",
@@ -134,16 +136,18 @@ def main(argv=None) -> None:
     elif a.experiment == "closed":
         runs = [(f"{e} {w} batch {b} seed {s}",
                  dict(engine_kind=e, workload=w, batch_size=b, seed=s, warmups=a.warmups,
-                      repeats=a.repeats, **common, **graphs))
+                      repeats=a.repeats or 5, **common, **graphs))
                 for e, w, b, s in itertools.product(a.engine, a.workload, a.batch_size, seeds)]
         rows = _sweep(runs, experiments.closed, out)
     elif a.experiment == "arrivals":
         rates = a.rates or experiments.PROFILES[a.profile].rates
-        runs = [(f"{e} rate {r} seed {s}",
-                 dict(engine_kind=e, rate=r, n_requests=a.n_requests, seed=s, pool_gib=a.pool_gib, **common, **graphs))
+        runs = [(f"{e} rate {r} seed {s}" + (f" repeat {k}" if k else ""),
+                 dict(engine_kind=e, rate=r, n_requests=a.n_requests, seed=s, pool_gib=a.pool_gib, repeat=k,
+                      **common, **graphs))
                 # rate-major, so both engines of a rate finish together: a sweep cut short
-                # keeps complete pairs
-                for r, e, s in itertools.product(rates, a.engine, seeds)]
+                # keeps complete pairs; within a rate the engines alternate run by run, so a
+                # slow stretch of the machine lands on both
+                for r, s, k, e in itertools.product(rates, seeds, range(a.repeats or 1), a.engine)]
         rows = _sweep(runs, experiments.arrivals, out)
     elif a.experiment == "step-trace":
         runs = [(f"{e} seed {s}", dict(engine_kind=e, seed=s, **common, **graphs))
@@ -164,7 +168,7 @@ def main(argv=None) -> None:
     else:  # peer, closed batches
         common.pop("attention")
         runs = [(f"transformers {w} batch {b} seed {s}",
-                 dict(workload=w, batch_size=b, seed=s, warmups=a.warmups, repeats=a.repeats, **common))
+                 dict(workload=w, batch_size=b, seed=s, warmups=a.warmups, repeats=a.repeats or 5, **common))
                 for w, b, s in itertools.product(a.workload, a.batch_size, seeds)]
         rows = _sweep(runs, experiments.peer_transformers, out)
     print(f"{len(rows)} new rows -> {Path(out)}.jsonl")

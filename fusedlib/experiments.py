@@ -275,14 +275,17 @@ def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
 def arrivals(engine_kind: str, rate: float, n_requests: int = 400, seed: int = 0,
              pool_gib: float | None = None, max_batch: int = 32, chunk_tokens: int | None = None,
              profile: str = "full", attention: str | None = None, model: str | None = None,
-             cuda_graphs: bool = False, out=None) -> list[dict]:
+             cuda_graphs: bool = False, repeat: int = 0, out=None) -> list[dict]:
     """Open loop: `n_requests` mixed requests arriving as a Poisson process at `rate`/s.
     The same seed gives the same requests at every rate, and the arrival times of one rate
     are a rescaling of another's (numpy draws exponential(1/rate) as a scaled standard
-    exponential). One row: metrics.summarize fields, step counts, the pool."""
+    exponential). One row: metrics.summarize fields, step counts, the pool. `repeat` numbers
+    runs of the same configuration (the same requests again), so a campaign can take the
+    median of several; the key carries it only from the second run on, so a first run is
+    the same row whether or not repeats were asked for."""
     s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs)
     key = {"experiment": "arrivals", "engine": engine_kind, **s.fields(), "rate": rate,
-           "n_requests": n_requests, "seed": seed, "pool_gib": pool_gib}
+           "n_requests": n_requests, "seed": seed, "pool_gib": pool_gib, **({"repeat": repeat} if repeat else {})}
     if _already_done(out, key):
         return []
     engine = make_engine(s, engine_kind, pool_gib=pool_gib)

@@ -73,7 +73,8 @@ case "$phase" in
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
   s3)
     # What the second campaign left (same order of priority): the 400-request sweep's other
-    # rates (40/s again, so the plateau is measured on the same machine as the rest), the
+    # rates (40/s again, three runs per engine alternating, so the plateau and the capacity
+    # gain are measured on the same machine as the rest, with a spread), the
     # capacity with CUDA graphs and split-KV (predictions_next.md, prediction 4), the peer
     # open loop on the same 400 requests at 40/s (carry .whl/), the 20% share. The published rows are copied in first, so a run already in data/ is skipped.
     for exp in arrivals sensitivity; do
@@ -81,7 +82,8 @@ case "$phase" in
       [ -f "$root/gpu0/$exp/runs.jsonl" ] || cp data/$exp/runs.jsonl data/$exp/runs.csv "$root/gpu0/$exp/"
     done
     chain 0 "
-      fl arrivals --engine fused,chunked --rates 40,8,4,6,5,7 --out $root/gpu0/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 8,4,6,5,7 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals
       peer_env; fl peer --rates 40 --n-requests 400 --out $root/gpu0/peer/arrivals
       fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs" ;;

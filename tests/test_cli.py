@@ -86,3 +86,18 @@ def test_rows_record_whether_cuda_graphs_ran(tmp_path):
                 "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert [r["cuda_graphs"] for r in results.read_rows(out)] == [False]
+
+
+def test_arrivals_repeats_alternate_engines_and_resume(tmp_path):
+    out = tmp_path / "arrivals"
+    args = ("arrivals", "--profile", "smoke", "--engine", "fused,chunked", "--rates", "400", "--n-requests", "6",
+            "--repeats", "2", "--out", str(out))
+    proc = _cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    rows = results.read_rows(out)
+    # Engines alternate run by run; the first run of a configuration carries no repeat field, so it is
+    # the same row a run without --repeats writes.
+    assert [(r["engine"], r.get("repeat")) for r in rows] == [("fused", None), ("chunked", None),
+                                                              ("fused", 1), ("chunked", 1)]
+    assert len({r["n_output_tokens"] for r in rows}) == 1  # the same requests every time
+    assert _cli(*args).returncode == 0 and len(results.read_rows(out)) == 4  # all four already there
