@@ -79,6 +79,8 @@ def parser() -> argparse.ArgumentParser:
                    help="attention backend (default: the profile's, full triton, smoke torch)")
     p.add_argument("--cuda-graphs", action="store_true",
                    help="closed, arrivals, step-trace: replay decode-only forwards from CUDA graphs")
+    p.add_argument("--graph-chunks", action="store_true",
+                   help="with --cuda-graphs: also replay forwards with prompt chunks piecewise (attention eager)")
     p.add_argument("--model", default=None,
                    help="preset name, checkpoint folder or hub id (default: the profile's, "
                         "full qwen2.5-1.5b with random weights, smoke tiny)")
@@ -119,9 +121,9 @@ def main(argv=None) -> None:
     seeds = a.seed or ([0, 1, 2] if a.experiment == "sensitivity" else [0])
     common = dict(profile=a.profile, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens,
                   attention=a.attention, model=a.model)
-    graphs = {"cuda_graphs": a.cuda_graphs}
-    if a.cuda_graphs and a.experiment not in ("closed", "arrivals", "step-trace"):
-        raise SystemExit(f"--cuda-graphs applies to closed, arrivals and step-trace, not {a.experiment}")
+    graphs = {"cuda_graphs": a.cuda_graphs, "graph_chunks": a.graph_chunks}
+    if (a.cuda_graphs or a.graph_chunks) and a.experiment not in ("closed", "arrivals", "step-trace"):
+        raise SystemExit(f"--cuda-graphs and --graph-chunks apply to closed, arrivals and step-trace, not {a.experiment}")
 
     if a.experiment == "gate":
         rows = experiments.gates(profile=a.profile, attentions=[a.attention] if a.attention else None,
@@ -154,7 +156,8 @@ def main(argv=None) -> None:
                 for e, s in itertools.product(a.engine, seeds)]
         rows = _sweep(runs, experiments.step_trace, out)
         _print_accounting(out, {**experiments.setup(a.profile, a.model, a.attention, a.chunk_tokens,
-                                                    a.max_batch, a.cuda_graphs).fields(), "seed": seeds[0]})
+                                                    a.max_batch, a.cuda_graphs, a.graph_chunks).fields(),
+                                "seed": seeds[0]})
     elif a.experiment == "sensitivity":
         rate = a.rates[0] if a.rates else None
         runs = [(f"{e}", dict(engine_kind=e, seeds=seeds, long_shares=a.long_shares, rate=rate,

@@ -18,7 +18,7 @@ import torch
 
 from .attention import BACKENDS, make_backend
 from .batch import Batch, pack
-from .graphs import DecodeGraphs
+from .graphs import DecodeGraphs, PackedGraphs
 from .model import Qwen2Model
 from .pool import KVPool
 from .scheduler import Request, Scheduler
@@ -54,7 +54,7 @@ class Engine:
                  num_blocks: int | None = None, attention: str = "torch",
                  poison_freed: bool = False, trace: bool = False,
                  clock: Callable[[], float] = time.perf_counter, warmup: bool = True,
-                 record_gaps: bool = False, cuda_graphs: bool = False):
+                 record_gaps: bool = False, cuda_graphs: bool = False, graph_chunks: bool = False):
         if kind not in ENGINE_KINDS:
             raise ValueError(f"unknown engine kind {kind!r}; choose one of {ENGINE_KINDS}")
         if attention not in BACKENDS:
@@ -62,6 +62,8 @@ class Engine:
         if cuda_graphs and (model.device.type != "cuda" or attention == "torch"):
             raise ValueError("cuda_graphs needs a CUDA model and a Triton attention backend "
                              "(the torch reference reads lengths back to the host mid-forward)")
+        if graph_chunks and not cuda_graphs:
+            raise ValueError("graph_chunks (piecewise graphs for forwards with prompt chunks) needs cuda_graphs")
         if max_batch < 1 or chunk_tokens < 1:
             raise ValueError(f"max_batch ({max_batch}) and chunk_tokens ({chunk_tokens}) must be >= 1")
         self.model, self.kind = model, kind
@@ -79,10 +81,13 @@ class Engine:
         self._next_rid = 0
         self._cuda = model.device.type == "cuda"
         self.graphs: DecodeGraphs | None = None
+        self.chunk_graphs: PackedGraphs | None = None
         if warmup:
             self._warmup()
         if cuda_graphs:
             self.graphs = DecodeGraphs(model, self.pool, self.backend, max_batch)
+        if graph_chunks:
+            self.chunk_graphs = PackedGraphs(model, self.pool, self.backend, max_batch, chunk_tokens)
         self._compiled_at_construction = self._num_compiled()
 
     # ---- submission -------------------------------------------------------------------
@@ -174,6 +179,8 @@ class Engine:
         """One forward, one sampling call, one host readback; tokens stamped on arrival."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
+        elif self.chunk_graphs is not None and self.chunk_graphs.handles(batch):
+            logits = self.chunk_graphs.run(batch)
         else:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
                                 self.backend, batch.logit_indices)

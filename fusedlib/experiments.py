@@ -75,6 +75,7 @@ class Setup:
     chunk_tokens: int
     max_batch: int
     cuda_graphs: bool = False  # decode-only forwards replayed from CUDA graphs (fusedlib.graphs)
+    graph_chunks: bool = False  # forwards with prompt chunks replayed piecewise (fusedlib.graphs)
 
     @property
     def spec(self) -> Profile:
@@ -83,7 +84,9 @@ class Setup:
     def fields(self) -> dict:
         return {"profile": self.profile, "model": self.model, "device": self.spec.device,
                 "dtype": str(self.spec.dtype).removeprefix("torch."), "attention": self.attention,
-                "max_batch": self.max_batch, "chunk_tokens": self.chunk_tokens, "cuda_graphs": self.cuda_graphs}
+                "max_batch": self.max_batch, "chunk_tokens": self.chunk_tokens, "cuda_graphs": self.cuda_graphs,
+                # only when on, so rows from before the option existed keep their keys
+                **({"graph_chunks": True} if self.graph_chunks else {})}
 
     def workload(self, name: str, n: int, seed: int, vocab_size: int) -> workloads.Workload:
         if name == "mixed":
@@ -96,7 +99,8 @@ class Setup:
 
 
 def setup(profile: str = "full", model: str | None = None, attention: str | None = None,
-          chunk_tokens: int | None = None, max_batch: int = 32, cuda_graphs: bool = False) -> Setup:
+          chunk_tokens: int | None = None, max_batch: int = 32, cuda_graphs: bool = False,
+          graph_chunks: bool = False) -> Setup:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
     p = PROFILES[profile]
@@ -107,7 +111,7 @@ def setup(profile: str = "full", model: str | None = None, attention: str | None
         # OpenMP threads spin-waiting for a descheduled peer made steps 100x slower.
         torch.set_num_threads(1)
     return Setup(profile, model or p.model, attention or p.attention, chunk_tokens or p.chunk_tokens,
-                 max_batch, cuda_graphs)
+                 max_batch, cuda_graphs, graph_chunks)
 
 
 @lru_cache(maxsize=1)  # one model alive at a time: a 1.5B model is 3 GiB of GPU memory
@@ -127,7 +131,7 @@ def make_engine(s: Setup, kind: str, **engine_kw) -> Engine:
     if s.spec.device == "cuda":
         torch.cuda.empty_cache()
     return Engine(model, kind=kind, max_batch=s.max_batch, chunk_tokens=s.chunk_tokens,
-                  attention=s.attention, cuda_graphs=s.cuda_graphs, **engine_kw)
+                  attention=s.attention, cuda_graphs=s.cuda_graphs, graph_chunks=s.graph_chunks, **engine_kw)
 
 
 def _sync(device: str) -> None:
@@ -228,11 +232,11 @@ def gates(profile: str = "full", attentions=None, model: str | None = None, max_
 def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed: int = 0,
            max_batch: int = 32, chunk_tokens: int | None = None, warmups: int = 2, repeats: int = 5,
            profile: str = "full", attention: str | None = None, model: str | None = None,
-           cuda_graphs: bool = False, out=None) -> list[dict]:
+           cuda_graphs: bool = False, graph_chunks: bool = False, out=None) -> list[dict]:
     """The whole batch submitted at time zero, wall time to its last token. One row per
     recorded repeat (stat='run') and one median row (stat='median'); all rows of a
     configuration are stored together, so a killed run leaves none of them half-written."""
-    s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs)
+    s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs, graph_chunks)
     key = {"experiment": "closed", "engine": engine_kind, **s.fields(), "workload": workload,
            "batch_size": batch_size, "seed": seed, "warmups": warmups, "repeats": repeats}
     if _already_done(out, key):
@@ -275,7 +279,7 @@ def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
 def arrivals(engine_kind: str, rate: float, n_requests: int = 400, seed: int = 0,
              pool_gib: float | None = None, max_batch: int = 32, chunk_tokens: int | None = None,
              profile: str = "full", attention: str | None = None, model: str | None = None,
-             cuda_graphs: bool = False, repeat: int = 0, out=None) -> list[dict]:
+             cuda_graphs: bool = False, graph_chunks: bool = False, repeat: int = 0, out=None) -> list[dict]:
     """Open loop: `n_requests` mixed requests arriving as a Poisson process at `rate`/s.
     The same seed gives the same requests at every rate, and the arrival times of one rate
     are a rescaling of another's (numpy draws exponential(1/rate) as a scaled standard
@@ -283,7 +287,7 @@ def arrivals(engine_kind: str, rate: float, n_requests: int = 400, seed: int = 0
     runs of the same configuration (the same requests again), so a campaign can take the
     median of several; the key carries it only from the second run on, so a first run is
     the same row whether or not repeats were asked for."""
-    s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs)
+    s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs, graph_chunks)
     key = {"experiment": "arrivals", "engine": engine_kind, **s.fields(), "rate": rate,
            "n_requests": n_requests, "seed": seed, "pool_gib": pool_gib, **({"repeat": repeat} if repeat else {})}
     if _already_done(out, key):
@@ -326,7 +330,8 @@ def sensitivity(engine_kind: str, seeds=(0, 1, 2), long_shares=(0.0, 0.2, 0.4),
 # ---------------------------------------------------------------------------- step trace
 def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tokens: int | None = None,
                warmups: int = 1, profile: str = "full", attention: str | None = None,
-               model: str | None = None, cuda_graphs: bool = False, out=None) -> list[dict]:
+               model: str | None = None, cuda_graphs: bool = False, graph_chunks: bool = False,
+               out=None) -> list[dict]:
     """The disturbance workload (64 mixed requests through `max_batch` rows, all queued at
     time zero) with sync-accurate step timing. Rows, told apart by `record`:
       step     one per step: kind, chunk tokens, decode rows, forwards, start, duration
@@ -334,7 +339,7 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
                once it decodes; its gaps are what other requests' admission costs it)
       summary  one: step counts and median duration by kind, pooled token-gap stats
     """
-    s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs)
+    s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs, graph_chunks)
     key = {"experiment": "step_trace", "engine": engine_kind, **s.fields(), "seed": seed,
            "warmups": warmups}
     if _already_done(out, key):

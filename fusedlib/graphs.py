@@ -98,3 +98,114 @@ class DecodeGraphs:
             self.graphs[bucket].replay()
             return self.logits[bucket][:n]
         return self._forward(bucket)[:n]
+
+
+class PackedGraphs:
+    """CUDA graphs for forwards that carry prompt chunks (piecewise).
+
+    A packed forward's token count and attention layout change every step, so it cannot be
+    one graph. Everything *outside* attention only needs a fixed token count, though: pad
+    the packed sequence to one of a few bucket sizes and that part is static. The forward is
+    cut at each attention call into L + 1 graphed segments (embedding and layer 0's
+    projections; each layer's output projection, MLP and the next layer's projections; the
+    last layer's tail and the head), and attention runs eagerly between them on the live
+    tokens with the step's own metadata. A forward then costs L + 1 graph launches plus the
+    attention kernels instead of every kernel one by one.
+
+    Padding tokens are token 0 at position 0, their keys written to the scratch block, and
+    their attention output is whatever the static buffer holds; they feed no logit. Logits
+    come from a static list of up to `max_batch` rows (one per request, at most), padded
+    with row 0 and cut back to the live count.
+    """
+
+    def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int, capture: bool = True,
+                 buckets=None):
+        cfg, device = model.config, model.device
+        self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
+        top = chunk_tokens + max_batch  # a step's most tokens: a full chunk budget plus every decode
+        self.buckets = sorted({b for b in (buckets or (64, 128, 256)) if b < top} | {top})
+        self.max_logits = max_batch
+        scratch_slot = pool.scratch_block * pool.block_size
+        self.input_ids = torch.zeros(top, dtype=torch.int64, device=device)
+        self.positions = torch.zeros(top, dtype=torch.int64, device=device)
+        self.slot_mapping = torch.full((top,), scratch_slot, dtype=torch.int64, device=device)
+        self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
+        q_size = cfg.num_heads * cfg.head_dim
+        # One attention output buffer per layer: segment i reads layer i-1's.
+        self.attn = torch.zeros(cfg.num_layers, top, q_size, dtype=model.dtype, device=device)
+        self._pad_slot = scratch_slot
+        self.graphs: dict[int, list[torch.cuda.CUDAGraph]] = {}
+        self.outputs: dict[int, list[tuple]] = {}  # per bucket, per segment: (x, q, cos, sin) or logits
+        if capture:
+            self._capture_all()
+
+    # ---- the forward, cut at attention ------------------------------------------------
+    def _segment(self, n: int, i: int, carry=None):
+        """Segment i of an n-token forward: i = 0 embeds and projects layer 0; 0 < i < L
+        finishes layer i-1 (from its attention buffer) and projects layer i; i = L finishes
+        the last layer and applies the head. Returns (x, q, cos, sin), or logits for i = L."""
+        model, kv = self.model, self.pool.kv
+        layers = model.layers
+        with torch.inference_mode():
+            if i == 0:
+                x = model.embed_tokens(self.input_ids[:n])
+                cos, sin = model.rotary(self.positions[:n], x.dtype)
+            else:
+                x, _, cos, sin = carry
+                x = layers[i - 1].post_attention(x, self.attn[i - 1, :n])
+            if i == len(layers):
+                return model.head(x, self.logit_indices)
+            q = layers[i].pre_attention(x, cos, sin, kv[i, 0], kv[i, 1], self.slot_mapping[:n])
+            return x, q, cos, sin
+
+    def _capture_all(self) -> None:
+        mempool = torch.cuda.graph_pool_handle()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm every segment of every bucket outside capture
+            for n in self.buckets:
+                carry = None
+                for i in range(len(self.model.layers) + 1):
+                    carry = self._segment(n, i, carry)
+        torch.cuda.current_stream().wait_stream(stream)
+        for n in reversed(self.buckets):  # largest first, so smaller ones reuse its memory
+            graphs, outputs, carry = [], [], None
+            for i in range(len(self.model.layers) + 1):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=mempool):
+                    carry = self._segment(n, i, carry)
+                graphs.append(graph)
+                outputs.append(carry)
+            self.graphs[n], self.outputs[n] = graphs, outputs
+        torch.cuda.synchronize()
+
+    def handles(self, batch: Batch) -> bool:
+        return (batch.meta.prefill is not None and batch.num_tokens <= self.buckets[-1]
+                and batch.logit_indices.shape[0] <= self.max_logits)
+
+    def run(self, batch: Batch) -> torch.Tensor:
+        """Logits of a batch with prompt chunks, through the smallest bucket that holds it."""
+        n = batch.num_tokens
+        bucket = next(b for b in self.buckets if b >= n)
+        s = batch.logit_indices.shape[0]
+        self.input_ids[:n].copy_(batch.input_ids)
+        self.positions[:n].copy_(batch.positions)
+        self.slot_mapping[:n].copy_(batch.meta.slot_mapping)
+        self.input_ids[n:bucket] = 0
+        self.positions[n:bucket] = 0
+        self.slot_mapping[n:bucket] = self._pad_slot
+        self.logit_indices[:s].copy_(batch.logit_indices)
+        self.logit_indices[s:] = 0
+        layers, kv = self.model.layers, self.pool.kv
+        carry = None
+        for i in range(len(layers) + 1):
+            if self.capture:
+                self.graphs[bucket][i].replay()
+                carry = self.outputs[bucket][i]
+            else:
+                carry = self._segment(bucket, i, carry)
+            if i < len(layers):  # attention of layer i, eagerly, on the live tokens only
+                q = carry[1]
+                with torch.inference_mode():
+                    self.attn[i, :n] = layers[i].self_attn.attend(q[:n], kv[i, 0], kv[i, 1], batch.meta, self.backend)
+        return carry[:s]

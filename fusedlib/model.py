@@ -64,20 +64,22 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.q_size, cfg.hidden_size, bias=False)
         self.scale = cfg.head_dim ** -0.5
 
-    def forward(self, x, cos, sin, k_cache, v_cache, meta: AttentionMetadata,
-                backend: AttentionBackend) -> torch.Tensor:
+    def project(self, x, cos, sin, k_cache, v_cache, slot_mapping: torch.Tensor) -> torch.Tensor:
+        """q for every position, after writing this step's keys/values to the cache first: both
+        attention paths then read everything from the cache."""
         q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
         q = q.view(-1, self.num_heads, self.head_dim)
         k = k.view(-1, self.num_kv_heads, self.head_dim)
         v = v.view(-1, self.num_kv_heads, self.head_dim)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
-        # Write this step's keys/values first: both paths then read everything from the cache.
-        k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, k)
-        v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, v)
+        k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, k)
+        v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, v)
+        return q
 
-        # The one place the packed sequence splits by kind: chunk positions go to the packed
-        # prefill path, decode positions to one query row per request.
+    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, backend: AttentionBackend) -> torch.Tensor:
+        """The one place the packed sequence splits by kind: chunk positions go to the packed
+        prefill path, decode positions to one query row per request. [T, q_size]."""
         parts = []
         n_prefill = meta.prefill.num_tokens if meta.prefill is not None else 0
         if meta.prefill is not None:
@@ -85,7 +87,7 @@ class Attention(nn.Module):
         if meta.decode is not None:
             parts.append(backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale))
         out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
-        return self.o_proj(out.reshape(-1, self.q_size))
+        return out.reshape(-1, self.q_size)
 
 
 class MLP(nn.Module):
@@ -108,8 +110,13 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cos, sin, k_cache, v_cache, meta, backend):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, k_cache, v_cache, meta, backend)
+    # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
+    # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
+    def pre_attention(self, x, cos, sin, k_cache, v_cache, slot_mapping) -> torch.Tensor:
+        return self.self_attn.project(self.input_layernorm(x), cos, sin, k_cache, v_cache, slot_mapping)
+
+    def post_attention(self, x, attn: torch.Tensor) -> torch.Tensor:
+        x = x + self.self_attn.o_proj(attn)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -141,7 +148,12 @@ class Qwen2Model(nn.Module):
         x = self.embed_tokens(input_ids)
         cos, sin = self.rotary(positions, x.dtype)
         for i, layer in enumerate(self.layers):
-            x = layer(x, cos, sin, kv_cache[i, 0], kv_cache[i, 1], meta, backend)
+            k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
+            q = layer.pre_attention(x, cos, sin, k_cache, v_cache, meta.slot_mapping)
+            x = layer.post_attention(x, layer.self_attn.attend(q, k_cache, v_cache, meta, backend))
+        return self.head(x, logit_indices)
+
+    def head(self, x: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
         x = self.norm(x[logit_indices])
-        head = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(x, head).float()
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(x, weight).float()

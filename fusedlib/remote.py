@@ -112,12 +112,12 @@ def splitkv_sweep(profile: str = "full") -> list[dict]:
 
 @on_gpu
 def step_trace(engine: str = "fused", profile: str = "full", model: str = "", attention: str = "",
-               cuda_graphs: bool = False) -> list[dict]:
+               cuda_graphs: bool = False, graph_chunks: bool = False) -> list[dict]:
     """Sync-accurate per-step timing on the disturbance workload (attention "": the profile's)."""
     from fusedlib import experiments
 
     return experiments.step_trace(engine, profile=profile, model=_model(profile, model), attention=attention or None,
-                                  cuda_graphs=cuda_graphs)
+                                  cuda_graphs=cuda_graphs, graph_chunks=graph_chunks)
 
 
 @on_gpu

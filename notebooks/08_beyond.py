@@ -24,7 +24,9 @@ backend = "local"
 gpu = "A10"
 profile = "smoke"
 engines = ["chunked", "fused"]
-variants = [["triton", True], ["triton-splitkv", False], ["triton-splitkv", True]]  # [attention, cuda_graphs]
+# [attention, cuda_graphs, graph_chunks]
+variants = [["triton", True, False], ["triton-splitkv", False, False], ["triton-splitkv", True, False],
+            ["triton-splitkv", True, True]]
 capacity_rate = 40.0  # requests/s, above both engines' capacity; 0 skips the capacity runs
 capacity_n = 400
 out_dir = "../data-smoke"
@@ -50,9 +52,9 @@ if not on_gpu:
 
 # %%
 rows = []
-for attention, graphs in variants:
+for attention, graphs, chunks in variants:
     rows += remote.run_map(remote.step_trace, engines, profile=profile, attention=attention,
-                           cuda_graphs=graphs, **run)
+                           cuda_graphs=graphs, graph_chunks=chunks, **run)
 remote.save(rows, "beyond", "step_trace", out_dir)
 summary = pd.DataFrame([r for r in rows if r["record"] == "summary"])
 summary[["engine", "attention", "cuda_graphs", "median_decode_step_s", "median_mixed_step_s", "wall_s"]]

@@ -72,16 +72,20 @@ case "$phase" in
       fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
   s3)
-    # What the second campaign left (same order of priority): the 400-request sweep's other
-    # rates (40/s again, three runs per engine alternating, so the plateau and the capacity
-    # gain are measured on the same machine as the rest, with a spread), the
-    # capacity with CUDA graphs and split-KV (predictions_next.md, prediction 4), the peer
-    # open loop on the same 400 requests at 40/s (carry .whl/), the 20% share. The published rows are copied in first, so a run already in data/ is skipped.
+    # First the piecewise-graph GPU test and step traces (new code; a minute; predictions_next.md,
+    # prediction 9). Then what the second campaign left, in priority order: the 400-request
+    # sweep's other rates (40/s again, three runs per engine alternating, so the plateau and the
+    # capacity gain are measured on one machine, with a spread), the capacity with CUDA graphs
+    # and split-KV (prediction 4), the peer open loop on the same 400 requests at 40/s (carry
+    # .whl/), the 20% share. The published rows are copied in first: a run in data/ is skipped.
     for exp in arrivals sensitivity; do
       mkdir -p "$root/gpu0/$exp"
       [ -f "$root/gpu0/$exp/runs.jsonl" ] || cp data/$exp/runs.jsonl data/$exp/runs.csv "$root/gpu0/$exp/"
     done
     chain 0 "
+      [ -f $root/gpu_tests.rc ] || { FUSEDLIB_GPU_TESTS=1 timeout 120 python3 -m pytest -q -x tests/test_graphs.py \
+          > $root/gpu_tests.log 2>&1; echo \$? > $root/gpu_tests.rc; }
+      fl step-trace --engine chunked,fused --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/step_trace
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 8,4,6,5,7 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals

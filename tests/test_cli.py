@@ -25,7 +25,7 @@ def test_help_documents_every_option_and_experiment():
         assert name in text
     for option in ("--engine", "--rates", "--n-requests", "--batch-size", "--workload", "--seed",
                    "--pool-gib", "--profile", "--attention", "--out", "--chunk-tokens", "--max-batch",
-                   "--cuda-graphs"):
+                   "--cuda-graphs", "--graph-chunks"):
         assert option in text
 
 
@@ -72,7 +72,7 @@ def test_killed_campaign_leaves_valid_rows_and_resumes(tmp_path):
 
 def test_cuda_graphs_flag_is_refused_where_it_does_not_apply_and_on_cpu(tmp_path):
     proc = _cli("sensitivity", "--profile", "smoke", "--cuda-graphs", "--out", str(tmp_path / "s"))
-    assert proc.returncode != 0 and "--cuda-graphs applies to" in proc.stderr
+    assert proc.returncode != 0 and "--cuda-graphs and --graph-chunks apply to" in proc.stderr
     # Graph capture needs a GPU: on this CPU-only machine the engine says so, and no row is written.
     proc = _cli("arrivals", "--profile", "smoke", "--engine", "fused", "--rates", "400", "--n-requests", "4",
                 "--attention", "triton", "--cuda-graphs", "--out", str(tmp_path / "a"))
@@ -85,7 +85,9 @@ def test_rows_record_whether_cuda_graphs_ran(tmp_path):
     proc = _cli("arrivals", "--profile", "smoke", "--engine", "fused", "--rates", "400", "--n-requests", "4",
                 "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert [r["cuda_graphs"] for r in results.read_rows(out)] == [False]
+    rows = results.read_rows(out)
+    assert [r["cuda_graphs"] for r in rows] == [False]
+    assert "graph_chunks" not in rows[0]  # only rows that used it carry it, so older rows keep their keys
 
 
 def test_arrivals_repeats_alternate_engines_and_resume(tmp_path):

@@ -1,11 +1,12 @@
-"""The CUDA-graph decode path's static buffers and padding, checked on CPU with the graph
-replaced by an eager forward over the same buffers (capture=False). Capture itself needs a
-GPU: test_graphs_on_gpu runs there (FUSEDLIB_GPU_TESTS=1) and is skipped elsewhere."""
+"""The CUDA-graph paths' static buffers and padding (decode-only forwards, and the piecewise
+path for forwards with prompt chunks), checked on CPU with each graph replaced by an eager
+run over the same buffers (capture=False). Capture itself needs a GPU: test_graphs_on_gpu
+runs there (FUSEDLIB_GPU_TESTS=1) and is skipped elsewhere."""
 import pytest
 import torch
 
 from fusedlib.engine import Engine
-from fusedlib.graphs import DecodeGraphs
+from fusedlib.graphs import DecodeGraphs, PackedGraphs
 from tests.helpers import tiny_model
 
 
@@ -44,9 +45,54 @@ def test_padding_rows_write_only_the_scratch_block():
     assert changed[:, :, engine.pool.scratch_block].all()
 
 
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_static_piecewise_path_gives_the_same_tokens(kind):
+    """Every forward with prompt chunks through PackedGraphs' padded buckets, decode-only ones
+    through DecodeGraphs: token for token what the plain engine generates."""
+    prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
+    plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8, poison_freed=True)
+    engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
+    engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
+                                       buckets=(32, 36))
+    used = []
+    real_run = engine.chunk_graphs.run
+    engine.chunk_graphs.run = lambda batch: used.append(batch.num_tokens) or real_run(batch)
+    assert engine.generate(prompts, budgets) == plain
+    buckets = engine.chunk_graphs.buckets
+    assert buckets == [32, 36, 40]
+    took = {next(b for b in buckets if b >= n) for n in used}
+    assert any(n not in buckets for n in used)  # some forwards were padded
+    # The chunked engine's chunk forwards hold chunk tokens only (at most the budget, 32); the
+    # fused engine's add decodes, and reach every bucket.
+    assert took == ({32} if kind == "chunked" else set(buckets))
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+def test_piecewise_padding_writes_only_the_scratch_block():
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=64, max_batch=8)
+    graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 8, 64, capture=False, buckets=(32,))
+    reqs = [engine.add_request(p, 5) for p in _prompts(3)]
+    plan = engine.scheduler.plan(0.0)
+    batch = engine._pack(plan.chunks, plan.decodes)
+    assert batch.num_tokens < 32
+    before = engine.pool.kv.clone()
+    logits = graphs.run(batch)
+    assert logits.shape[0] == batch.logit_indices.shape[0]
+    want = engine.model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend,
+                        batch.logit_indices)
+    assert torch.allclose(logits, want, atol=1e-5)
+    changed = (engine.pool.kv != before).flatten(3).any(-1)
+    owned = {b for r in reqs for b in r.blocks} | {engine.pool.scratch_block}
+    assert set(changed.any(0).any(0).nonzero().flatten().tolist()) <= owned
+    assert changed[:, :, engine.pool.scratch_block].all()
+
+
 def test_graphs_refused_without_cuda_or_with_torch_attention():
     with pytest.raises(ValueError, match="cuda_graphs"):
         Engine(tiny_model(), cuda_graphs=True)
+    with pytest.raises(ValueError, match="graph_chunks"):
+        Engine(tiny_model(), graph_chunks=True)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
@@ -57,8 +103,9 @@ def test_graphs_on_gpu():
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
     prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
     outs = {}
-    for graphs in (False, True):
+    for graphs, chunks in ((False, False), (True, False), (True, True)):
         engine = Engine(model, kind="fused", attention="triton", chunk_tokens=32, max_batch=8,
-                        cuda_graphs=graphs)
-        outs[graphs] = engine.generate(prompts, budgets)
-    assert outs[True] == outs[False]
+                        cuda_graphs=graphs, graph_chunks=chunks)
+        outs[graphs, chunks] = engine.generate(prompts, budgets)
+    assert outs[True, False] == outs[False, False]
+    assert outs[True, True] == outs[False, False]
