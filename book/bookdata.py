@@ -301,6 +301,45 @@ def kv_per_step(trace: pd.DataFrame, engine: str) -> pd.DataFrame:
     return steps.assign(decode_tokens=count, kv_positions=kv, max_context=longest)
 
 
+# Each run's median pure decode step and median mixed step (a 512-token chunk plus the running
+# decodes) do nearly the same work in every draw of a workload, so a run whose median sits
+# this far above the other runs' ran on a slowed machine, not on a harder draw.
+RUN_STEPS = {"decode": "median_decode_step_s", "mixed": "median_mixed_step_s"}
+SLOW_RUN = 1.25
+
+
+def sensitivity_wide(df: pd.DataFrame) -> pd.DataFrame:
+    """Sensitivity rows (latest per configuration) as one row per draw: `draw` ("mixed" or
+    the share of longest prompts), seed, served rate per engine, `gain`, n_long_prompts and,
+    where the rows have them, each engine's median decode and mixed step (`decode_fused`...)."""
+    df = latest(df, ["engine", "seed", "long_share", "rate", "n_requests", "max_batch", "chunk_tokens"])
+    df = df.assign(draw=df["long_share"].map(lambda s: "mixed" if pd.isna(s) else f"{float(s):.0%} longest"))
+    wide = df.pivot_table(index=["draw", "seed"], columns="engine", values="served_rate").reset_index()
+    wide = wide.merge(df.groupby(["draw", "seed"])["n_long_prompts"].first().reset_index(), on=["draw", "seed"])
+    if all(c in df for c in RUN_STEPS.values()):
+        for kind, column in RUN_STEPS.items():
+            step = df.pivot_table(index=["draw", "seed"], columns="engine", values=column)
+            wide = wide.merge(step.add_prefix(f"{kind}_").reset_index(), on=["draw", "seed"])
+    if {"chunked", "fused"} <= set(wide):
+        wide["gain"] = wide["fused"] / wide["chunked"] - 1
+    return wide
+
+
+def slowed_runs(wide: pd.DataFrame) -> list[dict]:
+    """The runs of a `sensitivity_wide` table whose median decode or mixed step sits more than
+    SLOW_RUN times its engine's median over the table: draw, seed, engine, kind, ms, typical."""
+    out = []
+    for kind in RUN_STEPS:
+        for e in ("chunked", "fused"):
+            col = f"{kind}_{e}"
+            if col not in wide:
+                continue
+            typical = wide[col].median()
+            out += [{"draw": r["draw"], "seed": r["seed"], "engine": e, "kind": kind, "ms": r[col] * 1e3,
+                     "typical_ms": typical * 1e3} for _, r in wide[wide[col] > SLOW_RUN * typical].iterrows()]
+    return out
+
+
 def kv_bytes_per_position(cfg, dtype_bytes: int) -> int:
     """Bytes of K and V one cached position holds across the model: layers x (K, V) x KV heads
     x head dim x element size."""
