@@ -83,8 +83,7 @@ case "$phase" in
       [ -f "$root/gpu0/$exp/runs.jsonl" ] || cp data/$exp/runs.jsonl data/$exp/runs.csv "$root/gpu0/$exp/"
     done
     chain 0 "
-      [ -f $root/gpu_tests.rc ] || { FUSEDLIB_GPU_TESTS=1 timeout 120 python3 -m pytest -q -x tests/test_graphs.py \
-          > $root/gpu_tests.log 2>&1; echo \$? > $root/gpu_tests.rc; }
+      python3 scripts/gpu_tests.py $root h200_s3 tests/test_graphs.py
       fl step-trace --engine chunked,fused --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/step_trace
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 8,4,6,5,7 --out $root/gpu0/arrivals/runs

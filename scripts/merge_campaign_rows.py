@@ -2,7 +2,9 @@
 
 `scripts/h200_campaign.sh` leaves ROOT/gpu<N>/<experiment>/<stem>.jsonl; this appends every
 row to data/<experiment>/<stem>.{jsonl,csv}, skipping rows already there (same timestamp,
-engine and experiment key), so merging twice changes nothing.
+engine and experiment key), so merging twice changes nothing. The GPU-only test logs that
+`scripts/gpu_tests.py` left in ROOT/gpu_tests/ are copied to data/gpu_tests/ (never over
+an existing one).
 """
 from __future__ import annotations
 
@@ -23,6 +25,12 @@ def _key(row: dict) -> tuple:
 
 def merge(root: Path, data: Path = Path("data")) -> dict[str, int]:
     added: dict[str, int] = {}
+    for log in sorted(root.glob("gpu_tests/*.log")):
+        dest = data / "gpu_tests" / log.name
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(log.read_text())
+            added[str(dest)] = 1
     for src in sorted(root.glob("gpu*/*/*.jsonl")):
         stem = data / src.parent.name / src.stem
         have = {_key(r) for r in results.read_rows(stem)}
@@ -37,4 +45,4 @@ def merge(root: Path, data: Path = Path("data")) -> dict[str, int]:
 
 if __name__ == "__main__":
     for stem, n in merge(Path(sys.argv[1])).items():
-        print(f"{n:6d} new rows -> {stem}.jsonl")
+        print(f"copied -> {stem}" if stem.endswith(".log") else f"{n:6d} new rows -> {stem}.jsonl")
