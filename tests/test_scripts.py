@@ -1,0 +1,33 @@
+"""The campaign scripts' data path: per-GPU rows and GPU test logs fold into data/ once."""
+import subprocess
+import sys
+from pathlib import Path
+
+from fusedlib import results
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+import merge_campaign_rows  # noqa: E402
+
+
+def test_merge_is_idempotent_and_copies_gpu_test_logs(tmp_path):
+    root, data = tmp_path / "campaign", tmp_path / "data"
+    rows = [{"experiment": "arrivals", "engine": e, "rate": 4.0, "n_requests": 8, "timestamp": "t0"}
+            for e in ("fused", "chunked")]
+    results.append_rows(root / "gpu0" / "arrivals" / "runs", rows)
+    results.append_rows(root / "gpu1" / "arrivals" / "runs", [{**rows[0], "rate": 8.0}])
+    (root / "gpu_tests").mkdir(parents=True)
+    (root / "gpu_tests" / "h200_x.log").write_text("# cmd\n3 passed\nexit status: 0\n")
+    merge_campaign_rows.merge(root, data)
+    assert len(results.read_rows(data / "arrivals" / "runs")) == 3
+    assert (data / "gpu_tests" / "h200_x.log").read_text().endswith("exit status: 0\n")
+    merge_campaign_rows.merge(root, data)  # again: nothing new
+    assert len(results.read_rows(data / "arrivals" / "runs")) == 3
+
+
+def test_campaign_script_phases_parse():
+    proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / "h200_campaign.sh")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = (REPO / "scripts" / "h200_campaign.sh").read_text()
+    for phase in ("calibrate)", "sweep)", "s2)", "s3)"):  # the phases the README cites
+        assert f"  {phase}" in text
