@@ -163,17 +163,17 @@ def main(argv=None) -> None:
         runs = [(f"{e}", dict(engine_kind=e, seeds=seeds, long_shares=a.long_shares, rate=rate,
                               n_requests=a.n_requests, **common)) for e in a.engine]
         rows = _sweep(runs, experiments.sensitivity, out)
-    elif a.rates:  # peer, open loop: the arrivals experiment's requests and arrival times
+    else:  # peer: transformers has its own attention
         common.pop("attention")
-        runs = [(f"transformers rate {r} seed {s}", dict(rate=r, n_requests=a.n_requests, seed=s, **common))
-                for r, s in itertools.product(a.rates, seeds)]
-        rows = _sweep(runs, experiments.peer_arrivals, out)
-    else:  # peer, closed batches
-        common.pop("attention")
-        runs = [(f"transformers {w} batch {b} seed {s}",
-                 dict(workload=w, batch_size=b, seed=s, warmups=a.warmups, repeats=a.repeats or 5, **common))
-                for w, b, s in itertools.product(a.workload, a.batch_size, seeds)]
-        rows = _sweep(runs, experiments.peer_transformers, out)
+        if a.rates:  # open loop: the arrivals experiment's requests and arrival times
+            runs = [(f"transformers rate {r} seed {s}", dict(rate=r, n_requests=a.n_requests, seed=s, **common))
+                    for r, s in itertools.product(a.rates, seeds)]
+            rows = _sweep(runs, experiments.peer_arrivals, out)
+        else:  # closed batches
+            runs = [(f"transformers {w} batch {b} seed {s}",
+                     dict(workload=w, batch_size=b, seed=s, warmups=a.warmups, repeats=a.repeats or 5, **common))
+                    for w, b, s in itertools.product(a.workload, a.batch_size, seeds)]
+            rows = _sweep(runs, experiments.peer_transformers, out)
     print(f"{len(rows)} new rows -> {Path(out)}.jsonl")
 
 

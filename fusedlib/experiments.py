@@ -435,26 +435,16 @@ def peer_transformers(batch_size: int = 32, workload: str = "mixed", seed: int =
     and `chunk_tokens + max_batch` tokens per forward, a cache that holds the whole batch
     (in transformers' default pages), EOS disabled, greedy. Rows are shaped like closed()'s,
     with engine='transformers'."""
-    from transformers import GenerationConfig
-    from transformers.generation.configuration_utils import ContinuousBatchingConfig
-
     s = setup(profile, model, None, chunk_tokens, max_batch)
     key = {"experiment": "peer", "engine": "transformers", **s.fields(), "attention": "transformers",
            "workload": workload, "batch_size": batch_size, "seed": seed, "warmups": warmups,
            "repeats": repeats}
     if _already_done(out, key):
         return []
-    ours = model_for(s)
-    hf = to_transformers(ours)
-    specs = s.workload(workload, batch_size, seed, ours.config.vocab_size)
-    cb = ContinuousBatchingConfig(max_requests_per_batch=max_batch, max_batch_tokens=s.chunk_tokens + max_batch)
-    # Left unsized, the cache takes 90% of free device memory, or of host RAM on CPU.
-    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // cb.page_size) for r in specs)
-    gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
+    specs = s.workload(workload, batch_size, seed, model_for(s).config.vocab_size)
     n_out = sum(r.max_new_tokens for r in specs)
     rows = []
-    with hf.continuous_batching_context_manager(generation_config=gen, continuous_batching_config=cb,
-                                                block=True, timeout=30) as manager:
+    with _transformers_batching(s, specs) as manager:
         for i in range(warmups + repeats):
             _sync(s.spec.device)
             t0 = time.perf_counter()
@@ -485,23 +475,15 @@ def peer_arrivals(rate: float, n_requests: int = 400, seed: int = 0, max_batch: 
     (the manager batches in its own thread). Token and admission times are the manager's own
     (`record_timestamps`; admission = the end of its pending state), so the row has the
     same metrics.summarize fields as ours. Settings as in `peer_transformers`."""
-    from transformers import GenerationConfig
-    from transformers.generation.configuration_utils import ContinuousBatchingConfig
-
     s = setup(profile, model, None, chunk_tokens, max_batch)
     key = {"experiment": "peer_arrivals", "engine": "transformers", **s.fields(), "attention": "transformers",
-           "cuda_graphs": False, "rate": rate, "n_requests": n_requests, "seed": seed}
+           "rate": rate, "n_requests": n_requests, "seed": seed}
     if _already_done(out, key):
         return []
-    ours = model_for(s)
-    hf = to_transformers(ours)
-    specs = workloads.poisson_arrivals(s.workload("mixed", n_requests, seed, ours.config.vocab_size), rate, seed=seed)
-    cb = ContinuousBatchingConfig(max_requests_per_batch=max_batch, max_batch_tokens=s.chunk_tokens + max_batch)
-    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // cb.page_size) for r in specs)
-    gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
+    specs = workloads.poisson_arrivals(s.workload("mixed", n_requests, seed, model_for(s).config.vocab_size),
+                                       rate, seed=seed)
     arrival = {}
-    with hf.continuous_batching_context_manager(generation_config=gen, continuous_batching_config=cb,
-                                                block=True, timeout=30) as manager:
+    with _transformers_batching(s, specs) as manager:
         with HostMeter() as host:
             t0 = time.perf_counter()
             for r in specs:
@@ -515,6 +497,23 @@ def peer_arrivals(rate: float, n_requests: int = 400, seed: int = 0, max_batch: 
     if sum(len(o.generated_tokens) for o in outputs.values()) != sum(r.max_new_tokens for r in specs):
         raise RuntimeError("transformers generated a different number of tokens than requested")
     return _store(out, [{**key, **metrics.summarize(records), **host.fields, **results.provenance()}])
+
+
+def _transformers_batching(s: Setup, specs: workloads.Workload):
+    """transformers' continuous-batching manager over our weights (copied into a
+    Qwen2ForCausalLM), set up as our engine where it has the setting: at most `max_batch`
+    requests and `chunk_tokens + max_batch` tokens per forward, greedy, EOS disabled, and a
+    cache sized to hold every request in `specs` at once. A context manager."""
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+    hf = to_transformers(model_for(s))
+    cb = ContinuousBatchingConfig(max_requests_per_batch=s.max_batch, max_batch_tokens=s.chunk_tokens + s.max_batch)
+    # Left unsized, the cache takes 90% of free device memory, or of host RAM on CPU.
+    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // cb.page_size) for r in specs)
+    gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
+    return hf.continuous_batching_context_manager(generation_config=gen, continuous_batching_config=cb,
+                                                  block=True, timeout=30)
 
 
 def _collect(manager, ids: list[str]) -> dict:

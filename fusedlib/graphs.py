@@ -25,6 +25,46 @@ from .batch import BLOCK_TABLE_ALIGN, Batch
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 24, 32)
 
 
+def _stage_tokens(graphs, batch: Batch, n: int, bucket: int) -> None:
+    """Copy a batch's n tokens into a graph holder's static input_ids / positions /
+    slot_mapping, and turn rows n..bucket (which a larger step may have filled) back into
+    padding: token 0 at position 0, its key and value written to the scratch block."""
+    graphs.input_ids[:n].copy_(batch.input_ids)
+    graphs.positions[:n].copy_(batch.positions)
+    graphs.slot_mapping[:n].copy_(batch.meta.slot_mapping)
+    graphs.input_ids[n:bucket] = 0
+    graphs.positions[n:bucket] = 0
+    graphs.slot_mapping[n:bucket] = graphs._pad_slot
+
+
+def _capture(buckets, pieces: int, piece):
+    """Capture `piece(n, i, carry) -> carry` for i in range(pieces) and every bucket size n,
+    each piece its own graph, in one memory pool; piece i + 1 reads piece i's outputs, which
+    stay alive (and at fixed addresses) as the returned outputs. Every piece runs once on a
+    side stream first, so kernels compile and allocators warm outside capture. Returns
+    ({n: [graph per piece]}, {n: [outputs per piece]})."""
+    mempool = torch.cuda.graph_pool_handle()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for n in buckets:
+            carry = None
+            for i in range(pieces):
+                carry = piece(n, i, carry)
+    torch.cuda.current_stream().wait_stream(stream)
+    graphs, outputs = {}, {}
+    for n in reversed(buckets):  # largest first, so smaller ones reuse its memory
+        graphs[n], outputs[n], carry = [], [], None
+        for i in range(pieces):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=mempool):
+                carry = piece(n, i, carry)
+            graphs[n].append(graph)
+            outputs[n].append(carry)
+    torch.cuda.synchronize()
+    return graphs, outputs
+
+
 class DecodeGraphs:
     def __init__(self, model, pool, backend, max_batch: int, capture: bool = True,
                  buckets=DEFAULT_BUCKETS):
@@ -60,19 +100,9 @@ class DecodeGraphs:
                           self.backend, self.logit_indices[:n])
 
     def _capture_all(self) -> None:
-        mempool = torch.cuda.graph_pool_handle()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # compile and warm every bucket outside capture
-            for n in self.buckets:
-                self._forward(n)
-        torch.cuda.current_stream().wait_stream(stream)
-        for n in reversed(self.buckets):  # largest first, so smaller ones reuse its memory
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=mempool):
-                self.logits[n] = self._forward(n)
-            self.graphs[n] = graph
-        torch.cuda.synchronize()
+        graphs, outputs = _capture(self.buckets, 1, lambda n, i, carry: self._forward(n))
+        self.graphs = {n: g[0] for n, g in graphs.items()}
+        self.logits = {n: o[0] for n, o in outputs.items()}
 
     def handles(self, batch: Batch) -> bool:
         return batch.meta.prefill is None and batch.num_tokens <= self.buckets[-1]
@@ -83,15 +113,10 @@ class DecodeGraphs:
         bucket = next(b for b in self.buckets if b >= n)
         decode = batch.meta.decode
         width = decode.block_tables.shape[1]
-        self.input_ids[:n].copy_(batch.input_ids)
-        self.positions[:n].copy_(batch.positions)
-        self.slot_mapping[:n].copy_(batch.meta.slot_mapping)
+        _stage_tokens(self, batch, n, bucket)
         self.context_lens[:n].copy_(decode.context_lens)
         self.block_tables[:n, :width].copy_(decode.block_tables)
         # Rows a larger step left behind become padding again.
-        self.input_ids[n:bucket] = 0
-        self.positions[n:bucket] = 0
-        self.slot_mapping[n:bucket] = self._pad_slot
         self.context_lens[n:bucket] = 1
         self.block_tables[n:bucket] = self._pad_block
         if self.capture:
@@ -159,25 +184,7 @@ class PackedGraphs:
             return x, q, cos, sin
 
     def _capture_all(self) -> None:
-        mempool = torch.cuda.graph_pool_handle()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # warm every segment of every bucket outside capture
-            for n in self.buckets:
-                carry = None
-                for i in range(len(self.model.layers) + 1):
-                    carry = self._segment(n, i, carry)
-        torch.cuda.current_stream().wait_stream(stream)
-        for n in reversed(self.buckets):  # largest first, so smaller ones reuse its memory
-            graphs, outputs, carry = [], [], None
-            for i in range(len(self.model.layers) + 1):
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=mempool):
-                    carry = self._segment(n, i, carry)
-                graphs.append(graph)
-                outputs.append(carry)
-            self.graphs[n], self.outputs[n] = graphs, outputs
-        torch.cuda.synchronize()
+        self.graphs, self.outputs = _capture(self.buckets, len(self.model.layers) + 1, self._segment)
 
     def handles(self, batch: Batch) -> bool:
         return (batch.meta.prefill is not None and batch.num_tokens <= self.buckets[-1]
@@ -188,12 +195,7 @@ class PackedGraphs:
         n = batch.num_tokens
         bucket = next(b for b in self.buckets if b >= n)
         s = batch.logit_indices.shape[0]
-        self.input_ids[:n].copy_(batch.input_ids)
-        self.positions[:n].copy_(batch.positions)
-        self.slot_mapping[:n].copy_(batch.meta.slot_mapping)
-        self.input_ids[n:bucket] = 0
-        self.positions[n:bucket] = 0
-        self.slot_mapping[n:bucket] = self._pad_slot
+        _stage_tokens(self, batch, n, bucket)
         self.logit_indices[:s].copy_(batch.logit_indices)
         self.logit_indices[s:] = 0
         layers, kv = self.model.layers, self.pool.kv
