@@ -166,7 +166,7 @@ def main(argv=None) -> None:
     else:  # peer: transformers has its own attention
         common.pop("attention")
         if a.rates:  # open loop: the arrivals experiment's requests and arrival times
-            runs = [(f"transformers rate {r} seed {s}", dict(rate=r, n_requests=a.n_requests, seed=s, **common))
+            runs = [(f"transformers rate {r} seed {s}", dict(rate=r, n_requests=a.n_requests, seed=s, warmups=a.warmups, **common))
                     for r, s in itertools.product(a.rates, seeds)]
             rows = _sweep(runs, experiments.peer_arrivals, out)
         else:  # closed batches

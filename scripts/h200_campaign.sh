@@ -73,22 +73,28 @@ case "$phase" in
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
   s3)
     # First the piecewise-graph GPU test and step traces (new code; a minute; predictions_next.md,
-    # prediction 9). Then what the second campaign left, in priority order: the 400-request
-    # sweep's other rates (40/s again, three runs per engine alternating, so the plateau and the
-    # capacity gain are measured on one machine, with a spread), the capacity with CUDA graphs
-    # and split-KV (prediction 4), the peer open loop on the same 400 requests at 40/s (carry
-    # .whl/), the 20% share. The published rows are copied in first: a run in data/ is skipped.
+    # prediction 9). Then what the second campaign left that issue 6 needs: the 20% share, the
+    # peer open loop on the 400 requests at 40/s (carry .whl/), three capacity runs per engine at
+    # 40/s (engines alternating), the sweep's other rates (20/s past saturation first), and last
+    # the capacity with CUDA graphs and split-KV (prediction 4). The published rows are copied in
+    # first, so a run in data/ is skipped, except the first campaign's capacity runs (40/s, 400
+    # requests, on a host running another job): those are measured again, and the book's
+    # `latest` shows the new ones (the old rows stay in data/).
     for exp in arrivals sensitivity; do
       mkdir -p "$root/gpu0/$exp"
-      [ -f "$root/gpu0/$exp/runs.jsonl" ] || cp data/$exp/runs.jsonl data/$exp/runs.csv "$root/gpu0/$exp/"
+      [ -f "$root/gpu0/$exp/runs.jsonl" ] || python3 -c "
+from fusedlib import results
+rows = [r for r in results.read_rows('data/$exp/runs')
+        if not (r.get('campaign_phase') == 'calibrate' and r.get('rate') == 40.0 and r.get('pool_gib') is None)]
+results.append_rows('$root/gpu0/$exp/runs', rows)"
     done
     chain 0 "
       python3 scripts/gpu_tests.py $root h200_s3 tests/test_graphs.py
       fl step-trace --engine chunked,fused --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/step_trace
+      fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs
+      peer_env; fl peer --rates 40 --n-requests 400 --warmups 2 --out $root/gpu0/peer/arrivals
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
-      fl arrivals --engine fused,chunked --rates 8,4,6,5,7 --out $root/gpu0/arrivals/runs
-      fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals
-      peer_env; fl peer --rates 40 --n-requests 400 --out $root/gpu0/peer/arrivals
-      fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs" ;;
+      fl arrivals --engine fused,chunked --rates 20,4,6,8,5,7 --out $root/gpu0/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac
