@@ -89,12 +89,12 @@ rows = [r for r in results.read_rows('data/$exp/runs')
 results.append_rows('$root/gpu0/$exp/runs', rows)"
     done
     chain 0 "
-      python3 scripts/gpu_tests.py $root h200_s3 tests/test_graphs.py
+      PYTHONPATH=. python3 scripts/gpu_tests.py $root h200_s3 tests/test_graphs.py
       fl step-trace --engine chunked,fused --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/step_trace
       fl sensitivity --engine fused,chunked --seed 0 --long-shares 0.2 --rates 40 --n-requests 200 --out $root/gpu0/sensitivity/runs
       peer_env; fl peer --rates 40 --n-requests 400 --warmups 2 --out $root/gpu0/peer/arrivals
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
-      fl arrivals --engine fused,chunked --rates 20,4,6,8,5,7 --out $root/gpu0/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 20,8,7,6,5,4 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac
