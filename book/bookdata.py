@@ -102,6 +102,38 @@ def latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return df[df["timestamp"] == newest].reset_index(drop=True)
 
 
+# Each campaign is one session's device time, its runs back to back; between campaigns the
+# device sat unused for hours. A gap this long with no row written starts a new campaign.
+CAMPAIGN_GAP = pd.Timedelta("30min")
+
+
+def campaigns() -> pd.DataFrame:
+    """The device campaigns behind the rows, from every experiment's timestamps: one row per
+    campaign, numbered from 1 in time order, with its commits, first and last timestamp and
+    row count."""
+    frames = []
+    for folder in sorted(p for p in DATA.iterdir() if p.is_dir()):
+        df = load(folder.name)
+        if len(df) and {"timestamp", "git_commit"} <= set(df.columns):
+            frames.append(df[["timestamp", "git_commit"]])
+    if not frames:
+        return pd.DataFrame(columns=["campaign", "commits", "start", "end", "rows"])
+    rows = pd.concat(frames, ignore_index=True).dropna()
+    rows["t"] = pd.to_datetime(rows["timestamp"], utc=True)
+    rows = rows.sort_values("t")
+    rows["campaign"] = (rows["t"].diff() > CAMPAIGN_GAP).cumsum() + 1
+    return rows.groupby("campaign").agg(
+        commits=("git_commit", lambda c: list(dict.fromkeys(c))), start=("t", "min"), end=("t", "max"),
+        rows=("t", "size")).reset_index()
+
+
+def campaign_of(commit: str) -> int | None:
+    """The campaign whose rows carry this commit (the first, if several)."""
+    c = campaigns()
+    hit = c[c["commits"].map(lambda cs: commit in cs)]
+    return int(hit["campaign"].iloc[0]) if len(hit) else None
+
+
 NO_ROWS = "No rows"  # tests/test_book.py looks for this on pages whose data is missing
 # The published rows: one H200 campaign, whose device time ran out before every experiment had
 # run. A folder of it with no rows was not run in that campaign (not "still arriving").
@@ -169,6 +201,24 @@ def default_pool(arrivals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     small = arrivals["pool_gib"].notna() & (arrivals["pool_gib"].astype(float) > 0) if "pool_gib" in arrivals \
         else pd.Series(False, index=arrivals.index)
     return arrivals[~small].reset_index(drop=True), arrivals[small].reset_index(drop=True)
+
+
+def run_medians(arrivals: pd.DataFrame) -> pd.DataFrame:
+    """One row per arrivals configuration: repeated runs (the `repeat` field) collapsed to the
+    median of each numeric column, the other columns from the newest run, with `runs`, and
+    `served_min`/`served_max` over the runs. Tables and per-engine lookups use this; `paired`
+    takes the runs themselves."""
+    if arrivals.empty or "repeat" not in arrivals:
+        return arrivals.assign(runs=1, served_min=arrivals.get("served_rate"), served_max=arrivals.get("served_rate"))
+    keys = [k for k in ARRIVAL_KEYS if k != "repeat" and k in arrivals]
+    groups = arrivals.sort_values("timestamp").groupby(keys, dropna=False, sort=False)
+    numeric = [c for c in arrivals.select_dtypes("number").columns if c not in keys + ["repeat"]]
+    out = groups.last().reset_index()
+    med = groups[numeric].median().reset_index()
+    out = out.drop(columns=numeric).merge(med, on=keys, how="left")
+    spread = groups["served_rate"].agg(runs="size", served_min="min", served_max="max").reset_index()
+    return out.merge(spread, on=keys, how="left").drop(columns="repeat")[list(arrivals.columns.drop("repeat"))
+                                                                           + ["runs", "served_min", "served_max"]]
 
 
 def paired(arrivals: pd.DataFrame) -> pd.DataFrame:
