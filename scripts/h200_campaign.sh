@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The H200 campaigns, as they were run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
-# Session 1 ran calibrate and sweep (N=200); session 2 ran s2; s3 is next.
+# Session 1 ran calibrate and sweep (N=200); session 2 ran s2; session 3 ran s3 but for its last
+# runs (4/s, the chunked engine at 5/s, the graphs+split-KV capacity runs): rerunning s3 runs those.
 # It drives only the CLI (`python -m fusedlib ...`). calibrate and sweep ran on a machine with
 # two GPUs, one job per GPU; s2 and s3 on one GPU. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.

@@ -1,0 +1,49 @@
+"""The book's shared row helpers (book/bookdata.py) on small hand-made tables."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from fusedlib import results
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "book"))
+import bookdata  # noqa: E402
+
+
+def _run(engine, served, repeat, timestamp, commit="c3", rate=40.0):
+    return {"engine": engine, "rate": rate, "pool_gib": None, "n_requests": 400, "seed": 0, "max_batch": 32,
+            "chunk_tokens": 512, "repeat": repeat, "served_rate": served, "queue_wait_median_s": 10.0 * served,
+            "e2e_median_s": 12.0 * served, "git_commit": commit, "timestamp": timestamp}
+
+
+def test_run_medians_collapse_repeats_to_medians_with_their_spread():
+    runs = pd.DataFrame([_run("fused", 9.0, 0, "T1", "old"), _run("chunked", 5.0, 0, "T2"),
+                         _run("fused", 7.0, 1, "T3"), _run("chunked", 6.0, 1, "T4"),
+                         _run("fused", 7.5, 2, "T5"), _run("chunked", 4.0, 2, "T6"),
+                         _run("fused", 6.0, None, "T7", rate=10.0)])
+    m = bookdata.run_medians(runs).set_index(["engine", "rate"])
+    assert len(m) == 3 and "repeat" not in m
+    fused = m.loc[("fused", 40.0)]
+    assert (fused["served_rate"], fused["runs"], fused["served_min"], fused["served_max"]) == (7.5, 3, 7.0, 9.0)
+    assert fused["git_commit"] == "c3"  # other columns from the newest run
+    assert m.loc[("fused", 10.0), "runs"] == 1
+    # paired() takes the runs themselves and keeps their count and spread
+    pair = bookdata.paired(runs).set_index("rate").loc[40.0]
+    assert (pair["runs_fused"], pair["served_min_chunked"], pair["served_max_chunked"]) == (3, 4.0, 6.0)
+    assert abs(pair["gain"] - (7.5 / 5.0 - 1)) < 1e-12
+
+
+def test_campaigns_split_where_no_row_was_written_for_a_while(tmp_path, monkeypatch):
+    rows = [_run("fused", 8.0, 0, "2026-11-30T00:00:00+00:00", "a"),
+            _run("chunked", 5.0, 0, "2026-11-30T00:20:00+00:00", "a+dirty"),
+            _run("fused", 8.0, 1, "2026-11-30T02:00:00+00:00", "b")]
+    results.append_rows(str(tmp_path / "arrivals" / "runs"), rows[:2])
+    results.append_rows(str(tmp_path / "closed" / "runs"), rows[2:])
+    monkeypatch.setattr(bookdata, "DATA", tmp_path)
+    c = bookdata.campaigns()
+    assert list(c["campaign"]) == [1, 2]
+    assert list(c["commits"]) == [["a", "a+dirty"], ["b"]]
+    assert list(c["rows"]) == [2, 1]
+    assert bookdata.campaign_of("b") == 2 and bookdata.campaign_of("zzz") is None
