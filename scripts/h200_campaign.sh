@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The H200 campaigns, as they were run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
 # Session 1 ran calibrate and sweep (N=200); session 2 ran s2; session 3 ran s3 but for its last
-# runs (4/s, the chunked engine at 5/s, the graphs+split-KV capacity runs): rerunning s3 runs those.
+# runs (4/s, the chunked engine at 5/s, the graphs+split-KV capacity runs), which s4 takes with the
+# capacity with every forward graphed; s4 is next.
 # It drives only the CLI (`python -m fusedlib ...`). calibrate and sweep ran on a machine with
 # two GPUs, one job per GPU; s2 and s3 on one GPU. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.
@@ -97,5 +98,15 @@ results.append_rows('$root/gpu0/$exp/runs', rows)"
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 20,8,7,6,5,4 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 40 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
+  s4)
+    # What s3 did not reach: the 400-request sweep at 4/s (both) and 5/s (chunked; fused ran),
+    # then capacity with graphs (predictions_next.md 4 and 10), three runs per engine
+    # alternating. The published rows are copied in first, so a run in data/ is skipped.
+    mkdir -p "$root/gpu0/arrivals"
+    [ -f "$root/gpu0/arrivals/runs.jsonl" ] || cp data/arrivals/runs.jsonl data/arrivals/runs.csv "$root/gpu0/arrivals/"
+    chain 0 "
+      fl arrivals --engine fused,chunked --rates 5,4 --out $root/gpu0/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 40 --repeats 3 --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/arrivals
+      fl arrivals --engine fused,chunked --rates 40 --repeats 3 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac
