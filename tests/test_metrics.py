@@ -24,6 +24,8 @@ EXPECTED = {
     "span_s": 6.0,  # first arrival 0.0 -> last token 6.0
     "request_throughput": 0.5,  # 3 / 6
     "served_rate": 0.5,
+    # arrivals span 0.0 -> 2.0; only B (last token 1.2) completes inside it
+    "window_served_rate": 0.5,
     "output_throughput": 8 / 6,
     # ttft sorted [0.2, 1.0, 2.0]: p90 rank 1.8 -> 1.0 + 0.8 * 1.0; p99 rank 1.98
     "ttft_median_s": 1.0,
@@ -75,3 +77,5 @@ def test_unfinished_requests_count_as_offered_not_completed():
     got = summarize(records)
     assert got["n_requests"] == 4 and got["n_completed"] == 3
     assert got["served_rate"] == pytest.approx(0.5)
+    # arrivals now span 0.0 -> 5.0, and A (2.5) and B (1.2) complete inside it
+    assert got["window_served_rate"] == pytest.approx(2 / 5)
