@@ -20,6 +20,8 @@ from __future__ import annotations
 import gc
 import os
 import statistics
+import subprocess
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -142,19 +144,58 @@ def _sync(device: str) -> None:
 class HostMeter:
     """What the machine gave a run: the process's CPU seconds and the CPU seconds the
     hypervisor stole from the machine (Linux /proc/stat "steal", all CPUs; None where there
-    is none), next to the run's wall time. A step here is mostly host work, so a run whose
-    steps ran slow while its process got little CPU or much was stolen was slowed by the
-    machine, not by its workload. (An open-loop run idles between arrivals by design.)"""
+    is none), next to the run's wall time; and, where nvidia-smi answers, the GPU's SM clock,
+    temperature and power sampled every GPU_SAMPLE_S seconds through the run. A step here is
+    mostly host work, so a run whose steps ran slow while much was stolen was slowed by the
+    machine, not by its workload; a low clock says the GPU ran slow. (CUDA's synchronize
+    spins, so the process's CPU time is close to its wall time; an open-loop run idles
+    between arrivals by design.)"""
+
+    GPU_SAMPLE_S = 2.0
 
     def __enter__(self):
+        self._samples, self._stop = [], threading.Event()
+        self._sampler = threading.Thread(target=self._sample_gpu, daemon=True)
+        self._sampler.start()
         self._wall, self._cpu, self._steal = time.perf_counter(), time.process_time(), _steal_s()
         return self
+
+    def _sample_gpu(self):
+        while True:
+            sample = _gpu_sample()
+            if sample is None:
+                return
+            self._samples.append(sample)
+            if self._stop.wait(self.GPU_SAMPLE_S):
+                return
 
     def __exit__(self, *exc):
         steal = _steal_s()
         self.fields = {"host_wall_s": time.perf_counter() - self._wall, "host_cpu_s": time.process_time() - self._cpu,
                        "host_steal_s": None if steal is None or self._steal is None else steal - self._steal}
+        self._stop.set()
+        self._sampler.join()
+        clock, temp, power = (np.array(x, dtype=float) for x in zip(*self._samples)) if self._samples else ([],) * 3
+        self.fields.update({
+            "gpu_samples": len(self._samples),
+            "gpu_sm_clock_mhz_median": float(np.median(clock)) if len(clock) else None,
+            "gpu_sm_clock_mhz_min": float(clock.min()) if len(clock) else None,
+            "gpu_temp_c_max": float(temp.max()) if len(temp) else None,
+            "gpu_power_w_median": float(np.median(power)) if len(power) else None})
         return False
+
+
+def _gpu_sample() -> tuple[float, float, float] | None:
+    """(SM clock MHz, temperature C, power W) of this process's first visible GPU from
+    nvidia-smi; None where there is no nvidia-smi or it does not answer."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+    try:
+        out = subprocess.run(["nvidia-smi", "-i", visible, "--query-gpu=clocks.sm,temperature.gpu,power.draw",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5)
+        clock, temp, power = (float(x) for x in out.stdout.strip().splitlines()[0].split(","))
+        return clock, temp, power
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return None
 
 
 def _steal_s() -> float | None:

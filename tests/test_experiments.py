@@ -1,5 +1,6 @@
 """Experiments on the smoke profile (tiny model, CPU): plumbing and invariants, not speed."""
 import statistics
+import time
 
 import pytest
 
@@ -54,6 +55,26 @@ def test_pool_cap_forces_queueing_and_still_completes(tiny, kind):
     assert admitted_order == sorted(admitted_order)  # strict FCFS
 
 
+def test_host_meter_samples_the_gpu_through_the_run(monkeypatch):
+    samples = iter([(1980.0, 40.0, 300.0), (1500.0, 55.0, 500.0), (1800.0, 50.0, 400.0)])
+    monkeypatch.setattr(experiments, "_gpu_sample", lambda: next(samples, (1800.0, 50.0, 400.0)))
+    monkeypatch.setattr(experiments.HostMeter, "GPU_SAMPLE_S", 0.01)
+    with experiments.HostMeter() as meter:
+        time.sleep(0.2)
+    f = meter.fields
+    assert f["gpu_samples"] >= 3
+    assert (f["gpu_sm_clock_mhz_min"], f["gpu_temp_c_max"]) == (1500.0, 55.0)
+    assert f["gpu_sm_clock_mhz_median"] == 1800.0 and f["gpu_power_w_median"] == 400.0
+
+
+def test_host_meter_without_a_gpu_query_records_none(monkeypatch):
+    monkeypatch.setattr(experiments, "_gpu_sample", lambda: None)
+    with experiments.HostMeter() as meter:
+        pass
+    assert meter.fields["gpu_samples"] == 0
+    assert meter.fields["gpu_sm_clock_mhz_median"] is None and meter.fields["gpu_temp_c_max"] is None
+
+
 def test_arrivals_row_with_small_pool(tmp_path):
     gib = 12 * 8192 / 2**30  # 12 blocks of the tiny model's 8 KiB
     rows = experiments.arrivals("fused", 1000.0, n_requests=24, pool_gib=gib, profile="smoke", out=tmp_path / "a")
@@ -66,6 +87,7 @@ def test_arrivals_row_with_small_pool(tmp_path):
     # and a run this short on an open loop that never idles spends most of its wall on the CPU.
     assert 0 < row["host_cpu_s"] <= 2 * row["host_wall_s"] and row["host_wall_s"] >= row["span_s"] * 0.9
     assert row["host_steal_s"] is None or row["host_steal_s"] >= 0
+    assert row["gpu_samples"] == 0 and row["gpu_sm_clock_mhz_median"] is None  # no nvidia-smi on CPU machines
     # Same parameters again: already stored, skipped.
     assert experiments.arrivals("fused", 1000.0, n_requests=24, pool_gib=gib, profile="smoke",
                                 out=tmp_path / "a") == []
