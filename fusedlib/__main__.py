@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
                    help="engines, comma separated (default: fused,chunked)")
     p.add_argument("--rates", type=_list(float), default=None,
                    help="arrivals: Poisson rates in requests/s (default: the profile's sweep, "
-                        "full 1..9, smoke 50,100,200,400); sensitivity: its first value is the rate; "
+                        "full 4,5,6,7,8,10,20,40, smoke 50,100,200,400); sensitivity: its first value is the rate; "
                         "peer: run it open loop at these rates (the arrivals requests) instead of closed batches")
     p.add_argument("--n-requests", type=int, default=400,
                    help="arrivals, sensitivity: requests per run (default: 400)")

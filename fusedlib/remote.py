@@ -9,7 +9,7 @@ write them under `data/`. Nothing here times, loops over requests or computes a 
     modal run fusedlib/remote.py::kernels
     modal run fusedlib/remote.py::trace --engine-name chunked,fused
     modal run fusedlib/remote.py::main --engine fused --batch-size 8,32
-    modal run fusedlib/remote.py::arrivals --engine fused --rates 1,2,3,4,5,6,7,8,9
+    modal run fusedlib/remote.py::arrivals --engine fused --rates 4,5,6,7,8,10,20,40
 
 Defining the app, image, volume and functions needs no credentials: the tests import this
 module and call the bodies with `.local()` on CPU (profile "smoke"). `.remote()`, `.map()`
@@ -136,15 +136,15 @@ def closed(engine: str = "fused", workload: str = "mixed", batch_size: int = 32,
 def arrival_rate(rate: float, engine: str = "fused", n_requests: int = 400, seed: int = 0,
                  pool_gib: float = 0.0, max_batch: int = 32, chunk_tokens: int = 0,
                  profile: str = "full", model: str = "", attention: str = "",
-                 cuda_graphs: bool = False) -> list[dict]:
-    """One Poisson arrival rate (pool_gib 0: the default pool; attention "": the profile's);
-    `arrivals` maps it over rates."""
+                 cuda_graphs: bool = False, graph_chunks: bool = False, repeat: int = 0) -> list[dict]:
+    """One Poisson arrival rate (pool_gib 0: the default pool; attention "": the profile's;
+    repeat k > 0: the k-th extra run of the same configuration); `arrivals` maps it over rates."""
     from fusedlib import experiments
 
     return experiments.arrivals(engine, rate, n_requests=n_requests, seed=seed, pool_gib=pool_gib or None,
                                 max_batch=max_batch, chunk_tokens=chunk_tokens or None,
                                 profile=profile, model=_model(profile, model), attention=attention or None,
-                                cuda_graphs=cuda_graphs)
+                                cuda_graphs=cuda_graphs, graph_chunks=graph_chunks, repeat=repeat)
 
 
 @on_gpu
@@ -260,7 +260,7 @@ def main(engine: str = "fused", prompts: str = "mixed", mixed_seed: int = 0, bat
 
 
 @app.local_entrypoint()
-def arrivals(engine: str = "fused", rates: str = "1,2,3,4,5,6,7,8,9", n_requests: int = 400,
+def arrivals(engine: str = "fused", rates: str = "4,5,6,7,8,10,20,40", n_requests: int = 400,
              max_batch: int = 32, chunk_tokens: int = 512, pool_gib: float = 0.0, seed: int = 0,
              gpu: str = GPU, profile: str = "full", out_dir: str = str(DATA)):
     """Poisson arrival sweep, one container per rate; `--pool-gib 0.5` is the small-pool control."""

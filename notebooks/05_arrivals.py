@@ -15,8 +15,10 @@
 # # Arrival sweeps
 #
 # Requests delivered one at a time as a Poisson process while the engine works, the same
-# seeded requests at every rate; served rate and queue wait per rate and engine. Then the
-# small-pool control: a KV pool capped so it binds, at the two lowest rates.
+# seeded requests at every rate; served rate and queue wait per rate and engine. The top
+# rate, past both engines' capacity, runs `capacity_runs` times per engine, the engines
+# alternating, so the capacity comes with its run-to-run spread. Then the small-pool control:
+# a KV pool capped so it binds, at the two lowest rates.
 # Rows: `<out_dir>/arrivals/`.
 
 # %% tags=["parameters"]
@@ -24,9 +26,10 @@ backend = "local"
 gpu = "A10"
 profile = "smoke"
 engines = ["chunked", "fused"]
-rates = []  # empty: the profile's sweep (1..9 requests/s at full size)
+rates = []  # empty: the profile's sweep (4..40 requests/s at full size, the published grid)
 n_requests = 0  # 0: 400 at full size, 60 at smoke size
 seed = 0
+capacity_runs = 3  # runs per engine at the top rate
 max_batch = 32
 chunk_tokens = 0  # 0: the profile's chunk budget
 small_pool_gib = 0.0  # 0: 0.5 GiB at full size; smoke scales it to the tiny model's KV
@@ -64,6 +67,11 @@ common = dict(n_requests=n_requests, seed=seed, max_batch=max_batch, chunk_token
 rows = []
 for engine in engines:
     rows += remote.run_map(remote.arrival_rate, rates, engine=engine, **common)
+# The extra capacity runs, engines alternating run by run (a slow stretch lands on both).
+for k in range(1, capacity_runs):
+    for engine in engines:
+        rows += remote.run(remote.arrival_rate, max(rates), engine=engine, repeat=k, **common)
+for engine in engines:
     rows += remote.run_map(remote.arrival_rate, small_pool_rates, engine=engine, pool_gib=small_pool_gib,
                            **common)
 remote.save(rows, "arrivals", "runs", out_dir)

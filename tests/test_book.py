@@ -43,7 +43,7 @@ PAGES = {
 SMOKE_PARAMETERS = {
     "01_kernels": {"splitkv_sweep": False},
     "04_closed": {"runs": [["mixed", 8], ["mixed", 16], ["p256", 8]], "warmups": 0, "repeats": 2},
-    "05_arrivals": {"rates": [100, 400], "n_requests": 16, "small_pool_rates": [100]},
+    "05_arrivals": {"rates": [100, 400], "n_requests": 16, "small_pool_rates": [100], "capacity_runs": 2},
     "06_sensitivity": {"seeds": [0, 1], "long_shares": [0.0, 0.4], "n_requests": 16},
     "07_peer": {"batch_size": 16, "rates": [400.0], "n_requests": 16},
     "08_beyond": {"engines": ["fused"]},  # split-KV on the Triton interpreter: about a minute an engine
