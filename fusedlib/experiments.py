@@ -57,7 +57,7 @@ PROFILES = {
                     chunk_tokens=512, lengths=workloads.MIXED_LENGTHS, budget=workloads.MIXED_BUDGET,
                     p256_length=256, p256_budget=workloads.P256_BUDGET,
                     # the 400-request grid of the H200 campaigns: from under both engines' eager
-                    # capacity (5-9 requests/s there) to well past it
+                    # capacity to well past it (the arrivals page shows where each saturates)
                     rates=(4, 5, 6, 7, 8, 10, 20, 40), capacity_rate=40),
     # Lengths 4..64 against a 32-token chunk keep the full profile's shape (long prompts
     # take several chunks, short ones share one); the tiny model serves a few hundred
