@@ -7,6 +7,7 @@ their working directory) and do their own plotting; nothing here measures anythi
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -45,7 +46,11 @@ def load(experiment: str) -> pd.DataFrame:
     """Every row under `<data>/<experiment>/`, one result set per file stem, with the stem
     in a `result_set` column. A set's JSONL (the source of truth) is read with
     `fusedlib.results.load`; a set committed as CSV only is read from the CSV."""
-    folder = DATA / experiment
+    return _load(DATA, experiment)
+
+
+def _load(data: Path, experiment: str) -> pd.DataFrame:
+    folder = data / experiment
     stems = sorted({p.name.rsplit(".", 1)[0] for p in folder.glob("*.jsonl")} |
                    {p.name.rsplit(".", 1)[0] for p in folder.glob("*.csv")})
     frames = []
@@ -111,9 +116,15 @@ def campaigns() -> pd.DataFrame:
     """The device campaigns behind the rows, from every experiment's timestamps: one row per
     campaign, numbered from 1 in time order, with its commits, first and last timestamp and
     row count."""
+    return _campaigns(DATA).copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _campaigns(data: Path) -> pd.DataFrame:
+    # Reads every experiment's rows (the step traces are megabytes): once per data folder.
     frames = []
-    for folder in sorted(p for p in DATA.iterdir() if p.is_dir()):
-        df = load(folder.name)
+    for folder in sorted(p for p in data.iterdir() if p.is_dir()):
+        df = _load(data, folder.name)
         if len(df) and {"timestamp", "git_commit"} <= set(df.columns):
             frames.append(df[["timestamp", "git_commit"]])
     if not frames:
@@ -129,7 +140,7 @@ def campaigns() -> pd.DataFrame:
 
 def campaign_of(commit: str) -> int | None:
     """The campaign whose rows carry this commit (the first, if several)."""
-    c = campaigns()
+    c = _campaigns(DATA)
     hit = c[c["commits"].map(lambda cs: commit in cs)]
     return int(hit["campaign"].iloc[0]) if len(hit) else None
 
