@@ -209,8 +209,16 @@ def _steal_s() -> float | None:
         return None
 
 
+# Options a row records only when set (rows from before they existed keep their keys): a
+# run without one must not match a row with it, so both sides compare them with these values.
+_UNSET_OPTIONS = {"graph_chunks": False, "repeat": 0}
+
+
 def _already_done(out, key: dict) -> bool:
-    return out is not None and tuple(key.values()) in results.done_keys(out, list(key))
+    if out is None:
+        return False
+    key = {**_UNSET_OPTIONS, **key}
+    return tuple(key.values()) in results.done_keys(out, list(key), absent=_UNSET_OPTIONS)
 
 
 def _store(out, rows: list[dict]) -> list[dict]:

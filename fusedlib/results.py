@@ -140,9 +140,12 @@ def load(path_stem) -> pd.DataFrame:
     return pd.DataFrame(read_rows(path_stem))
 
 
-def done_keys(path_stem, key_fields) -> set[tuple]:
-    """The key tuples already on disk, so a resumed campaign can skip them."""
-    return {tuple(r.get(k) for k in key_fields) for r in read_rows(path_stem)}
+def done_keys(path_stem, key_fields, absent: dict | None = None) -> set[tuple]:
+    """The key tuples already on disk, so a resumed campaign can skip them. `absent` gives
+    the value a field has in a row that does not record it (an option written only when set)."""
+    absent = absent or {}
+    return {tuple(absent.get(k) if r.get(k) is None else r.get(k) for k in key_fields)
+            for r in read_rows(path_stem)}
 
 
 def _version(dist: str) -> str:

@@ -94,6 +94,20 @@ def test_arrivals_row_with_small_pool(tmp_path):
     assert len(results.load(tmp_path / "a")) == 1
 
 
+def test_resume_tells_options_apart(tmp_path):
+    # Rows record graph_chunks and repeat only when set. A stored all-graphs run, or a stored
+    # repeat, must not make the run without it look done (campaign s4 skipped its decode-graphs
+    # runs this way).
+    key = {"experiment": "arrivals", "engine": "fused", "rate": 40.0}
+    results.append_rows(tmp_path / "a", [{**key, "graph_chunks": True, "repeat": 1}])
+    assert experiments._already_done(tmp_path / "a", {**key, "graph_chunks": True, "repeat": 1})
+    assert not experiments._already_done(tmp_path / "a", {**key, "graph_chunks": True})
+    assert not experiments._already_done(tmp_path / "a", {**key, "repeat": 1})
+    assert not experiments._already_done(tmp_path / "a", key)
+    results.append_rows(tmp_path / "a", [key])  # an older row: neither option recorded
+    assert experiments._already_done(tmp_path / "a", key)
+
+
 def test_closed_rows_runs_and_median(tmp_path):
     rows = experiments.closed("chunked", "p256", batch_size=6, warmups=1, repeats=3, profile="smoke",
                               out=tmp_path / "c")
