@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The H200 campaigns, as they were run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
 # Session 1 ran calibrate and sweep (N=200); session 2 ran s2; session 3 ran s3 but for its last
-# runs (4/s, the chunked engine at 5/s, the graphs+split-KV capacity runs), which s4 takes with the
-# capacity with every forward graphed; s4 is next.
+# runs (4/s, the chunked engine at 5/s, the graphs+split-KV capacity runs), which s4 took with the
+# capacity with every forward graphed; session 4 ran s4 (three commands: see its comment) and s5.
 # It drives only the CLI (`python -m fusedlib ...`). calibrate and sweep ran on a machine with
 # two GPUs, one job per GPU; s2 and s3 on one GPU. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.
@@ -102,11 +102,23 @@ results.append_rows('$root/gpu0/$exp/runs', rows)"
     # What s3 did not reach: the 400-request sweep at 4/s (both) and 5/s (chunked; fused ran),
     # then capacity with graphs (predictions_next.md 4 and 10), three runs per engine
     # alternating. The published rows are copied in first, so a run in data/ is skipped.
-    mkdir -p "$root/gpu0/arrivals"
-    [ -f "$root/gpu0/arrivals/runs.jsonl" ] || cp data/arrivals/runs.jsonl data/arrivals/runs.csv "$root/gpu0/arrivals/"
+    # Session 4: the first command's decode-graphs line skipped every run as "already in" (the
+    # resume key missed graph_chunks; fixed at dd29fda); the second command started without
+    # the first's rows (campaign/ is not carried unless named) and measured 4/s, chunked 5/s
+    # and one all-graphs run again; both sets are kept in data/ (git_commit tells them apart).
+    for stem in arrivals/runs beyond/arrivals; do
+      mkdir -p "$root/gpu0/$(dirname $stem)"
+      [ -f "$root/gpu0/$stem.jsonl" ] || cp data/$stem.jsonl data/$stem.csv "$root/gpu0/$(dirname $stem)/"
+    done
     chain 0 "
       fl arrivals --engine fused,chunked --rates 5,4 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/arrivals
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/arrivals" ;;
+  s5)
+    # The peer's open loop at a second offered rate (carry .whl/): 2/s, near the 1.69 req/s it
+    # served at 40/s, so its served-vs-offered curve has a point that is not deep past saturation.
+    mkdir -p "$root/gpu0/peer"
+    [ -f "$root/gpu0/peer/arrivals.jsonl" ] || cp data/peer/arrivals.jsonl data/peer/arrivals.csv "$root/gpu0/peer/"
+    chain 0 "peer_env; fl peer --rates 2 --n-requests 400 --warmups 2 --out $root/gpu0/peer/arrivals" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac
