@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from fusedlib import results
+from fusedlib import results, workloads
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = (ROOT / (os.environ.get("FUSEDLIB_DATA") or "data")).resolve()  # relative: to the repo root
@@ -230,6 +230,14 @@ def run_medians(arrivals: pd.DataFrame) -> pd.DataFrame:
     spread = groups["served_rate"].agg(runs="size", served_min="min", served_max="max").reset_index()
     return out.merge(spread, on=keys, how="left").drop(columns="repeat")[list(arrivals.columns.drop("repeat"))
                                                                            + ["runs", "served_min", "served_max"]]
+
+
+def arrived_rate(n_requests: int, rate: float, seed: int) -> float:
+    """The rate at which a run's requests actually arrived: its Poisson draw's (n - 1) / last
+    arrival time, recomputed from the seed (the draw is deterministic). The offered rate is
+    only the draw's mean."""
+    times = workloads.arrival_times(int(n_requests), float(rate), int(seed))
+    return (len(times) - 1) / times[-1]
 
 
 def paired(arrivals: pd.DataFrame) -> pd.DataFrame:

@@ -106,9 +106,13 @@ def disturbance(seed: int = 0, **mixed_kwargs) -> Workload:
 def poisson_arrivals(specs: Workload, rate: float, seed: int = 0) -> Workload:
     """The same requests with Poisson arrival times at `rate` requests/s: the first arrives
     at 0, each next one an exponential gap of mean 1/rate later."""
+    return [replace(s, arrival=float(t)) for s, t in zip(specs, arrival_times(len(specs), rate, seed))]
+
+
+def arrival_times(n: int, rate: float, seed: int = 0) -> np.ndarray:
+    """The n arrival times of `poisson_arrivals`. A finite draw arrives at its own rate,
+    (n - 1) / last time, which can sit well off `rate` (seed 0, 400 requests: 11% under)."""
     if rate <= 0:
         raise ValueError(f"rate must be positive, got {rate}")
-    rng = np.random.default_rng(seed)
-    gaps = rng.exponential(1.0 / rate, size=max(len(specs) - 1, 0))
-    times = np.concatenate([[0.0], np.cumsum(gaps)])
-    return [replace(s, arrival=float(t)) for s, t in zip(specs, times)]
+    gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=max(n - 1, 0))
+    return np.concatenate([[0.0], np.cumsum(gaps)])

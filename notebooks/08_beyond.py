@@ -16,7 +16,9 @@
 #
 # The step trace of `03_step_trace` under other engine configurations: CUDA graphs for
 # decode-only forwards, split-KV decode attention, and both; then the capacity (a Poisson
-# rate above it) with both. Rows: `<out_dir>/beyond/step_trace` and `<out_dir>/beyond/arrivals`.
+# rate above it) with decode graphs and split-KV, and with every forward graphed, each
+# `capacity_runs` times per engine, the engines alternating. Rows:
+# `<out_dir>/beyond/step_trace` and `<out_dir>/beyond/arrivals`.
 # CUDA graphs need a GPU: on a CPU (the smoke profile) only the variants without them run.
 
 # %% tags=["parameters"]
@@ -29,6 +31,8 @@ variants = [["triton", True, False], ["triton-splitkv", False, False], ["triton-
             ["triton-splitkv", True, True]]
 capacity_rate = 40.0  # requests/s, above both engines' capacity; 0 skips the capacity runs
 capacity_n = 400
+capacity_runs = 3  # runs per engine and configuration
+capacity_graph_chunks = [False, True]  # decode graphs only; every forward graphed
 out_dir = "../data-smoke"
 
 # %%
@@ -62,8 +66,13 @@ summary[["engine", "attention", "cuda_graphs", "median_decode_step_s", "median_m
 # %%
 if capacity_rate and on_gpu:
     cap = []
-    for engine in engines:
-        cap += remote.run(remote.arrival_rate, capacity_rate, engine=engine, n_requests=capacity_n,
-                          profile=profile, attention="triton-splitkv", cuda_graphs=True, **run)
+    for chunks in capacity_graph_chunks:
+        for k in range(capacity_runs):  # engines alternate, so a slow spell of the machine hits both
+            for engine in engines:
+                cap += remote.run(remote.arrival_rate, capacity_rate, engine=engine, n_requests=capacity_n,
+                                  profile=profile, attention="triton-splitkv", cuda_graphs=True,
+                                  graph_chunks=chunks, repeat=k, **run)
     remote.save(cap, "beyond", "arrivals", out_dir)
-    display(pd.DataFrame(cap)[["engine", "rate", "n_requests", "served_rate", "median_decode_step_s"]])
+    # graph_chunks and repeat are in a row only when set
+    display(pd.DataFrame(cap).reindex(columns=["engine", "graph_chunks", "repeat", "served_rate",
+                                               "median_decode_step_s"]) if cap else "no new capacity rows")

@@ -2,7 +2,8 @@
 # The H200 campaigns, as they were run: `scripts/h200_campaign.sh PHASE OUT_ROOT [RATES]`.
 # Session 1 ran calibrate and sweep (N=200); session 2 ran s2; session 3 ran s3 but for its last
 # runs (4/s, the chunked engine at 5/s, the graphs+split-KV capacity runs), which s4 took with the
-# capacity with every forward graphed; session 4 ran s4 (three commands: see its comment) and s5.
+# capacity with every forward graphed; session 4 ran s4 (four commands: see its comment) and
+# started s5, which its time limit cut off before the first row.
 # It drives only the CLI (`python -m fusedlib ...`). calibrate and sweep ran on a machine with
 # two GPUs, one job per GPU; s2 and s3 on one GPU. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.
@@ -106,6 +107,7 @@ results.append_rows('$root/gpu0/$exp/runs', rows)"
     # resume key missed graph_chunks; fixed at dd29fda); the second command started without
     # the first's rows (campaign/ is not carried unless named) and measured 4/s, chunked 5/s
     # and one all-graphs run again; both sets are kept in data/ (git_commit tells them apart).
+    # The third (LIMIT=225, then s5) ran 5 of the 6 decode-graphs runs; a fourth ran the last.
     for stem in arrivals/runs beyond/arrivals; do
       mkdir -p "$root/gpu0/$(dirname $stem)"
       [ -f "$root/gpu0/$stem.jsonl" ] || cp data/$stem.jsonl data/$stem.csv "$root/gpu0/$(dirname $stem)/"
@@ -120,5 +122,13 @@ results.append_rows('$root/gpu0/$exp/runs', rows)"
     mkdir -p "$root/gpu0/peer"
     [ -f "$root/gpu0/peer/arrivals.jsonl" ] || cp data/peer/arrivals.jsonl data/peer/arrivals.csv "$root/gpu0/peer/"
     chain 0 "peer_env; fl peer --rates 2 --n-requests 400 --warmups 2 --out $root/gpu0/peer/arrivals" ;;
+  s6)
+    # Eager and graphed capacity in one campaign: the book's eager capacity (campaign 3) and
+    # graphed capacity (campaign 4) came from machines that ran the same steps at different
+    # speeds. Nothing is copied in, so every run is measured again; merged, the book's `latest`
+    # shows these. Three runs per engine per configuration, the engines alternating.
+    chain 0 "
+      fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
+      fl arrivals --engine fused,chunked --rates 40 --repeats 3 --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/arrivals" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from fusedlib import results
 
@@ -47,3 +48,11 @@ def test_campaigns_split_where_no_row_was_written_for_a_while(tmp_path, monkeypa
     assert list(c["commits"]) == [["a", "a+dirty"], ["b"]]
     assert list(c["rows"]) == [2, 1]
     assert bookdata.campaign_of("b") == 2 and bookdata.campaign_of("zzz") is None
+
+
+def test_arrived_rate_is_the_draws_own_rate():
+    from fusedlib import workloads
+    specs = workloads.mixed(40, seed=2, lengths=(4,), budget=(4, 4), vocab_size=8)
+    times = [s.arrival for s in workloads.poisson_arrivals(specs, rate=5.0, seed=2)]
+    assert bookdata.arrived_rate(40, 5.0, 2) == pytest.approx(39 / times[-1])
+    assert bookdata.arrived_rate(40, 10.0, 2) == pytest.approx(2 * bookdata.arrived_rate(40, 5.0, 2))

@@ -79,3 +79,11 @@ def test_poisson_mean_rate_for_large_n():
     assert abs(measured_rate - 4.0) / 4.0 < 0.03
     with pytest.raises(ValueError):
         w.poisson_arrivals(specs, rate=0.0)
+
+
+def test_arrival_times_are_the_draws_and_scale_with_rate():
+    specs = w.mixed(50, seed=0, lengths=(4,), budget=(4, 4), vocab_size=8)
+    times = w.arrival_times(50, rate=2.0, seed=3)
+    assert list(times) == [s.arrival for s in w.poisson_arrivals(specs, rate=2.0, seed=3)]
+    # Same seed, twice the rate: the same gaps halved, so the draw's own rate doubles exactly.
+    assert np.allclose(w.arrival_times(50, rate=4.0, seed=3), times / 2)
