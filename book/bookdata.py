@@ -279,6 +279,29 @@ def capacity_pair(arrivals: pd.DataFrame):
     return w.sort_values(["rate", "n_requests"]).iloc[-1]
 
 
+def capacity_by_configuration(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> list[tuple[str, pd.DataFrame, object]]:
+    """The capacity runs by engine configuration: eager (default-pool arrivals rows), decode
+    graphs with split-KV, and every forward graphed (the beyond set's arrivals rows), all at
+    the graphed runs' highest offered rate and its request count, the newest run of each
+    repeat. Each entry: (name, runs, the `paired` row or None). Empty without graphed runs."""
+    g = beyond[beyond["experiment"] == "arrivals"] if len(beyond) and "experiment" in beyond else beyond.iloc[0:0]
+    if g.empty:
+        return []
+    top = g.sort_values(["rate", "n_requests"]).iloc[-1]
+    at_top = lambda d: d[(d["rate"] == top["rate"]) & (d["n_requests"] == top["n_requests"])]  # noqa: E731
+    g = at_top(g)
+    chunks = g["graph_chunks"].fillna(False).astype(bool) if "graph_chunks" in g else pd.Series(False, index=g.index)
+    eager = at_top(default_pool(arrivals)[0]) if len(arrivals) else arrivals
+    out = []
+    for name, rows in (("eager", eager), ("decode graphs, split-KV", g[~chunks]),
+                       ("every forward graphed, split-KV", g[chunks])):
+        if len(rows):
+            rows = latest(rows, ARRIVAL_KEYS)
+            pair = paired(rows)
+            out.append((name, rows, pair.iloc[0] if len(pair) else None))
+    return out
+
+
 def sweep_n(arrivals: pd.DataFrame):
     """The request count of the served-vs-offered sweep: the n_requests with the most offered
     rates among the default-pool rows. None if no rows."""

@@ -56,3 +56,18 @@ def test_arrived_rate_is_the_draws_own_rate():
     times = [s.arrival for s in workloads.poisson_arrivals(specs, rate=5.0, seed=2)]
     assert bookdata.arrived_rate(40, 5.0, 2) == pytest.approx(39 / times[-1])
     assert bookdata.arrived_rate(40, 10.0, 2) == pytest.approx(2 * bookdata.arrived_rate(40, 5.0, 2))
+
+
+def test_capacity_by_configuration_splits_eager_and_graphed_runs_at_the_graphed_rate():
+    eager = pd.DataFrame([_run("fused", 8.0, None, "t1"), _run("chunked", 5.0, None, "t2"),
+                          _run("fused", 4.0, None, "t3", rate=4.0), _run("chunked", 4.0, None, "t4", rate=4.0)])
+    graphed = pd.DataFrame([{**_run("fused", 11.0, None, "t5"), "experiment": "arrivals"},
+                            {**_run("chunked", 10.0, None, "t6"), "experiment": "arrivals"},
+                            {**_run("fused", 20.0, None, "t7"), "experiment": "arrivals", "graph_chunks": True},
+                            {**_run("chunked", 16.0, None, "t8"), "experiment": "arrivals", "graph_chunks": True},
+                            {**_run("fused", 1.0, None, "t9"), "experiment": "step_trace"}])
+    got = bookdata.capacity_by_configuration(eager, graphed)
+    assert [name for name, *_ in got] == ["eager", "decode graphs, split-KV", "every forward graphed, split-KV"]
+    assert [len(rows) for _, rows, _ in got] == [2, 2, 2]  # the 4/s runs and the step-trace row left out
+    assert [round(pair["gain"], 3) for *_, pair in got] == [0.6, 0.1, 0.25]
+    assert bookdata.capacity_by_configuration(eager, graphed.iloc[0:0]) == []
