@@ -183,7 +183,17 @@ def _static_provenance() -> dict:
         "transformers": _version("transformers"),
         "git_commit": git_commit(),
         "hostname": socket.gethostname(),
+        # Every device lease is a fresh machine named "vm": the boot id tells machine starts
+        # apart, so runs can be compared within one (their speed differs between them).
+        "boot_id": _boot_id(),
     }
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
 
 
 def provenance() -> dict:

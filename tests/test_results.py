@@ -81,7 +81,8 @@ def test_missing_result_set_is_empty(tmp_path):
 
 def test_provenance_fields(monkeypatch):
     p = results.provenance()
-    assert set(p) == {"gpu", "torch", "triton", "transformers", "git_commit", "hostname", "timestamp"}
+    assert set(p) == {"gpu", "torch", "triton", "transformers", "git_commit", "hostname", "boot_id", "timestamp"}
+    assert p["boot_id"] is None or len(p["boot_id"]) >= 8  # Linux: a uuid, one per boot
     assert p["gpu"] == "cpu" or p["gpu"]
     assert pd.Timestamp(p["timestamp"]).tzinfo is not None
     assert p["git_commit"] == "unknown" or len(p["git_commit"].split("+")[0]) >= 7
