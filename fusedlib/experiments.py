@@ -151,11 +151,13 @@ class HostMeter:
     mostly host work, so a run whose steps ran slow while much was stolen was slowed by the
     machine, not by its workload; a low clock says the GPU ran slow. (CUDA's synchronize
     spins, so the process's CPU time is close to its wall time; an open-loop run idles
-    between arrivals by design.)"""
+    between arrivals by design.) Before and after the run it also times the host's cost per
+    kernel launch (`launch_probe_us`), outside the run's wall time."""
 
     GPU_SAMPLE_S = 2.0
 
     def __enter__(self):
+        self._launch_before = launch_probe_us()
         self._samples, self._stop = [], threading.Event()
         self._sampler = threading.Thread(target=self._sample_gpu, daemon=True)
         self._sampler.start()
@@ -183,8 +185,28 @@ class HostMeter:
             "gpu_sm_clock_mhz_median": float(np.median(clock)) if len(clock) else None,
             "gpu_sm_clock_mhz_min": float(clock.min()) if len(clock) else None,
             "gpu_temp_c_max": float(temp.max()) if len(temp) else None,
-            "gpu_power_w_median": float(np.median(power)) if len(power) else None})
+            "gpu_power_w_median": float(np.median(power)) if len(power) else None,
+            "host_launch_us_before": self._launch_before, "host_launch_us_after": launch_probe_us()})
         return False
+
+
+def launch_probe_us(n: int = 2000, repeats: int = 3) -> float:
+    """The host's time per tiny kernel launch, in microseconds: n in-place adds to a
+    one-element tensor, synchronized, median of `repeats` after one warm-up. The GPU work is
+    nothing, so this times Python, PyTorch's dispatch and the launch: what an eager forward's
+    ~1100 launches pay each, and what differed between machines that ran the same steps at
+    different speeds. On a CPU it times dispatch and a one-element add."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.zeros(1, device=device)
+    per_launch = []
+    for _ in range(repeats + 1):
+        _sync(device)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x.add_(1.0)
+        _sync(device)
+        per_launch.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(per_launch[1:])
 
 
 def _gpu_sample() -> tuple[float, float, float] | None:

@@ -67,6 +67,23 @@ def test_host_meter_samples_the_gpu_through_the_run(monkeypatch):
     assert f["gpu_sm_clock_mhz_median"] == 1800.0 and f["gpu_power_w_median"] == 400.0
 
 
+def test_host_meter_times_the_launch_cost_outside_the_run(monkeypatch):
+    probes = iter([3.0, 4.5])
+    monkeypatch.setattr(experiments, "launch_probe_us", lambda: next(probes))
+    monkeypatch.setattr(experiments, "_gpu_sample", lambda: None)
+    with experiments.HostMeter() as meter:
+        pass
+    assert (meter.fields["host_launch_us_before"], meter.fields["host_launch_us_after"]) == (3.0, 4.5)
+
+
+def test_launch_probe_is_the_time_per_launch():
+    # 200 launches take about twice as long as 100, so the per-launch figure holds still
+    # (loosely: a shared CI machine is noisy); it is a small positive number of microseconds.
+    a, b = experiments.launch_probe_us(n=200), experiments.launch_probe_us(n=400)
+    assert 0 < a < 1000 and 0 < b < 1000
+    assert 0.2 < a / b < 5
+
+
 def test_host_meter_without_a_gpu_query_records_none(monkeypatch):
     monkeypatch.setattr(experiments, "_gpu_sample", lambda: None)
     with experiments.HostMeter() as meter:
