@@ -193,9 +193,9 @@ class HostMeter:
 def launch_probe_us(n: int = 2000, repeats: int = 3) -> float:
     """The host's time per tiny kernel launch, in microseconds: n in-place adds to a
     one-element tensor, synchronized, median of `repeats` after one warm-up. The GPU work is
-    nothing, so this times Python, PyTorch's dispatch and the launch: what an eager forward's
-    ~1100 launches pay each, and what differed between machines that ran the same steps at
-    different speeds. On a CPU it times dispatch and a one-element add."""
+    nothing, so this times Python, PyTorch's dispatch and the launch: what each of an eager
+    forward's many launches pays, and a candidate for what differed between machines that
+    ran the same steps at different speeds. On a CPU it times dispatch and a one-element add."""
     device = "cuda" if torch.cuda.is_available() else "cpu"
     x = torch.zeros(1, device=device)
     per_launch = []
