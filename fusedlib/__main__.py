@@ -21,7 +21,7 @@ from tqdm import tqdm
 from . import experiments, results
 
 EXPERIMENTS = ("gate", "kernel-gate", "layout-bench", "splitkv-sweep", "closed", "arrivals",
-               "step-trace", "sensitivity", "peer")
+               "step-trace", "step-profile", "sensitivity", "peer")
 
 
 def _list(cast):
@@ -42,6 +42,7 @@ def parser() -> argparse.ArgumentParser:
         "decode attention as rows vs packed vs split-KV; splitkv-sweep: split-KV launch shapes; closed: whole batch at t=0, wall time; arrivals: "
         "Poisson open loop, served rate and latencies; step-trace: per-step timing on the "
         "disturbance workload (and the fusion accounting once both engines are traced); "
+        "step-profile: that workload under torch.profiler, kernels and host ops per step; "
         "sensitivity: capacity across draws and long-prompt shares; peer: transformers' "
         "continuous batching on the closed-run requests"))
     p.add_argument("--profile", choices=sorted(experiments.PROFILES), default="full", help=(
@@ -78,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--attention", choices=("torch", "triton", "triton-splitkv"), default=None,
                    help="attention backend (default: the profile's, full triton, smoke torch)")
     p.add_argument("--cuda-graphs", action="store_true",
-                   help="closed, arrivals, step-trace: replay decode-only forwards from CUDA graphs")
+                   help="closed, arrivals, step-trace, step-profile: replay decode-only forwards from CUDA graphs")
     p.add_argument("--graph-chunks", action="store_true",
                    help="with --cuda-graphs: also replay forwards with prompt chunks piecewise (attention eager)")
     p.add_argument("--model", default=None,
@@ -122,8 +123,9 @@ def main(argv=None) -> None:
     common = dict(profile=a.profile, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens,
                   attention=a.attention, model=a.model)
     graphs = {"cuda_graphs": a.cuda_graphs, "graph_chunks": a.graph_chunks}
-    if (a.cuda_graphs or a.graph_chunks) and a.experiment not in ("closed", "arrivals", "step-trace"):
-        raise SystemExit(f"--cuda-graphs and --graph-chunks apply to closed, arrivals and step-trace, not {a.experiment}")
+    if (a.cuda_graphs or a.graph_chunks) and a.experiment not in ("closed", "arrivals", "step-trace", "step-profile"):
+        raise SystemExit("--cuda-graphs and --graph-chunks apply to closed, arrivals, step-trace and step-profile, "
+                         f"not {a.experiment}")
 
     if a.experiment == "gate":
         rows = experiments.gates(profile=a.profile, attentions=[a.attention] if a.attention else None,
@@ -158,6 +160,10 @@ def main(argv=None) -> None:
         _print_accounting(out, {**experiments.setup(a.profile, a.model, a.attention, a.chunk_tokens,
                                                     a.max_batch, a.cuda_graphs, a.graph_chunks).fields(),
                                 "seed": seeds[0]})
+    elif a.experiment == "step-profile":
+        runs = [(f"{e} seed {s}", dict(engine_kind=e, seed=s, **common, **graphs))
+                for e, s in itertools.product(a.engine, seeds)]
+        rows = _sweep(runs, experiments.step_profile, out)
     elif a.experiment == "sensitivity":
         rate = a.rates[0] if a.rates else None
         runs = [(f"{e}", dict(engine_kind=e, seeds=seeds, long_shares=a.long_shares, rate=rate,

@@ -457,6 +457,89 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
     return _store(out, [{**r, **prov} for r in rows])
 
 
+# ---------------------------------------------------------------------------- step profile
+STEP_MARK = "fusedlib_step_"
+
+
+def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tokens: int | None = None,
+                 warmups: int = 1, profile: str = "full", attention: str | None = None,
+                 model: str | None = None, cuda_graphs: bool = False, graph_chunks: bool = False,
+                 top_ops: int = 12, out=None) -> list[dict]:
+    """The step trace's workload once more under torch.profiler, to count what a step does:
+    the kernels and copies it puts on the GPU and their summed device time, beside its wall
+    time. The profiler's own cost lengthens every step, so these rows compare steps within
+    one run and never feed the step-time tables. Rows, told apart by `record`:
+      step  one per step: kind, profiled wall time, kernels, copies, device time
+      ops   per step kind and per quartile of that kind's steps by wall time (slowest and
+            fastest): the CPU ops with the most self time per step, so a slow step's extra
+            host work has a name
+    """
+    from bisect import bisect_right
+    from collections import Counter
+
+    from torch.profiler import ProfilerActivity, record_function
+    from torch.profiler import profile as torch_profile
+
+    s = setup(profile, model, attention, chunk_tokens, max_batch, cuda_graphs, graph_chunks)
+    key = {"experiment": "step_profile", "engine": engine_kind, **s.fields(), "seed": seed, "warmups": warmups}
+    if _already_done(out, key):
+        return []
+    engine = make_engine(s, engine_kind)
+    specs = workloads.disturbance(seed, lengths=s.spec.lengths, budget=s.spec.budget,
+                                  vocab_size=engine.cfg.vocab_size)
+    prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
+    for _ in range(warmups):
+        engine.generate(prompts, budgets)
+    first_step = len(engine.step_log)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if s.spec.device == "cuda" else [])
+    with torch_profile(activities=activities) as prof:
+        for p, b in zip(prompts, budgets):
+            engine.add_request(p, b)
+        i = 0
+        while engine.has_work():
+            with record_function(f"{STEP_MARK}{i}"):
+                engine.step()
+            i += 1
+        _sync(s.spec.device)
+    steps = engine.step_log[first_step:]
+    events = prof.events()
+    marks = sorted((e.time_range.start, e.time_range.end, int(e.name[len(STEP_MARK):]))
+                   for e in events if e.name.startswith(STEP_MARK))
+    starts = [m[0] for m in marks]
+    kernels, copies, device_us = Counter(), Counter(), Counter()
+    ops: dict[int, Counter] = {m[2]: Counter() for m in marks}
+    for e in events:
+        if e.device_type != torch.autograd.DeviceType.CPU:
+            continue  # a device event reaches us through the CPU event that launched it
+        j = bisect_right(starts, e.time_range.start) - 1
+        if j < 0 or e.time_range.start > marks[j][1]:
+            continue  # outside every step
+        step = marks[j][2]
+        # Each kernel hangs off exactly one CPU event (its launch's innermost op or, for a
+        # Triton launch outside any op, the step's own mark), so none is counted twice.
+        for k in e.kernels:
+            (copies if k.name.startswith(("Memcpy", "Memset")) else kernels)[step] += 1
+            device_us[step] += k.duration
+        if not e.name.startswith(STEP_MARK):
+            ops[step][e.name] += e.self_cpu_time_total
+    wall = {m[2]: (m[1] - m[0]) / 1e6 for m in marks}
+    rows = [{**key, "record": "step", "step": i, "kind": r.kind, "n_chunk_tokens": r.n_chunk_tokens,
+             "n_decode": r.n_decode, "n_forwards": r.n_forwards, "profiled_wall_s": wall.get(i),
+             "n_kernels": kernels[i], "n_copies": copies[i], "device_s": device_us[i] / 1e6}
+            for i, r in enumerate(steps)]
+    for kind in sorted({r.kind for r in steps}):
+        ids = sorted((i for i, r in enumerate(steps) if r.kind == kind and i in wall), key=wall.get)
+        quarter = max(1, len(ids) // 4)
+        for part, chosen in (("fastest quarter", ids[:quarter]), ("slowest quarter", ids[-quarter:])):
+            total = sum((ops[i] for i in chosen), Counter())
+            rows.append({**key, "record": "ops", "kind": kind, "part": part, "n_steps": len(chosen),
+                         "wall_s_median": float(np.median([wall[i] for i in chosen])),
+                         "top_ops": [{"op": name, "self_cpu_s_per_step": us / 1e6 / len(chosen)}
+                                     for name, us in total.most_common(top_ops)]})
+    prov = results.provenance()
+    return _store(out, [{**r, **prov} for r in rows])
+
+
 def _copy_bandwidth(device: str) -> float | None:
     if device != "cuda":
         return None  # a CPU memcpy says nothing about the GPU floor

@@ -130,5 +130,14 @@ results.append_rows('$root/gpu0/$exp/runs', rows)"
     chain 0 "
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --out $root/gpu0/arrivals/runs
       fl arrivals --engine fused,chunked --rates 40 --repeats 3 --attention triton-splitkv --cuda-graphs --graph-chunks --out $root/gpu0/beyond/arrivals" ;;
+  s7)
+    # Why the fused engine's mixed step (eager in this configuration) ran slow and ragged with
+    # decode graphs and split-KV (the beyond page): the step trace's workload under
+    # torch.profiler, kernels, copies and host ops per step, in the three configurations that
+    # tell it apart. A few minutes; rows under beyond/step_profile.
+    chain 0 "
+      fl step-profile --engine fused,chunked --out $root/gpu0/beyond/step_profile
+      fl step-profile --engine fused,chunked --attention triton-splitkv --out $root/gpu0/beyond/step_profile
+      fl step-profile --engine fused,chunked --attention triton-splitkv --cuda-graphs --out $root/gpu0/beyond/step_profile" ;;
   *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -213,3 +213,24 @@ def test_full_profile_needs_a_gpu(monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     with pytest.raises(RuntimeError, match="smoke"):
         experiments.setup("full")
+
+
+def test_step_profile_names_each_steps_work(tmp_path):
+    rows = experiments.step_profile("chunked", profile="smoke", attention="torch", top_ops=5, out=tmp_path / "p")
+    steps = [r for r in rows if r["record"] == "step"]
+    trace = experiments.step_trace("chunked", profile="smoke", attention="torch")
+    # The same workload, the same plan: the profiled run takes the step trace's steps.
+    assert [(r["kind"], r["n_decode"]) for r in steps] == \
+        [(r["kind"], r["n_decode"]) for r in trace if r["record"] == "step"]
+    assert all(r["profiled_wall_s"] > 0 for r in steps)
+    assert all(r["n_kernels"] == 0 and r["device_s"] == 0 for r in steps)  # a CPU run launches no kernel
+    ops = [r for r in rows if r["record"] == "ops"]
+    kinds = {r["kind"] for r in steps}
+    assert {(r["kind"], r["part"]) for r in ops} == {(k, p) for k in kinds for p in ("fastest quarter", "slowest quarter")}
+    for r in ops:
+        assert 0 < len(r["top_ops"]) <= 5 and all(o["self_cpu_s_per_step"] > 0 for o in r["top_ops"])
+        assert any(o["op"].startswith("aten::") for o in r["top_ops"])
+    slow = {r["kind"]: r["wall_s_median"] for r in ops if r["part"] == "slowest quarter"}
+    fast = {r["kind"]: r["wall_s_median"] for r in ops if r["part"] == "fastest quarter"}
+    assert all(slow[k] >= fast[k] for k in kinds)
+    assert experiments.step_profile("chunked", profile="smoke", attention="torch", out=tmp_path / "p") == []

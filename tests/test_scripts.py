@@ -29,5 +29,5 @@ def test_campaign_script_phases_parse():
     proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / "h200_campaign.sh")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     text = (REPO / "scripts" / "h200_campaign.sh").read_text()
-    for phase in ("calibrate)", "sweep)", "s2)", "s3)", "s4)", "s5)", "s6)"):  # the phases the README cites
+    for phase in ("calibrate)", "sweep)", "s2)", "s3)", "s4)", "s5)", "s6)", "s7)"):  # the phases the README cites
         assert f"  {phase}" in text
