@@ -121,6 +121,16 @@ def step_trace(engine: str = "fused", profile: str = "full", model: str = "", at
 
 
 @on_gpu
+def step_profile(engine: str = "fused", profile: str = "full", model: str = "", attention: str = "",
+                 cuda_graphs: bool = False, graph_chunks: bool = False) -> list[dict]:
+    """The step trace's workload under torch.profiler: kernels and host ops per step."""
+    from fusedlib import experiments
+
+    return experiments.step_profile(engine, profile=profile, model=_model(profile, model),
+                                    attention=attention or None, cuda_graphs=cuda_graphs, graph_chunks=graph_chunks)
+
+
+@on_gpu
 def closed(engine: str = "fused", workload: str = "mixed", batch_size: int = 32, seed: int = 0,
            max_batch: int = 32, chunk_tokens: int = 0, warmups: int = 2, repeats: int = 5,
            profile: str = "full", model: str = "") -> list[dict]:

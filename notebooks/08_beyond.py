@@ -29,6 +29,8 @@ engines = ["chunked", "fused"]
 # [attention, cuda_graphs, graph_chunks]
 variants = [["triton", True, False], ["triton-splitkv", False, False], ["triton-splitkv", True, False],
             ["triton-splitkv", True, True]]
+# [attention, cuda_graphs, graph_chunks] profiled step by step
+profile_variants = [["triton", False, False], ["triton-splitkv", False, False], ["triton-splitkv", True, False]]
 capacity_rate = 40.0  # requests/s, above both engines' capacity; 0 skips the capacity runs
 capacity_n = 400
 capacity_runs = 3  # runs per engine and configuration
@@ -62,6 +64,21 @@ for attention, graphs, chunks in variants:
 remote.save(rows, "beyond", "step_trace", out_dir)
 summary = pd.DataFrame([r for r in rows if r["record"] == "summary"])
 summary[["engine", "attention", "cuda_graphs", "median_decode_step_s", "median_mixed_step_s", "wall_s"]]
+
+# %% [markdown]
+# The same workload under torch.profiler, eager and with decode graphs: kernels, copies and
+# host ops per step (the profiler slows every step, so these rows count, they do not time).
+
+# %%
+profiled = []
+for attention, graphs, chunks in profile_variants:
+    if graphs and not on_gpu:
+        continue
+    profiled += remote.run_map(remote.step_profile, engines, profile=profile, attention=attention,
+                               cuda_graphs=graphs, graph_chunks=chunks, **run)
+remote.save(profiled, "beyond", "step_profile", out_dir)
+pd.DataFrame([r for r in profiled if r["record"] == "step"]).groupby(
+    ["engine", "attention", "cuda_graphs", "kind"])[["n_kernels", "profiled_wall_s"]].median()
 
 # %%
 if capacity_rate and on_gpu:

@@ -46,7 +46,8 @@ SMOKE_PARAMETERS = {
     "05_arrivals": {"rates": [100, 400], "n_requests": 16, "small_pool_rates": [100], "capacity_runs": 2},
     "06_sensitivity": {"seeds": [0, 1], "long_shares": [0.0, 0.4], "n_requests": 16},
     "07_peer": {"batch_size": 16, "rates": [400.0], "n_requests": 16},
-    "08_beyond": {"engines": ["fused"]},  # split-KV on the Triton interpreter: about a minute an engine
+    # split-KV on the Triton interpreter: about a minute an engine; the profiled run with torch attention
+    "08_beyond": {"engines": ["fused"], "profile_variants": [["torch", False, False]]},
 }
 
 
