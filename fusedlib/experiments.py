@@ -464,11 +464,14 @@ STEP_MARK = "fusedlib_step_"
 def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tokens: int | None = None,
                  warmups: int = 1, profile: str = "full", attention: str | None = None,
                  model: str | None = None, cuda_graphs: bool = False, graph_chunks: bool = False,
-                 top_ops: int = 12, out=None) -> list[dict]:
+                 profiled_steps: int = 120, top_ops: int = 12, out=None) -> list[dict]:
     """The step trace's workload once more under torch.profiler, to count what a step does:
     the kernels and copies it puts on the GPU and their summed device time, beside its wall
     time. The profiler's own cost lengthens every step, so these rows compare steps within
-    one run and never feed the step-time tables. Rows, told apart by `record`:
+    one run and never feed the step-time tables. Only the first `profiled_steps` steps (the
+    admission waves, where the mixed steps are) are profiled, since reading back a full
+    model's events costs time per event; the rest of the run finishes unprofiled. Rows, told
+    apart by `record`:
       step  one per step: kind, profiled wall time, kernels, copies, device time
       ops   per step kind and per quartile of that kind's steps by wall time (slowest and
             fastest): the CPU ops with the most self time per step, so a slow step's extra
@@ -496,12 +499,13 @@ def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tok
         for p, b in zip(prompts, budgets):
             engine.add_request(p, b)
         i = 0
-        while engine.has_work():
+        while engine.has_work() and i < profiled_steps:
             with record_function(f"{STEP_MARK}{i}"):
                 engine.step()
             i += 1
         _sync(s.spec.device)
-    steps = engine.step_log[first_step:]
+    engine.run_until_done()  # every admitted request finishes; its pool blocks come back
+    steps = engine.step_log[first_step:first_step + i]
     events = prof.events()
     marks = sorted((e.time_range.start, e.time_range.end, int(e.name[len(STEP_MARK):]))
                    for e in events if e.name.startswith(STEP_MARK))

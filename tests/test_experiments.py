@@ -234,3 +234,6 @@ def test_step_profile_names_each_steps_work(tmp_path):
     fast = {r["kind"]: r["wall_s_median"] for r in ops if r["part"] == "fastest quarter"}
     assert all(slow[k] >= fast[k] for k in kinds)
     assert experiments.step_profile("chunked", profile="smoke", attention="torch", out=tmp_path / "p") == []
+    # A window of steps: only those are profiled and get rows.
+    few = experiments.step_profile("chunked", profile="smoke", attention="torch", profiled_steps=10)
+    assert [r["step"] for r in few if r["record"] == "step"] == list(range(10))
