@@ -401,6 +401,18 @@ def sensitivity(engine_kind: str, seeds=(0, 1, 2), long_shares=(0.0, 0.2, 0.4),
 
 
 # ---------------------------------------------------------------------------- step trace
+def _warm_on_disturbance(s: Setup, engine_kind: str, seed: int, warmups: int, **engine_kw):
+    """An engine with the disturbance workload's requests run through it `warmups` times:
+    (engine, prompts, budgets), ready for the measured pass."""
+    engine = make_engine(s, engine_kind, **engine_kw)
+    specs = workloads.disturbance(seed, lengths=s.spec.lengths, budget=s.spec.budget,
+                                  vocab_size=engine.cfg.vocab_size)
+    prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
+    for _ in range(warmups):
+        engine.generate(prompts, budgets)
+    return engine, prompts, budgets
+
+
 def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tokens: int | None = None,
                warmups: int = 1, profile: str = "full", attention: str | None = None,
                model: str | None = None, cuda_graphs: bool = False, graph_chunks: bool = False,
@@ -417,12 +429,7 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
            "warmups": warmups}
     if _already_done(out, key):
         return []
-    engine = make_engine(s, engine_kind, trace=True)
-    specs = workloads.disturbance(seed, lengths=s.spec.lengths, budget=s.spec.budget,
-                                  vocab_size=engine.cfg.vocab_size)
-    prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
-    for _ in range(warmups):
-        engine.generate(prompts, budgets)
+    engine, prompts, budgets = _warm_on_disturbance(s, engine_kind, seed, warmups, trace=True)
     first_step = len(engine.step_log)
     with HostMeter() as host:
         t0 = engine.clock()
@@ -487,12 +494,7 @@ def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tok
     key = {"experiment": "step_profile", "engine": engine_kind, **s.fields(), "seed": seed, "warmups": warmups}
     if _already_done(out, key):
         return []
-    engine = make_engine(s, engine_kind)
-    specs = workloads.disturbance(seed, lengths=s.spec.lengths, budget=s.spec.budget,
-                                  vocab_size=engine.cfg.vocab_size)
-    prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
-    for _ in range(warmups):
-        engine.generate(prompts, budgets)
+    engine, prompts, budgets = _warm_on_disturbance(s, engine_kind, seed, warmups)
     first_step = len(engine.step_log)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if s.spec.device == "cuda" else [])
     with torch_profile(activities=activities) as prof:
