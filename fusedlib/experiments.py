@@ -508,15 +508,15 @@ def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tok
         _sync(s.spec.device)
     engine.run_until_done()  # every admitted request finishes; its pool blocks come back
     steps = engine.step_log[first_step:first_step + i]
-    events = prof.events()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU]
+    # (On a GPU the profiler repeats each mark as a device-side annotation on the GPU's own
+    # clock; only the host-side one bounds the step's host events.)
     marks = sorted((e.time_range.start, e.time_range.end, int(e.name[len(STEP_MARK):]))
                    for e in events if e.name.startswith(STEP_MARK))
     starts = [m[0] for m in marks]
     kernels, copies, device_us = Counter(), Counter(), Counter()
     ops: dict[int, Counter] = {m[2]: Counter() for m in marks}
-    for e in events:
-        if e.device_type != torch.autograd.DeviceType.CPU:
-            continue  # a device event reaches us through the CPU event that launched it
+    for e in events:  # a device event reaches us through the CPU event that launched it
         j = bisect_right(starts, e.time_range.start) - 1
         if j < 0 or e.time_range.start > marks[j][1]:
             continue  # outside every step
