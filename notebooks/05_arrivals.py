@@ -46,12 +46,12 @@ if backend == "local" and not torch.cuda.is_available():
 
 import pandas as pd
 
-from fusedlib import remote
+from fusedlib.bench import remote
 
 run = dict(backend=backend, gpu=gpu)
 
 # %%
-from fusedlib import experiments
+from fusedlib.bench import runs as experiments
 
 spec = experiments.PROFILES[profile]
 rates = list(rates) or list(spec.rates)

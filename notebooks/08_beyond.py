@@ -47,7 +47,7 @@ if backend == "local" and not torch.cuda.is_available():
 
 import pandas as pd
 
-from fusedlib import remote
+from fusedlib.bench import remote
 
 run = dict(backend=backend, gpu=gpu)
 on_gpu = backend == "modal" or torch.cuda.is_available()

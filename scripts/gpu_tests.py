@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fusedlib import results
+from fusedlib.bench import rows as results
 
 DEFAULT_PATHS = ["tests/test_graphs.py", "tests/test_engine_gpu.py", "tests/attention"]
 

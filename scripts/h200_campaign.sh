@@ -4,7 +4,7 @@
 # runs (4/s, the chunked engine at 5/s, the graphs+split-KV capacity runs), which s4 took with the
 # capacity with every forward graphed; session 4 ran s4 (four commands: see its comment) and
 # started s5, which its time limit cut off before the first row.
-# It drives only the CLI (`python -m fusedlib ...`). calibrate and sweep ran on a machine with
+# It drives only the CLI (`python -m fusedlib.bench ...`). calibrate and sweep ran on a machine with
 # two GPUs, one job per GPU; s2 and s3 on one GPU. A comparison between the engines never crosses GPUs:
 # both engines of a pair (same rate, same batch) run one after the other on the same GPU.
 # Rows land under OUT_ROOT/gpu<N>/<experiment>/runs.{csv,jsonl} as each run finishes, so
@@ -15,7 +15,7 @@ export PYTHONUNBUFFERED=1
 # The device's copy of the tree has no .git: pass the commit in (FUSEDLIB_GIT_COMMIT=$(git
 # rev-parse --short HEAD) on the calling machine), or every row says "unknown".
 export FUSEDLIB_GIT_COMMIT=${FUSEDLIB_GIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-fl() { python3 -m fusedlib "$@" --profile "${PROFILE:-full}"; }
+fl() { python3 -m fusedlib.bench "$@" --profile "${PROFILE:-full}"; }
 export -f fl
 on() { local gpu=$1; shift; ( export CUDA_VISIBLE_DEVICES=$gpu; "$@" ) > "$root/gpu$gpu.$phase.log" 2>&1; }
 # Session 2's phases each fit one 10-minute device command: a chain stops at LIMIT seconds
@@ -86,7 +86,7 @@ case "$phase" in
     for exp in arrivals sensitivity; do
       mkdir -p "$root/gpu0/$exp"
       [ -f "$root/gpu0/$exp/runs.jsonl" ] || python3 -c "
-from fusedlib import results
+from fusedlib.bench import rows as results
 rows = [r for r in results.read_rows('data/$exp/runs')
         if not (r.get('campaign_phase') == 'calibrate' and r.get('rate') == 40.0 and r.get('pool_gib') is None)]
 results.append_rows('$root/gpu0/$exp/runs', rows)"

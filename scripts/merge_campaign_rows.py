@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from fusedlib import results
+from fusedlib.bench import rows as results
 
 IDENTITY = ("experiment", "engine", "gate", "attention", "case", "kernel", "record", "step", "rid",
             "stat", "repeat", "rate", "n_requests", "seed", "pool_gib", "workload", "batch_size",

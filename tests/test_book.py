@@ -22,8 +22,7 @@ import papermill
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "book"))
-import bookdata  # noqa: E402  (the pages' own helper: its NO_ROWS marker)
+from fusedlib.bench import analysis as bookdata
 
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 

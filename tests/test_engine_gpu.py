@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from fusedlib.engine import Engine
-from fusedlib.workloads import mixed
+from fusedlib.bench.workloads import mixed
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

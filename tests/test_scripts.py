@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fusedlib import results
+from fusedlib.bench import rows as results
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))

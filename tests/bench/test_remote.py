@@ -12,7 +12,7 @@ from pathlib import Path
 import modal
 import pytest
 
-from fusedlib import remote, results
+from fusedlib.bench import remote, rows as results
 
 REPO = Path(__file__).resolve().parent.parent
 FUNCTIONS = ["fetch_weights", "gate_remote", "kernel_gate", "layout_bench", "splitkv_sweep", "step_trace", "closed",
@@ -31,7 +31,7 @@ def test_app_functions_and_default_gpu():
 
 def test_gpu_is_overridable_at_import():
     env = {**os.environ, "FUSEDLIB_GPU": "H100"}
-    out = subprocess.run([sys.executable, "-c", "from fusedlib import remote; print(remote.closed._spec_.gpus)"],
+    out = subprocess.run([sys.executable, "-c", "from fusedlib.bench import remote; print(remote.closed._spec_.gpus)"],
                          env=env, capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "H100"
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from fusedlib import workloads as w
+from fusedlib.bench import workloads as w
 
 
 def test_mixed_is_reproducible_and_seed_dependent():

@@ -3,7 +3,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from fusedlib.metrics import summarize, token_gaps
+from fusedlib.bench.metrics import summarize, token_gaps
 
 # A hand-built timeline, every expected value worked out below by hand.
 #   A: arrives 0.0, admitted 0.5, tokens at 1.0 1.5 2.5       ttft 1.0  e2e 2.5  tpot 1.5/2 = 0.75

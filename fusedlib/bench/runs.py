@@ -32,9 +32,10 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from . import metrics, results, workloads
-from .engine import Engine
-from .weights import load_model, to_transformers
+from . import metrics, workloads
+from . import rows as results
+from ..engine import Engine
+from ..weights import load_model, to_transformers
 
 
 @dataclass(frozen=True)
@@ -549,7 +550,7 @@ def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tok
 def _copy_bandwidth(device: str) -> float | None:
     if device != "cuda":
         return None  # a CPU memcpy says nothing about the GPU floor
-    from .kernel_bench import copy_bandwidth
+    from .kernels import copy_bandwidth
 
     return copy_bandwidth(device, 2**30)
 

@@ -5,14 +5,14 @@ import sys
 import time
 from pathlib import Path
 
-from fusedlib import results
+from fusedlib.bench import rows as results
 from fusedlib.__main__ import EXPERIMENTS, parser
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "fusedlib", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fusedlib.bench", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=120, **kw)
 
 
@@ -47,7 +47,7 @@ def test_killed_campaign_leaves_valid_rows_and_resumes(tmp_path):
     rates = [50.0 + i for i in range(10)]  # 12 requests at ~50/s: ~0.25 s a run
     args = ["arrivals", "--profile", "smoke", "--engine", "fused", "--rates", ",".join(map(str, rates)),
             "--n-requests", "12", "--out", str(out)]
-    child = subprocess.Popen([sys.executable, "-m", "fusedlib", *args], cwd=REPO,
+    child = subprocess.Popen([sys.executable, "-m", "fusedlib.bench", *args], cwd=REPO,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     jsonl = Path(f"{out}.jsonl")
     deadline = time.time() + 90

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from fusedlib import results
+from fusedlib.bench import rows as results
 
 
 def _csv_rows(stem):
@@ -43,7 +43,7 @@ def test_rows_survive_a_kill_midway_and_resume_skips_them(tmp_path):
     stem = tmp_path / "campaign"
     child = textwrap.dedent(f"""
         import os
-        from fusedlib import results
+        from fusedlib.bench import rows as results
         for rate in [1, 2, 3, 4, 5]:
             if rate == 4:
                 with open({str(stem)!r} + ".jsonl", "a") as f:

@@ -31,10 +31,10 @@ import time
 
 import torch
 
-from .attention.base import DecodeMeta, PrefillMeta
-from .attention.torch_backend import TorchAttention
-from .results import provenance
-from .config import BLOCK_SIZE, PRESETS
+from ..attention.base import DecodeMeta, PrefillMeta
+from ..attention.torch_backend import TorchAttention
+from .rows import provenance
+from ..config import BLOCK_SIZE, PRESETS
 
 REL_ERR_LIMIT = 1e-2
 # The reference's prompt-length mix; decode contexts add a generated part on top.
@@ -49,7 +49,7 @@ PROFILES = {
 
 def _backends():
     # Imported here so TRITON_INTERPRET (set by callers on CPU) is read at first use.
-    from .attention.triton_backend import TritonAttention
+    from ..attention.triton_backend import TritonAttention
 
     return TritonAttention(decode_kernel="rows"), TritonAttention(decode_kernel="splitkv")
 
@@ -310,7 +310,7 @@ def splitkv_sweep(device: str | None = None, seed: int = 0, iters: int = 100,
                   profile: str = "full") -> list[dict]:
     """Split-KV launch shapes (block_n, programs per SM, warps, stages) on the layout
     bench's cache state: L2-flushed median time and error against the torch reference."""
-    from .attention.triton_backend import SplitKVConfig, TritonAttention
+    from ..attention.triton_backend import SplitKVConfig, TritonAttention
 
     device, iters, contexts, cfg, q, k, v, meta, scratch = _bench_state(device, seed, iters,
                                                                         profile)

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from . import experiments, results
+from . import rows as results, runs as experiments
 
 EXPERIMENTS = ("gate", "kernel-gate", "layout-bench", "splitkv-sweep", "closed", "arrivals",
                "step-trace", "step-profile", "sensitivity", "peer")
@@ -131,7 +131,7 @@ def main(argv=None) -> None:
         rows = experiments.gates(profile=a.profile, attentions=[a.attention] if a.attention else None,
                                  model=a.model, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens, out=out)
     elif a.experiment in ("kernel-gate", "layout-bench", "splitkv-sweep"):
-        from . import kernel_bench
+        from . import kernels as kernel_bench
 
         job = {"kernel-gate": kernel_bench.kernel_gate, "layout-bench": kernel_bench.decode_layout_bench,
                "splitkv-sweep": kernel_bench.splitkv_sweep}[a.experiment]

@@ -1,6 +1,6 @@
 """The GPU bench's functions also run on CPU at the tiny shape (interpreter), so a broken
 row builder shows up here and not on the GPU, where time is scarce."""
-from fusedlib import kernel_bench
+from fusedlib.bench import kernels as kernel_bench
 
 
 def test_kernel_gate_smoke_rows_pass_and_carry_provenance():

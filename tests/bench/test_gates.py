@@ -1,7 +1,7 @@
 """The five gates on the tiny fp32 model, and proof that they can fail."""
 import pytest
 
-from fusedlib import gates
+from fusedlib.bench import gates
 from tests.helpers import tiny_model
 
 

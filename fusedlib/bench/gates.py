@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .engine import Engine
-from .model import Qwen2Model
+from ..engine import Engine
+from ..model import Qwen2Model
 from .workloads import RequestSpec, mixed
 
 TIE_TOLERANCE = 0.02  # logit units; the reference's threshold for an exact-tie flip
@@ -137,7 +137,7 @@ def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fus
 
 
 def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport:
-    from .weights import to_transformers
+    from ..weights import to_transformers
 
     specs = gate_workload(model, n=6, seed=5)
     hf = to_transformers(model)

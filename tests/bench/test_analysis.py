@@ -7,10 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fusedlib import results
+from fusedlib.bench import rows as results
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "book"))
-import bookdata  # noqa: E402
+from fusedlib.bench import analysis as bookdata
 
 
 def _run(engine, served, repeat, timestamp, commit="c3", rate=40.0):
@@ -51,7 +50,7 @@ def test_campaigns_split_where_no_row_was_written_for_a_while(tmp_path, monkeypa
 
 
 def test_arrived_rate_is_the_draws_own_rate():
-    from fusedlib import workloads
+    from fusedlib.bench import workloads
     specs = workloads.mixed(40, seed=2, lengths=(4,), budget=(4, 4), vocab_size=8)
     times = [s.arrival for s in workloads.poisson_arrivals(specs, rate=5.0, seed=2)]
     assert bookdata.arrived_rate(40, 5.0, 2) == pytest.approx(39 / times[-1])

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import modal
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"
 GPU = os.environ.get("FUSEDLIB_GPU", "A10")
 MODEL_ID = "Qwen/Qwen2.5-1.5B"
@@ -43,7 +43,7 @@ weights_volume = modal.Volume.from_name("fusedlib-weights", create_if_missing=Tr
 def _image_env() -> dict[str, str]:
     env = {"HF_HOME": f"{WEIGHTS_MOUNT}/hf", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
     if modal.is_local():  # containers have no .git: rows carry the launching checkout's commit
-        from .results import git_commit
+        from .rows import git_commit
 
         env["FUSEDLIB_GIT_COMMIT"] = git_commit()
     return env
@@ -81,7 +81,7 @@ def fetch_weights(model_id: str = MODEL_ID) -> str:
 @on_gpu
 def gate_remote(profile: str = "full", model: str = "") -> list[dict]:
     """Every correctness gate, under the torch reference and the profile's attention backend."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.gates(profile, model=_model(profile, model))
 
@@ -89,7 +89,7 @@ def gate_remote(profile: str = "full", model: str = "") -> list[dict]:
 @on_gpu
 def kernel_gate(profile: str = "full") -> list[dict]:
     """Triton kernels against the torch reference at the model's attention shape."""
-    from fusedlib import kernel_bench
+    from fusedlib.bench import kernels as kernel_bench
 
     return kernel_bench.kernel_gate(profile=profile)
 
@@ -97,7 +97,7 @@ def kernel_gate(profile: str = "full") -> list[dict]:
 @on_gpu
 def layout_bench(profile: str = "full") -> list[dict]:
     """One decode attention call as rows, packed and split-KV on one cache state."""
-    from fusedlib import kernel_bench
+    from fusedlib.bench import kernels as kernel_bench
 
     return kernel_bench.decode_layout_bench(profile=profile)
 
@@ -105,7 +105,7 @@ def layout_bench(profile: str = "full") -> list[dict]:
 @on_gpu
 def splitkv_sweep(profile: str = "full") -> list[dict]:
     """Split-KV launch shapes on the layout bench's cache state."""
-    from fusedlib import kernel_bench
+    from fusedlib.bench import kernels as kernel_bench
 
     return kernel_bench.splitkv_sweep(profile=profile)
 
@@ -114,7 +114,7 @@ def splitkv_sweep(profile: str = "full") -> list[dict]:
 def step_trace(engine: str = "fused", profile: str = "full", model: str = "", attention: str = "",
                cuda_graphs: bool = False, graph_chunks: bool = False) -> list[dict]:
     """Sync-accurate per-step timing on the disturbance workload (attention "": the profile's)."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.step_trace(engine, profile=profile, model=_model(profile, model), attention=attention or None,
                                   cuda_graphs=cuda_graphs, graph_chunks=graph_chunks)
@@ -124,7 +124,7 @@ def step_trace(engine: str = "fused", profile: str = "full", model: str = "", at
 def step_profile(engine: str = "fused", profile: str = "full", model: str = "", attention: str = "",
                  cuda_graphs: bool = False, graph_chunks: bool = False) -> list[dict]:
     """The step trace's workload under torch.profiler: kernels and host ops per step."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.step_profile(engine, profile=profile, model=_model(profile, model),
                                     attention=attention or None, cuda_graphs=cuda_graphs, graph_chunks=graph_chunks)
@@ -135,7 +135,7 @@ def closed(engine: str = "fused", workload: str = "mixed", batch_size: int = 32,
            max_batch: int = 32, chunk_tokens: int = 0, warmups: int = 2, repeats: int = 5,
            profile: str = "full", model: str = "") -> list[dict]:
     """A closed batch timed to completion (the reference's `main`). chunk_tokens 0: the profile's."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.closed(engine, workload, batch_size, seed=seed, max_batch=max_batch,
                               chunk_tokens=chunk_tokens or None, warmups=warmups, repeats=repeats,
@@ -149,7 +149,7 @@ def arrival_rate(rate: float, engine: str = "fused", n_requests: int = 400, seed
                  cuda_graphs: bool = False, graph_chunks: bool = False, repeat: int = 0) -> list[dict]:
     """One Poisson arrival rate (pool_gib 0: the default pool; attention "": the profile's;
     repeat k > 0: the k-th extra run of the same configuration); `arrivals` maps it over rates."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.arrivals(engine, rate, n_requests=n_requests, seed=seed, pool_gib=pool_gib or None,
                                 max_batch=max_batch, chunk_tokens=chunk_tokens or None,
@@ -161,7 +161,7 @@ def arrival_rate(rate: float, engine: str = "fused", n_requests: int = 400, seed
 def sensitivity(engine: str = "fused", seeds: tuple = (0, 1, 2), long_shares: tuple = (0.0, 0.2, 0.4),
                 n_requests: int = 400, profile: str = "full", model: str = "") -> list[dict]:
     """Capacity across workload draws: seeds and shares of the longest prompts."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.sensitivity(engine, seeds=tuple(seeds), long_shares=tuple(long_shares),
                                    n_requests=n_requests, profile=profile, model=_model(profile, model))
@@ -171,7 +171,7 @@ def sensitivity(engine: str = "fused", seeds: tuple = (0, 1, 2), long_shares: tu
 def peer(batch_size: int = 64, workload: str = "mixed", seed: int = 0, profile: str = "full",
          model: str = "") -> list[dict]:
     """transformers' continuous batching on the closed run's requests, same weights."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.peer_transformers(batch_size=batch_size, workload=workload, seed=seed,
                                          profile=profile, model=_model(profile, model))
@@ -181,7 +181,7 @@ def peer(batch_size: int = 64, workload: str = "mixed", seed: int = 0, profile: 
 def peer_arrival_rate(rate: float, n_requests: int = 400, seed: int = 0, profile: str = "full",
                       model: str = "") -> list[dict]:
     """transformers' continuous batching, open loop: the arrivals experiment's requests and times."""
-    from fusedlib import experiments
+    from fusedlib.bench import runs as experiments
 
     return experiments.peer_arrivals(rate, n_requests=n_requests, seed=seed, profile=profile,
                                      model=_model(profile, model))
@@ -222,7 +222,7 @@ def run_map(fn, items, backend: str = "modal", gpu: str = GPU, **kwargs) -> list
 
 def save(rows: list[dict], experiment: str, stem: str = "runs", out_dir: str | Path = DATA) -> Path:
     """Append rows to `<out_dir>/<experiment>/<stem>.{jsonl,csv}`."""
-    from fusedlib import results
+    from fusedlib.bench import rows as results
 
     path = Path(out_dir) / experiment / stem
     results.append_rows(path, rows)

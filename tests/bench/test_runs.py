@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from fusedlib import experiments, results, workloads
+from fusedlib.bench import runs as experiments, rows as results, workloads
 from fusedlib.engine import Engine
 
 SMOKE = experiments.PROFILES["smoke"]

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from fusedlib import results, workloads
+from . import rows as results, workloads
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = (ROOT / (os.environ.get("FUSEDLIB_DATA") or "data")).resolve()  # relative: to the repo root
 PREFERRED_GPU = os.environ.get("FUSEDLIB_BOOK_GPU", "H200")
 ENGINE_COLORS = {"fused": "#1f77b4", "chunked": "#ff7f0e", "transformers": "#2ca02c"}

@@ -1,0 +1,4 @@
+"""`python -m fusedlib.bench`: the experiments' command line (fusedlib.bench.cli)."""
+from .cli import main
+
+main()
