@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fusedlib.bench import rows as results
+from fusedlib.bench.rows import append_rows, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
@@ -14,15 +14,15 @@ def test_merge_is_idempotent_and_copies_gpu_test_logs(tmp_path):
     root, data = tmp_path / "campaign", tmp_path / "data"
     rows = [{"experiment": "arrivals", "engine": e, "rate": 4.0, "n_requests": 8, "timestamp": "t0"}
             for e in ("fused", "chunked")]
-    results.append_rows(root / "gpu0" / "arrivals" / "runs", rows)
-    results.append_rows(root / "gpu1" / "arrivals" / "runs", [{**rows[0], "rate": 8.0}])
+    append_rows(root / "gpu0" / "arrivals" / "runs", rows)
+    append_rows(root / "gpu1" / "arrivals" / "runs", [{**rows[0], "rate": 8.0}])
     (root / "gpu_tests").mkdir(parents=True)
     (root / "gpu_tests" / "h200_x.log").write_text("# cmd\n3 passed\nexit status: 0\n")
     merge_campaign_rows.merge(root, data)
-    assert len(results.read_rows(data / "arrivals" / "runs")) == 3
+    assert len(read_rows(data / "arrivals" / "runs")) == 3
     assert (data / "gpu_tests" / "h200_x.log").read_text().endswith("exit status: 0\n")
     merge_campaign_rows.merge(root, data)  # again: nothing new
-    assert len(results.read_rows(data / "arrivals" / "runs")) == 3
+    assert len(read_rows(data / "arrivals" / "runs")) == 3
 
 
 def test_campaign_script_phases_parse():
