@@ -59,7 +59,8 @@ def _value(option: str):
     return convert
 
 
-def _list(option: str):
+def comma_list(option: str):
+    """The parser of a comma list of an option's values (a sweep)."""
     one = _value(option)
 
     def parse(text: str) -> list:
@@ -90,7 +91,7 @@ def parser() -> argparse.ArgumentParser:
         default = SWEEP_DEFAULTS.get(name, opt.default)
         shown = f" (default: {','.join(map(str, default))})" if name in SWEEP_DEFAULTS else (
             f" (default: {default})" if default is not None and "default:" not in opt.help else "")
-        p.add_argument(flag(name), dest=name, type=_list(name) if opt.sweep else _value(name), default=None,
+        p.add_argument(flag(name), dest=name, type=comma_list(name) if opt.sweep else _value(name), default=None,
                        metavar=name.upper() + ("S" if opt.sweep else ""),
                        help=opt.help + (", comma separated" if opt.sweep else "") + shown + NOTES.get(name, ""))
     p.add_argument("--out", default=None, help=(

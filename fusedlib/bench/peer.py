@@ -19,6 +19,18 @@ from .telemetry import HostMeter, sync
 from ..model import Qwen2Model
 
 
+def _transformers(*names: str) -> tuple:
+    """transformers' classes by name. Importing transformers imports tqdm.auto, which in a
+    notebook's kernel without ipywidgets warns that it falls back to text progress bars
+    (TqdmWarning: IProgress not found); text bars are what we want, so that one is muted."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import transformers
+    return tuple(getattr(transformers, name) for name in names)
+
+
 def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
     """The inverse mapping: our weights under transformers' names (for the reference gate
     and the transformers peer, which must run the very same weights)."""
@@ -44,8 +56,7 @@ def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
 
 def to_transformers(model: Qwen2Model):
     """A transformers Qwen2ForCausalLM holding exactly our weights, same device and dtype."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
+    Qwen2Config, Qwen2ForCausalLM = _transformers("Qwen2Config", "Qwen2ForCausalLM")
     hf_model = Qwen2ForCausalLM(Qwen2Config(**model.config.to_hf_dict()))
     hf_model.load_state_dict(to_hf_state_dict(model), strict=False)
     return hf_model.to(device=model.device, dtype=model.dtype).eval()
@@ -130,8 +141,7 @@ def _transformers_batching(spec: RunSpec, specs: workloads.Workload):
     Qwen2ForCausalLM), set up as our engine where it has the setting: at most `max_batch`
     requests and `chunk_tokens + max_batch` tokens per forward, greedy, EOS disabled, and a
     cache sized to hold every request in `specs` at once. A context manager."""
-    from transformers import GenerationConfig
-    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+    GenerationConfig, ContinuousBatchingConfig = _transformers("GenerationConfig", "ContinuousBatchingConfig")
 
     hf = to_transformers(model_for(spec))
     cb = ContinuousBatchingConfig(max_requests_per_batch=spec.max_batch,

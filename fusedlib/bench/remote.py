@@ -28,6 +28,7 @@ from pathlib import Path
 
 import modal
 
+from .cli import comma_list
 from .spec import RESULT_SETS, RunSpec
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # the image is built from a source checkout
@@ -139,10 +140,6 @@ def _data(out_dir: str | None, profile: str) -> Path:
     return Path(out_dir) if out_dir else data_dir(profile)
 
 
-def _comma(text: str, cast=str) -> list:
-    return [cast(x) for x in str(text).split(",") if x.strip()]
-
-
 # --------------------------------------------------------------- `modal run` entrypoints
 # out_dir: the rows folder (default: rows.data_dir, data/ for full in a source checkout).
 @app.local_entrypoint()
@@ -165,7 +162,7 @@ def kernels(gpu: str = GPU, profile: str = "full", out_dir: str | None = None):
 
 @app.local_entrypoint()
 def trace(engine_name: str = "chunked,fused", gpu: str = GPU, profile: str = "full", out_dir: str | None = None):
-    specs = [RunSpec.build("step_trace", engine=e, profile=profile) for e in _comma(engine_name)]
+    specs = [RunSpec.build("step_trace", engine=e, profile=profile) for e in comma_list("engine")(engine_name)]
     for rows in _on(gpu).map([[s.given()] for s in specs]):
         save(rows, RESULT_SETS["step_trace"], _data(out_dir, profile))
 
@@ -177,7 +174,7 @@ def main(engine: str = "fused", prompts: str = "mixed", mixed_seed: int = 0, bat
     """The reference's `main`: closed runs, one container per batch size."""
     specs = [RunSpec.build("closed", engine=engine, workload=prompts, seed=mixed_seed, batch_size=b,
                            max_batch=max_batch, chunk_tokens=chunk_tokens, profile=profile)
-             for b in _comma(batch_size, int)]
+             for b in comma_list("batch_size")(batch_size)]
     for rows in _on(gpu).map([[s.given()] for s in specs]):
         save(rows, RESULT_SETS["closed"], _data(out_dir, profile))
 
@@ -189,6 +186,6 @@ def arrivals(engine: str = "fused", rates: str = "4,5,6,7,8,10,20,40", n_request
     """Poisson arrival sweep, one container per rate; `--pool-gib 0.5` is the small-pool control."""
     specs = [RunSpec.build("arrivals", engine=engine, rate=r, n_requests=n_requests, seed=seed, pool_gib=pool_gib,
                            max_batch=max_batch, chunk_tokens=chunk_tokens, profile=profile)
-             for r in _comma(rates, float)]
+             for r in comma_list("rate")(rates)]
     for rows in _on(gpu).map([[s.given()] for s in specs]):
         save(rows, RESULT_SETS["arrivals"], _data(out_dir, profile))

@@ -187,27 +187,29 @@ def default_profile() -> str:
 # ------------------------------------------------------------------------------ the spec
 @dataclass(frozen=True)
 class RunSpec:
+    """Build with `RunSpec.build` (defaults and checks come from OPTIONS); None where an
+    option's default is the profile's, until `resolved()`."""
     experiment: str
     profile: str
-    engine: str = OPTIONS["engine"].default
-    model: str | None = None
-    attention: str | None = None
-    max_batch: int = OPTIONS["max_batch"].default
-    chunk_tokens: int | None = None
-    cuda_graphs: bool = False
-    graph_chunks: bool = False
-    workload: str = OPTIONS["workload"].default
-    batch_size: int = OPTIONS["batch_size"].default
-    seed: int = 0
-    warmups: int | None = None
-    repeats: int | None = None
-    rate: float | None = None
-    n_requests: int | None = None
-    pool_gib: float | None = None
-    repeat: int = 0
-    long_share: float | None = None
-    profiled_steps: int = OPTIONS["profiled_steps"].default
-    top_ops: int = OPTIONS["top_ops"].default
+    engine: str
+    model: str | None
+    attention: str | None
+    max_batch: int
+    chunk_tokens: int | None
+    cuda_graphs: bool
+    graph_chunks: bool
+    workload: str
+    batch_size: int
+    seed: int
+    warmups: int | None
+    repeats: int | None
+    rate: float | None
+    n_requests: int | None
+    pool_gib: float | None
+    repeat: int
+    long_share: float | None
+    profiled_steps: int
+    top_ops: int
 
     @classmethod
     def build(cls, experiment: str, **options) -> RunSpec:
@@ -230,7 +232,7 @@ class RunSpec:
                 raise SpecError(name, f"must be {allowed}, got {value!r}")
             if name not in takes and value != opt.default:
                 raise SpecError(name, f"does not apply to {experiment}")
-        spec = cls(experiment=experiment, **options)
+        spec = cls(experiment=experiment, **{name: options.get(name, opt.default) for name, opt in OPTIONS.items()})
         if spec.graph_chunks and not spec.cuda_graphs:
             raise SpecError("graph_chunks", "needs cuda_graphs")
         if spec.rate is None and experiment in ("arrivals", "peer_arrivals"):

@@ -66,3 +66,31 @@ def test_an_option_the_experiment_does_not_take_is_refused_unless_left_at_its_de
     with pytest.raises(SpecError, match="does not apply to gates"):
         RunSpec.build("gates", profile="smoke", max_batch=4)
     assert RunSpec.build("gates", profile="smoke", max_batch=32).experiment == "gates"
+
+
+def test_engine_imports_and_generates_without_the_harness_dependencies():
+    # The engine's runtime needs torch, triton and safetensors only: with pandas, matplotlib,
+    # modal and transformers unimportable, `import fusedlib` and a generate still work.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """
+import sys
+BLOCKED = ("pandas", "matplotlib", "modal", "transformers")
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is blocked")
+sys.meta_path.insert(0, Blocker())
+import fusedlib
+from fusedlib import Engine, load_model
+engine = Engine(load_model("tiny"), kind="fused", max_batch=4, chunk_tokens=16, attention="torch")
+out = engine.generate([[1, 2, 3], [4, 5, 6, 7]], max_new_tokens=3)
+assert [len(o) for o in out] == [3, 3], out
+assert not [m for m in sys.modules if m.split(".")[0] in BLOCKED + ("fusedlib.bench",)]
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
