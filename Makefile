@@ -35,14 +35,16 @@ help:
 venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -e '.[book,test]'
+	$(BIN)/python -m pip install -e '.[bench,book,test]'
 	@# Notebook kernels started by the book build and papermill: no TCP-transport notice.
 	@mkdir -p $(VENV)/etc/ipython
 	@echo 'c.IPKernelApp.log_level = "ERROR"' > $(VENV)/etc/ipython/ipython_kernel_config.py
 	@touch $@
 
+# --quiet: Sphinx's progress log, which includes myst's and myst-nb's whole parser
+# configuration (MdParserConfig(...), NbParserConfig(...)); warnings and errors still print.
 book: $(STAMP)
-	$(BIN)/jupyter-book build . --all -W -n --keep-going
+	$(BIN)/jupyter-book build . --all -W -n --keep-going --quiet
 	@echo
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
 
@@ -66,9 +68,12 @@ run-all: $(STAMP)
 	done
 	@echo "Executed notebooks: $(EXECUTED)/  rows: $(OUT_DIR)/"
 
+# The notebooks' headers are what `jupytext --sync` writes (tests/bench/test_notebooks.py), so
+# pairing leaves the tree clean; the paired .ipynb files are ignored. Root (a container's
+# usual user) needs --allow-root.
 lab: $(STAMP)
 	$(BIN)/jupytext --sync $(NOTEBOOKS)
-	$(BIN)/jupyter lab --notebook-dir=.
+	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean:
 	rm -rf _build

@@ -94,35 +94,3 @@ def from_hf_state_dict(hf: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[st
         sd[dst + "input_layernorm.weight"] = hf[src + "input_layernorm.weight"]
         sd[dst + "post_attention_layernorm.weight"] = hf[src + "post_attention_layernorm.weight"]
     return sd
-
-
-def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
-    """The inverse mapping: our weights under transformers' names (for the reference gate
-    and the transformers peer, which must run the very same weights)."""
-    cfg = model.config
-    ours = model.state_dict()
-    hf = {"model.embed_tokens.weight": ours["embed_tokens.weight"], "model.norm.weight": ours["norm.weight"]}
-    hf["lm_head.weight"] = ours["embed_tokens.weight"] if cfg.tie_word_embeddings else ours["lm_head.weight"]
-    q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
-    for i in range(cfg.num_layers):
-        src, dst = f"layers.{i}.", f"model.layers.{i}."
-        for kind in ("weight", "bias"):
-            qkv = ours[src + f"self_attn.qkv_proj.{kind}"]
-            for name, part in zip("qkv", qkv.split([q, kv, kv], dim=0)):
-                hf[dst + f"self_attn.{name}_proj.{kind}"] = part
-        hf[dst + "self_attn.o_proj.weight"] = ours[src + "self_attn.o_proj.weight"]
-        gate, up = ours[src + "mlp.gate_up_proj.weight"].chunk(2, dim=0)
-        hf[dst + "mlp.gate_proj.weight"], hf[dst + "mlp.up_proj.weight"] = gate, up
-        hf[dst + "mlp.down_proj.weight"] = ours[src + "mlp.down_proj.weight"]
-        hf[dst + "input_layernorm.weight"] = ours[src + "input_layernorm.weight"]
-        hf[dst + "post_attention_layernorm.weight"] = ours[src + "post_attention_layernorm.weight"]
-    return hf
-
-
-def to_transformers(model: Qwen2Model):
-    """A transformers Qwen2ForCausalLM holding exactly our weights, same device and dtype."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    hf_model = Qwen2ForCausalLM(Qwen2Config(**model.config.to_hf_dict()))
-    hf_model.load_state_dict(to_hf_state_dict(model), strict=False)
-    return hf_model.to(device=model.device, dtype=model.dtype).eval()

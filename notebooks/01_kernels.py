@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -26,31 +28,26 @@ splitkv_sweep = True  # also time the split-KV launch shapes
 out_dir = "../data-smoke"
 
 # %%
-import os
-
-import torch
-
-if backend == "local" and not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels on CPU tensors
-
 import pandas as pd
 
-from fusedlib.bench import remote
+from fusedlib.bench import remote, use_interpreter_without_gpu
+from fusedlib.bench.spec import RESULT_SETS, RunSpec
 
+use_interpreter_without_gpu()  # no GPU here: Triton kernels run on CPU tensors
 run = dict(backend=backend, gpu=gpu)
 
 # %%
-gate = remote.run(remote.kernel_gate, profile=profile, **run)
-remote.save(gate, "kernels", "kernel_gate", out_dir)
+gate = remote.run(RunSpec.build("kernel_gate", profile=profile), **run)
+remote.save(gate, RESULT_SETS["kernel_gate"], out_dir)
 pd.DataFrame(gate)[["case", "kernel", "passed", "rel_err", "max_abs_err"]]
 
 # %%
-bench = remote.run(remote.layout_bench, profile=profile, **run)
-remote.save(bench, "kernels", "layout_bench", out_dir)
+bench = remote.run(RunSpec.build("layout_bench", profile=profile), **run)
+remote.save(bench, RESULT_SETS["layout_bench"], out_dir)
 pd.DataFrame(bench)[["kernel", "median_ms", "ratio_vs_rows", "kv_bytes_floor_ms", "gpu"]]
 
 # %%
 if splitkv_sweep:
-    sweep = remote.run(remote.splitkv_sweep, profile=profile, **run)
-    remote.save(sweep, "kernels", "splitkv_sweep", out_dir)
+    sweep = remote.run(RunSpec.build("splitkv_sweep", profile=profile), **run)
+    remote.save(sweep, RESULT_SETS["splitkv_sweep"], out_dir)
     display(pd.DataFrame(sweep).sort_values("median_ms").head(8))

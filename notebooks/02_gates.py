@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -25,22 +27,17 @@ profile = "smoke"
 out_dir = "../data-smoke"
 
 # %%
-import os
-
-import torch
-
-if backend == "local" and not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels on CPU tensors
-
 import pandas as pd
 
-from fusedlib.bench import remote
+from fusedlib.bench import remote, use_interpreter_without_gpu
+from fusedlib.bench.spec import RESULT_SETS, RunSpec
 
+use_interpreter_without_gpu()  # no GPU here: Triton kernels run on CPU tensors
 run = dict(backend=backend, gpu=gpu)
 
 # %%
-rows = remote.run(remote.gate_remote, profile=profile, **run)
-remote.save(rows, "gates", "runs", out_dir)
+rows = remote.run(RunSpec.build("gates", profile=profile), **run)
+remote.save(rows, RESULT_SETS["gates"], out_dir)
 table = pd.DataFrame(rows)
 table[["gate", "attention", "passed"]]
 

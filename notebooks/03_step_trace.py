@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -26,22 +28,17 @@ engines = ["chunked", "fused"]
 out_dir = "../data-smoke"
 
 # %%
-import os
-
-import torch
-
-if backend == "local" and not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels on CPU tensors
-
 import pandas as pd
 
-from fusedlib.bench import remote
+from fusedlib.bench import remote, use_interpreter_without_gpu
+from fusedlib.bench.spec import RESULT_SETS, RunSpec
 
+use_interpreter_without_gpu()  # no GPU here: Triton kernels run on CPU tensors
 run = dict(backend=backend, gpu=gpu)
 
 # %%
-rows = remote.run_map(remote.step_trace, engines, profile=profile, **run)
-remote.save(rows, "step_trace", "runs", out_dir)
+rows = remote.run_map([RunSpec.build("step_trace", engine=e, profile=profile) for e in engines], **run)
+remote.save(rows, RESULT_SETS["step_trace"], out_dir)
 summary = pd.DataFrame([r for r in rows if r["record"] == "summary"])
 summary[["engine", "n_steps", "n_decode_steps", "n_mixed_steps", "n_chunk_steps",
          "median_decode_step_s", "median_mixed_step_s", "gap_median_s", "gap_max_s"]]

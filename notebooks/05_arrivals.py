@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -27,52 +29,39 @@ gpu = "A10"
 profile = "smoke"
 engines = ["chunked", "fused"]
 rates = []  # empty: the profile's sweep (4..40 requests/s at full size, the published grid)
-n_requests = 0  # 0: 400 at full size, 60 at smoke size
+n_requests = None  # None: the profile's, 400 at full size, 60 at smoke size
 seed = 0
 capacity_runs = 3  # runs per engine at the top rate
 max_batch = 32
-chunk_tokens = 0  # 0: the profile's chunk budget
-small_pool_gib = 0.0  # 0: 0.5 GiB at full size; smoke scales it to the tiny model's KV
+chunk_tokens = None  # None: the profile's chunk budget
+small_pool_gib = None  # None: the profile's, 0.5 GiB at full size, the same share of the tiny model's KV at smoke
 small_pool_rates = []  # empty: the sweep's two lowest rates
 out_dir = "../data-smoke"
 
 # %%
-import os
-
-import torch
-
-if backend == "local" and not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels on CPU tensors
-
 import pandas as pd
 
-from fusedlib.bench import remote
+from fusedlib.bench import remote, use_interpreter_without_gpu
+from fusedlib.bench.spec import PROFILES, RESULT_SETS, RunSpec
 
+use_interpreter_without_gpu()  # no GPU here: Triton kernels run on CPU tensors
 run = dict(backend=backend, gpu=gpu)
 
 # %%
-from fusedlib.bench import runs as experiments
-
-spec = experiments.PROFILES[profile]
-rates = list(rates) or list(spec.rates)
-n_requests = n_requests or (400 if profile == "full" else 60)
-# The reference's 0.5 GiB holds ~4.5 of its longest prompts' KV (28 KiB/token at full size);
-# at smoke size the same number of longest prompts is ~0.2 MB.
-small_pool_gib = small_pool_gib or (0.5 if profile == "full" else 2e-4)
+rates = list(rates) or list(PROFILES[profile].rates)
+small_pool_gib = small_pool_gib or PROFILES[profile].small_pool_gib
 small_pool_rates = list(small_pool_rates) or sorted(rates)[:2]
-common = dict(n_requests=n_requests, seed=seed, max_batch=max_batch, chunk_tokens=chunk_tokens,
-              profile=profile, **run)
+base = RunSpec.build("arrivals", profile=profile, rate=max(rates), n_requests=n_requests, seed=seed,
+                     max_batch=max_batch, chunk_tokens=chunk_tokens)
 
 # %%
 rows = []
 for engine in engines:
-    rows += remote.run_map(remote.arrival_rate, rates, engine=engine, **common)
+    rows += remote.run_map([base.but(engine=engine, rate=r) for r in rates], **run)
 # The extra capacity runs, engines alternating run by run (a slow stretch lands on both).
-for k in range(1, capacity_runs):
-    for engine in engines:
-        rows += remote.run(remote.arrival_rate, max(rates), engine=engine, repeat=k, **common)
+rows += remote.run([base.but(engine=engine, repeat=k) for k in range(1, capacity_runs) for engine in engines], **run)
 for engine in engines:
-    rows += remote.run_map(remote.arrival_rate, small_pool_rates, engine=engine, pool_gib=small_pool_gib,
-                           **common)
-remote.save(rows, "arrivals", "runs", out_dir)
+    rows += remote.run_map([base.but(engine=engine, rate=r, pool_gib=small_pool_gib) for r in small_pool_rates],
+                           **run)
+remote.save(rows, RESULT_SETS["arrivals"], out_dir)
 pd.DataFrame(rows)[["engine", "pool_gib", "rate", "served_rate", "queue_wait_median_s", "itl_max_s"]]

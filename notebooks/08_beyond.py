@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -38,17 +40,13 @@ capacity_graph_chunks = [False, True]  # decode graphs only; every forward graph
 out_dir = "../data-smoke"
 
 # %%
-import os
-
+import pandas as pd
 import torch
 
-if backend == "local" and not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels on CPU tensors
+from fusedlib.bench import remote, use_interpreter_without_gpu
+from fusedlib.bench.spec import RunSpec
 
-import pandas as pd
-
-from fusedlib.bench import remote
-
+use_interpreter_without_gpu()  # no GPU here: Triton kernels run on CPU tensors
 run = dict(backend=backend, gpu=gpu)
 on_gpu = backend == "modal" or torch.cuda.is_available()
 if not on_gpu:
@@ -57,11 +55,10 @@ if not on_gpu:
     print(f"no GPU here: skipping the CUDA-graph variants {skipped}")
 
 # %%
-rows = []
-for attention, graphs, chunks in variants:
-    rows += remote.run_map(remote.step_trace, engines, profile=profile, attention=attention,
-                           cuda_graphs=graphs, graph_chunks=chunks, **run)
-remote.save(rows, "beyond", "step_trace", out_dir)
+rows = remote.run_map([RunSpec.build("step_trace", engine=e, profile=profile, attention=attention,
+                                     cuda_graphs=graphs, graph_chunks=chunks)
+                       for attention, graphs, chunks in variants for e in engines], **run)
+remote.save(rows, "beyond/step_trace", out_dir)
 summary = pd.DataFrame([r for r in rows if r["record"] == "summary"])
 summary[["engine", "attention", "cuda_graphs", "median_decode_step_s", "median_mixed_step_s", "wall_s"]]
 
@@ -70,26 +67,20 @@ summary[["engine", "attention", "cuda_graphs", "median_decode_step_s", "median_m
 # host ops per step (the profiler slows every step, so these rows count, they do not time).
 
 # %%
-profiled = []
-for attention, graphs, chunks in profile_variants:
-    if graphs and not on_gpu:
-        continue
-    profiled += remote.run_map(remote.step_profile, engines, profile=profile, attention=attention,
-                               cuda_graphs=graphs, graph_chunks=chunks, **run)
-remote.save(profiled, "beyond", "step_profile", out_dir)
+profiled = remote.run_map([RunSpec.build("step_profile", engine=e, profile=profile, attention=attention,
+                                         cuda_graphs=graphs, graph_chunks=chunks)
+                           for attention, graphs, chunks in profile_variants if on_gpu or not graphs
+                           for e in engines], **run)
+remote.save(profiled, "beyond/step_profile", out_dir)
 pd.DataFrame([r for r in profiled if r["record"] == "step"]).groupby(
     ["engine", "attention", "cuda_graphs", "kind"])[["n_kernels", "profiled_wall_s"]].median()
 
 # %%
 if capacity_rate and on_gpu:
-    cap = []
-    for chunks in capacity_graph_chunks:
-        for k in range(capacity_runs):  # engines alternate, so a slow spell of the machine hits both
-            for engine in engines:
-                cap += remote.run(remote.arrival_rate, capacity_rate, engine=engine, n_requests=capacity_n,
-                                  profile=profile, attention="triton-splitkv", cuda_graphs=True,
-                                  graph_chunks=chunks, repeat=k, **run)
-    remote.save(cap, "beyond", "arrivals", out_dir)
-    # graph_chunks and repeat are in a row only when set
-    display(pd.DataFrame(cap).reindex(columns=["engine", "graph_chunks", "repeat", "served_rate",
-                                               "median_decode_step_s"]) if cap else "no new capacity rows")
+    capacity = RunSpec.build("arrivals", profile=profile, rate=capacity_rate, n_requests=capacity_n,
+                             attention="triton-splitkv", cuda_graphs=True)
+    # engines alternate, so a slow spell of the machine hits both
+    cap = remote.run([capacity.but(engine=engine, graph_chunks=chunks, repeat=k) for chunks in capacity_graph_chunks
+                      for k in range(capacity_runs) for engine in engines], **run)
+    remote.save(cap, "beyond/arrivals", out_dir)
+    display(pd.DataFrame(cap)[["engine", "graph_chunks", "repeat", "served_rate", "median_decode_step_s"]])

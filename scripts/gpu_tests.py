@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fusedlib.bench import rows as results
+from fusedlib.bench.telemetry import provenance
 
 DEFAULT_PATHS = ["tests/test_graphs.py", "tests/test_engine_gpu.py", "tests/attention"]
 
@@ -25,7 +25,7 @@ def main(root: str, name: str, paths: list[str]) -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", *paths]
     proc = subprocess.run(cmd, env={**os.environ, "FUSEDLIB_GPU_TESTS": "1"}, capture_output=True, text=True,
                           timeout=600)
-    prov = results.provenance()
+    prov = provenance()
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("\n".join([
         f"# FUSEDLIB_GPU_TESTS=1 python3 -m pytest -q -x {' '.join(paths)}",

@@ -86,10 +86,10 @@ case "$phase" in
     for exp in arrivals sensitivity; do
       mkdir -p "$root/gpu0/$exp"
       [ -f "$root/gpu0/$exp/runs.jsonl" ] || python3 -c "
-from fusedlib.bench import rows as results
-rows = [r for r in results.read_rows('data/$exp/runs')
+from fusedlib.bench.rows import append_rows, read_rows
+rows = [r for r in read_rows('data/$exp/runs')
         if not (r.get('campaign_phase') == 'calibrate' and r.get('rate') == 40.0 and r.get('pool_gib') is None)]
-results.append_rows('$root/gpu0/$exp/runs', rows)"
+append_rows('$root/gpu0/$exp/runs', rows)"
     done
     chain 0 "
       PYTHONPATH=. python3 scripts/gpu_tests.py $root h200_s3 tests/test_graphs.py

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from fusedlib.bench import rows as results
+from fusedlib.bench.rows import append_rows, read_rows
 
 IDENTITY = ("experiment", "engine", "gate", "attention", "case", "kernel", "record", "step", "rid",
             "stat", "repeat", "rate", "n_requests", "seed", "pool_gib", "workload", "batch_size",
@@ -33,12 +33,12 @@ def merge(root: Path, data: Path = Path("data")) -> dict[str, int]:
             added[str(dest)] = 1
     for src in sorted(root.glob("gpu*/*/*.jsonl")):
         stem = data / src.parent.name / src.stem
-        have = {_key(r) for r in results.read_rows(stem)}
-        rows = results.read_rows(src.with_suffix(""))
+        have = {_key(r) for r in read_rows(stem)}
+        rows = read_rows(src.with_suffix(""))
         new = [r for r in rows if _key(r) not in have]
         if new:
             stem.parent.mkdir(parents=True, exist_ok=True)
-            results.append_rows(str(stem), new)
+            append_rows(str(stem), new)
         added[str(stem)] = added.get(str(stem), 0) + len(new)
     return added
 

@@ -1,9 +1,10 @@
 """Run Triton kernels on the CPU interpreter unless GPU tests are asked for.
 
-TRITON_INTERPRET must be set before any module defining @triton.jit functions is imported,
-which is why this sits in the root conftest.
+The interpreter must be chosen before any module defining @triton.jit functions is
+imported, which is why this sits in the root conftest.
 """
 import os
 
-if os.environ.get("FUSEDLIB_GPU_TESTS") != "1":
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+from fusedlib.bench import use_interpreter_without_gpu
+
+use_interpreter_without_gpu(always=os.environ.get("FUSEDLIB_GPU_TESTS") != "1")

@@ -1,7 +1,7 @@
 import torch
 
 from fusedlib.engine import Engine
-from fusedlib.weights import to_transformers
+from fusedlib.bench.peer import to_transformers
 from tests.helpers import tiny_model
 
 
@@ -31,7 +31,8 @@ def test_logits_match_transformers_fp32():
 
 
 def test_qkv_and_gate_up_round_trip_through_hf_names():
-    from fusedlib.weights import from_hf_state_dict, to_hf_state_dict
+    from fusedlib.bench.peer import to_hf_state_dict
+    from fusedlib.weights import from_hf_state_dict
 
     model = tiny_model()
     back = from_hf_state_dict(to_hf_state_dict(model), model.config)

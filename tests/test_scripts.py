@@ -1,9 +1,10 @@
 """The campaign scripts' data path: per-GPU rows and GPU test logs fold into data/ once."""
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from fusedlib.bench import rows as results
+from fusedlib.bench.rows import append_rows, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
@@ -14,15 +15,15 @@ def test_merge_is_idempotent_and_copies_gpu_test_logs(tmp_path):
     root, data = tmp_path / "campaign", tmp_path / "data"
     rows = [{"experiment": "arrivals", "engine": e, "rate": 4.0, "n_requests": 8, "timestamp": "t0"}
             for e in ("fused", "chunked")]
-    results.append_rows(root / "gpu0" / "arrivals" / "runs", rows)
-    results.append_rows(root / "gpu1" / "arrivals" / "runs", [{**rows[0], "rate": 8.0}])
+    append_rows(root / "gpu0" / "arrivals" / "runs", rows)
+    append_rows(root / "gpu1" / "arrivals" / "runs", [{**rows[0], "rate": 8.0}])
     (root / "gpu_tests").mkdir(parents=True)
     (root / "gpu_tests" / "h200_x.log").write_text("# cmd\n3 passed\nexit status: 0\n")
     merge_campaign_rows.merge(root, data)
-    assert len(results.read_rows(data / "arrivals" / "runs")) == 3
+    assert len(read_rows(data / "arrivals" / "runs")) == 3
     assert (data / "gpu_tests" / "h200_x.log").read_text().endswith("exit status: 0\n")
     merge_campaign_rows.merge(root, data)  # again: nothing new
-    assert len(results.read_rows(data / "arrivals" / "runs")) == 3
+    assert len(read_rows(data / "arrivals" / "runs")) == 3
 
 
 def test_campaign_script_phases_parse():
@@ -31,3 +32,29 @@ def test_campaign_script_phases_parse():
     text = (REPO / "scripts" / "h200_campaign.sh").read_text()
     for phase in ("calibrate)", "sweep)", "s2)", "s3)", "s4)", "s5)", "s6)", "s7)"):  # the phases the README cites
         assert f"  {phase}" in text
+
+
+def _make_dry_run(target: str, **variables) -> list[str]:
+    """The commands `make <target>` runs, with the venv taken as installed."""
+    args = [f"{k}={v}" for k, v in {"BIN": Path(sys.executable).parent, **variables}.items()]
+    proc = subprocess.run(["make", "-n", "-o", ".venv/.fusedlib-installed", target, *args], cwd=REPO,
+                          capture_output=True, text=True, check=True)
+    return proc.stdout.splitlines()
+
+
+def test_make_book_prints_no_parser_configuration(tmp_path):
+    # The book target's build command, on a one-page book: Sphinx's progress log would print
+    # myst's whole MdParserConfig(...) and myst-nb's NbParserConfig(...).
+    (command,) = [line for line in _make_dry_run("book") if "jupyter-book build" in line]
+    (tmp_path / "_config.yml").write_text("title: t\nonly_build_toc_files: true\nexecute:\n  execute_notebooks: 'off'\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\n")
+    (tmp_path / "index.md").write_text("# A page\n\nText.\n")
+    proc = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (tmp_path / "_build" / "html" / "index.html").exists()
+    assert "ParserConfig(" not in proc.stdout + proc.stderr
+
+
+def test_make_lab_allows_root_only_as_root():
+    (command,) = [line for line in _make_dry_run("lab") if "jupyter lab" in line]
+    assert ("--allow-root" in command) == (os.getuid() == 0)

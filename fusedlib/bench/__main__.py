@@ -1,4 +1,6 @@
 """`python -m fusedlib.bench`: the experiments' command line (fusedlib.bench.cli)."""
+import sys
+
 from .cli import main
 
-main()
+sys.exit(main())

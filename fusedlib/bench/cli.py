@@ -1,108 +1,149 @@
-"""The command line: `python -m fusedlib <experiment> [options]`, a thin loop over
-`fusedlib.experiments` (and the gates / kernel bench). Comma lists sweep: every
-combination of the listed engines, rates, batch sizes, workloads and seeds is one run.
-Rows are appended to --out as each run finishes; a run whose parameters are already
-there is skipped, so rerunning a killed command resumes it.
+"""The command line: `python -m fusedlib.bench <experiment> [options]`, a thin loop over
+`fusedlib.bench.runs`. Its options are spec.OPTIONS (each declared there once). Comma lists
+sweep: every combination of the listed engines, rates, batch sizes, workloads, seeds and
+long-prompt shares is one run. Rows are appended to --out as each run finishes; a run whose
+options are all already there is skipped, so rerunning a killed command resumes it. The
+profile follows the machine (full on a CUDA GPU, smoke on a CPU); smoke rows go to
+data-smoke/, never over the published data/.
 
-    python -m fusedlib arrivals --profile smoke --rates 100,200 --n-requests 100
-    python -m fusedlib closed --engine fused,chunked --batch-size 8,32 --workload mixed,p256
-    python -m fusedlib arrivals --engine fused --rates 2,3 --pool-gib 0.5
+    python -m fusedlib.bench arrivals --rates 100,200 --n-requests 40
+    python -m fusedlib.bench closed --engine fused,chunked --batch-size 8 --workload mixed,p256
+    python -m fusedlib.bench step-trace --engine chunked,fused
+    python -m fusedlib.bench arrivals --profile full --engine fused --rates 2,3 --pool-gib 0.5   # on a GPU
 """
 from __future__ import annotations
 
 import argparse
 import itertools
-import os
+import sys
 from pathlib import Path
 
-import torch
-from tqdm import tqdm
+from .spec import OPTIONS, RESULT_SETS, RunSpec, SpecError, default_profile
 
-from . import rows as results, runs as experiments
+# Command-line experiment names -> row names (peer with --rates is the open-loop peer).
+EXPERIMENTS = {"gate": "gates", "kernel-gate": "kernel_gate", "layout-bench": "layout_bench",
+               "splitkv-sweep": "splitkv_sweep", "closed": "closed", "arrivals": "arrivals",
+               "step-trace": "step_trace", "step-profile": "step_profile", "sensitivity": "sensitivity",
+               "peer": "peer"}
+# Flags whose name is not the option's (a sweep of several values reads as a plural).
+FLAGS = {"rate": "--rates", "long_share": "--long-shares"}
+# What a sweep covers when its flag is not given (the options' own defaults otherwise).
+SWEEP_DEFAULTS = {"engine": ["fused", "chunked"], "batch_size": [8, 32], "long_share": [0.0, 0.2, 0.4]}
+# What a flag means here beyond the option itself.
+NOTES = {"seed": "; sensitivity takes them all as its draws (default 0,1,2)",
+         "repeats": "; arrivals: runs of each rate and engine, the engines alternating (default 1)",
+         "rate": "; peer: run it open loop at these rates"}
 
-EXPERIMENTS = ("gate", "kernel-gate", "layout-bench", "splitkv-sweep", "closed", "arrivals",
-               "step-trace", "step-profile", "sensitivity", "peer")
+
+def flag(option: str) -> str:
+    return FLAGS.get(option, "--" + option.replace("_", "-"))
 
 
-def _list(cast):
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage block: the message names the option
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _value(option: str):
+    """The converter for one value of an option: its type, or an error saying what it allows."""
+    opt = OPTIONS[option]
+    kind, _, allowed = opt.allowed
+
+    def convert(text: str):
+        if opt.none_ok and text.lower() == "none":
+            return None
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+    return convert
+
+
+def comma_list(option: str):
+    """The parser of a comma list of an option's values (a sweep)."""
+    one = _value(option)
+
     def parse(text: str) -> list:
-        return [cast(x) for x in text.split(",") if x.strip()]
+        values = [one(x.strip()) for x in text.split(",") if x.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"must be a comma list of {OPTIONS[option].allowed[2]}")
+        return values
     return parse
 
 
-def _share(text: str):
-    return None if text.lower() == "none" else float(text)
-
-
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m fusedlib", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="python -m fusedlib.bench", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", choices=EXPERIMENTS, help=(
-        "gate: engine correctness gates; kernel-gate: Triton kernels vs torch; layout-bench: "
-        "decode attention as rows vs packed vs split-KV; splitkv-sweep: split-KV launch shapes; closed: whole batch at t=0, wall time; arrivals: "
-        "Poisson open loop, served rate and latencies; step-trace: per-step timing on the "
-        "disturbance workload (and the fusion accounting once both engines are traced); "
-        "step-profile: that workload under torch.profiler, kernels and host ops per step; "
-        "sensitivity: capacity across draws and long-prompt shares; peer: transformers' "
-        "continuous batching on the closed-run requests"))
-    p.add_argument("--profile", choices=sorted(experiments.PROFILES), default="full", help=(
-        "full: Qwen2.5-1.5B fp16 on CUDA, Triton attention, the writeup's lengths; smoke: the "
-        "tiny model on CPU with scaled-down lengths, seconds per run (default: full)"))
-    p.add_argument("--engine", type=_list(str), default=["fused", "chunked"],
-                   help="engines, comma separated (default: fused,chunked)")
-    p.add_argument("--rates", type=_list(float), default=None,
-                   help="arrivals: Poisson rates in requests/s (default: the profile's sweep, "
-                        "full 4,5,6,7,8,10,20,40, smoke 50,100,200,400); sensitivity: its first value is the rate; "
-                        "peer: run it open loop at these rates (the arrivals requests) instead of closed batches")
-    p.add_argument("--n-requests", type=int, default=400,
-                   help="arrivals, sensitivity: requests per run (default: 400)")
-    p.add_argument("--batch-size", type=_list(int), default=[8, 32],
-                   help="closed, peer: requests per closed batch (default: 8,32)")
-    p.add_argument("--workload", type=_list(str), default=["mixed"],
-                   help="closed, peer: mixed and/or p256 (the uniform control) (default: mixed)")
-    p.add_argument("--seed", type=_list(int), default=None,
-                   help="workload and arrival seeds, one run each; sensitivity takes them all "
-                        "as its draws (default: 0; sensitivity 0,1,2)")
-    p.add_argument("--long-shares", type=_list(_share), default=[0.0, 0.2, 0.4],
-                   help="sensitivity: shares of longest-length prompts; 'none' = the plain "
-                        "mixed draw (default: 0,0.2,0.4)")
-    p.add_argument("--pool-gib", type=float, default=None,
-                   help="arrivals: cap the KV pool at this many GiB, the small-pool control "
-                        "(default: the engine's default pool)")
-    p.add_argument("--max-batch", type=int, default=32, help="batch rows (default: 32)")
-    p.add_argument("--chunk-tokens", type=int, default=None,
-                   help="prompt positions per step (default: the profile's, full 512, smoke 32)")
-    p.add_argument("--warmups", type=int, default=2, help="closed, peer: discarded runs (default: 2)")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="closed, peer: recorded runs (default: 5); arrivals: runs of each rate and engine, "
-                        "alternating the engines (default: 1)")
-    p.add_argument("--attention", choices=("torch", "triton", "triton-splitkv"), default=None,
-                   help="attention backend (default: the profile's, full triton, smoke torch)")
-    p.add_argument("--cuda-graphs", action="store_true",
-                   help="closed, arrivals, step-trace, step-profile: replay decode-only forwards from CUDA graphs")
-    p.add_argument("--graph-chunks", action="store_true",
-                   help="with --cuda-graphs: also replay forwards with prompt chunks piecewise (attention eager)")
-    p.add_argument("--model", default=None,
-                   help="preset name, checkpoint folder or hub id (default: the profile's, "
-                        "full qwen2.5-1.5b with random weights, smoke tiny)")
-    p.add_argument("--out", default=None,
-                   help="result path stem; rows go to <out>.jsonl and <out>.csv (default: "
-                        "data/<experiment>/runs for full, runs/smoke/<experiment>/runs for smoke)")
+        "gate: engine correctness gates; kernel-gate: Triton kernels vs torch; layout-bench: decode attention "
+        "as rows vs packed vs split-KV; splitkv-sweep: split-KV launch shapes; closed: whole batch at t=0, "
+        "wall time; arrivals: Poisson open loop, served rate and latencies; step-trace: per-step timing on "
+        "the disturbance workload (and the fusion accounting once both engines are traced); step-profile: "
+        "that workload under torch.profiler, kernels and host ops per step; sensitivity: capacity across "
+        "draws and long-prompt shares; peer: transformers' continuous batching on the closed-run requests "
+        "(with --rates: open loop, the arrivals requests)"))
+    for name, opt in OPTIONS.items():
+        if name == "repeat":  # arrivals' run number: --repeats runs 0..n-1
+            continue
+        if opt.default is False:
+            p.add_argument(flag(name), dest=name, action="store_true", default=None, help=opt.help)
+            continue
+        default = SWEEP_DEFAULTS.get(name, opt.default)
+        shown = f" (default: {','.join(map(str, default))})" if name in SWEEP_DEFAULTS else (
+            f" (default: {default})" if default is not None and "default:" not in opt.help else "")
+        p.add_argument(flag(name), dest=name, type=comma_list(name) if opt.sweep else _value(name), default=None,
+                       metavar=name.upper() + ("S" if opt.sweep else ""),
+                       help=opt.help + (", comma separated" if opt.sweep else "") + shown + NOTES.get(name, ""))
+    p.add_argument("--out", default=None, help=(
+        "result path stem; rows go to <out>.jsonl and <out>.csv (default: <rows folder>/<experiment>/runs, "
+        "the rows folder being $FUSEDLIB_DATA, else data/ for full and data-smoke/ for smoke)"))
     return p
 
 
-def default_out(experiment: str, profile: str, stem: str = "runs") -> str:
-    name = experiment.replace("-", "_")
-    return f"data/{name}/{stem}" if profile == "full" else f"runs/smoke/{name}/{stem}"
+def specs_from_args(a: argparse.Namespace) -> tuple[str, list[RunSpec]]:
+    """(experiment's row name, the specs of every run the command asks for). Raises SpecError."""
+    experiment = EXPERIMENTS[a.experiment]
+    if experiment == "peer" and a.rate is not None:
+        experiment = "peer_arrivals"
+    profile = a.profile or default_profile()
+    given = {name: getattr(a, name) for name in OPTIONS if getattr(a, name, None) is not None}
+    given["profile"] = profile
+    if experiment in ("peer", "peer_arrivals"):
+        given.pop("engine", None)  # transformers serves them
+    sweeps = {name: given.pop(name) for name in list(given) if OPTIONS[name].sweep}
+    for name, default in SWEEP_DEFAULTS.items():
+        if name not in sweeps and _takes(experiment, name):
+            sweeps[name] = default
+    if experiment == "sensitivity":
+        sweeps.setdefault("seed", [0, 1, 2])  # its draws
+        if len(sweeps.get("rate", [])) > 1:
+            raise SpecError("rate", "sensitivity takes one rate (above capacity)")
+    if experiment == "arrivals":
+        from .spec import PROFILES
+
+        sweeps.setdefault("rate", list(PROFILES[profile].rates))
+        runs_each = given.pop("repeats", 1)  # runs of each rate and engine
+        sweeps["repeat"] = list(range(runs_each))
+    # The order runs take. Arrivals: rate-major, so both engines of a rate finish together (a
+    # sweep cut short keeps complete pairs); within a rate the engines alternate run by run,
+    # so a slow stretch of the machine lands on both. Others: engine-major (sensitivity's
+    # draws of one engine share it).
+    order = (["rate", "seed", "repeat", "engine"] if experiment == "arrivals" else
+             ["engine", "rate", "workload", "batch_size", "seed", "long_share"])
+    names = sorted(sweeps, key=order.index)
+    specs = [RunSpec.build(experiment, **given, **dict(zip(names, values)))
+             for values in itertools.product(*(sweeps[n] for n in names))]
+    return experiment, specs
 
 
-def _sweep(runs: list[tuple[str, dict]], fn, out: str) -> list[dict]:
-    rows = []
-    for label, kwargs in tqdm(runs, desc=fn.__name__, unit="run"):
-        got = fn(**kwargs, out=out)
-        tqdm.write(f"{label}: " + (_headline(got) if got else f"already in {out}, skipped"))
-        rows += got
-    return rows
+def _takes(experiment: str, option: str) -> bool:
+    from .spec import EXPERIMENTS as TAKES
+
+    return option in TAKES[experiment]
+
+
+def _label(spec: RunSpec, swept: list[str]) -> str:
+    return " ".join(f"{n.replace('_', ' ')} {getattr(spec, n)}" for n in swept) or spec.experiment
 
 
 def _headline(rows: list[dict]) -> str:
@@ -113,90 +154,52 @@ def _headline(rows: list[dict]) -> str:
     return f"{len(rows)} rows"
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
+    from . import use_interpreter_without_gpu
+
     a = parser().parse_args(argv)
-    if not torch.cuda.is_available():  # Triton kernels then run on the interpreter; read at
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # their first import, below
-    # The open-loop peer (peer with --rates) keeps its rows beside the closed ones, in their own file.
-    out = a.out or default_out(a.experiment, a.profile, "arrivals" if a.experiment == "peer" and a.rates else "runs")
-    seeds = a.seed or ([0, 1, 2] if a.experiment == "sensitivity" else [0])
-    common = dict(profile=a.profile, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens,
-                  attention=a.attention, model=a.model)
-    graphs = {"cuda_graphs": a.cuda_graphs, "graph_chunks": a.graph_chunks}
-    if (a.cuda_graphs or a.graph_chunks) and a.experiment not in ("closed", "arrivals", "step-trace", "step-profile"):
-        raise SystemExit("--cuda-graphs and --graph-chunks apply to closed, arrivals, step-trace and step-profile, "
-                         f"not {a.experiment}")
+    use_interpreter_without_gpu()  # before the first Triton kernel is imported (in runs)
+    from . import rows, runs
 
-    if a.experiment == "gate":
-        rows = experiments.gates(profile=a.profile, attentions=[a.attention] if a.attention else None,
-                                 model=a.model, max_batch=a.max_batch, chunk_tokens=a.chunk_tokens, out=out)
-    elif a.experiment in ("kernel-gate", "layout-bench", "splitkv-sweep"):
-        from . import kernels as kernel_bench
-
-        job = {"kernel-gate": kernel_bench.kernel_gate, "layout-bench": kernel_bench.decode_layout_bench,
-               "splitkv-sweep": kernel_bench.splitkv_sweep}[a.experiment]
-        rows = job(profile=a.profile)
-        results.append_rows(out, rows)
-    elif a.experiment == "closed":
-        runs = [(f"{e} {w} batch {b} seed {s}",
-                 dict(engine_kind=e, workload=w, batch_size=b, seed=s, warmups=a.warmups,
-                      repeats=a.repeats or 5, **common, **graphs))
-                for e, w, b, s in itertools.product(a.engine, a.workload, a.batch_size, seeds)]
-        rows = _sweep(runs, experiments.closed, out)
-    elif a.experiment == "arrivals":
-        rates = a.rates or experiments.PROFILES[a.profile].rates
-        runs = [(f"{e} rate {r} seed {s}" + (f" repeat {k}" if k else ""),
-                 dict(engine_kind=e, rate=r, n_requests=a.n_requests, seed=s, pool_gib=a.pool_gib, repeat=k,
-                      **common, **graphs))
-                # rate-major, so both engines of a rate finish together: a sweep cut short
-                # keeps complete pairs; within a rate the engines alternate run by run, so a
-                # slow stretch of the machine lands on both
-                for r, s, k, e in itertools.product(rates, seeds, range(a.repeats or 1), a.engine)]
-        rows = _sweep(runs, experiments.arrivals, out)
-    elif a.experiment == "step-trace":
-        runs = [(f"{e} seed {s}", dict(engine_kind=e, seed=s, **common, **graphs))
-                for e, s in itertools.product(a.engine, seeds)]
-        rows = _sweep(runs, experiments.step_trace, out)
-        _print_accounting(out, {**experiments.setup(a.profile, a.model, a.attention, a.chunk_tokens,
-                                                    a.max_batch, a.cuda_graphs, a.graph_chunks).fields(),
-                                "seed": seeds[0]})
-    elif a.experiment == "step-profile":
-        runs = [(f"{e} seed {s}", dict(engine_kind=e, seed=s, **common, **graphs))
-                for e, s in itertools.product(a.engine, seeds)]
-        rows = _sweep(runs, experiments.step_profile, out)
-    elif a.experiment == "sensitivity":
-        rate = a.rates[0] if a.rates else None
-        runs = [(f"{e}", dict(engine_kind=e, seeds=seeds, long_shares=a.long_shares, rate=rate,
-                              n_requests=a.n_requests, **common)) for e in a.engine]
-        rows = _sweep(runs, experiments.sensitivity, out)
-    else:  # peer: transformers has its own attention
-        common.pop("attention")
-        if a.rates:  # open loop: the arrivals experiment's requests and arrival times
-            runs = [(f"transformers rate {r} seed {s}", dict(rate=r, n_requests=a.n_requests, seed=s, warmups=a.warmups, **common))
-                    for r, s in itertools.product(a.rates, seeds)]
-            rows = _sweep(runs, experiments.peer_arrivals, out)
-        else:  # closed batches
-            runs = [(f"transformers {w} batch {b} seed {s}",
-                     dict(workload=w, batch_size=b, seed=s, warmups=a.warmups, repeats=a.repeats or 5, **common))
-                    for w, b, s in itertools.product(a.workload, a.batch_size, seeds)]
-            rows = _sweep(runs, experiments.peer_transformers, out)
-    print(f"{len(rows)} new rows -> {Path(out)}.jsonl")
+    try:
+        experiment, specs = specs_from_args(a)
+        specs = [runs.check_here(s) for s in specs]  # every run checked before the first row
+    except SpecError as e:
+        name = "--experiment" if e.option == "experiment" else flag(e.option)
+        sys.stderr.write(f"python -m fusedlib.bench: error: {name} {e.message}\n")
+        return 2
+    out = a.out or str(rows.data_dir(specs[0].profile) / RESULT_SETS[experiment])
+    swept = [n for n in ("engine", "rate", "workload", "batch_size", "seed", "long_share", "repeat")
+             if len({getattr(s, n) for s in specs}) > 1]
+    new_rows = []
+    if experiment == "sensitivity":
+        new_rows = runs.run(specs, out)
+    else:
+        for spec in specs:
+            got = runs.run(spec, out)
+            print(f"{_label(spec, swept)}: " + (_headline(got) if got else f"already in {out}, skipped"), flush=True)
+            new_rows += got
+    print(f"{len(new_rows)} new rows -> {Path(out)}.jsonl")
+    if experiment == "step_trace":
+        _print_accounting(out, specs[0])
+    return 0
 
 
-def _print_accounting(out: str, settings: dict) -> None:
+def _print_accounting(out: str, spec: RunSpec) -> None:
     """Once both engines' traces of these settings are in `out`, print the writeup's
     fusion arithmetic."""
-    df = results.load(out)
-    for name, value in settings.items():
-        df = df[df[name] == value]
-    if not {"chunked", "fused"} <= set(df["engine"]):
+    import pandas as pd
+
+    from . import metrics, rows
+    from .spec import stored_options
+
+    wanted = {k: v for k, v in spec.options().items() if k != "engine"}
+    same = [r for r in rows.read_rows(out)
+            if {k: v for k, v in (stored_options(r) or {}).items() if k != "engine"} == wanted]
+    df = pd.DataFrame(same)
+    if df.empty or not {"chunked", "fused"} <= set(df["engine"]):
         return
-    rows = experiments.accounting(df[df["engine"] == "chunked"], df[df["engine"] == "fused"])
-    fusion = rows[-1]
+    fusion = metrics.accounting(df[df["engine"] == "chunked"], df[df["engine"] == "fused"])[-1]
     print(f"fusion accounting: {fusion['loaded_steps']} loaded steps x "
           f"{fusion['saved_per_loaded_step_s'] * 1e3:.2f} ms saved = {fusion['saved_total_s']:.3f} s, "
           f"{fusion['share_of_run']:.1%} of the chunked run's {fusion['run_time_chunked_s']:.3f} s")
-
-
-if __name__ == "__main__":
-    main()

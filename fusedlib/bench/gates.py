@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..config import BLOCK_SIZE
 from ..engine import Engine
 from ..model import Qwen2Model
 from .workloads import RequestSpec, mixed
@@ -102,7 +103,7 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | N
 def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused") -> GateReport:
     specs = gate_workload(model, n=10, seed=3)
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
-    blocks = 2 * -(-longest // 16)  # room for about two of the largest requests at once
+    blocks = 2 * -(-longest // BLOCK_SIZE)  # room for about two of the largest requests at once
     engine = Engine(model, kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
     steps = 0
@@ -126,7 +127,7 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
 def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused") -> GateReport:
     specs = gate_workload(model, n=10, seed=4)
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
-    blocks = 3 * -(-longest // 16)  # small, so freed (poisoned) blocks are handed out again
+    blocks = 3 * -(-longest // BLOCK_SIZE)  # small, so freed (poisoned) blocks are handed out again
     kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8)
     _, clean = _run(model, specs, **kw)
     poisoned_engine, poisoned = _run(model, specs, poison_freed=True, **kw)
@@ -137,7 +138,7 @@ def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fus
 
 
 def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport:
-    from ..weights import to_transformers
+    from .peer import to_transformers
 
     specs = gate_workload(model, n=6, seed=5)
     hf = to_transformers(model)

@@ -20,7 +20,7 @@ the torch reference.
 The "smoke" profile runs the same code at the tiny model's shape and small contexts, so
 it finishes on the CPU interpreter in seconds; its numbers mean nothing.
 
-    python -m fusedlib kernel-gate | layout-bench | splitkv-sweep [--profile smoke]
+    python -m fusedlib.bench kernel-gate | layout-bench | splitkv-sweep [--profile smoke]
 """
 from __future__ import annotations
 
@@ -31,18 +31,18 @@ import time
 
 import torch
 
+from .telemetry import provenance
+from .workloads import MIXED_LENGTHS
 from ..attention.base import DecodeMeta, PrefillMeta
 from ..attention.torch_backend import TorchAttention
-from .rows import provenance
 from ..config import BLOCK_SIZE, PRESETS
 
 REL_ERR_LIMIT = 1e-2
-# The reference's prompt-length mix; decode contexts add a generated part on top.
-PROMPT_LENGTHS = (16, 64, 256, 1024, 4096)
+# Decode contexts: the mixed workload's prompt lengths plus a generated part.
 MAX_GENERATED = 128
 PROFILES = {
     # (model preset, prompt lengths, decode tokens per call)
-    "full": ("qwen2.5-1.5b", PROMPT_LENGTHS, 32),
+    "full": ("qwen2.5-1.5b", MIXED_LENGTHS, 32),
     "smoke": ("tiny", (4, 16, 40), 8),
 }
 
@@ -107,7 +107,7 @@ def decode_case(context_lens, num_heads, num_kv_heads, head_dim, dtype, device, 
     return q.to(dtype), k_cache, v_cache, meta
 
 
-def mixed_decode_contexts(num_requests: int, seed: int, prompt_lengths=PROMPT_LENGTHS,
+def mixed_decode_contexts(num_requests: int, seed: int, prompt_lengths=MIXED_LENGTHS,
                           max_generated: int = MAX_GENERATED) -> list[int]:
     """Seeded decode contexts: a prompt length from the mix plus 1..max_generated tokens
     generated so far (the token being decoded included)."""

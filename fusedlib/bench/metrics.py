@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
 
@@ -85,3 +86,30 @@ def summarize(records) -> dict:
         **_stats("e2e", e2e),
         **_stats("queue_wait", queue, which=("median", "p90")),
     }
+
+
+def accounting(trace_rows_chunked, trace_rows_fused) -> list[dict]:
+    """The writeup's arithmetic on two step traces (rows or DataFrames of step_trace):
+    fusion refunds only the steps that ran two forwards, so
+      saved = (median mixed step, chunked - fused) x number of mixed steps,
+    and its share of the chunked run's step time predicts the closed-loop gain.
+    Rows: one per (engine, kind) with count and median/total time, then one 'fusion' row."""
+    steps = {}
+    for engine, rows in (("chunked", trace_rows_chunked), ("fused", trace_rows_fused)):
+        df = pd.DataFrame(rows)
+        steps[engine] = df[df["record"] == "step"] if "record" in df else df
+    out = []
+    for engine, df in steps.items():
+        for kind, g in df.groupby("kind"):
+            out.append({"record": "kind", "engine": engine, "kind": kind, "n_steps": len(g),
+                        "median_s": float(g["duration_s"].median()), "total_s": float(g["duration_s"].sum())})
+    mixed_c, mixed_f = (steps[e].loc[steps[e]["kind"] == "mixed", "duration_s"] for e in ("chunked", "fused"))
+    saved_per = float(mixed_c.median() - mixed_f.median())
+    run_time = float(steps["chunked"]["duration_s"].sum())
+    out.append({"record": "fusion", "loaded_steps": len(mixed_c), "loaded_steps_fused": len(mixed_f),
+                "median_loaded_chunked_s": float(mixed_c.median()),
+                "median_loaded_fused_s": float(mixed_f.median()),
+                "saved_per_loaded_step_s": saved_per, "saved_total_s": saved_per * len(mixed_c),
+                "run_time_chunked_s": run_time, "share_of_run": saved_per * len(mixed_c) / run_time,
+                "loaded_share_of_steps": len(mixed_c) / len(steps["chunked"])})
+    return out

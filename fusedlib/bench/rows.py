@@ -14,16 +14,23 @@ import io
 import json
 import math
 import os
-import socket
-import subprocess
-from datetime import datetime, timezone
-from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[2]
+# The source checkout this package sits in, if it sits in one (an installed copy does not).
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def data_dir(profile: str) -> Path:
+    """Where an experiment's rows go unless a caller names a place: the folder in
+    $FUSEDLIB_DATA when set; else `data/` for the full profile (the published rows) and
+    `data-smoke/` for smoke (scratch, never over the published rows), in the source checkout
+    this package runs from, or in the working directory when it runs from an installed copy."""
+    if os.environ.get("FUSEDLIB_DATA"):
+        return Path(os.environ["FUSEDLIB_DATA"])
+    root = _CHECKOUT if (_CHECKOUT / "pyproject.toml").exists() else Path.cwd()
+    return root / ("data" if profile == "full" else "data-smoke")
 
 
 def _jsonable(value):
@@ -138,64 +145,3 @@ def read_rows(path_stem) -> list[dict]:
 def load(path_stem) -> pd.DataFrame:
     """All rows of a result set as a frame; an empty frame if there are none."""
     return pd.DataFrame(read_rows(path_stem))
-
-
-def done_keys(path_stem, key_fields, absent: dict | None = None) -> set[tuple]:
-    """The key tuples already on disk, so a resumed campaign can skip them. `absent` gives
-    the value a field has in a row that does not record it (an option written only when set)."""
-    absent = absent or {}
-    return {tuple(absent.get(k) if r.get(k) is None else r.get(k) for k in key_fields)
-            for r in read_rows(path_stem)}
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
-
-
-def git_commit() -> str:
-    """Short sha, "+dirty" when tracked code differs from it (data/ is excluded: the
-    campaign itself writes there). FUSEDLIB_GIT_COMMIT wins, for images without .git."""
-    if os.environ.get("FUSEDLIB_GIT_COMMIT"):
-        return os.environ["FUSEDLIB_GIT_COMMIT"]
-    try:
-        git = ["git", "-C", str(REPO)]
-        sha = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(
-            git + ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return sha + ("+dirty" if dirty else "")
-
-
-@lru_cache(maxsize=1)
-def _static_provenance() -> dict:
-    import torch
-
-    return {
-        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
-        "torch": torch.__version__,
-        "triton": _version("triton"),
-        "transformers": _version("transformers"),
-        "git_commit": git_commit(),
-        "hostname": socket.gethostname(),
-        # Every device lease is a fresh machine named "vm": the boot id tells machine starts
-        # apart, so runs can be compared within one (their speed differs between them).
-        "boot_id": _boot_id(),
-    }
-
-
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
-
-
-def provenance() -> dict:
-    """Where and with what a row was measured; the timestamp is taken at each call."""
-    return {**_static_provenance(), "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds")}

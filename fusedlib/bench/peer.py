@@ -1,0 +1,164 @@
+"""The peer: transformers' own continuous batching, on our weights, measured like our engines.
+
+`closed` and `arrivals` are the closed and open-loop runs of runs.py served by
+transformers' continuous-batching manager (the one behind `generate_batch`), with our
+weights copied into a Qwen2ForCausalLM by `to_transformers`. The gates use the same adapter
+to compare both engines with transformers' greedy generation.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from . import metrics, telemetry, workloads
+from .runs import already_done, check_here, model_for, spec_workload, store
+from .spec import RunSpec
+from .telemetry import HostMeter, sync
+from ..model import Qwen2Model
+
+
+def _transformers(*names: str) -> tuple:
+    """transformers' classes by name. Importing transformers imports tqdm.auto, which in a
+    notebook's kernel without ipywidgets warns that it falls back to text progress bars
+    (TqdmWarning: IProgress not found); text bars are what we want, so that one is muted."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import transformers
+    return tuple(getattr(transformers, name) for name in names)
+
+
+def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
+    """The inverse mapping: our weights under transformers' names (for the reference gate
+    and the transformers peer, which must run the very same weights)."""
+    cfg = model.config
+    ours = model.state_dict()
+    hf = {"model.embed_tokens.weight": ours["embed_tokens.weight"], "model.norm.weight": ours["norm.weight"]}
+    hf["lm_head.weight"] = ours["embed_tokens.weight"] if cfg.tie_word_embeddings else ours["lm_head.weight"]
+    q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+    for i in range(cfg.num_layers):
+        src, dst = f"layers.{i}.", f"model.layers.{i}."
+        for kind in ("weight", "bias"):
+            qkv = ours[src + f"self_attn.qkv_proj.{kind}"]
+            for name, part in zip("qkv", qkv.split([q, kv, kv], dim=0)):
+                hf[dst + f"self_attn.{name}_proj.{kind}"] = part
+        hf[dst + "self_attn.o_proj.weight"] = ours[src + "self_attn.o_proj.weight"]
+        gate, up = ours[src + "mlp.gate_up_proj.weight"].chunk(2, dim=0)
+        hf[dst + "mlp.gate_proj.weight"], hf[dst + "mlp.up_proj.weight"] = gate, up
+        hf[dst + "mlp.down_proj.weight"] = ours[src + "mlp.down_proj.weight"]
+        hf[dst + "input_layernorm.weight"] = ours[src + "input_layernorm.weight"]
+        hf[dst + "post_attention_layernorm.weight"] = ours[src + "post_attention_layernorm.weight"]
+    return hf
+
+
+def to_transformers(model: Qwen2Model):
+    """A transformers Qwen2ForCausalLM holding exactly our weights, same device and dtype."""
+    Qwen2Config, Qwen2ForCausalLM = _transformers("Qwen2Config", "Qwen2ForCausalLM")
+    hf_model = Qwen2ForCausalLM(Qwen2Config(**model.config.to_hf_dict()))
+    hf_model.load_state_dict(to_hf_state_dict(model), strict=False)
+    return hf_model.to(device=model.device, dtype=model.dtype).eval()
+
+
+def closed(spec: RunSpec, out=None) -> list[dict]:
+    """transformers' own continuous batching (the manager behind `generate_batch`) on the
+    closed run's requests, with our weights copied into a Qwen2ForCausalLM. The manager is
+    driven directly because `generate_batch` takes one max_new_tokens for all requests.
+    Settings mirror our engine where transformers has them: at most `max_batch` requests
+    and `chunk_tokens + max_batch` tokens per forward, a cache that holds the whole batch
+    (in transformers' default pages), EOS disabled, greedy. Rows are shaped like closed()'s,
+    with engine='transformers'."""
+    spec = check_here(spec)
+    if already_done(out, spec):
+        return []
+    key, device, batch_size = spec.row_fields(), spec.profile_spec.device, spec.batch_size
+    specs = spec_workload(spec, spec.workload, batch_size, spec.seed, model_for(spec).config.vocab_size)
+    n_out = sum(r.max_new_tokens for r in specs)
+    rows = []
+    with _transformers_batching(spec, specs) as manager:
+        for i in range(spec.warmups + spec.repeats):
+            sync(device)
+            t0 = time.perf_counter()
+            ids = [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1)
+                   for r in specs]
+            outputs = _collect(manager, ids)
+            sync(device)
+            wall = time.perf_counter() - t0
+            if i >= spec.warmups:
+                got = sum(len(outputs[k].generated_tokens) for k in ids)
+                rows.append({**key, "stat": "run", "repeat": i - spec.warmups, "wall_s": wall,
+                             "n_output_tokens": got, "output_throughput": got / wall,
+                             "request_throughput": batch_size / wall})
+    if any(r["n_output_tokens"] != n_out for r in rows):
+        raise RuntimeError("transformers generated a different number of tokens than requested")
+    wall = statistics.median(r["wall_s"] for r in rows)
+    rows.append({**rows[-1], "stat": "median", "repeat": None, "wall_s": wall,
+                 "output_throughput": n_out / wall, "request_throughput": batch_size / wall})
+    prov = telemetry.provenance()
+    return store(out, [{**r, **prov} for r in rows])
+
+
+def arrivals(spec: RunSpec, out=None) -> list[dict]:
+    """The open-loop run of `arrivals` served by transformers' continuous batching: the same
+    requests at the same Poisson arrival times, each handed to the manager at its arrival
+    (the manager batches in its own thread). Token and admission times are the manager's own
+    (`record_timestamps`; admission = the end of its pending state), so the row has the
+    same metrics.summarize fields as ours. Settings as in `closed`.
+    Before the clock starts, the manager serves `warmups` closed batches of `max_batch`
+    requests drawn with another seed: on the H200 its first batch ran 2.4x slower than the
+    next ones (session 2's closed peer), a cost our engines pay at construction."""
+    spec = check_here(spec)
+    if already_done(out, spec):
+        return []
+    vocab = model_for(spec).config.vocab_size
+    specs = workloads.poisson_arrivals(spec_workload(spec, "mixed", spec.n_requests, spec.seed, vocab),
+                                       spec.rate, seed=spec.seed)
+    warm = spec_workload(spec, "mixed", spec.max_batch, spec.seed + 1, vocab)
+    arrival = {}
+    with _transformers_batching(spec, specs + warm) as manager:
+        for _ in range(spec.warmups):
+            _collect(manager, [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1)
+                               for r in warm])
+        with HostMeter() as host:
+            t0 = time.perf_counter()
+            for r in specs:
+                time.sleep(max(0.0, t0 + r.arrival - time.perf_counter()))
+                rid = manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1,
+                                          record_timestamps=True)
+                arrival[rid] = t0 + r.arrival
+            outputs = _collect(manager, list(arrival))
+    records = [{"arrival": arrival[rid], "admitted": o.lifespan[0], "token_times": o.timestamps,
+                "prompt_len": len(o.prompt_ids)} for rid, o in outputs.items()]
+    if sum(len(o.generated_tokens) for o in outputs.values()) != sum(r.max_new_tokens for r in specs):
+        raise RuntimeError("transformers generated a different number of tokens than requested")
+    return store(out, [{**spec.row_fields(), **metrics.summarize(records), **host.fields, **telemetry.provenance()}])
+
+
+def _transformers_batching(spec: RunSpec, specs: workloads.Workload):
+    """transformers' continuous-batching manager over our weights (copied into a
+    Qwen2ForCausalLM), set up as our engine where it has the setting: at most `max_batch`
+    requests and `chunk_tokens + max_batch` tokens per forward, greedy, EOS disabled, and a
+    cache sized to hold every request in `specs` at once. A context manager."""
+    GenerationConfig, ContinuousBatchingConfig = _transformers("GenerationConfig", "ContinuousBatchingConfig")
+
+    hf = to_transformers(model_for(spec))
+    cb = ContinuousBatchingConfig(max_requests_per_batch=spec.max_batch,
+                                  max_batch_tokens=spec.chunk_tokens + spec.max_batch)
+    # Left unsized, the cache takes 90% of free device memory, or of host RAM on CPU.
+    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // cb.page_size) for r in specs)
+    gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
+    return hf.continuous_batching_context_manager(generation_config=gen, continuous_batching_config=cb,
+                                                  block=True, timeout=30)
+
+
+def _collect(manager, ids: list[str]) -> dict:
+    done, timeout_s = {}, 600
+    while len(done) < len(ids):
+        result = manager.get_result(timeout=timeout_s)
+        if result is None:
+            raise RuntimeError(f"transformers' batching manager stopped with {len(ids) - len(done)} requests left")
+        if result.is_finished():
+            done[result.request_id] = result
+    return done
