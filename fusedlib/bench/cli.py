@@ -88,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
         if opt.default is False:
             p.add_argument(flag(name), dest=name, action="store_true", default=None, help=opt.help)
             continue
+        if opt.default is True:  # on unless turned off: --no-<name>
+            p.add_argument("--no-" + flag(name)[2:], dest=name, action="store_false", default=None, help=opt.help)
+            continue
         default = SWEEP_DEFAULTS.get(name, opt.default)
         shown = f" (default: {','.join(map(str, default))})" if name in SWEEP_DEFAULTS else (
             f" (default: {default})" if default is not None and "default:" not in opt.help else "")

@@ -29,7 +29,8 @@ from ..config import PRESETS
 
 # 1: rows from before the run specification (an option missing from a row was unset).
 # 2: every option of the experiment in every row.
-SCHEMA_VERSION = 2
+# 3: adds fused_ops (rows before it ran the reference ops) and warmup (ABBA campaigns).
+SCHEMA_VERSION = 3
 
 
 class SpecError(ValueError):
@@ -80,14 +81,15 @@ ENGINES = ("fused", "chunked")
 WORKLOADS = ("mixed", "p256")
 
 # Experiments by the name their rows carry, and the options each takes (besides profile).
-_ENGINE_SETUP = ("engine", "model", "attention", "max_batch", "chunk_tokens", "cuda_graphs", "graph_chunks")
+_ENGINE_SETUP = ("engine", "model", "attention", "max_batch", "chunk_tokens", "cuda_graphs", "graph_chunks",
+                 "fused_ops")
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
     "gates": ("model", "attention"),
     "kernel_gate": (),
     "layout_bench": (),
     "splitkv_sweep": (),
     "closed": _ENGINE_SETUP + ("workload", "batch_size", "seed", "warmups", "repeats"),
-    "arrivals": _ENGINE_SETUP + ("rate", "n_requests", "seed", "pool_gib", "repeat"),
+    "arrivals": _ENGINE_SETUP + ("rate", "n_requests", "seed", "pool_gib", "repeat", "warmup"),
     "step_trace": _ENGINE_SETUP + ("seed", "warmups"),
     "step_profile": _ENGINE_SETUP + ("seed", "warmups", "profiled_steps", "top_ops"),
     "sensitivity": _ENGINE_SETUP + ("rate", "n_requests", "seed", "long_share"),
@@ -133,6 +135,11 @@ class Option:
     help: str
     sweep: bool = False  # the command line takes a comma list: one run per value
     none_ok: bool = False  # None is a value of its own (not "the profile's")
+    before: Any = None  # what a row stored before the option existed ran with (None: the default)
+
+    @property
+    def value_before(self) -> Any:
+        return self.default if self.before is None else self.before
 
 
 OPTIONS = {o.name: o for o in [
@@ -152,6 +159,9 @@ OPTIONS = {o.name: o for o in [
     Option("cuda_graphs", False, _BOOL, "replay decode-only forwards from CUDA graphs (needs a GPU)"),
     Option("graph_chunks", False, _BOOL,
            "with cuda_graphs: also replay forwards with prompt chunks piecewise (attention eager)"),
+    Option("fused_ops", True, _BOOL,
+           "the fused small-op kernels (add+RMSNorm, rotary+cache write, SiLU*mul); false: the "
+           "reference PyTorch ops of parts 7-9", before=False),
     Option("workload", "mixed", _choice(WORKLOADS), "the mixed draw, or p256 (the uniform control)", sweep=True),
     Option("batch_size", 32, _int(1), "requests per closed batch", sweep=True),
     Option("seed", 0, _int(0), "workload and arrival seed", sweep=True),
@@ -166,6 +176,7 @@ OPTIONS = {o.name: o for o in [
     Option("pool_gib", None, _number(lambda v: v > 0, "a number > 0"), "cap the KV pool at this many GiB (default: the engine's default pool)",
            none_ok=True),
     Option("repeat", 0, _int(0), "arrivals: which run of the same configuration this is (0: the first)"),
+    Option("warmup", False, _BOOL, "arrivals: a warm-up run, recorded but left out of every comparison"),
     Option("long_share", None, _number(lambda v: 0 <= v <= 1, "a number in [0, 1], or none for the plain mixed draw"),
            "sensitivity: the share of longest-length prompts in the draw (none: the plain mixed draw)",
            sweep=True, none_ok=True),
@@ -198,6 +209,7 @@ class RunSpec:
     chunk_tokens: int | None
     cuda_graphs: bool
     graph_chunks: bool
+    fused_ops: bool
     workload: str
     batch_size: int
     seed: int
@@ -207,6 +219,7 @@ class RunSpec:
     n_requests: int | None
     pool_gib: float | None
     repeat: int
+    warmup: bool
     long_share: float | None
     profiled_steps: int
     top_ops: int
@@ -286,7 +299,7 @@ def stored_options(row: dict) -> dict | None:
         return None
     out = {"experiment": experiment, "profile": row.get("profile")}
     for name in EXPERIMENTS[experiment]:
-        out[name] = row[name] if name in row else OPTIONS[name].default
+        out[name] = row[name] if name in row else OPTIONS[name].value_before
     if experiment in ("peer", "peer_arrivals"):
         out.update(engine=row.get("engine"), attention=row.get("attention"))
     return out
