@@ -245,7 +245,7 @@ GPU_COMPILE = textwrap.dedent("""
     INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
                   "block_tables_ptr", "rows_ptr"}
     INT64 = {"slot_mapping_ptr"}
-    FP32 = {"partials_ptr", "cos_ptr", "sin_ptr"}
+    FP32 = {"partials_ptr"}
 
     def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2):
         signature = {}
