@@ -33,6 +33,7 @@ MAX_SPLITS = 64
 # Default: split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
 # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
 PROGRAMS_PER_SM = 8
+REDUCE_BLOCK_S = 16  # split partials the balanced reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
 KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel,
@@ -258,7 +259,6 @@ class TritonAttention:
         )
         balanced_reduce_kernel[(num_reqs, num_heads)](
             partials, meta.context_lens, out, max_splits, out.stride(0), out.stride(1),
-            HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=triton.next_power_of_2(max_splits),
-            num_warps=4,
+            HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

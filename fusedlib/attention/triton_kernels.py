@@ -320,9 +320,9 @@ def balanced_reduce_kernel(
     stride_o_tok, stride_o_head,
     HEAD_DIM: tl.constexpr,
     BLOCK_N: tl.constexpr,  # the decode kernel's, to recount the request's used splits
-    BLOCK_S: tl.constexpr,  # max_splits rounded up to a power of two
+    BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
 ):
-    """Merge one (request, head)'s used split partials in a single tile."""
+    """Merge one (request, head)'s used split partials, BLOCK_S at a time."""
     req = tl.program_id(0)
     head = tl.program_id(1)
     row = req * tl.num_programs(1) + head
@@ -330,12 +330,22 @@ def balanced_reduce_kernel(
     _, _, used = _balanced_split(context_len, 0, max_splits, BLOCK_N)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
-    valid = offs_s < used
-    split_ptr = partials_ptr + (row * max_splits + offs_s).to(tl.int64) * (HEAD_DIM + PARTIAL_EXTRA)
-    m = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG)
-    total = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0)
-    acc = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0)
-    weight = tl.where(valid, tl.exp2(m - tl.max(m, axis=0)), 0.0)
-    merged = tl.sum(acc * weight[:, None], axis=0) / tl.sum(total * weight, axis=0)
+    m = tl.full([1], NEG_BIG, tl.float32)
+    total = tl.zeros([1], tl.float32)
+    acc = tl.zeros([HEAD_DIM], tl.float32)
+    for first in range(0, used, BLOCK_S):
+        valid = first + offs_s < used
+        split_ptr = partials_ptr + (row * max_splits + first + offs_s).to(tl.int64) \
+            * (HEAD_DIM + PARTIAL_EXTRA)
+        m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG)
+        sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0)
+        acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0)
+        m_new = tl.maximum(m, tl.max(m_s, axis=0))
+        keep = tl.exp2(m - m_new)
+        take = tl.where(valid, tl.exp2(m_s - m_new), 0.0)
+        total = total * keep + tl.sum(sum_s * take, axis=0)
+        acc = acc * keep + tl.sum(acc_s * take[:, None], axis=0)
+        m = m_new
+    # Every request has at least one key, so total > 0.
     tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,
-             merged.to(out_ptr.dtype.element_ty))
+             (acc / total).to(out_ptr.dtype.element_ty))

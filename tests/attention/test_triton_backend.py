@@ -152,10 +152,12 @@ def test_splitkv_any_split_count(num_sms):
 @pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (64, 16), (64, 64)])
 def test_balanced_any_split_count(num_sms, block_n):
     """One split per request, a few, and more splits than a short request has tiles (those
-    store nothing and the reduce must skip them); tiles of one and several cache blocks."""
+    store nothing and the reduce must skip them); tiles of one and several cache blocks.
+    The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
+    merges per iteration."""
     from fusedlib.attention.triton_backend import SplitKVConfig
 
-    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS, 4, 2, torch.float32, seed=5)
+    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [600], 4, 2, torch.float32, seed=5)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
     backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,
                               splitkv=SplitKVConfig(block_n=block_n))
@@ -238,7 +240,7 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
     from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N,
-                                                   SPLITKV_BLOCK_N, SplitKVConfig)
+                                                   REDUCE_BLOCK_S, SPLITKV_BLOCK_N, SplitKVConfig)
     from fusedlib.ops import activation, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -291,7 +293,7 @@ GPU_COMPILE = textwrap.dedent("""
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=balanced.block_n,
             KV_BLOCK_SIZE=16, DOT_PRECISION=precision), balanced.num_warps, balanced.num_stages)
         compile_for_arch(K.balanced_reduce_kernel, dtype, dict(
-            HEAD_DIM=head_dim, BLOCK_N=balanced.block_n, BLOCK_S=32), 4)
+            HEAD_DIM=head_dim, BLOCK_N=balanced.block_n, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
 
 
