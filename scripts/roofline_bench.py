@@ -45,7 +45,7 @@ PROFILES = {
 }
 TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
 BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
-                  for block_n in (16, 32, 64, 128) for per_sm in (2, 4, 8)
+                  for block_n in (16, 32, 64, 128) for per_sm in (2, 4, 8, 16)
                   for warps, stages in ((4, 2), (4, 3), (8, 2), (2, 2))]
 SMOKE_SWEEP = [(16, 2, 4, 2), (32, 8, 4, 2)]
 
