@@ -54,7 +54,9 @@ def _dot_precision(dtype: torch.dtype) -> str:
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
     block_n: int = SPLITKV_BLOCK_N
-    programs_per_sm: int = PROGRAMS_PER_SM
+    # Below num_pairs / num_sms this gives one split per (request, KV head): balanced
+    # decode then normalises in place and launches no reduce.
+    programs_per_sm: float = PROGRAMS_PER_SM
     num_warps: int = 4
     num_stages: int = 2
 
@@ -243,20 +245,24 @@ class TritonAttention:
             raise ValueError(f"block_n {cfg.block_n} must be a multiple of the cache block size "
                              f"{k_cache.shape[1]}")
         max_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
-        partials = torch.empty(num_reqs, num_heads, max_splits, head_dim + PARTIAL_EXTRA.value,
-                               dtype=torch.float32, device=q.device)
+        one_split = max_splits == 1
+        partials = out if one_split else torch.empty(
+            num_reqs, num_heads, max_splits, head_dim + PARTIAL_EXTRA.value,
+            dtype=torch.float32, device=q.device)
         balanced_decode_kernel[(num_reqs, num_kv_heads, max_splits)](
-            q, k_cache, v_cache, partials,
+            q, k_cache, v_cache, partials, out,
             meta.context_lens, meta.block_tables, scale * LOG2E, max_splits,
-            q.stride(0), q.stride(1),
+            q.stride(0), q.stride(1), out.stride(0), out.stride(1),
             k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
             v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
             meta.block_tables.stride(0),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=cfg.num_warps,
+            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
             num_stages=cfg.num_stages,
         )
+        if one_split:  # the decode kernel wrote the output itself
+            return out
         balanced_reduce_kernel[(num_reqs, num_heads)](
             partials, meta.context_lens, out, max_splits, out.stride(0), out.stride(1),
             HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,

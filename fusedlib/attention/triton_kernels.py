@@ -240,10 +240,11 @@ def _balanced_split(context_len, split, max_splits, BLOCK_N: tl.constexpr):
 @triton.jit(do_not_specialize=["stride_bt", "max_splits"])
 def balanced_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr,
-    partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA]
+    partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA] (unused when ONE_SPLIT)
+    out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
     context_lens_ptr, block_tables_ptr,
     qk_scale, max_splits,
-    stride_q_tok, stride_q_head,
+    stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
     stride_k_block, stride_k_slot, stride_k_head,
     stride_v_block, stride_v_slot, stride_v_head,
     stride_bt,
@@ -253,6 +254,7 @@ def balanced_decode_kernel(
     BLOCK_N: tl.constexpr,  # keys per iteration: BLOCK_N / KV_BLOCK_SIZE whole cache blocks
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
+    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
 ):
     """Split-KV decode whose splits follow each request's own length, read on the device.
 
@@ -305,12 +307,17 @@ def balanced_decode_kernel(
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 
-    row_ptr = partials_ptr + ((req * num_heads + heads) * max_splits + split).to(tl.int64) \
-        * (HEAD_DIM + PARTIAL_EXTRA)
-    store = head_valid & (split < used)
-    tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=store[:, None])
-    tl.store(row_ptr + HEAD_DIM, m_i, mask=store)
-    tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=store)
+    if ONE_SPLIT:
+        tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + heads[:, None] * stride_o_head
+                 + offs_d[None, :], (acc / l_i[:, None]).to(out_ptr.dtype.element_ty),
+                 mask=head_valid[:, None])
+    else:
+        row_ptr = partials_ptr + ((req * num_heads + heads) * max_splits + split).to(tl.int64) \
+            * (HEAD_DIM + PARTIAL_EXTRA)
+        store = head_valid & (split < used)
+        tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=store[:, None])
+        tl.store(row_ptr + HEAD_DIM, m_i, mask=store)
+        tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=store)
 
 
 @triton.jit(do_not_specialize=["max_splits"])

@@ -151,8 +151,9 @@ def test_splitkv_any_split_count(num_sms):
 
 @pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (64, 16), (64, 64)])
 def test_balanced_any_split_count(num_sms, block_n):
-    """One split per request, a few, and more splits than a short request has tiles (those
-    store nothing and the reduce must skip them); tiles of one and several cache blocks.
+    """One split per request (normalised in the decode kernel, no reduce), a few, and more
+    splits than a short request has tiles (those store nothing and the reduce must skip
+    them); tiles of one and several cache blocks.
     The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
     merges per iteration."""
     from fusedlib.attention.triton_backend import SplitKVConfig
@@ -162,6 +163,8 @@ def test_balanced_any_split_count(num_sms, block_n):
     backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,
                               splitkv=SplitKVConfig(block_n=block_n))
     assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, torch.float32)
+    num_pairs = meta.num_tokens * 2
+    assert (backend.max_splits(meta.max_context_len, num_pairs, torch.device(DEVICE)) == 1) == (num_sms == 1)
 
 
 def test_balanced_launch_shape_ignores_context_lengths():
