@@ -119,7 +119,6 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(cfg)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
-
         self.fused_ops = False  # set for every layer by Qwen2Model.fused_ops
 
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
