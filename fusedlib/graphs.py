@@ -160,7 +160,7 @@ class PackedGraphs:
         self.attn = torch.zeros(cfg.num_layers, top, q_size, dtype=model.dtype, device=device)
         self._pad_slot = scratch_slot
         self.graphs: dict[int, list[torch.cuda.CUDAGraph]] = {}
-        self.outputs: dict[int, list[tuple]] = {}  # per bucket, per segment: (x, q, cos, sin) or logits
+        self.outputs: dict[int, list[tuple]] = {}  # per bucket, per segment: (residual, q, cos, sin) or logits
         if capture:
             self._capture_all()
 
@@ -168,20 +168,22 @@ class PackedGraphs:
     def _segment(self, n: int, i: int, carry=None):
         """Segment i of an n-token forward: i = 0 embeds and projects layer 0; 0 < i < L
         finishes layer i-1 (from its attention buffer) and projects layer i; i = L finishes
-        the last layer and applies the head. Returns (x, q, cos, sin), or logits for i = L."""
+        the last layer and applies the head. Returns (residual, q, cos, sin), or logits
+        for i = L."""
         model, kv = self.model, self.pool.kv
         layers = model.layers
         with torch.inference_mode():
             if i == 0:
-                x = model.embed_tokens(self.input_ids[:n])
-                cos, sin = model.rotary(self.positions[:n], x.dtype)
+                hidden, residual = model.embed_tokens(self.input_ids[:n]), None
+                cos, sin = model.rotary(self.positions[:n], hidden.dtype)
             else:
-                x, _, cos, sin = carry
-                x = layers[i - 1].post_attention(x, self.attn[i - 1, :n])
+                residual, _, cos, sin = carry
+                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual)
             if i == len(layers):
-                return model.head(x, self.logit_indices)
-            q = layers[i].pre_attention(x, cos, sin, kv[i, 0], kv[i, 1], self.slot_mapping[:n])
-            return x, q, cos, sin
+                return model.head(hidden, residual, self.logit_indices)
+            q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
+                                                  self.slot_mapping[:n])
+            return residual, q, cos, sin
 
     def _capture_all(self) -> None:
         self.graphs, self.outputs = _capture(self.buckets, len(self.model.layers) + 1, self._segment)
@@ -206,8 +208,9 @@ class PackedGraphs:
                 carry = self.outputs[bucket][i]
             else:
                 carry = self._segment(bucket, i, carry)
-            if i < len(layers):  # attention of layer i, eagerly, on the live tokens only
-                q = carry[1]
+            if i < len(layers):  # attention of layer i, eagerly, on the live tokens only,
+                q = carry[1]      # straight into the static buffer the next segment reads
                 with torch.inference_mode():
-                    self.attn[i, :n] = layers[i].self_attn.attend(q[:n], kv[i, 0], kv[i, 1], batch.meta, self.backend)
+                    layers[i].self_attn.attend(q[:n], kv[i, 0], kv[i, 1], batch.meta, self.backend,
+                                               out=self.attn[i, :n])
         return carry[:s]

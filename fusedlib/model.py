@@ -9,6 +9,13 @@ linear, norm and MLP sees all T positions at once; only attention splits (see
 Two deliberate performance choices, as in gpt-fast: q/k/v are one matmul (`qkv_proj`) and
 gate/up are one matmul (`gate_up_proj`), so a layer launches 4 GEMMs instead of 7. The
 loader in weights.py concatenates the checkpoint's separate projections.
+
+The residual stream travels as two tensors, `hidden` (the last sub-layer's output) and
+`residual` (the sum so far, None before the first layer), so the add that merges them can
+happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks how each layer
+piece runs: the fused Triton ops of `fusedlib.ops` (a handful of kernels between the
+GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kernels, as in
+parts 7-9 of the series; the default on CPU). Both do the same arithmetic.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import ops
 from .attention.base import AttentionBackend, AttentionMetadata
 from .config import ModelConfig
 
@@ -77,17 +85,19 @@ class Attention(nn.Module):
         v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, v)
         return q
 
-    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, backend: AttentionBackend) -> torch.Tensor:
+    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, backend: AttentionBackend,
+               out: torch.Tensor | None = None) -> torch.Tensor:
         """The one place the packed sequence splits by kind: chunk positions go to the packed
-        prefill path, decode positions to one query row per request. [T, q_size]."""
-        parts = []
+        prefill path, decode positions to one query row per request. Both write their rows
+        of one [T, q_size] output (`out`, or a new tensor), so no concatenation follows."""
+        out = torch.empty(q.shape[0], self.q_size, dtype=q.dtype, device=q.device) if out is None else out
+        heads = out.view(-1, self.num_heads, self.head_dim)
         n_prefill = meta.prefill.num_tokens if meta.prefill is not None else 0
         if meta.prefill is not None:
-            parts.append(backend.prefill(q[:n_prefill], k_cache, v_cache, meta.prefill, self.scale))
+            backend.prefill(q[:n_prefill], k_cache, v_cache, meta.prefill, self.scale, out=heads[:n_prefill])
         if meta.decode is not None:
-            parts.append(backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale))
-        out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
-        return out.reshape(-1, self.q_size)
+            backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:])
+        return out
 
 
 class MLP(nn.Module):
@@ -109,15 +119,36 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(cfg)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
+        self.fused_ops = False  # set for every layer by Qwen2Model.fused_ops
 
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
-    def pre_attention(self, x, cos, sin, k_cache, v_cache, slot_mapping) -> torch.Tensor:
-        return self.self_attn.project(self.input_layernorm(x), cos, sin, k_cache, v_cache, slot_mapping)
+    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping):
+        """(q, residual): the residual stream gains `hidden`, is normed and projected; this
+        step's keys and values go to the cache. `residual` is None before the first layer."""
+        attn, norm = self.self_attn, self.input_layernorm
+        if self.fused_ops:
+            # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
+            # and the k/v cache write, all from one read of the projection's output.
+            x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
+            qkv = F.linear(x, attn.qkv_proj.weight)
+            q = ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
+                                    slot_mapping, attn.num_heads, attn.num_kv_heads)
+            return q, residual
+        residual = hidden if residual is None else hidden + residual
+        return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
 
-    def post_attention(self, x, attn: torch.Tensor) -> torch.Tensor:
-        x = x + self.self_attn.o_proj(attn)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor):
+        """(hidden, residual): the MLP's output, and the stream it is to be added to."""
+        o = self.self_attn.o_proj(attn_out)
+        if self.fused_ops:
+            # The attention output joins the stream inside the norm; SiLU and the multiply
+            # are one kernel between the two MLP GEMMs.
+            norm = self.post_attention_layernorm
+            x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
+            return self.mlp.down_proj(ops.silu_mul(self.mlp.gate_up_proj(x))), residual
+        residual = residual + o
+        return self.mlp(self.post_attention_layernorm(residual)), residual
 
 
 class Qwen2Model(nn.Module):
@@ -129,6 +160,18 @@ class Qwen2Model(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
+        self.fused_ops = False
+
+    @property
+    def fused_ops(self) -> bool:
+        """Fused Triton ops (True) or the PyTorch reference (False) outside attention."""
+        return self._fused_ops
+
+    @fused_ops.setter
+    def fused_ops(self, value: bool) -> None:
+        self._fused_ops = bool(value)
+        for layer in self.layers:
+            layer.fused_ops = self._fused_ops
 
     @property
     def device(self) -> torch.device:
@@ -145,15 +188,20 @@ class Qwen2Model(nn.Module):
         """Logits (fp32) at `logit_indices` of the packed sequence only: a prompt chunk that
         does not finish its prompt needs no logits, and the vocabulary projection is the
         largest matmul in the model."""
-        x = self.embed_tokens(input_ids)
-        cos, sin = self.rotary(positions, x.dtype)
+        hidden, residual = self.embed_tokens(input_ids), None
+        cos, sin = self.rotary(positions, hidden.dtype)
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
-            q = layer.pre_attention(x, cos, sin, k_cache, v_cache, meta.slot_mapping)
-            x = layer.post_attention(x, layer.self_attn.attend(q, k_cache, v_cache, meta, backend))
-        return self.head(x, logit_indices)
+            q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping)
+            attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
+            hidden, residual = layer.post_attention(attn_out, residual)
+        return self.head(hidden, residual, logit_indices)
 
-    def head(self, x: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
-        x = self.norm(x[logit_indices])
+    def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
+        if self.fused_ops:
+            # The last residual add, the gather of the logit rows and the final norm: one kernel.
+            x = ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices)
+        else:
+            x = self.norm((hidden + residual)[logit_indices])
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         return F.linear(x, weight).float()

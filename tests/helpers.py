@@ -10,5 +10,8 @@ from fusedlib.weights import random_model
 
 
 @functools.lru_cache(maxsize=None)
-def tiny_model(seed: int = 0):
-    return random_model(PRESETS["tiny"], seed=seed, init_std=0.2)
+def tiny_model(seed: int = 0, fused_ops: bool = False):
+    """Cached per arguments: fused_ops=True is its own instance, same weights."""
+    model = random_model(PRESETS["tiny"], seed=seed, init_std=0.2)
+    model.fused_ops = fused_ops
+    return model

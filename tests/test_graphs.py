@@ -45,13 +45,16 @@ def test_padding_rows_write_only_the_scratch_block():
     assert changed[:, :, engine.pool.scratch_block].all()
 
 
-@pytest.mark.parametrize("kind", ["fused", "chunked"])
-def test_static_piecewise_path_gives_the_same_tokens(kind):
+@pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
+                                                      ("fused", True, "triton-balanced")])
+def test_static_piecewise_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward with prompt chunks through PackedGraphs' padded buckets, decode-only ones
-    through DecodeGraphs: token for token what the plain engine generates."""
+    through DecodeGraphs: token for token what the plain engine generates (also with the
+    fused ops and balanced decode attention, whose launch shape the graphs must fix)."""
     prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
-    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8, poison_freed=True)
+    engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8,
+                    poison_freed=True, attention=attention)
     engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
     engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
                                        buckets=(32, 36))
@@ -96,15 +99,17 @@ def test_graphs_refused_without_cuda_or_with_torch_attention():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
-def test_graphs_on_gpu():
+@pytest.mark.parametrize("fused_ops,attention", [(False, "triton"), (True, "triton-balanced")])
+def test_graphs_on_gpu(fused_ops, attention):
     from fusedlib.config import PRESETS
     from fusedlib.weights import random_model
 
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
+    model.fused_ops = fused_ops
     prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
     outs = {}
     for graphs, chunks in ((False, False), (True, False), (True, True)):
-        engine = Engine(model, kind="fused", attention="triton", chunk_tokens=32, max_batch=8,
+        engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8,
                         cuda_graphs=graphs, graph_chunks=chunks)
         outs[graphs, chunks] = engine.generate(prompts, budgets)
     assert outs[True, False] == outs[False, False]

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from fusedlib.engine import Engine
@@ -5,11 +6,14 @@ from fusedlib.bench.peer import to_transformers
 from tests.helpers import tiny_model
 
 
-def test_logits_match_transformers_fp32():
-    """Our packed forward over several prompts vs transformers on each prompt alone."""
-    model = tiny_model()
+@pytest.mark.parametrize("fused_ops,attention", [(False, "torch"), (True, "torch"),
+                                                  (True, "triton-balanced")])
+def test_logits_match_transformers_fp32(fused_ops, attention):
+    """Our packed forward over several prompts vs transformers on each prompt alone, with
+    the PyTorch reference ops and with the fused Triton ops (on the interpreter here)."""
+    model = tiny_model(fused_ops=fused_ops)
     hf = to_transformers(model)
-    engine = Engine(model, kind="fused", chunk_tokens=1024, warmup=False)
+    engine = Engine(model, kind="fused", chunk_tokens=1024, warmup=False, attention=attention)
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(0, model.config.vocab_size, (n,), generator=g).tolist() for n in (1, 7, 16, 33, 100)]
     reqs = [engine.add_request(p, 1) for p in prompts]
@@ -38,3 +42,22 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
     back = from_hf_state_dict(to_hf_state_dict(model), model.config)
     for name, tensor in model.state_dict().items():
         assert torch.equal(back[name], tensor), name
+
+
+def test_fused_ops_and_reference_generate_the_same_tokens():
+    """A whole generation (prompt chunks, mixed and decode steps, both engines' step kinds)
+    with the fused ops and balanced decode attention against the reference path."""
+    g = torch.Generator().manual_seed(1)
+    prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (1, 5, 17, 40, 3)]
+    budgets = [6, 3, 9, 4, 7]
+    for kind in ("fused", "chunked"):
+        ref = Engine(tiny_model(), kind=kind, chunk_tokens=24, max_batch=4).generate(prompts, budgets)
+        fused = Engine(tiny_model(fused_ops=True), kind=kind, chunk_tokens=24, max_batch=4,
+                       attention="triton-balanced").generate(prompts, budgets)
+        assert fused == ref, kind
+
+
+def test_fused_ops_switch_reaches_every_layer():
+    model = tiny_model(fused_ops=True)
+    assert model.fused_ops and all(layer.fused_ops for layer in model.layers)
+    assert not any(layer.fused_ops for layer in tiny_model().layers)

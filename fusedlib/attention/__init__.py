@@ -4,7 +4,7 @@ from __future__ import annotations
 from .base import AttentionBackend, AttentionMetadata, DecodeMeta, PrefillMeta
 from .torch_backend import TorchAttention
 
-BACKENDS = ("torch", "triton", "triton-splitkv")
+BACKENDS = ("torch", "triton", "triton-splitkv", "triton-balanced")
 
 
 def make_backend(name: str) -> AttentionBackend:
@@ -18,6 +18,10 @@ def make_backend(name: str) -> AttentionBackend:
         from .triton_backend import TritonAttention
 
         return TritonAttention(decode_kernel="splitkv")
+    if name == "triton-balanced":
+        from .triton_backend import TritonAttention
+
+        return TritonAttention(decode_kernel="balanced")
     raise ValueError(f"unknown attention backend {name!r}; choose one of {BACKENDS}")
 
 

@@ -46,12 +46,13 @@ class AttentionMetadata:
 
 
 class AttentionBackend(Protocol):
-    """q is [n, num_heads, head_dim]; returns the same shape, dtype of q."""
+    """q is [n, num_heads, head_dim]; returns the same shape, dtype of q: `out` when given
+    (a view the caller owns, e.g. its rows of a packed output), else a new tensor."""
 
     name: str
 
     def prefill(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                meta: PrefillMeta, scale: float) -> torch.Tensor: ...
+                meta: PrefillMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def decode(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-               meta: DecodeMeta, scale: float) -> torch.Tensor: ...
+               meta: DecodeMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...

@@ -33,8 +33,9 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tens
 class TorchAttention:
     name = "torch"
 
-    def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float) -> torch.Tensor:
-        out = torch.empty_like(q)
+    def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+        out = torch.empty_like(q) if out is None else out
         cu = meta.cu_seqlens_q.tolist()
         lens = meta.context_lens.tolist()
         for i, length in enumerate(lens):
@@ -44,8 +45,9 @@ class TorchAttention:
             out[s:e] = _attend(q[s:e], k, v, meta.positions[s:e].long(), scale)
         return out
 
-    def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
-        out = torch.empty_like(q)
+    def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        out = torch.empty_like(q) if out is None else out
         for i, length in enumerate(meta.context_lens.tolist()):
             k = _gather(k_cache, meta.block_tables[i], length)
             v = _gather(v_cache, meta.block_tables[i], length)

@@ -2,8 +2,9 @@
 
 `prefill` runs the packed kernel over consecutive BLOCK_M-position query tiles (a tile may
 span request boundaries). `decode` runs either the same kernel with one query tile per
-request ("rows": 1 valid row of BLOCK_M) or the split-KV flash-decoding kernels
-("splitkv"). `decode_packed` pushes decode tokens through the packed layout; it exists for
+request ("rows": 1 valid row of BLOCK_M), the split-KV flash-decoding kernels ("splitkv",
+split length set on the host by the step's longest context), or balanced split-KV
+("balanced": each request split by its own length on the device; the fast path). `decode_packed` pushes decode tokens through the packed layout; it exists for
 the layout measurement in `fusedlib.kernel_bench`, not for serving.
 
 The only host-built metadata are tile tables, which depend on nothing but the token count;
@@ -21,8 +22,8 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
-                             splitkv_reduce_kernel)
+from .triton_kernels import (PARTIAL_EXTRA, balanced_decode_kernel, balanced_reduce_kernel,
+                             packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
@@ -32,9 +33,12 @@ MAX_SPLITS = 64
 # Default: split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
 # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
 PROGRAMS_PER_SM = 8
+REDUCE_BLOCK_S = 16  # split partials the balanced reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
-KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
+KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel,
+           balanced_decode_kernel, balanced_reduce_kernel)
+DECODE_KERNELS = {"rows": "triton", "splitkv": "triton-splitkv", "balanced": "triton-balanced"}
 
 
 def _on_interpreter() -> bool:
@@ -50,7 +54,9 @@ def _dot_precision(dtype: torch.dtype) -> str:
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
     block_n: int = SPLITKV_BLOCK_N
-    programs_per_sm: int = PROGRAMS_PER_SM
+    # Below num_pairs / num_sms this gives one split per (request, KV head): balanced
+    # decode then normalises in place and launches no reduce.
+    programs_per_sm: float = PROGRAMS_PER_SM
     num_warps: int = 4
     num_stages: int = 2
 
@@ -73,32 +79,36 @@ def choose_splits(max_context_len: int, num_pairs: int, num_sms: int,
 class TritonAttention:
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
                  splitkv: SplitKVConfig = SplitKVConfig()):
-        if decode_kernel not in ("rows", "splitkv"):
-            raise ValueError(f"decode_kernel must be 'rows' or 'splitkv', got {decode_kernel!r}")
+        if decode_kernel not in DECODE_KERNELS:
+            raise ValueError(f"decode_kernel must be one of {sorted(DECODE_KERNELS)}, got {decode_kernel!r}")
         self.decode_kernel = decode_kernel
-        self.name = "triton" if decode_kernel == "rows" else "triton-splitkv"
+        self.name = DECODE_KERNELS[decode_kernel]
         self._num_sms = num_sms
         self.splitkv = splitkv
         self._tile_tables: dict[tuple[str, int, torch.device], torch.Tensor] = {}
 
     # -- public interface -------------------------------------------------------------
 
-    def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float) -> torch.Tensor:
+    def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
+                out: torch.Tensor | None = None) -> torch.Tensor:
         tiles = self._tiles("packed", q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables,
+        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
                             token_seq=meta.token_seq, positions=meta.positions)
 
-    def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
+    def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
+               out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel == "splitkv":
-            return self._splitkv(q, k_cache, v_cache, meta, scale)
+            return self._splitkv(q, k_cache, v_cache, meta, scale, out)
+        if self.decode_kernel == "balanced":
+            return self._balanced(q, k_cache, v_cache, meta, scale, out)
         tiles = self._tiles("rows", q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables,
+        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
                             context_lens=meta.context_lens)
 
     def decode_packed(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
         """Decode tokens as one packed sequence: consecutive BLOCK_M-request tiles."""
         tiles = self._tiles("packed", q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables,
+        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, None,
                             context_lens=meta.context_lens)
 
     @staticmethod
@@ -130,6 +140,15 @@ class TritonAttention:
         return table
 
     @staticmethod
+    def _output(q: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            return torch.empty_like(q)
+        if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
+            raise ValueError(f"out {tuple(out.shape)} {out.dtype} must match q {tuple(q.shape)} "
+                             f"{q.dtype} with unit head_dim stride")
+        return out
+
+    @staticmethod
     def _check(q, k_cache, v_cache):
         assert q.dtype == k_cache.dtype == v_cache.dtype, (q.dtype, k_cache.dtype)
         assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
@@ -137,10 +156,10 @@ class TritonAttention:
         assert head_dim == k_cache.shape[-1] and head_dim & (head_dim - 1) == 0, head_dim
         assert q.shape[1] % k_cache.shape[2] == 0, (q.shape, k_cache.shape)
 
-    def _packed(self, q, k_cache, v_cache, tiles, scale, block_tables, *,
+    def _packed(self, q, k_cache, v_cache, tiles, scale, block_tables, out, *,
                 token_seq=None, positions=None, context_lens=None) -> torch.Tensor:
         self._check(q, k_cache, v_cache)
-        out = torch.empty_like(q)
+        out = self._output(q, out)
         if q.shape[0] == 0:
             return out
         decode_rows = context_lens is not None
@@ -166,15 +185,12 @@ class TritonAttention:
     def split_plan(self, max_context_len: int, num_pairs: int,
                    device: torch.device) -> tuple[int, int]:
         """(num_splits, split_len) split-KV decode uses for this step shape."""
-        if self._num_sms is None:
-            self._num_sms = (torch.cuda.get_device_properties(device).multi_processor_count
-                             if device.type == "cuda" else INTERPRETER_SMS)
-        return choose_splits(max_context_len, num_pairs, self._num_sms, self.splitkv.block_n,
+        return choose_splits(max_context_len, num_pairs, self._sms(device), self.splitkv.block_n,
                              self.splitkv.programs_per_sm)
 
-    def _splitkv(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
+    def _splitkv(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
         self._check(q, k_cache, v_cache)
-        out = torch.empty_like(q)
+        out = self._output(q, out)
         num_reqs, num_heads, head_dim = q.shape
         if num_reqs == 0:
             return out
@@ -200,5 +216,55 @@ class TritonAttention:
         splitkv_reduce_kernel[(num_reqs, num_heads)](
             partials, out, num_splits, out.stride(0), out.stride(1),
             HEAD_DIM=head_dim, num_warps=1,
+        )
+        return out
+
+    def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:
+        """Programs per (request, KV head) of balanced decode: enough for `programs_per_sm`
+        per SM, no more than the longest context has BLOCK_N tiles. The graphs pass the
+        pool's longest context, so the count depends on the request count alone."""
+        wanted = math.ceil(self.splitkv.programs_per_sm * self._sms(device) / num_pairs)
+        return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / self.splitkv.block_n)))
+
+    def _sms(self, device: torch.device) -> int:
+        if self._num_sms is None:
+            self._num_sms = (torch.cuda.get_device_properties(device).multi_processor_count
+                             if device.type == "cuda" else INTERPRETER_SMS)
+        return self._num_sms
+
+    def _balanced(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
+        self._check(q, k_cache, v_cache)
+        out = self._output(q, out)
+        num_reqs, num_heads, head_dim = q.shape
+        if num_reqs == 0:
+            return out
+        num_kv_heads = k_cache.shape[2]
+        group = num_heads // num_kv_heads
+        cfg = self.splitkv
+        if cfg.block_n % k_cache.shape[1]:
+            raise ValueError(f"block_n {cfg.block_n} must be a multiple of the cache block size "
+                             f"{k_cache.shape[1]}")
+        max_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
+        one_split = max_splits == 1
+        partials = out if one_split else torch.empty(
+            num_reqs, num_heads, max_splits, head_dim + PARTIAL_EXTRA.value,
+            dtype=torch.float32, device=q.device)
+        balanced_decode_kernel[(num_reqs, num_kv_heads, max_splits)](
+            q, k_cache, v_cache, partials, out,
+            meta.context_lens, meta.block_tables, scale * LOG2E, max_splits,
+            q.stride(0), q.stride(1), out.stride(0), out.stride(1),
+            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+            meta.block_tables.stride(0),
+            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
+            BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
+            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
+        )
+        if one_split:  # the decode kernel wrote the output itself
+            return out
+        balanced_reduce_kernel[(num_reqs, num_heads)](
+            partials, meta.context_lens, out, max_splits, out.stride(0), out.stride(1),
+            HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

@@ -1,6 +1,6 @@
 """Triton kernels for attention over the paged KV cache (see base.py for the layout).
 
-Two kernels plus a reduce:
+Three kernels and two reduces:
 
 * `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
   range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
@@ -12,6 +12,9 @@ Two kernels plus a reduce:
   (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
   BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
   many programs. Each split writes a partial (max, sum, acc); the reduce merges them.
+* `balanced_decode_kernel` + `balanced_reduce_kernel`: the same flash-decoding, but each
+  request's context is cut into its own equal splits on the device, so the launch shape
+  depends on the request count alone (see the kernel's docstring).
 
 Softmax runs in base 2: scores are multiplied by scale * log2(e) and exponentiated with
 exp2. The running max starts at a large *finite* negative number, so a row that sees
@@ -217,6 +220,138 @@ def splitkv_reduce_kernel(
         take = tl.exp2(m_s - m_new)
         total = total * keep + sum_s * take
         acc = acc * keep + acc_s * take
+        m = m_new
+    # Every request has at least one key, so total > 0.
+    tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,
+             (acc / total).to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _balanced_split(context_len, split, max_splits, BLOCK_N: tl.constexpr):
+    """[start, end) of one request's split and how many of its splits hold keys: the
+    request's own context cut into `max_splits` runs of whole BLOCK_N tiles."""
+    tiles = tl.cdiv(context_len, BLOCK_N)
+    tiles_per_split = tl.cdiv(tiles, max_splits)
+    used = tl.cdiv(tiles, tiles_per_split)
+    start = split * tiles_per_split * BLOCK_N
+    return start, tl.minimum(start + tiles_per_split * BLOCK_N, context_len), used
+
+
+@triton.jit(do_not_specialize=["stride_bt", "max_splits"])
+def balanced_decode_kernel(
+    q_ptr, k_cache_ptr, v_cache_ptr,
+    partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA] (unused when ONE_SPLIT)
+    out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
+    context_lens_ptr, block_tables_ptr,
+    qk_scale, max_splits,
+    stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
+    stride_k_block, stride_k_slot, stride_k_head,
+    stride_v_block, stride_v_slot, stride_v_head,
+    stride_bt,
+    GROUP: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_H: tl.constexpr,  # GROUP padded up to a tl.dot-legal tile height
+    BLOCK_N: tl.constexpr,  # keys per iteration: BLOCK_N / KV_BLOCK_SIZE whole cache blocks
+    KV_BLOCK_SIZE: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
+):
+    """Split-KV decode whose splits follow each request's own length, read on the device.
+
+    One program per (request, KV head, split); the whole GQA group's query heads share
+    each K/V tile, so every key is read once per KV head. Unlike `splitkv_decode_kernel`,
+    whose split length the host derives from the step's longest context, every request
+    here is cut into (at most) `max_splits` equal runs of its *own* tiles: a short request
+    in a batch of long ones still gets spread over many programs, and the grid depends
+    only on the request count, so a CUDA graph captured once serves any context lengths.
+    Splits past a request's end store nothing; the reduce reads only the used ones."""
+    req = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    split = tl.program_id(2)
+    num_heads = tl.num_programs(1) * GROUP
+
+    context_len = tl.load(context_lens_ptr + req)
+    start, end, used = _balanced_split(context_len, split, max_splits, BLOCK_N)
+
+    offs_h = tl.arange(0, BLOCK_H)
+    head_valid = offs_h < GROUP
+    heads = kv_head * GROUP + offs_h
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + req.to(tl.int64) * stride_q_tok + heads[:, None] * stride_q_head
+                + offs_d[None, :], mask=head_valid[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_H], NEG_BIG, tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    block_row_ptr = block_tables_ptr + req.to(tl.int64) * stride_bt
+    k_head_ptr = k_cache_ptr + kv_head * stride_k_head + offs_d[None, :]
+    v_head_ptr = v_cache_ptr + kv_head * stride_v_head + offs_d[None, :]
+    for kv_start in range(start, end, BLOCK_N):
+        key_idx = kv_start + offs_n
+        key_valid = key_idx < end
+        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
+                           other=0).to(tl.int64)
+        slot = key_idx % KV_BLOCK_SIZE
+        # K and V are both requested before either is used, so both are in flight at once.
+        k = tl.load(k_head_ptr + block_id[:, None] * stride_k_block + slot[:, None] * stride_k_slot,
+                    mask=key_valid[:, None], other=0.0)
+        v = tl.load(v_head_ptr + block_id[:, None] * stride_v_block + slot[:, None] * stride_v_slot,
+                    mask=key_valid[:, None], other=0.0)
+        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        scores = tl.where(key_valid[None, :], scores, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(scores - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    if ONE_SPLIT:
+        tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + heads[:, None] * stride_o_head
+                 + offs_d[None, :], (acc / l_i[:, None]).to(out_ptr.dtype.element_ty),
+                 mask=head_valid[:, None])
+    else:
+        row_ptr = partials_ptr + ((req * num_heads + heads) * max_splits + split).to(tl.int64) \
+            * (HEAD_DIM + PARTIAL_EXTRA)
+        store = head_valid & (split < used)
+        tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=store[:, None])
+        tl.store(row_ptr + HEAD_DIM, m_i, mask=store)
+        tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=store)
+
+
+@triton.jit(do_not_specialize=["max_splits"])
+def balanced_reduce_kernel(
+    partials_ptr, context_lens_ptr, out_ptr,
+    max_splits,
+    stride_o_tok, stride_o_head,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # the decode kernel's, to recount the request's used splits
+    BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
+):
+    """Merge one (request, head)'s used split partials, BLOCK_S at a time."""
+    req = tl.program_id(0)
+    head = tl.program_id(1)
+    row = req * tl.num_programs(1) + head
+    context_len = tl.load(context_lens_ptr + req)
+    _, _, used = _balanced_split(context_len, 0, max_splits, BLOCK_N)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    m = tl.full([1], NEG_BIG, tl.float32)
+    total = tl.zeros([1], tl.float32)
+    acc = tl.zeros([HEAD_DIM], tl.float32)
+    for first in range(0, used, BLOCK_S):
+        valid = first + offs_s < used
+        split_ptr = partials_ptr + (row * max_splits + first + offs_s).to(tl.int64) \
+            * (HEAD_DIM + PARTIAL_EXTRA)
+        m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG)
+        sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0)
+        acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0)
+        m_new = tl.maximum(m, tl.max(m_s, axis=0))
+        keep = tl.exp2(m - m_new)
+        take = tl.where(valid, tl.exp2(m_s - m_new), 0.0)
+        total = total * keep + tl.sum(sum_s * take, axis=0)
+        acc = acc * keep + tl.sum(acc_s * take[:, None], axis=0)
         m = m_new
     # Every request has at least one key, so total > 0.
     tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,

@@ -51,7 +51,8 @@ def _backends():
     # Imported here so TRITON_INTERPRET (set by callers on CPU) is read at first use.
     from ..attention.triton_backend import TritonAttention
 
-    return TritonAttention(decode_kernel="rows"), TritonAttention(decode_kernel="splitkv")
+    return (TritonAttention(decode_kernel="rows"), TritonAttention(decode_kernel="splitkv"),
+            TritonAttention(decode_kernel="balanced"))
 
 
 # ------------------------------------------------------------------------ cache states
@@ -168,7 +169,7 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
     scale = cfg.head_dim ** -0.5
     gen = torch.Generator(device=device).manual_seed(seed)
     reference = TorchAttention()
-    rows_backend, splitkv_backend = _backends()
+    rows_backend, splitkv_backend, balanced_backend = _backends()
     out, compiled_after_first = [], None
     seen_kinds = set()
     for name, kind, spec in _gate_cases(prompt_lengths, decode_rows):
@@ -181,7 +182,8 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
             expected = reference.decode(q, k, v, meta, scale)
             results = {"decode_rows": rows_backend.decode(q, k, v, meta, scale),
                        "decode_packed": rows_backend.decode_packed(q, k, v, meta, scale),
-                       "decode_splitkv": splitkv_backend.decode(q, k, v, meta, scale)}
+                       "decode_splitkv": splitkv_backend.decode(q, k, v, meta, scale),
+                       "decode_balanced": balanced_backend.decode(q, k, v, meta, scale)}
         for kernel, actual in results.items():
             out.append({**_compare(name, kernel, actual, expected),
                         "num_tokens": q.shape[0], "max_context_len": meta.max_context_len})
@@ -275,11 +277,12 @@ def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 2
     on_gpu = scratch is not None
     num_requests = len(contexts)
     scale = cfg.head_dim ** -0.5
-    rows_backend, splitkv_backend = _backends()
+    rows_backend, splitkv_backend, balanced_backend = _backends()
     calls = {
         "rows": lambda: rows_backend.decode(q, k, v, meta, scale),
         "packed": lambda: rows_backend.decode_packed(q, k, v, meta, scale),
         "splitkv": lambda: splitkv_backend.decode(q, k, v, meta, scale),
+        "balanced": lambda: balanced_backend.decode(q, k, v, meta, scale),
     }
     bandwidth = copy_bandwidth(device, 2**30 if on_gpu else 2**24)
     kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()

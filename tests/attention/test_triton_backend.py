@@ -135,6 +135,8 @@ def test_decode_rows_packed_splitkv_match_torch(num_heads, num_kv_heads, dtype):
     assert_close(rows.decode_packed(q, k_cache, v_cache, meta, SCALE), expected, dtype)
     splitkv = TritonAttention(decode_kernel="splitkv", num_sms=16)
     assert_close(splitkv.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+    balanced = TritonAttention(decode_kernel="balanced", num_sms=16)
+    assert_close(balanced.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
 
 @pytest.mark.parametrize("num_sms", [1, 3, 64])
@@ -145,6 +147,43 @@ def test_splitkv_any_split_count(num_sms):
     actual = TritonAttention(decode_kernel="splitkv", num_sms=num_sms).decode(
         q, k_cache, v_cache, meta, SCALE)
     assert_close(actual, expected, torch.float32)
+
+
+@pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (64, 16), (64, 64)])
+def test_balanced_any_split_count(num_sms, block_n):
+    """One split per request (normalised in the decode kernel, no reduce), a few, and more
+    splits than a short request has tiles (those store nothing and the reduce must skip
+    them); tiles of one and several cache blocks.
+    The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
+    merges per iteration."""
+    from fusedlib.attention.triton_backend import SplitKVConfig
+
+    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [600], 4, 2, torch.float32, seed=5)
+    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
+    backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,
+                              splitkv=SplitKVConfig(block_n=block_n))
+    assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, torch.float32)
+    num_pairs = meta.num_tokens * 2
+    assert (backend.max_splits(meta.max_context_len, num_pairs, torch.device(DEVICE)) == 1) == (num_sms == 1)
+
+
+def test_balanced_launch_shape_ignores_context_lengths():
+    """The grid depends on the request count (and the cap passed as max_context_len) only,
+    so one captured graph serves every step of that size."""
+    backend = TritonAttention(decode_kernel="balanced", num_sms=132)
+    shapes = {backend.max_splits(32768, 64, torch.device(DEVICE)) for _ in range(2)}
+    assert shapes == {math.ceil(8 * 132 / 64)}
+
+
+def test_out_argument_is_written_in_place():
+    q, k_cache, v_cache, meta = make_decode([5, 40], 4, 2, torch.float32, seed=2)
+    wide = torch.zeros(4, 4, HEAD_DIM, device=DEVICE)
+    for name in ("rows", "splitkv", "balanced"):
+        wide.zero_()
+        got = TritonAttention(decode_kernel=name).decode(q, k_cache, v_cache, meta, SCALE, out=wide[1:3])
+        assert got.data_ptr() == wide[1:3].data_ptr()
+        assert_close(wide[1:3], TorchAttention().decode(q, k_cache, v_cache, meta, SCALE), torch.float32)
+        assert not wide[0].any() and not wide[3].any()
 
 
 def test_decode_packed_over_several_tiles():
@@ -193,56 +232,81 @@ def test_num_compiled_is_zero_on_the_interpreter():
 
 
 # The interpreter accepts code the GPU compiler rejects (non-constexpr globals, tile
-# shapes). Compiling for sm_90 needs no GPU, only Triton's bundled ptxas, so do it here,
-# in a subprocess without TRITON_INTERPRET, at the real model's shape and the tiny one's.
-SM90_COMPILE = textwrap.dedent("""
+# shapes). Compiling for sm_90 (the H200) and sm_86 (the A10, Modal's default) needs no
+# GPU, only Triton's bundled ptxas, so do it here, in a subprocess without
+# TRITON_INTERPRET, at the real model's shape and the tiny one's.
+GPU_COMPILE = textwrap.dedent("""
     import inspect
+    import sys
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
     from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N,
-                                                   SPLITKV_BLOCK_N)
+                                                   REDUCE_BLOCK_S, SPLITKV_BLOCK_N, SplitKVConfig)
+    from fusedlib.ops import activation, norm, rotary
 
+    ARCH = int(sys.argv[1])
     INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
-                  "block_tables_ptr"}
-    PARTIALS = {"partials_ptr"}
+                  "block_tables_ptr", "rows_ptr"}
+    INT64 = {"slot_mapping_ptr"}
+    FP32 = {"partials_ptr"}
 
-    def compile_sm90(kernel, dtype, constexprs, num_warps):
+    def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2):
         signature = {}
         for name in inspect.signature(kernel.fn).parameters:
             if name in constexprs:
                 signature[name] = "constexpr"
             elif name in INT_TABLES:
                 signature[name] = "*i32"
-            elif name in PARTIALS:
+            elif name in INT64:
+                signature[name] = "*i64"
+            elif name in FP32:
                 signature[name] = "*fp32"
             elif name.endswith("_ptr"):
                 signature[name] = "*" + dtype
             else:
-                signature[name] = "fp32" if name == "qk_scale" else "i32"
-        triton.compile(ASTSource(kernel, signature, constexprs),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+                signature[name] = "fp32" if name in ("qk_scale", "eps") else "i32"
+        triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", ARCH, 32),
+                       options={"num_warps": num_warps, "num_stages": num_stages})
 
-    for group, head_dim in ((6, 128), (2, 16)):
-        for dtype, precision in (("fp16", "tf32"), ("fp32", "ieee")):
-            for decode_rows in (False, True):
-                compile_sm90(K.packed_attention_kernel, dtype, dict(
-                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
-                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
-            compile_sm90(K.splitkv_decode_kernel, dtype, dict(
-                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=SPLITKV_BLOCK_N,
-                KV_BLOCK_SIZE=16, DOT_PRECISION=precision), 4)
-            compile_sm90(K.splitkv_reduce_kernel, dtype, dict(HEAD_DIM=head_dim), 1)
+    balanced = SplitKVConfig()
+    # The real model's shape in fp16 (what serves on the GPU), the tiny one's in fp32.
+    for heads, kv_heads, head_dim, hidden, dtype, precision in (
+            (12, 2, 128, 1536, "fp16", "tf32"), (4, 2, 16, 64, "fp32", "ieee")):
+        group = heads // kv_heads
+        for has_residual, rows in ((False, False), (True, False), (True, True)):
+            compile_for_arch(norm.add_rms_norm_kernel, dtype, dict(
+                HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
+                HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4)
+        compile_for_arch(activation.silu_mul_kernel, dtype, dict(BLOCK=activation.SILU_MUL_BLOCK), 4)
+        compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
+            NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
+            BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
+            KV_BLOCK_SIZE=16, HAS_BIAS=True), 4)
+        for decode_rows in (False, True):
+            compile_for_arch(K.packed_attention_kernel, dtype, dict(
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
+                KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
+        compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
+            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=SPLITKV_BLOCK_N,
+            KV_BLOCK_SIZE=16, DOT_PRECISION=precision), 4)
+        compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(HEAD_DIM=head_dim), 1)
+        compile_for_arch(K.balanced_decode_kernel, dtype, dict(
+            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=balanced.block_n,
+            KV_BLOCK_SIZE=16, DOT_PRECISION=precision), balanced.num_warps, balanced.num_stages)
+        compile_for_arch(K.balanced_reduce_kernel, dtype, dict(
+            HEAD_DIM=head_dim, BLOCK_N=balanced.block_n, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
 
 
-def test_kernels_compile_for_sm90():
+@pytest.mark.parametrize("arch", [90, 86], ids=["sm_90", "sm_86"])
+def test_kernels_compile_for_gpu(arch):
     import triton.backends
 
     if "nvidia" not in triton.backends.backends:
         pytest.skip("this Triton has no NVIDIA backend")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", SM90_COMPILE], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", GPU_COMPILE, str(arch)], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -11,5 +11,5 @@ def test_kernel_gate_smoke_rows_pass_and_carry_provenance():
 
 def test_layout_bench_smoke_rows():
     rows = kernel_bench.decode_layout_bench(profile="smoke", iters=2)
-    assert {r["kernel"] for r in rows} == {"rows", "packed", "splitkv"}
+    assert {r["kernel"] for r in rows} == {"rows", "packed", "splitkv", "balanced"}
     assert all(r["median_ms"] > 0 and "gpu" in r for r in rows)

@@ -1,0 +1,432 @@
+"""Part 10's GPU measurements in one command: `python scripts/roofline_bench.py OUT_DIR`.
+
+Writes OUT_DIR/roofline/<section>.jsonl (+ .csv), every row with provenance, and prints a
+summary table last. Sections, each in its own try/except (a failure becomes an error row
+and the other sections still run):
+
+  ops_check      each fused op against the PyTorch reference in the model dtype on ragged
+                 token counts; balanced and split-KV decode against the torch reference
+  step_check     one mixed step's logits (512 chunk tokens + 31 decode rows) with the fused
+                 ops on and off on the same Batch (and the graphed run against eager):
+                 max |diff| and argmax agreement outside ties
+  census         torch.profiler over graph replays of a 32-row decode step (context ~1.1k)
+                 and of the mixed step, per configuration (fused ops off/on, attention
+                 split-KV/balanced): kernels per step and per layer, kernel time, GPU time per
+                 step (CUDA events, median) and wall per step; census_kernels has the names
+  attention      decode attention at 32 rows x {1k, 2k, 4k} context, L2 flushed: split-KV as
+                 the graphs launch it (split length from the pool's longest context) and as
+                 the layout bench does (from the step's), and a sweep of balanced launch
+                 shapes; GB/s and the fraction of a copy bandwidth measured in the same run
+  gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
+                 launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
+
+Random weights with the Qwen2.5-1.5B config. `--smoke` runs every section with the tiny
+model on the CPU (Triton interpreter) so a unit test keeps the script working; its numbers
+mean nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+PROFILES = {
+    # preset, dtype name, device, decode rows, decode context, chunk tokens, new prompt,
+    # attention contexts, timing iterations, profiled replays, census configurations
+    "full": dict(preset="qwen2.5-1.5b", dtype="float16", device="cuda", rows=32, context=1088,
+                 chunk=512, new_prompt=1600, attn_contexts=(1024, 2048, 4096), iters=50,
+                 replays=5, configs=(0, 1, 2, 3)),
+    "smoke": dict(preset="tiny", dtype="float32", device="cpu", rows=4, context=40, chunk=16,
+                  new_prompt=40, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3)),
+}
+TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
+BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
+                  for block_n in (16, 32, 64, 128) for per_sm in (2, 4, 8, 16)
+                  for warps, stages in ((4, 2), (4, 3), (8, 2), (2, 2))] + [
+    # one program per (request, KV head) at 32 rows: no reduce kernel, if it is fast enough
+    (block_n, 0.25, warps, stages) for block_n in (64, 128) for warps, stages in ((4, 3), (8, 3), (8, 4))]
+SMOKE_SWEEP = [(16, 2, 4, 2), (32, 8, 4, 2), (16, 0.25, 4, 2)]
+
+
+def _sync(device) -> None:
+    if str(device).startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+class Bench:
+    def __init__(self, out: Path, profile: str):
+        if profile == "smoke":
+            os.environ.setdefault("TRITON_INTERPRET", "1")
+        import torch
+
+        from fusedlib.bench import rows
+
+        self.torch, self.rows = torch, rows
+        self.p = PROFILES[profile]
+        self.profile = profile
+        self.device = self.p["device"]
+        self.dtype = getattr(torch, self.p["dtype"])
+        self.out = out / "roofline"
+        self.summary: list[tuple[str, str]] = []
+        self.on_gpu = self.device == "cuda"
+
+    # ---- rows -----------------------------------------------------------------------
+    def write(self, section: str, rows: list[dict]) -> None:
+        info = self.rows.provenance()
+        self.rows.append_rows(self.out / section,
+                              [{"section": section, "profile": self.profile, **r, **info} for r in rows])
+
+    def run_section(self, name: str, fn) -> None:
+        t0 = time.perf_counter()
+        try:
+            fn()
+            self.summary.append((name, f"ok in {time.perf_counter() - t0:.1f} s"))
+        except Exception as exc:  # one section's failure must not lose the others
+            tb = traceback.format_exc()
+            print(tb, file=sys.stderr)
+            self.write(name, [{"error": repr(exc)[:500], "traceback": tb[-3000:]}])
+            self.summary.append((name, f"ERROR {exc!r}"[:200]))
+
+    # ---- shared state ----------------------------------------------------------------
+    def setup(self) -> None:
+        """A model, an engine whose pool holds `rows` requests decoding at ~`context`, and
+        two batches built from it without committing: the mixed step (one new request's
+        first chunk + rows - 1 decodes) and the decode-only step (all rows)."""
+        torch = self.torch
+        from fusedlib.engine import Engine
+        from fusedlib.weights import load_model
+
+        p = self.p
+        self.model = load_model(p["preset"], device=self.device, dtype=self.dtype, fused_ops=True)
+        cfg = self.model.config
+        engine = Engine(self.model, kind="fused", attention="triton-balanced", max_batch=p["rows"],
+                        chunk_tokens=p["chunk"], pool_gib=6 if self.on_gpu else 0.05, warmup=False)
+        g = torch.Generator().manual_seed(0)
+        prompt = lambda n: torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist()  # noqa: E731
+        for _ in range(p["rows"] - 1):
+            engine.add_request(prompt(p["context"]), 1000)  # none finishes during the run
+        while any(r.prefilling for r in engine.scheduler.running) or engine.scheduler.waiting:
+            engine.step()
+        engine.add_request(prompt(p["new_prompt"]), 1000)
+        plan = engine.scheduler.plan(0.0)
+        assert plan.kind == "mixed", plan.kind
+        self.mixed_batch = engine._pack(plan.chunks, plan.decodes)
+        while any(r.prefilling for r in engine.scheduler.running):
+            engine.step()
+        plan = engine.scheduler.plan(0.0)
+        assert plan.kind == "decode" and len(plan.decodes) == p["rows"], plan.kind
+        self.decode_batch = engine._pack([], plan.decodes)
+        self.engine = engine
+
+    # ---- (a) correctness ---------------------------------------------------------------
+    def ops_check(self) -> None:
+        torch = self.torch
+        import torch.nn.functional as F
+
+        from fusedlib import ops
+        from fusedlib.attention.torch_backend import TorchAttention
+        from fusedlib.attention.triton_backend import TritonAttention
+        from fusedlib.bench.kernels import decode_case
+        from fusedlib.model import _rotate_half
+
+        cfg, dev, dt = self.model.config, self.device, self.dtype
+        layer = self.model.layers[0]
+        gen = torch.Generator(device=dev).manual_seed(1)
+        rand = lambda *s: torch.randn(*s, generator=gen, device=dev).to(dt)  # noqa: E731
+        out = []
+
+        def compare(op, tokens, actual, expected):
+            diff = (actual.float() - expected.float()).abs()
+            rel = diff / expected.float().abs().clamp_min(1e-3)
+            out.append({"op": op, "tokens": tokens, "dtype": str(dt), "max_abs_err": diff.max().item(),
+                        "max_rel_err": rel.max().item(), "ref_max_abs": expected.float().abs().max().item()})
+
+        q_size, kv_size = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+        for tokens in (1, 3, 17, 33, 100, 543):
+            x, res = rand(tokens, cfg.hidden_size), rand(tokens, cfg.hidden_size)
+            w = layer.input_layernorm.weight
+            normed, _ = ops.add_rms_norm(x, res, w, cfg.rms_norm_eps)
+            compare("add_rms_norm", tokens, normed, layer.input_layernorm(x + res))
+            rows = torch.arange(tokens - 1, -1, -2, device=dev)
+            compare("rms_norm_rows", tokens, ops.rms_norm_rows(x, res, w, cfg.rms_norm_eps, rows),
+                    layer.input_layernorm((x + res)[rows]))
+            gate_up = rand(tokens, 2 * cfg.intermediate_size)
+            gate, up = gate_up.split(cfg.intermediate_size, -1)
+            compare("silu_mul", tokens, ops.silu_mul(gate_up), F.silu(gate) * up)
+            qkv, bias = rand(tokens, q_size + 2 * kv_size), layer.self_attn.qkv_proj.bias
+            positions = torch.randint(0, 4096, (tokens,), generator=gen, device=dev)
+            cos, sin = self.model.rotary(positions, dt)
+            nblocks = tokens // 16 + 4
+            slots = torch.randperm(nblocks * 16, generator=gen, device=dev)[:tokens]
+            cache = torch.zeros(2, nblocks, 16, cfg.num_kv_heads, cfg.head_dim, dtype=dt, device=dev)
+            ref_cache = cache.clone()
+            q_ref, k_ref, v_ref = (qkv + bias).split([q_size, kv_size, kv_size], -1)
+            q_ref = q_ref.view(tokens, -1, cfg.head_dim)
+            k_ref = k_ref.view(tokens, -1, cfg.head_dim)
+            q_ref = q_ref * cos + _rotate_half(q_ref) * sin
+            k_ref = k_ref * cos + _rotate_half(k_ref) * sin
+            ref_cache[0].view(-1, cfg.num_kv_heads, cfg.head_dim).index_copy_(0, slots, k_ref)
+            ref_cache[1].view(-1, cfg.num_kv_heads, cfg.head_dim).index_copy_(0, slots, v_ref.reshape(tokens, -1, cfg.head_dim))
+            q = ops.rotary_to_cache(qkv, bias, cos, sin, cache[0], cache[1], slots, cfg.num_heads,
+                                    cfg.num_kv_heads)
+            compare("rotary_to_cache.q", tokens, q, q_ref)
+            compare("rotary_to_cache.cache", tokens, cache, ref_cache)
+
+        contexts = [1, 15, 17, 100, 513, 1100, 2049, 4100][: 8 if self.on_gpu else 4]
+        q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, dt, dev, gen)
+        scale = cfg.head_dim ** -0.5
+        expected = TorchAttention().decode(q, k, v, meta, scale)
+        for name in ("splitkv", "balanced"):
+            compare(f"decode_attention.{name}", len(contexts),
+                    TritonAttention(decode_kernel=name).decode(q, k, v, meta, scale), expected)
+        self.write("ops_check", out)
+        worst = max(r["max_rel_err"] for r in out if r["ref_max_abs"] > 0)
+        self.summary.append(("ops_check worst rel err", f"{worst:.2e}"))
+
+    def step_check(self) -> None:
+        torch = self.torch
+        from fusedlib.attention import make_backend
+        from fusedlib.graphs import PackedGraphs
+
+        model, batch, kv = self.model, self.mixed_batch, self.engine.pool.kv
+        backend = make_backend("triton-balanced")
+        logits = {}
+        for fused in (False, True):
+            model.fused_ops = fused
+            logits[fused] = model(batch.input_ids, batch.positions, batch.meta, kv, backend,
+                                  batch.logit_indices)
+        graphed = PackedGraphs(model, self.engine.pool, backend, self.p["rows"], self.p["chunk"],
+                               capture=self.on_gpu, buckets=(self.p["chunk"] + self.p["rows"],))
+        logits["graphed"] = graphed.run(batch)  # fused ops on, as the loop left them
+        del graphed
+        out = []
+        for name, ref, other in (("fused_ops_on_vs_off", logits[False], logits[True]),
+                                 ("graphed_vs_eager_fused", logits[True], logits["graphed"])):
+            top2 = ref.topk(2, dim=-1).values
+            clear = (top2[:, 0] - top2[:, 1]) > TIE_GAP
+            agree = other.argmax(-1) == ref.argmax(-1)
+            out.append({"comparison": name, "logit_rows": ref.shape[0],
+                        "max_abs_diff": (other - ref).abs().max().item(),
+                        "rows_outside_ties": int(clear.sum()),
+                        "argmax_agree_outside_ties": int((agree & clear).sum()),
+                        "argmax_agree_all": int(agree.sum())})
+        self.write("step_check", out)
+        for r in out:
+            self.summary.append((f"step_check {r['comparison']}",
+                                 f"max|d| {r['max_abs_diff']:.3g}, argmax {r['argmax_agree_outside_ties']}"
+                                 f"/{r['rows_outside_ties']} outside ties"))
+
+    # ---- (b) census ------------------------------------------------------------------
+    def census(self) -> None:
+        torch = self.torch
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        from fusedlib.attention import make_backend
+        from fusedlib.graphs import DecodeGraphs, PackedGraphs
+
+        model, pool, p = self.model, self.engine.pool, self.p
+        layers = model.config.num_layers
+        rows, names = [], []
+        configs = [("part9: reference ops, split-KV", False, "triton-splitkv"),
+                   ("reference ops, balanced", False, "triton-balanced"),
+                   ("fused ops, split-KV", True, "triton-splitkv"),
+                   ("part10: fused ops, balanced", True, "triton-balanced")]
+        for label, fused, attention in (configs[i] for i in p["configs"]):
+            model.fused_ops = fused
+            backend = make_backend(attention)
+            decode = DecodeGraphs(model, pool, backend, p["rows"], capture=self.on_gpu, buckets=(p["rows"],))
+            mixed = PackedGraphs(model, pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
+                                 buckets=(p["chunk"] + p["rows"],))
+            for step, run in (("decode", lambda: decode.run(self.decode_batch)),
+                              ("mixed", lambda: mixed.run(self.mixed_batch))):
+                for _ in range(3 if self.on_gpu else 1):
+                    run()
+                _sync(self.device)
+                activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.on_gpu else [])
+                with profile(activities=activities) as prof:
+                    for _ in range(p["replays"]):
+                        run()
+                    _sync(self.device)
+                events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+                copies = [e for e in events if e.name.startswith(("Memcpy", "Memset"))]
+                kernels = [e for e in events if not e.name.startswith(("Memcpy", "Memset"))]
+                per_name: dict[str, list[float]] = {}
+                for e in kernels:
+                    per_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
+                for name, times in per_name.items():
+                    names.append({"config": label, "step": step, "kernel": name[:200],
+                                  "per_step": len(times) / p["replays"],
+                                  "us_per_step": sum(times) / p["replays"]})
+                gpu_ms, wall_ms = self._time_step(run)
+                kernels_per_step = len(kernels) / p["replays"]
+                rows.append({"config": label, "step": step, "fused_ops": fused, "attention": attention,
+                             "tokens": (self.decode_batch if step == "decode" else self.mixed_batch).num_tokens,
+                             "kernels_per_step": kernels_per_step,
+                             "kernels_per_layer": kernels_per_step / layers,
+                             "copies_per_step": len(copies) / p["replays"],
+                             "kernel_us_per_step": sum(e.time_range.elapsed_us() for e in kernels) / p["replays"],
+                             "gpu_ms_median": gpu_ms, "wall_ms_median": wall_ms, "replays": p["replays"],
+                             "iters": p["iters"]})
+                self.summary.append((f"census {label} {step}",
+                                     f"{kernels_per_step:.0f} kernels ({kernels_per_step / layers:.1f}/layer), "
+                                     f"GPU {gpu_ms:.3f} ms, wall {wall_ms:.3f} ms"))
+            del decode, mixed
+            if self.on_gpu:
+                torch.cuda.empty_cache()
+        model.fused_ops = True
+        self.write("census", rows)
+        self.write("census_kernels", names)
+
+    def _time_step(self, run) -> tuple[float, float]:
+        """(GPU ms: CUDA events around each step, median; wall ms: host time of the step
+        through its completion, median)."""
+        torch = self.torch
+        iters = self.p["iters"]
+        walls = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            run()
+            _sync(self.device)
+            walls.append((time.perf_counter() - t0) * 1e3)
+        if not self.on_gpu:
+            return float("nan"), statistics.median(walls)
+        start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        for i in range(iters):
+            start[i].record()
+            run()
+            end[i].record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in zip(start, end)), statistics.median(walls)
+
+    # ---- (c) decode attention bandwidth ------------------------------------------------
+    def attention(self) -> None:
+        torch = self.torch
+        from fusedlib.attention.base import DecodeMeta
+        from fusedlib.attention.torch_backend import TorchAttention
+        from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth, decode_case
+
+        cfg, dev, p = self.model.config, self.device, self.p
+        scale = cfg.head_dim ** -0.5
+        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        pool_max = cfg.max_position_embeddings  # what DecodeGraphs passes as max_context_len
+        sweep = BALANCED_SWEEP if self.on_gpu else SMOKE_SWEEP
+        out = []
+        for context in p["attn_contexts"]:
+            gen = torch.Generator(device=dev).manual_seed(context)
+            contexts = [context] * p["rows"]
+            q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
+                                        self.dtype, dev, gen)
+            expected = TorchAttention().decode(q, k, v, meta, scale)
+            graph_meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, pool_max)
+            kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
+            cases = [("splitkv", "graph cap", SplitKVConfig(), graph_meta),
+                     ("splitkv", "step max", SplitKVConfig(), meta)]
+            cases += [("balanced", "graph cap", SplitKVConfig(*shape), graph_meta) for shape in sweep]
+            for kernel, cap, config, m in cases:
+                row = {"kernel": kernel, "split_cap": cap, "rows": p["rows"], "context": context,
+                       "block_n": config.block_n, "programs_per_sm": config.programs_per_sm,
+                       "num_warps": config.num_warps, "num_stages": config.num_stages,
+                       "kv_bytes": kv_bytes, "copy_bandwidth_gbs": bandwidth / 1e9}
+                try:
+                    backend = TritonAttention(decode_kernel=kernel, splitkv=config)
+                    call = lambda: backend.decode(q, k, v, m, scale)  # noqa: E731
+                    row["max_abs_err"] = (call().float() - expected.float()).abs().max().item()
+                    ms = _median_ms(call, dev, p["iters"] * 2, scratch)
+                    row.update(median_ms=ms, gbs=kv_bytes / ms / 1e6,
+                               fraction_of_copy=kv_bytes / (ms / 1e3) / bandwidth)
+                except Exception as exc:  # a launch shape the compiler rejects is a result
+                    row["error"] = repr(exc)[:300]
+                out.append(row)
+        self.write("attention", out)
+        for context in p["attn_contexts"]:
+            mine = [r for r in out if r["context"] == context and "median_ms" in r]
+            old = next((r for r in mine if r["kernel"] == "splitkv" and r["split_cap"] == "graph cap"), None)
+            best = max((r for r in mine if r["kernel"] == "balanced"), key=lambda r: r["gbs"], default=None)
+            if old and best:
+                self.summary.append((f"attention {p['rows']}x{context}",
+                                     f"split-KV(graph) {old['fraction_of_copy']:.0%}, best balanced "
+                                     f"{best['fraction_of_copy']:.0%} (block_n {best['block_n']}, "
+                                     f"{best['programs_per_sm']}/SM, {best['num_warps']}w{best['num_stages']}s)"))
+
+    # ---- (d) GEMM rate and launch cost --------------------------------------------------
+    def gemm(self) -> None:
+        torch = self.torch
+        from fusedlib.bench.kernels import _median_ms
+
+        cfg, dev, dt = self.model.config, self.device, self.dtype
+        q_size, kv_size = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+        shapes = {"qkv": (cfg.hidden_size, q_size + 2 * kv_size), "o_proj": (q_size, cfg.hidden_size),
+                  "gate_up": (cfg.hidden_size, 2 * cfg.intermediate_size),
+                  "down": (cfg.intermediate_size, cfg.hidden_size),
+                  "lm_head": (cfg.hidden_size, cfg.vocab_size)}
+        big = 8192 if self.on_gpu else 64
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        out = []
+        tokens_list = (self.p["rows"], self.p["chunk"] + self.p["rows"] - 1)
+        cases = [(name, m, k, n) for m in tokens_list for name, (k, n) in shapes.items()]
+        cases.append(("square", big, big, big))
+        for name, m, k, n in cases:
+            a = torch.randn(m, k, device=dev).to(dt)
+            w = torch.randn(n, k, device=dev).to(dt)
+            for flushed in (True, False):
+                ms = _median_ms(lambda: torch.nn.functional.linear(a, w), dev, self.p["iters"],
+                                scratch if flushed else None)
+                out.append({"gemm": name, "m": m, "k": k, "n": n, "l2_flushed": flushed,
+                            "median_ms": ms, "tflops": 2 * m * k * n / ms / 1e9,
+                            "weight_gbs": n * k * a.element_size() / ms / 1e6})
+        # Launch cost inside a graph: the difference between graphs of 100 and 1,100 tiny kernels.
+        if self.on_gpu:
+            x = torch.zeros(1, device=dev)
+            per = {}
+            for count in (100, 1100):
+                graph = torch.cuda.CUDAGraph()
+                stream = torch.cuda.Stream()
+                with torch.cuda.stream(stream):
+                    x.add_(1)
+                torch.cuda.synchronize()
+                with torch.cuda.graph(graph):
+                    for _ in range(count):
+                        x.add_(1)
+                per[count] = _median_ms(graph.replay, dev, self.p["iters"], None)
+            launch_us = (per[1100] - per[100]) / 1000 * 1e3
+            out.append({"gemm": "graph_launch_cost", "median_ms_100": per[100], "median_ms_1100": per[1100],
+                        "us_per_kernel_in_graph": launch_us})
+            self.summary.append(("launch cost in a graph", f"{launch_us:.2f} us per kernel"))
+        self.write("gemm", out)
+        sq = next(r for r in out if r["gemm"] == "square" and not r["l2_flushed"])
+        self.summary.append(("fp16 GEMM 8192^3", f"{sq['tflops']:.0f} TFLOP/s"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
+    parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,gemm")
+    args = parser.parse_args(argv)
+    bench = Bench(args.out, "smoke" if args.smoke else "full")
+    t0 = time.perf_counter()
+    bench.run_section("setup", bench.setup)
+    if not hasattr(bench, "engine"):
+        print("setup failed; nothing else can run", file=sys.stderr)
+        return 1
+    for name in args.sections.split(","):
+        bench.run_section(name, getattr(bench, name))
+    width = max(len(k) for k, _ in bench.summary)
+    print(f"\n{'':-<{width}}  roofline bench ({bench.profile}), {time.perf_counter() - t0:.0f} s")
+    for key, value in bench.summary:
+        print(f"{key:<{width}}  {value}")
+    return 1 if any(v.startswith("ERROR") for _, v in bench.summary) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

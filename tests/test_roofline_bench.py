@@ -1,0 +1,26 @@
+"""scripts/roofline_bench.py's CPU path (--smoke: tiny model, Triton interpreter), so the
+one-command GPU run cannot be broken by a typo. Its numbers mean nothing; what is checked
+is that every section ran and wrote rows with provenance and no error row."""
+import importlib.util
+from pathlib import Path
+
+from fusedlib.bench import rows
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "roofline_bench.py"
+
+
+def test_smoke_run_writes_every_section(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("roofline_bench", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main([str(tmp_path), "--smoke"]) == 0
+    for section in ("ops_check", "step_check", "census", "census_kernels", "attention", "gemm"):
+        got = rows.read_rows(tmp_path / "roofline" / section)
+        if section == "census_kernels":  # no CUDA kernels to name on the CPU
+            continue
+        assert got, section
+        assert not any(r.get("error") for r in got), (section, [r.get("error") for r in got])
+        assert all(r.get("git_commit") and r.get("timestamp") for r in got), section
+    checks = rows.read_rows(tmp_path / "roofline" / "step_check")
+    assert all(r["argmax_agree_outside_ties"] == r["rows_outside_ties"] for r in checks)
+    assert "roofline bench (smoke)" in capsys.readouterr().out
