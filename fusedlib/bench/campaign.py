@@ -42,7 +42,7 @@ class Pairs:
 
 
 def _arrivals(**options) -> RunSpec:
-    return RunSpec.build("arrivals", profile="full", rate=40.0, n_requests=400, **options)
+    return RunSpec.build("arrivals", **{"profile": "full", "rate": 40.0, "n_requests": 400, **options})
 
 
 # The configurations the book's parts compare: part 7 (eager), part 9 (every forward graphed,

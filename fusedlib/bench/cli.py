@@ -88,8 +88,8 @@ def parser() -> argparse.ArgumentParser:
         if opt.default is False:
             p.add_argument(flag(name), dest=name, action="store_true", default=None, help=opt.help)
             continue
-        if opt.default is True:  # on unless turned off: --no-<name>
-            p.add_argument("--no-" + flag(name)[2:], dest=name, action="store_false", default=None, help=opt.help)
+        if opt.allowed[0] is bool:  # default the profile's: --<name> or --no-<name>
+            p.add_argument(flag(name), dest=name, action=argparse.BooleanOptionalAction, default=None, help=opt.help)
             continue
         default = SWEEP_DEFAULTS.get(name, opt.default)
         shown = f" (default: {','.join(map(str, default))})" if name in SWEEP_DEFAULTS else (

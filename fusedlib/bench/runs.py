@@ -61,6 +61,7 @@ def make_engine(spec: RunSpec, **engine_kw) -> Engine:
     # A previous engine's KV pool sits in the CUDA caching allocator after it is dropped;
     # give it back first, or the new default pool (a fraction of *free* memory) shrinks.
     model = model_for(spec)  # first: loading leaves its own scratch in the allocator
+    model.fused_ops = spec.fused_ops  # the cached model is shared: every engine sets its ops
     gc.collect()
     if spec.profile_spec.device == "cuda":
         torch.cuda.empty_cache()

@@ -56,6 +56,7 @@ class Profile:
     capacity_rate: float  # above both engines' capacity: where sensitivity measures it
     n_requests: int  # an open-loop run's requests
     small_pool_gib: float  # the small-pool control's KV pool
+    fused_ops: bool  # the fused small-op kernels (Triton: on the CPU they would run interpreted)
 
 
 PROFILES = {
@@ -66,7 +67,7 @@ PROFILES = {
                     # capacity to well past it (the arrivals page shows where each saturates)
                     rates=(4, 5, 6, 7, 8, 10, 20, 40), capacity_rate=40, n_requests=400,
                     # the reference's 0.5 GiB holds ~4.5 of its longest prompts' KV (28 KiB/token)
-                    small_pool_gib=0.5),
+                    small_pool_gib=0.5, fused_ops=True),
     # Lengths 4..64 against a 32-token chunk keep the full profile's shape (long prompts
     # take several chunks, short ones share one); the tiny model serves a few hundred
     # requests/s on one CPU thread, hence the rates. Its small pool holds as many longest
@@ -74,7 +75,8 @@ PROFILES = {
     "smoke": Profile(model="tiny", device="cpu", dtype="float32", attention="torch",
                      chunk_tokens=32, lengths=(4, 8, 16, 32, 64), budget=(4, 16),
                      p256_length=16, p256_budget=8,
-                     rates=(50, 100, 200, 400), capacity_rate=400, n_requests=60, small_pool_gib=2e-4),
+                     rates=(50, 100, 200, 400), capacity_rate=400, n_requests=60, small_pool_gib=2e-4,
+                     fused_ops=False),
 }
 
 ENGINES = ("fused", "chunked")
@@ -159,9 +161,9 @@ OPTIONS = {o.name: o for o in [
     Option("cuda_graphs", False, _BOOL, "replay decode-only forwards from CUDA graphs (needs a GPU)"),
     Option("graph_chunks", False, _BOOL,
            "with cuda_graphs: also replay forwards with prompt chunks piecewise (attention eager)"),
-    Option("fused_ops", True, _BOOL,
-           "the fused small-op kernels (add+RMSNorm, rotary+cache write, SiLU*mul); false: the "
-           "reference PyTorch ops of parts 7-9", before=False),
+    Option("fused_ops", None, _BOOL,
+           "the fused small-op kernels (add+RMSNorm, rotary+cache write, SiLU*mul) or the reference "
+           "PyTorch ops of parts 7-9 (default: the profile's, full fused, smoke reference)", before=False),
     Option("workload", "mixed", _choice(WORKLOADS), "the mixed draw, or p256 (the uniform control)", sweep=True),
     Option("batch_size", 32, _int(1), "requests per closed batch", sweep=True),
     Option("seed", 0, _int(0), "workload and arrival seed", sweep=True),
@@ -267,7 +269,7 @@ class RunSpec:
     def resolved(self) -> RunSpec:
         """Every "the profile's" option filled in from the profile."""
         p = self.profile_spec
-        fill = {"model": p.model, "chunk_tokens": p.chunk_tokens, "n_requests": p.n_requests,
+        fill = {"model": p.model, "chunk_tokens": p.chunk_tokens, "n_requests": p.n_requests, "fused_ops": p.fused_ops,
                 **{name: by.get(self.experiment) for name, by in _BY_EXPERIMENT.items()}}
         if self.experiment != "gates":  # gates default to the torch reference and the profile's
             fill["attention"] = p.attention

@@ -10,6 +10,7 @@ import pytest
 
 from fusedlib.bench.rows import load, read_rows
 from fusedlib.bench.cli import EXPERIMENTS, parser
+from fusedlib.bench.spec import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,7 +90,7 @@ def test_rows_record_whether_cuda_graphs_ran(tmp_path):
     (row,) = read_rows(out)
     # Every option, set or not, and the schema version.
     assert (row["cuda_graphs"], row["graph_chunks"], row["repeat"], row["pool_gib"]) == (False, False, 0, None)
-    assert row["schema_version"] == 2
+    assert row["schema_version"] == SCHEMA_VERSION and row["fused_ops"] is False  # smoke: reference ops
 
 
 def test_arrivals_repeats_alternate_engines_and_resume(tmp_path):
