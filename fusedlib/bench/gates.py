@@ -42,20 +42,41 @@ def gate_workload(model: Qwen2Model, n: int = 12, seed: int = 0) -> list[Request
     return mixed(n, seed=seed, lengths=(1, 5, 17, 40, 90), budget=(3, 12), vocab_size=cfg.vocab_size)
 
 
-def _run(model, specs, **engine_kw) -> tuple[Engine, list[list[int]]]:
+def _run(model, specs, poison_freed: bool = False, record_gaps: bool = False,
+         **engine_kw) -> tuple[Engine, list[list[int]], dict]:
+    """(engine, outputs, gaps): with `record_gaps`, gaps[(rid, token index)] is the top-1 minus
+    top-2 logit of that sampled token (a LogitGapRecorder installed as the sampler)."""
     engine = Engine(model, **engine_kw)
+    engine.pool.poison_freed = poison_freed
+    gaps = LogitGapRecorder(engine).gaps if record_gaps else {}
     outs = engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
-    return engine, outs
+    return engine, outs, gaps
+
+
+class LogitGapRecorder:
+    """Replaces an engine's sampler: samples greedily as the engine does (one readback) and
+    keeps the top-1 minus top-2 logit of every sampled token, so a gate can tell an exact
+    tie flipped by matmul shape from a real disagreement."""
+
+    def __init__(self, engine: Engine):
+        self.gaps: dict[tuple[int, int], float] = {}
+        engine.sample = self.sample
+
+    def sample(self, logits: torch.Tensor, requests) -> list[int]:
+        top2 = logits.topk(2, dim=-1)
+        rows = torch.cat([top2.indices[:, :1].float(), top2.values[:, :1] - top2.values[:, 1:]], 1).tolist()
+        for r, (_, gap) in zip(requests, rows):
+            self.gaps[(r.rid, len(r.output))] = gap
+        return [int(t) for t, _ in rows]
 
 
 def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch",
                           chunk_tokens: int = 64, max_batch: int = 8,
                           tie_tolerance: float = TIE_TOLERANCE) -> GateReport:
     specs = specs if specs is not None else gate_workload(model)
-    kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, record_gaps=True)
-    chunked, ref = _run(model, specs, kind="chunked", **kw)
-    _, fused = _run(model, specs, kind="fused", **kw)
-    gaps = {(g.rid, g.index): g.gap for g in chunked.logit_gaps}
+    kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch)
+    _, ref, gaps = _run(model, specs, kind="chunked", record_gaps=True, **kw)
+    _, fused, _ = _run(model, specs, kind="fused", **kw)
     flips, bad, differ = set(), [], 0
     for rid, (s, a, b) in enumerate(zip(specs, ref, fused)):
         at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
@@ -115,7 +136,7 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
     fcfs = [r.rid for r in admitted_order] == sorted(r.rid for r in reqs)
     complete = all(r.finished is not None and len(r.output) == r.max_new_tokens for r in reqs)
     free = engine.pool.num_free_blocks == engine.pool.num_blocks
-    _, big = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=8)
+    _, big, _ = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=8)
     same = [r.output for r in reqs] == big
     return GateReport("tiny_pool", fcfs and complete and free and same, {
         "attention": attention, "kind": kind, "pool_blocks": blocks, "requests": len(specs),
@@ -128,8 +149,8 @@ def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fus
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 3 * -(-longest // 16)  # small, so freed (poisoned) blocks are handed out again
     kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8)
-    _, clean = _run(model, specs, **kw)
-    poisoned_engine, poisoned = _run(model, specs, poison_freed=True, **kw)
+    _, clean, _ = _run(model, specs, **kw)
+    poisoned_engine, poisoned, _ = _run(model, specs, poison_freed=True, **kw)
     return GateReport("poisoning", clean == poisoned, {
         "attention": attention, "kind": kind, "pool_blocks": blocks, "requests": len(specs),
         "differing_requests": sum(a != b for a, b in zip(clean, poisoned)),
@@ -150,7 +171,7 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
             expected.append(out[0, len(s.prompt):].tolist())
     results = {}
     for kind in ("fused", "chunked"):
-        _, outs = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=4)
+        _, outs, _ = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=4)
         results[kind] = sum(a == b for a, b in zip(outs, expected))
     return GateReport("transformers", all(v == len(specs) for v in results.values()), {
         "attention": attention, "requests": len(specs),

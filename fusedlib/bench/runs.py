@@ -144,6 +144,15 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _synced_clock(device: str):
+    """perf_counter read after a device sync: installed as an engine's clock, every stamp it
+    takes (step start, forward ends, token times) says when the GPU was done."""
+    def clock() -> float:
+        _sync(device)
+        return time.perf_counter()
+    return clock
+
+
 class HostMeter:
     """What the machine gave a run: the process's CPU seconds and the CPU seconds the
     hypervisor stole from the machine (Linux /proc/stat "steal", all CPUs; None where there
@@ -250,10 +259,10 @@ def _store(out, rows: list[dict]) -> list[dict]:
     return rows
 
 
-def _step_counts(engine: Engine, first_step: int) -> dict:
-    """Steps by kind with their median and total time. Every step ends in a host readback,
-    which waits for the GPU, so a step's duration is device-accurate without extra syncs."""
-    records = engine.step_log[first_step:]
+def _step_counts(engine: Engine, records: list) -> dict:
+    """Steps by kind with their median and total time (wall, and on CUDA the forwards' GPU
+    time from the engine's events). Every step ends in a host readback, which waits for the
+    GPU, so a step's duration is device-accurate without extra syncs."""
     out = {"n_steps": len(records), "n_forwards": sum(r.n_forwards for r in records),
            "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}
     for kind in ("decode", "mixed", "chunk"):
@@ -261,6 +270,8 @@ def _step_counts(engine: Engine, first_step: int) -> dict:
         out[f"n_{kind}_steps"] = len(durations)
         out[f"median_{kind}_step_s"] = statistics.median(durations) if durations else None
         out[f"total_{kind}_step_s"] = sum(durations)
+        gpu = [r.gpu_s() for r in records if r.kind == kind]
+        out[f"median_{kind}_step_gpu_s"] = statistics.median(gpu) if gpu and gpu[0] is not None else None
     return out
 
 
@@ -316,14 +327,13 @@ def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed
     if _already_done(out, key):
         return []
     engine = make_engine(s, engine_kind)
-    specs = s.workload(workload, batch_size, seed, engine.cfg.vocab_size)
+    specs = s.workload(workload, batch_size, seed, engine.model.config.vocab_size)
     prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
     n_out = sum(budgets)
     rows = []
     for i in range(warmups + repeats):
-        first_step = len(engine.step_log)
         _sync(s.spec.device)
-        with HostMeter() as host:
+        with HostMeter() as host, engine.record_steps() as steps:
             t0 = time.perf_counter()
             engine.generate(prompts, budgets)
             _sync(s.spec.device)
@@ -332,7 +342,7 @@ def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed
             rows.append({**key, "stat": "run", "repeat": i - warmups, "wall_s": wall,
                          "n_output_tokens": n_out, "output_throughput": n_out / wall,
                          "request_throughput": batch_size / wall,
-                         **_step_counts(engine, first_step), **host.fields})
+                         **_step_counts(engine, steps), **host.fields})
     wall = statistics.median(r["wall_s"] for r in rows)
     last = {k: v for k, v in rows[-1].items() if not k.startswith("host_")}  # per-run readings only
     rows.append({**last, "stat": "median", "repeat": None, "wall_s": wall,
@@ -343,10 +353,9 @@ def closed(engine_kind: str, workload: str = "mixed", batch_size: int = 32, seed
 
 # ---------------------------------------------------------------------------- open loop
 def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
-    first_step = len(engine.step_log)
-    with HostMeter() as host:
+    with HostMeter() as host, engine.record_steps() as steps:
         served = serve_open_loop(engine, specs)
-    return {**metrics.summarize(served), **_step_counts(engine, first_step),
+    return {**metrics.summarize(served), **_step_counts(engine, steps),
             "pool_blocks": engine.pool.num_blocks, "pool_gib_actual": engine.pool.gib, **host.fields}
 
 
@@ -367,7 +376,7 @@ def arrivals(engine_kind: str, rate: float, n_requests: int = 400, seed: int = 0
     if _already_done(out, key):
         return []
     engine = make_engine(s, engine_kind, pool_gib=pool_gib)
-    specs = workloads.poisson_arrivals(s.workload("mixed", n_requests, seed, engine.cfg.vocab_size),
+    specs = workloads.poisson_arrivals(s.workload("mixed", n_requests, seed, engine.model.config.vocab_size),
                                        rate, seed=seed)
     return _store(out, [{**key, **_open_run(engine, specs), **results.provenance()}])
 
@@ -389,7 +398,7 @@ def sensitivity(engine_kind: str, seeds=(0, 1, 2), long_shares=(0.0, 0.2, 0.4),
             if _already_done(out, key):
                 continue
             engine = engine or make_engine(s, engine_kind)
-            vocab = engine.cfg.vocab_size
+            vocab = engine.model.config.vocab_size
             specs = (s.workload("mixed", n_requests, seed, vocab) if share is None else
                      workloads.with_long_share(n_requests, share, seed=seed, lengths=s.spec.lengths,
                                                budget=s.spec.budget, vocab_size=vocab))
@@ -407,7 +416,7 @@ def _warm_on_disturbance(s: Setup, engine_kind: str, seed: int, warmups: int, **
     (engine, prompts, budgets), ready for the measured pass."""
     engine = make_engine(s, engine_kind, **engine_kw)
     specs = workloads.disturbance(seed, lengths=s.spec.lengths, budget=s.spec.budget,
-                                  vocab_size=engine.cfg.vocab_size)
+                                  vocab_size=engine.model.config.vocab_size)
     prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
     for _ in range(warmups):
         engine.generate(prompts, budgets)
@@ -430,22 +439,23 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
            "warmups": warmups}
     if _already_done(out, key):
         return []
-    engine, prompts, budgets = _warm_on_disturbance(s, engine_kind, seed, warmups, trace=True)
-    first_step = len(engine.step_log)
-    with HostMeter() as host:
+    engine, prompts, budgets = _warm_on_disturbance(s, engine_kind, seed, warmups)
+    engine.clock = _synced_clock(s.spec.device)
+    with HostMeter() as host, engine.record_steps() as steps:
         t0 = engine.clock()
         reqs = [engine.add_request(p, b, arrival=t0) for p, b in zip(prompts, budgets)]
         engine.run_until_done()
         _sync(s.spec.device)
         wall = engine.clock() - t0
-    steps = engine.step_log[first_step:]
     prov = results.provenance()
     rows = [{**key, "record": "step", "step": i, "kind": r.kind, "n_chunk_tokens": r.n_chunk_tokens,
              "n_decode": r.n_decode, "n_forwards": r.n_forwards, "start_s": r.start - t0,
              "duration_s": r.duration, "decode_kv_tokens": r.decode_kv_tokens,
              "chunk_kv_tokens": r.chunk_kv_tokens,
              # the first forward also carries the step's planning and packing
-             "forward_durations_s": list(r.forward_durations)} for i, r in enumerate(steps)]
+             "forward_durations_s": list(r.forward_durations),
+             # on CUDA: the forwards on the GPU's clock (duration - gpu = the host's share)
+             "gpu_s": r.gpu_s(), "forward_gpu_s": r.forward_gpu_s()} for i, r in enumerate(steps)]
     for r in reqs:
         gaps = np.diff(r.token_times)
         rows.append({**key, "record": "request", "rid": r.rid, "prompt_len": r.prompt_len,
@@ -459,7 +469,7 @@ def step_trace(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_token
                "weight_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
                "kv_bytes_per_token": engine.pool.bytes_per_block // engine.pool.block_size,
                "copy_bandwidth_Bps": _copy_bandwidth(s.spec.device),
-               **_step_counts(engine, first_step), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
+               **_step_counts(engine, steps), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
                "gap_p99_s": _q(gaps, 99), "gap_max_s": float(gaps.max())}
     rows.append(summary)
     return _store(out, [{**r, **prov} for r in rows])
@@ -496,9 +506,8 @@ def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tok
     if _already_done(out, key):
         return []
     engine, prompts, budgets = _warm_on_disturbance(s, engine_kind, seed, warmups)
-    first_step = len(engine.step_log)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if s.spec.device == "cuda" else [])
-    with torch_profile(activities=activities) as prof:
+    with torch_profile(activities=activities) as prof, engine.record_steps() as steps:
         for p, b in zip(prompts, budgets):
             engine.add_request(p, b)
         i = 0
@@ -508,7 +517,6 @@ def step_profile(engine_kind: str, seed: int = 0, max_batch: int = 32, chunk_tok
             i += 1
         _sync(s.spec.device)
     engine.run_until_done()  # every admitted request finishes; its pool blocks come back
-    steps = engine.step_log[first_step:first_step + i]
     events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU]
     # (On a GPU the profiler repeats each mark as a device-side annotation on the GPU's own
     # clock; only the host-side one bounds the step's host events.)
