@@ -82,6 +82,8 @@ class Engine:
     `pool.poison_freed`."""
 
     def __init__(self, model: Qwen2Model, config: EngineConfig | None = None, **settings):
+        if config is not None and not isinstance(config, EngineConfig):
+            raise ValueError(f"config must be an EngineConfig, got {type(config).__name__}")
         unknown = sorted(set(settings) - set(EngineConfig.names()))
         if unknown:
             raise ValueError(f"unknown engine setting {unknown[0]!r}; settings are {EngineConfig.names()}")
@@ -98,8 +100,7 @@ class Engine:
         self.observers: list[Callable[[StepRecord], None]] = []  # each gets every StepRecord
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
-        self._cuda = model.device.type == "cuda"
-        self._event = _timing_event if self._cuda else _no_event
+        self._event = _timing_event if model.device.type == "cuda" else _no_event
         self.graphs: DecodeGraphs | None = None
         self.chunk_graphs: PackedGraphs | None = None
         if config.warmup:
@@ -168,8 +169,8 @@ class Engine:
             marks, events = [start], [self._event()]
             for batch in batches:
                 self._run(batch)
-                marks.append(self.clock())
                 events.append(self._event())
+                marks.append(self.clock())
         except Exception as error:
             failed = self.scheduler.fail(plan, f"{type(error).__name__}: {error}", self.clock())
             self.num_finished += len(failed)
@@ -274,5 +275,5 @@ class Engine:
         assert self.pool.num_free_blocks == self.pool.num_blocks
         self.num_finished = 0
         self._next_rid = 0
-        if self._cuda:
+        if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)

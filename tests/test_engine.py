@@ -245,3 +245,15 @@ def test_generate_serves_every_other_prompt_then_names_the_failed_one():
     assert [r.prompt for r in failure.value.requests] == [[3, poison, 4]]
     assert not engine.has_work() and engine.pool.num_free_blocks == engine.pool.num_blocks
     assert engine.generate(good, 4) == Engine(model, kind="fused", chunk_tokens=16, max_batch=1).generate(good, 4)
+
+
+def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap():
+    from fusedlib.bench.gates import LogitGapRecorder
+
+    prompts = _prompts(4)
+    expected = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4).generate(prompts, 3)
+    engine = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4)
+    recorder = LogitGapRecorder(engine)
+    assert engine.generate(prompts, 3) == expected
+    assert sorted(recorder.gaps) == [(rid, i) for rid in range(4) for i in range(3)]
+    assert all(gap >= 0 for gap in recorder.gaps.values()) and max(recorder.gaps.values()) > 0
