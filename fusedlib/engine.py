@@ -39,13 +39,13 @@ class StepRecord:
     forward_durations: tuple[float, ...]  # each forward, to its readback (chunks first)
     # CUDA timing events recorded before the first forward and after each one (None on CPU).
     # They live only as long as the record does, so an engine keeps nothing per step.
-    events: tuple = field(default=(), repr=False)
+    events: tuple = field(repr=False)
 
     def forward_gpu_s(self) -> tuple[float, ...] | None:
         """Each forward's span on the GPU's clock, between the events around it, or None on
         CPU. Waits for the step's last event: read it after the run, not inside the loop.
         A span includes the GPU's idle waits when the host launches more slowly than it runs."""
-        if not self.events or self.events[0] is None:
+        if self.events[0] is None:
             return None
         self.events[-1].synchronize()
         return tuple(a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:]))
