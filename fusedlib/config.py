@@ -3,10 +3,14 @@
 `ModelConfig` carries exactly the fields our Qwen2 implementation reads; `from_hf_dict`
 maps a Hugging Face config.json onto it (transformers 5.x moved rope_theta into
 `rope_parameters`; hub checkpoints still carry it top-level, so both are read).
+`EngineConfig` holds the serving settings of an `Engine` and refuses bad values by name.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import numbers
+from dataclasses import dataclass, fields
+
+from .attention import BACKENDS
 
 
 @dataclass(frozen=True)
@@ -63,9 +67,6 @@ class ModelConfig:
             "use_sliding_window": False,
         }
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 PRESETS: dict[str, ModelConfig] = {
     # Qwen/Qwen2.5-1.5B's config.json: 1,543,714,304 parameters with tied embeddings.
@@ -83,7 +84,10 @@ PRESETS: dict[str, ModelConfig] = {
         tie_word_embeddings=True,
     ),
     # Same architecture with grouped KV heads (2 query heads per KV head), small enough
-    # that CPU tests and the smoke profile run in seconds.
+    # that CPU tests and the smoke profile run in seconds. The head is untied: with random
+    # weights a tied head makes each position's own input embedding its largest logit
+    # (the residual stream carries it through), so greedy output would repeat the last
+    # prompt token forever.
     "tiny": ModelConfig(
         vocab_size=512,
         hidden_size=64,
@@ -95,8 +99,55 @@ PRESETS: dict[str, ModelConfig] = {
         rope_theta=10000.0,
         rms_norm_eps=1e-6,
         max_position_embeddings=8192,
-        tie_word_embeddings=True,
+        tie_word_embeddings=False,
     ),
 }
 
 BLOCK_SIZE = 16  # tokens per KV block: vLLM's default; one block table entry per 16 positions.
+
+ENGINE_KINDS = ("fused", "chunked")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How an Engine serves: which step split, how many rows and prompt tokens per step,
+    how large a KV pool (`pool_gib` or `num_blocks`; neither: a default, see KVPool),
+    which attention backend, and which forwards replay from CUDA graphs."""
+    kind: str = "fused"  # "fused": one forward per step; "chunked": chunks and decodes apart
+    max_batch: int = 32  # requests running at once (decode rows per step)
+    chunk_tokens: int = 512  # prompt positions per step, across requests
+    pool_gib: float | None = None
+    num_blocks: int | None = None
+    attention: str = "torch"
+    cuda_graphs: bool = False  # decode-only forwards replay from CUDA graphs
+    graph_chunks: bool = False  # forwards with prompt chunks replay piecewise (needs cuda_graphs)
+    warmup: bool = True  # run every step shape once at construction, so no measured step compiles
+
+    def __post_init__(self):
+        if self.kind not in ENGINE_KINDS:
+            raise ValueError(f"unknown engine kind {self.kind!r}; kind must be one of {ENGINE_KINDS}")
+        if self.attention not in BACKENDS:
+            raise ValueError(f"unknown attention backend {self.attention!r}; attention must be one of {BACKENDS}")
+        _integer("max_batch", self.max_batch)
+        _integer("chunk_tokens", self.chunk_tokens)
+        if self.num_blocks is not None:
+            _integer("num_blocks", self.num_blocks)
+        if self.pool_gib is not None and (isinstance(self.pool_gib, bool) or not isinstance(self.pool_gib, numbers.Real)
+                                          or not self.pool_gib > 0):
+            raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
+        if self.num_blocks is not None and self.pool_gib is not None:
+            raise ValueError("give the pool size as num_blocks or pool_gib, not both")
+        for name in ("cuda_graphs", "graph_chunks", "warmup"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.graph_chunks and not self.cuda_graphs:
+            raise ValueError("graph_chunks (piecewise graphs for forwards with prompt chunks) needs cuda_graphs")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def _integer(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import operator
 import time
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Sequence
 
 import torch
 
-from .attention import BACKENDS, make_backend
+from .attention import make_backend
 from .batch import Batch, pack
+from .config import EngineConfig
 from .graphs import DecodeGraphs, PackedGraphs
 from .model import Qwen2Model
 from .pool import KVPool
 from .scheduler import Request, Scheduler
-
-ENGINE_KINDS = ("fused", "chunked")
 
 
 @dataclass
@@ -37,62 +37,85 @@ class StepRecord:
     decode_kv_tokens: int  # KV positions the decode rows read (their context lengths)
     chunk_kv_tokens: int  # KV positions the chunks attend over (start + length each)
     forward_durations: tuple[float, ...]  # each forward, to its readback (chunks first)
+    # CUDA timing events recorded before the first forward and after each one (None on CPU).
+    # They live only as long as the record does, so an engine keeps nothing per step.
+    events: tuple = field(repr=False)
+
+    def forward_gpu_s(self) -> tuple[float, ...] | None:
+        """Each forward's span on the GPU's clock, between the events around it, or None on
+        CPU. Waits for the step's last event: read it after the run, not inside the loop.
+        A span includes the GPU's idle waits when the host launches more slowly than it runs."""
+        if self.events[0] is None:
+            return None
+        self.events[-1].synchronize()
+        return tuple(a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:]))
+
+    def gpu_s(self) -> float | None:
+        """The step's forwards on the GPU's clock; `duration - gpu_s()` is the host's share."""
+        spans = self.forward_gpu_s()
+        return None if spans is None else sum(spans)
 
 
-@dataclass
-class TokenGap:
-    """With `record_gaps`, the top-1 minus top-2 logit at every sampled token: the gates
-    use it to tell an exact tie flipped by matmul shape from a real disagreement."""
-    rid: int
-    index: int
-    gap: float
+class RequestsFailed(RuntimeError):
+    """Something inside a step raised. `requests` were finished with `error` set and their KV
+    blocks freed; every other request is untouched and the engine keeps serving."""
+
+    def __init__(self, message: str, requests: list[Request]):
+        super().__init__(message)
+        self.requests = requests
+
+
+def _timing_event() -> torch.cuda.Event:
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()  # enqueued on the current stream: no host wait
+    return event
+
+
+def _no_event() -> None:
+    return None
 
 
 class Engine:
-    def __init__(self, model: Qwen2Model, kind: str = "fused", max_batch: int = 32,
-                 chunk_tokens: int = 512, pool_gib: float | None = None,
-                 num_blocks: int | None = None, attention: str = "torch",
-                 poison_freed: bool = False, trace: bool = False,
-                 clock: Callable[[], float] = time.perf_counter, warmup: bool = True,
-                 record_gaps: bool = False, cuda_graphs: bool = False, graph_chunks: bool = False):
-        if kind not in ENGINE_KINDS:
-            raise ValueError(f"unknown engine kind {kind!r}; choose one of {ENGINE_KINDS}")
-        if attention not in BACKENDS:
-            raise ValueError(f"unknown attention backend {attention!r}; choose one of {BACKENDS}")
-        if cuda_graphs and (model.device.type != "cuda" or attention == "torch"):
+    """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
+    keyword settings override the config's fields. Instrumentation attaches from outside:
+    replace `clock` or `sample`, append to `observers` (or use `record_steps`), or set
+    `pool.poison_freed`."""
+
+    def __init__(self, model: Qwen2Model, config: EngineConfig | None = None, **settings):
+        if config is not None and not isinstance(config, EngineConfig):
+            raise ValueError(f"config must be an EngineConfig, got {type(config).__name__}")
+        unknown = sorted(set(settings) - set(EngineConfig.names()))
+        if unknown:
+            raise ValueError(f"unknown engine setting {unknown[0]!r}; settings are {EngineConfig.names()}")
+        self.config = config = replace(config or EngineConfig(), **settings)
+        if config.cuda_graphs and (model.device.type != "cuda" or config.attention == "torch"):
             raise ValueError("cuda_graphs needs a CUDA model and a Triton attention backend "
                              "(the torch reference reads lengths back to the host mid-forward)")
-        if graph_chunks and not cuda_graphs:
-            raise ValueError("graph_chunks (piecewise graphs for forwards with prompt chunks) needs cuda_graphs")
-        if max_batch < 1 or chunk_tokens < 1:
-            raise ValueError(f"max_batch ({max_batch}) and chunk_tokens ({chunk_tokens}) must be >= 1")
-        self.model, self.kind = model, kind
-        self.cfg = model.config
-        self.max_batch, self.chunk_tokens = max_batch, chunk_tokens
-        self.attention = attention
-        self.backend = make_backend(attention)
-        self.pool = KVPool(self.cfg, model.dtype, model.device, num_blocks=num_blocks,
-                           pool_gib=pool_gib, poison_freed=poison_freed)
-        self.scheduler = Scheduler(self.pool, max_batch, chunk_tokens)
-        self.trace, self.clock, self.record_gaps = trace, clock, record_gaps
-        self.step_log: list[StepRecord] = []
-        self.logit_gaps: list[TokenGap] = []
+        self.model = model
+        self.backend = make_backend(config.attention)
+        self.pool = KVPool(model.config, model.dtype, model.device, num_blocks=config.num_blocks,
+                           pool_gib=config.pool_gib)
+        self.scheduler = Scheduler(self.pool, config.max_batch, config.chunk_tokens)
+        self.clock: Callable[[], float] = time.perf_counter
+        self.observers: list[Callable[[StepRecord], None]] = []  # each gets every StepRecord
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
-        self._cuda = model.device.type == "cuda"
+        self._event = _timing_event if model.device.type == "cuda" else _no_event
         self.graphs: DecodeGraphs | None = None
         self.chunk_graphs: PackedGraphs | None = None
-        if warmup:
+        if config.warmup:
             self._warmup()
-        if cuda_graphs:
-            self.graphs = DecodeGraphs(model, self.pool, self.backend, max_batch)
-        if graph_chunks:
-            self.chunk_graphs = PackedGraphs(model, self.pool, self.backend, max_batch, chunk_tokens)
+        if config.cuda_graphs:
+            self.graphs = DecodeGraphs(model, self.pool, self.backend, config.max_batch)
+        if config.graph_chunks:
+            self.chunk_graphs = PackedGraphs(model, self.pool, self.backend, config.max_batch, config.chunk_tokens)
         self._compiled_at_construction = self._num_compiled()
 
     # ---- submission -------------------------------------------------------------------
     def validate(self, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
         """The prompt as a list of ints, or ValueError naming what is wrong; nothing is queued."""
+        if any(isinstance(t, bool) for t in prompt):
+            raise ValueError("prompt token ids must be integers, not booleans")
         try:
             prompt = [operator.index(t) for t in prompt]
         except TypeError:
@@ -101,13 +124,15 @@ class Engine:
             raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
         if len(prompt) == 0:
             raise ValueError("empty prompt: a request needs at least one prompt token")
-        bad = [t for t in prompt if not 0 <= t < self.cfg.vocab_size]
+        vocab = self.model.config.vocab_size
+        bad = [t for t in prompt if not 0 <= t < vocab]
         if bad:
-            raise ValueError(f"token id {bad[0]!r} is outside the vocabulary [0, {self.cfg.vocab_size})")
+            raise ValueError(f"token id {bad[0]!r} is outside the vocabulary [0, {vocab})")
         total = len(prompt) + max_new_tokens
-        if total > self.cfg.max_position_embeddings:
+        limit = self.model.config.max_position_embeddings
+        if total > limit:
             raise ValueError(f"prompt ({len(prompt)}) + max_new_tokens ({max_new_tokens}) = {total} "
-                             f"exceeds the model's maximum length {self.cfg.max_position_embeddings}")
+                             f"exceeds the model's maximum length {limit}")
         need = self.pool.blocks_for(len(prompt) + max_new_tokens - 1)
         if need > self.pool.num_blocks:
             raise ValueError(f"request needs {need} KV blocks but the whole pool has "
@@ -128,36 +153,57 @@ class Engine:
 
     # ---- the loop ---------------------------------------------------------------------
     def step(self) -> StepRecord | None:
-        if self.trace:
-            self._sync()
+        """One scheduling step; None when there is nothing to do. If anything in it raises,
+        the step's requests fail (see RequestsFailed) and the others are unaffected."""
         start = self.clock()
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
         decode_kv = sum(r.prompt_len + len(r.output) for r in plan.decodes)
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
-        if self.kind == "fused":
-            batches = [self._pack(plan.chunks, plan.decodes)]
-        else:
-            batches = [self._pack(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
-        marks = [start]
-        for batch in batches:
-            self._run(batch)
-            marks.append(self.clock())
+        try:
+            if self.config.kind == "fused":
+                batches = [self._pack(plan.chunks, plan.decodes)]
+            else:
+                batches = [self._pack(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
+            marks, events = [start], [self._event()]
+            for batch in batches:
+                self._run(batch)
+                events.append(self._event())
+                marks.append(self.clock())
+        except Exception as error:
+            failed = self.scheduler.fail(plan, f"{type(error).__name__}: {error}", self.clock())
+            self.num_finished += len(failed)
+            raise RequestsFailed(f"step failed; requests {[r.rid for r in failed]} finished with an error: "
+                                 f"{type(error).__name__}: {error}", failed) from error
         end = marks[-1]
         self.num_finished += len(self.scheduler.commit(plan, end))
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(batches),
                             start, end - start, decode_kv, chunk_kv,
-                            tuple(b - a for a, b in zip(marks, marks[1:])))
-        self.step_log.append(record)
+                            tuple(b - a for a, b in zip(marks, marks[1:])), tuple(events))
+        for observe in self.observers:
+            observe(record)
         return record
 
     def run_until_done(self) -> None:
         while self.has_work():
             self.step()
 
+    @contextmanager
+    def record_steps(self) -> Iterator[list[StepRecord]]:
+        """`with engine.record_steps() as steps:` collects the StepRecords of the steps run
+        inside the block (the engine itself keeps none)."""
+        steps: list[StepRecord] = []
+        self.observers.append(steps.append)
+        try:
+            yield steps
+        finally:
+            self.observers.remove(steps.append)
+
     def generate(self, prompts: list[list[int]], max_new_tokens: int | list[int]) -> list[list[int]]:
-        """Greedy generation of exactly `max_new_tokens` per prompt (EOS is not special)."""
+        """Greedy generation of exactly `max_new_tokens` per prompt (EOS is not special).
+        If a step fails, the other prompts are still served to the end; then RequestsFailed
+        names the failed prompts (their requests are its `requests`)."""
         budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         if len(budgets) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(budgets)} max_new_tokens")
@@ -167,8 +213,16 @@ class Engine:
             except ValueError as e:
                 raise ValueError(f"prompt {i}: {e}") from None
         reqs = [self.add_request(p, b) for p, b in zip(prompts, budgets)]
-        while not all(r.finished is not None for r in reqs):
-            self.step()
+        cause = None
+        while any(r.finished is None for r in reqs):
+            try:
+                self.step()
+            except RequestsFailed as e:
+                cause = cause or e  # a failed step finishes its requests: the loop still ends
+        failed = [i for i, r in enumerate(reqs) if r.error is not None]
+        if failed:
+            raise RequestsFailed(f"prompts {failed} failed: {reqs[failed[0]].error}",
+                                 [reqs[i] for i in failed]) from cause
         return [r.output for r in reqs]
 
     # ---- internals --------------------------------------------------------------------
@@ -184,18 +238,15 @@ class Engine:
         else:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
                                 self.backend, batch.logit_indices)
-        if self.record_gaps:
-            top2 = logits.topk(2, dim=-1)
-            packed = torch.cat([top2.indices[:, :1].float(), top2.values[:, :1] - top2.values[:, 1:]], 1)
-            rows = packed.tolist()
-            tokens = [int(t) for t, _ in rows]
-            for r, (_, gap) in zip(batch.samplers, rows):
-                self.logit_gaps.append(TokenGap(r.rid, len(r.output), gap))
-        else:
-            tokens = logits.argmax(dim=-1).tolist()
+        tokens = self.sample(logits, batch.samplers)
         now = self.clock()
         for r, t in zip(batch.samplers, tokens):
             self.scheduler.record(r, t, now)
+
+    def sample(self, logits: torch.Tensor, requests: list[Request]) -> list[int]:
+        """Greedy: one argmax and one host readback for the forward's sampled rows, in
+        `requests` order. Instrumentation overrides it per instance (`engine.sample = f`)."""
+        return logits.argmax(dim=-1).tolist()
 
     def _num_compiled(self) -> int:
         count = getattr(self.backend, "num_compiled", None)
@@ -206,19 +257,15 @@ class Engine:
         for a compile (always 0 on the interpreter and with the torch backend)."""
         return self._num_compiled() - self._compiled_at_construction
 
-    def _sync(self) -> None:
-        if self._cuda:
-            torch.cuda.synchronize(self.model.device)
-
     def _warmup(self) -> None:
         """Run real forwards through every step shape the engine can reach (chunk-only with a
         continuing chunk, mixed, decode-only), so kernels compile here and not in a measured
         step. The warm-up's requests, steps and blocks are then forgotten."""
-        vocab = self.cfg.vocab_size
+        vocab = self.model.config.vocab_size
         # Longer than one chunk, so a chunk continues an earlier one; small enough to fit alone
         # in the pool (the tiny-pool gate builds pools of a few dozen blocks).
-        n = min(self.chunk_tokens + 3, self.pool.num_blocks * self.pool.block_size - 2,
-                self.cfg.max_position_embeddings - 3)
+        n = min(self.config.chunk_tokens + 3, self.pool.num_blocks * self.pool.block_size - 2,
+                self.model.config.max_position_embeddings - 3)
         long_prompt = [i % vocab for i in range(max(n, 1))]
         self.add_request(long_prompt, 3)
         self.add_request([1, 2, 3], 3)
@@ -226,8 +273,7 @@ class Engine:
         self.add_request([4, 5], 2)
         self.run_until_done()
         assert self.pool.num_free_blocks == self.pool.num_blocks
-        self.step_log.clear()
-        self.logit_gaps.clear()
         self.num_finished = 0
         self._next_rid = 0
-        self._sync()
+        if self.model.device.type == "cuda":
+            torch.cuda.synchronize(self.model.device)

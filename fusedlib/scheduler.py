@@ -28,6 +28,7 @@ class Request:
     token_times: list[float] = field(default_factory=list)
     blocks: list[int] = field(default_factory=list)
     num_cached: int = 0  # prompt positions whose K/V are in the cache
+    error: str | None = None  # set when a step it was in failed; `output` is then partial
 
     @property
     def prompt_len(self) -> int:
@@ -129,3 +130,14 @@ class Scheduler:
             r.blocks = []
         self.running = [r for r in self.running if not r.done]
         return finished
+
+    def fail(self, plan: StepPlan, error: str, now: float) -> list[Request]:
+        """A step raised: retire every request in its plan with `error`, free their blocks.
+        Requests outside the plan (waiting, or prefilling past the chunk budget) go on."""
+        failed = list({id(r): r for r in [c.request for c in plan.chunks] + plan.decodes}.values())
+        for r in failed:
+            r.error, r.finished = error, now
+            self.pool.free(r.blocks)
+            r.blocks = []
+        self.running = [r for r in self.running if r.error is None]
+        return failed

@@ -1,7 +1,9 @@
 import pytest
 import torch
 
-from fusedlib.engine import Engine
+from fusedlib.config import PRESETS, EngineConfig
+from fusedlib.engine import Engine, RequestsFailed, StepRecord
+from fusedlib.weights import random_model
 from tests.helpers import tiny_model
 
 
@@ -23,10 +25,10 @@ def test_both_engines_generate_the_same_tokens_and_budgets():
 def test_fused_runs_one_forward_per_step_and_chunked_two_on_mixed_steps():
     for kind, mixed_forwards in (("fused", 1), ("chunked", 2)):
         engine = Engine(tiny_model(), kind=kind, chunk_tokens=16, max_batch=4)
-        engine.generate(_prompts(6), 6)
-        kinds = {r.kind for r in engine.step_log}
-        assert "mixed" in kinds
-        assert all(r.n_forwards == (mixed_forwards if r.kind == "mixed" else 1) for r in engine.step_log)
+        with engine.record_steps() as steps:
+            engine.generate(_prompts(6), 6)
+        assert "mixed" in {r.kind for r in steps}
+        assert all(r.n_forwards == (mixed_forwards if r.kind == "mixed" else 1) for r in steps)
 
 
 def test_step_interface_stamps_every_token_and_frees_the_pool():
@@ -36,7 +38,8 @@ def test_step_interface_stamps_every_token_and_frees_the_pool():
         t[0] += 1.0
         return t[0]
 
-    engine = Engine(tiny_model(), kind="fused", chunk_tokens=16, max_batch=2, clock=clock)
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=16, max_batch=2)
+    engine.clock = clock
     reqs = [engine.add_request(p, 3) for p in _prompts(4)]
     while engine.has_work():
         engine.step()
@@ -72,13 +75,6 @@ def test_request_bigger_than_the_whole_pool_is_refused():
         engine.add_request(list(range(100)), 4)
 
 
-def test_unknown_engine_and_backend_names():
-    with pytest.raises(ValueError, match="unknown engine kind"):
-        Engine(tiny_model(), kind="speculative")
-    with pytest.raises(ValueError, match="unknown attention backend"):
-        Engine(tiny_model(), attention="flash")
-
-
 def test_generate_names_the_bad_prompt_and_queues_nothing():
     engine = Engine(tiny_model(), kind="chunked")
     with pytest.raises(ValueError, match="prompt 1: empty prompt"):
@@ -105,3 +101,159 @@ def test_step_records_time_each_forward():
         mixed = engine.step()
         assert mixed.kind == "mixed" and len(mixed.forward_durations) == forwards
         assert abs(sum(mixed.forward_durations) - mixed.duration) < 1e-9
+
+
+@pytest.mark.parametrize("setting,value,message", [
+    ("max_batch", 2.5, "max_batch must be an integer >= 1, got 2.5"),
+    ("max_batch", 0, "max_batch must be an integer >= 1"),
+    ("max_batch", True, "max_batch must be an integer"),
+    ("chunk_tokens", "512", "chunk_tokens must be an integer >= 1, got '512'"),
+    ("num_blocks", 0, "num_blocks must be an integer >= 1"),
+    ("pool_gib", -1, "pool_gib must be a number > 0"),
+    ("cuda_graphs", 1, "cuda_graphs must be True or False"),
+    ("graph_chunks", True, "graph_chunks .* needs cuda_graphs"),
+    ("kind", "speculative", "unknown engine kind 'speculative'"),
+    ("attention", "flash", "unknown attention backend 'flash'"),
+    ("max_batchh", 8, "unknown engine setting 'max_batchh'"),
+])
+def test_bad_settings_are_refused_by_name(setting, value, message):
+    with pytest.raises(ValueError, match=message):
+        Engine(tiny_model(), **{setting: value})
+    if setting != "max_batchh":  # the config refuses the same value on its own
+        with pytest.raises(ValueError, match=message):
+            EngineConfig(**{setting: value})
+
+
+def test_config_and_keywords_build_the_same_engine():
+    config = EngineConfig(kind="chunked", max_batch=3, chunk_tokens=16, num_blocks=40, warmup=False)
+    by_config = Engine(tiny_model(), config=config)
+    by_keywords = Engine(tiny_model(), kind="chunked", max_batch=3, chunk_tokens=16, num_blocks=40, warmup=False)
+    overridden = Engine(tiny_model(), config=EngineConfig(kind="fused"), kind="chunked", max_batch=3,
+                        chunk_tokens=16, num_blocks=40, warmup=False)
+    assert by_config.config == by_keywords.config == overridden.config == config
+    assert by_config.pool.num_blocks == 40 and by_config.scheduler.max_batch == 3
+    prompts = _prompts(5)
+    assert by_config.generate(prompts, 4) == by_keywords.generate(prompts, 4)
+
+
+@pytest.mark.parametrize("prompt", [[True, False], [1, True]])
+def test_boolean_prompts_are_refused(prompt):
+    engine = Engine(tiny_model(), warmup=False)
+    with pytest.raises(ValueError, match="not booleans"):
+        engine.add_request(prompt, 2)
+    assert not engine.has_work()
+
+
+def test_the_engine_keeps_no_step_history_unless_asked():
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=16, max_batch=4)
+    seen = []
+    engine.observers.append(seen.append)
+    with engine.record_steps() as steps:
+        engine.generate(_prompts(3), 3)
+    engine.generate(_prompts(3), 3)  # after the block: recorded by the observer only
+    assert steps and len(seen) > len(steps) and seen[:len(steps)] == steps
+    assert engine.observers == [seen.append]  # record_steps detached itself
+    assert not any(isinstance(v, list) and v and isinstance(v[0], StepRecord) for v in vars(engine).values())
+
+
+def test_the_sampler_can_be_replaced_from_outside():
+    engine = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4)
+    expected = engine.generate(_prompts(4), 5)
+    calls = []
+    greedy = engine.sample
+    engine.sample = lambda logits, requests: calls.append([r.rid for r in requests]) or greedy(logits, requests)
+    assert engine.generate(_prompts(4), 5) == expected
+    assert sum(len(c) for c in calls) == 4 * 5  # every sampled token went through it
+
+
+class _FakeEvent:
+    def __init__(self, t):
+        self.t, self.synced = t, False
+
+    def synchronize(self):
+        self.synced = True
+
+    def elapsed_time(self, later):  # milliseconds, as CUDA events report
+        return (later.t - self.t) * 1e3
+
+
+def test_step_records_carry_an_event_around_each_forward():
+    """On CPU there is no GPU time (None); with an event source (CUDA's, or a fake here) a
+    step holds one event before its first forward and one after each, read on demand."""
+    for kind, forwards in (("fused", 1), ("chunked", 2)):
+        engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4)
+        engine.add_request([1, 2, 3], 3)
+        engine.add_request([4, 5, 6, 7, 8], 3)
+        cpu = engine.step()
+        assert cpu.forward_gpu_s() is None and cpu.gpu_s() is None
+        ticks = iter(range(100))
+        engine._event = lambda: _FakeEvent(0.5 * next(ticks))
+        mixed = engine.step()
+        assert mixed.kind == "mixed" and len(mixed.events) == forwards + 1
+        assert mixed.forward_gpu_s() == (0.5,) * forwards and mixed.gpu_s() == 0.5 * forwards
+        assert mixed.events[-1].synced  # read after the last event completed
+
+
+def _fresh_tiny():
+    return random_model(PRESETS["tiny"], init_std=0.2)
+
+
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_a_failing_step_fails_its_requests_and_the_engine_serves_the_rest(kind):
+    model = _fresh_tiny()
+    prompts = _prompts(4)
+    alone = [Engine(model, kind=kind, chunk_tokens=16, max_batch=2).generate([p], 5)[0] for p in prompts]
+    engine = Engine(model, kind=kind, chunk_tokens=16, max_batch=2)
+    reqs = [engine.add_request(p, 5) for p in prompts]
+    engine.step()
+    real_forward = model.forward
+
+    def kernel_error(*args, **kwargs):
+        raise RuntimeError("injected kernel error")
+
+    model.forward = kernel_error
+    with pytest.raises(RequestsFailed, match="injected kernel error") as failure:
+        engine.step()
+    model.forward = real_forward
+    failed = failure.value.requests
+    assert failed and {r.rid for r in failed} <= {0, 1}  # only the running pair was in the step
+    for r in failed:
+        assert r.error == "RuntimeError: injected kernel error" and r.finished is not None and not r.blocks
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks - sum(len(r.blocks) for r in reqs)
+    engine.run_until_done()
+    for r, expected in zip(reqs, alone):
+        if r not in failed:
+            assert r.error is None and r.output == expected
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+def test_generate_serves_every_other_prompt_then_names_the_failed_one():
+    model = _fresh_tiny()
+    poison = model.config.vocab_size - 1
+    real_forward = model.forward
+
+    def fails_on_poison(input_ids, *args):
+        if (input_ids == poison).any():
+            raise RuntimeError("device-side assert")
+        return real_forward(input_ids, *args)
+
+    model.forward = fails_on_poison
+    engine = Engine(model, kind="fused", chunk_tokens=16, max_batch=1, warmup=False)
+    good = _prompts(2)
+    with pytest.raises(RequestsFailed, match=r"prompts \[1\] failed: RuntimeError: device-side assert") as failure:
+        engine.generate([good[0], [3, poison, 4], good[1]], 4)
+    assert [r.prompt for r in failure.value.requests] == [[3, poison, 4]]
+    assert not engine.has_work() and engine.pool.num_free_blocks == engine.pool.num_blocks
+    assert engine.generate(good, 4) == Engine(model, kind="fused", chunk_tokens=16, max_batch=1).generate(good, 4)
+
+
+def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap():
+    from fusedlib.bench.gates import LogitGapRecorder
+
+    prompts = _prompts(4)
+    expected = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4).generate(prompts, 3)
+    engine = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4)
+    recorder = LogitGapRecorder(engine)
+    assert engine.generate(prompts, 3) == expected
+    assert sorted(recorder.gaps) == [(rid, i) for rid in range(4) for i in range(3)]
+    assert all(gap >= 0 for gap in recorder.gaps.values()) and max(recorder.gaps.values()) > 0

@@ -19,7 +19,8 @@ def _prompts(n, seed=0):
 def test_static_decode_path_gives_the_same_tokens(kind):
     prompts, budgets = _prompts(11), [2 + i % 7 for i in range(11)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
-    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8, poison_freed=True)
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8)
+    engine.pool.poison_freed = True
     engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False,
                                  buckets=(1, 2, 4))
     used = []
@@ -53,8 +54,8 @@ def test_static_piecewise_path_gives_the_same_tokens(kind, fused_ops, attention)
     fused ops and balanced decode attention, whose launch shape the graphs must fix)."""
     prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
-    engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8,
-                    poison_freed=True, attention=attention)
+    engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8, attention=attention)
+    engine.pool.poison_freed = True
     engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
     engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
                                        buckets=(32, 36))

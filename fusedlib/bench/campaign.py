@@ -11,7 +11,9 @@ each first run as a recorded warm-up, then `pairs` runs of each in ABBA order
 (fusedlib.bench.paired), all inside one process on one machine.
 
 Result sets: OUT/paired/<experiment>.jsonl, apart from the earlier campaigns' rows in data/,
-so a claim reads rows of one campaign.
+so a claim reads rows of one campaign. Gates run first, on the configurations measured
+(graphs included: their padding changes the arithmetic); a gate is a check and runs again
+when the phase resumes only if its rows are missing.
 """
 from __future__ import annotations
 
@@ -56,8 +58,10 @@ def plan(phase: str, pairs: int = 5) -> list:
     """Items in priority order: a RunSpec, or Pairs."""
     fused_vs_chunked = lambda cfg, **kw: Pairs(_arrivals(engine="fused", **cfg, **kw),  # noqa: E731
                                                _arrivals(engine="chunked", **cfg, **kw), pairs)
+    gate = lambda cfg: RunSpec.build("gates", profile="full", **cfg)  # noqa: E731
     if phase == "fast":
         return [
+            gate(PART10), gate(PART9),
             RunSpec.build("step_trace", profile="full", engine="chunked", **PART10),
             RunSpec.build("step_trace", profile="full", engine="fused", **PART10),
             fused_vs_chunked(PART10),

@@ -43,20 +43,41 @@ def gate_workload(model: Qwen2Model, n: int = 12, seed: int = 0) -> list[Request
     return mixed(n, seed=seed, lengths=(1, 5, 17, 40, 90), budget=(3, 12), vocab_size=cfg.vocab_size)
 
 
-def _run(model, specs, **engine_kw) -> tuple[Engine, list[list[int]]]:
+def _run(model, specs, poison_freed: bool = False, record_gaps: bool = False,
+         **engine_kw) -> tuple[Engine, list[list[int]], dict]:
+    """(engine, outputs, gaps): with `record_gaps`, gaps[(rid, token index)] is the top-1 minus
+    top-2 logit of that sampled token (a LogitGapRecorder installed as the sampler)."""
     engine = Engine(model, **engine_kw)
+    engine.pool.poison_freed = poison_freed
+    gaps = LogitGapRecorder(engine).gaps if record_gaps else {}
     outs = engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
-    return engine, outs
+    return engine, outs, gaps
+
+
+class LogitGapRecorder:
+    """Replaces an engine's sampler: samples greedily as the engine does (one readback) and
+    keeps the top-1 minus top-2 logit of every sampled token, so a gate can tell an exact
+    tie flipped by matmul shape from a real disagreement."""
+
+    def __init__(self, engine: Engine):
+        self.gaps: dict[tuple[int, int], float] = {}
+        engine.sample = self.sample
+
+    def sample(self, logits: torch.Tensor, requests) -> list[int]:
+        top2 = logits.topk(2, dim=-1)
+        rows = torch.cat([top2.indices[:, :1].float(), top2.values[:, :1] - top2.values[:, 1:]], 1).tolist()
+        for r, (_, gap) in zip(requests, rows):
+            self.gaps[(r.rid, len(r.output))] = gap
+        return [int(t) for t, _ in rows]
 
 
 def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch",
                           chunk_tokens: int = 64, max_batch: int = 8,
-                          tie_tolerance: float = TIE_TOLERANCE) -> GateReport:
+                          tie_tolerance: float = TIE_TOLERANCE, **graphs) -> GateReport:
     specs = specs if specs is not None else gate_workload(model)
-    kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, record_gaps=True)
-    chunked, ref = _run(model, specs, kind="chunked", **kw)
-    _, fused = _run(model, specs, kind="fused", **kw)
-    gaps = {(g.rid, g.index): g.gap for g in chunked.logit_gaps}
+    kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **graphs)
+    _, ref, gaps = _run(model, specs, kind="chunked", record_gaps=True, **kw)
+    _, fused, _ = _run(model, specs, kind="fused", **kw)
     flips, bad, differ = set(), [], 0
     for rid, (s, a, b) in enumerate(zip(specs, ref, fused)):
         at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
@@ -69,7 +90,7 @@ def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch
         else:
             bad.append({"request": rid, "index": at, "gap": gap})
     return GateReport("fused_vs_chunked", not bad, {
-        "attention": attention, "requests": len(specs), "requests_differing": differ,
+        "attention": attention, **_setup(model, graphs), "requests": len(specs), "requests_differing": differ,
         "flip_locations": len(flips), "untolerated": bad[:5]})
 
 
@@ -96,15 +117,16 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | N
     err = (fused - parts).abs().max().item()
     atol = atol if atol is not None else (1e-4 if model.dtype == torch.float32 else 5e-2)
     return GateReport("mixed_step", err <= atol and not torch.isnan(fused).any().item(), {
-        "attention": attention, "chunk_tokens": plan.num_chunk_tokens, "decodes": len(plan.decodes),
+        "attention": attention, **_setup(model, {}), "chunk_tokens": plan.num_chunk_tokens, "decodes": len(plan.decodes),
         "max_abs_err": err, "atol": atol})
 
 
-def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused") -> GateReport:
+def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", **graphs) -> GateReport:
     specs = gate_workload(model, n=10, seed=3)
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 2 * -(-longest // BLOCK_SIZE)  # room for about two of the largest requests at once
-    engine = Engine(model, kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8)
+    engine = Engine(model, kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8,
+                    **graphs)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
     steps = 0
     while engine.has_work():
@@ -116,23 +138,23 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
     fcfs = [r.rid for r in admitted_order] == sorted(r.rid for r in reqs)
     complete = all(r.finished is not None and len(r.output) == r.max_new_tokens for r in reqs)
     free = engine.pool.num_free_blocks == engine.pool.num_blocks
-    _, big = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=8)
+    _, big, _ = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=8, **graphs)
     same = [r.output for r in reqs] == big
     return GateReport("tiny_pool", fcfs and complete and free and same, {
-        "attention": attention, "kind": kind, "pool_blocks": blocks, "requests": len(specs),
-        "steps": steps, "fcfs": fcfs, "complete": complete, "pool_free": free,
+        "attention": attention, **_setup(model, graphs), "kind": kind, "pool_blocks": blocks,
+        "requests": len(specs), "steps": steps, "fcfs": fcfs, "complete": complete, "pool_free": free,
         "same_tokens_as_large_pool": same})
 
 
-def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused") -> GateReport:
+def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused", **graphs) -> GateReport:
     specs = gate_workload(model, n=10, seed=4)
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 3 * -(-longest // BLOCK_SIZE)  # small, so freed (poisoned) blocks are handed out again
-    kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8)
-    _, clean = _run(model, specs, **kw)
-    poisoned_engine, poisoned = _run(model, specs, poison_freed=True, **kw)
+    kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8, **graphs)
+    _, clean, _ = _run(model, specs, **kw)
+    poisoned_engine, poisoned, _ = _run(model, specs, poison_freed=True, **kw)
     return GateReport("poisoning", clean == poisoned, {
-        "attention": attention, "kind": kind, "pool_blocks": blocks, "requests": len(specs),
+        "attention": attention, **_setup(model, graphs), "kind": kind, "pool_blocks": blocks, "requests": len(specs),
         "differing_requests": sum(a != b for a, b in zip(clean, poisoned)),
         "pool_free": poisoned_engine.pool.num_free_blocks == poisoned_engine.pool.num_blocks})
 
@@ -151,25 +173,35 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
             expected.append(out[0, len(s.prompt):].tolist())
     results = {}
     for kind in ("fused", "chunked"):
-        _, outs = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=4)
+        _, outs, _ = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=4)
         results[kind] = sum(a == b for a, b in zip(outs, expected))
     return GateReport("transformers", all(v == len(specs) for v in results.values()), {
         "attention": attention, "requests": len(specs),
         **{f"{k}_identical": v for k, v in results.items()}})
 
 
-def run_all(model: Qwen2Model, attentions=("torch",), with_transformers: bool | None = None) -> list[GateReport]:
+def _setup(model: Qwen2Model, graphs: dict) -> dict:
+    """What a gate ran on besides attention: the model's ops and the engine's graphs."""
+    return {"fused_ops": model.fused_ops, "cuda_graphs": graphs.get("cuda_graphs", False),
+            "graph_chunks": graphs.get("graph_chunks", False)}
+
+
+def run_all(model: Qwen2Model, attentions=("torch",), with_transformers: bool | None = None,
+            **graphs) -> list[GateReport]:
     """Gates 1-4 for each attention backend, then gate 5. Gate 5 is defined in fp32: in fp16,
     transformers and we round differently and greedy tokens drift apart for reasons that are
-    not bugs, so by default it runs only for an fp32 model."""
+    not bugs, so by default it runs only for an fp32 model. `graphs` (cuda_graphs,
+    graph_chunks) go to every engine the gates build: graph padding changes the arithmetic,
+    so a graphed configuration is gated as itself. The mixed-step gate calls the model
+    directly, so graphs do not apply to it (the model's fused_ops do)."""
     if with_transformers is None:
         with_transformers = model.dtype == torch.float32
     reports = []
     for attention in attentions:
-        reports += [gate_fused_vs_chunked(model, attention=attention),
+        reports += [gate_fused_vs_chunked(model, attention=attention, **graphs),
                     gate_mixed_step(model, attention=attention),
-                    gate_tiny_pool(model, attention=attention),
-                    gate_poisoning(model, attention=attention)]
+                    gate_tiny_pool(model, attention=attention, **graphs),
+                    gate_poisoning(model, attention=attention, **graphs)]
     if with_transformers:
         reports.append(gate_transformers(model))
     return reports

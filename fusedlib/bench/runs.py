@@ -95,10 +95,19 @@ def store(out, new_rows: list[dict]) -> list[dict]:
     return new_rows
 
 
-def _step_counts(engine: Engine, first_step: int) -> dict:
-    """Steps by kind with their median and total time. Every step ends in a host readback,
-    which waits for the GPU, so a step's duration is device-accurate without extra syncs."""
-    records = engine.step_log[first_step:]
+def synced_clock(device: str):
+    """perf_counter read after a device sync: installed as an engine's clock, every stamp it
+    takes (step start, forward ends, token times) says when the GPU was done."""
+    def clock() -> float:
+        sync(device)
+        return time.perf_counter()
+    return clock
+
+
+def _step_counts(engine: Engine, records: list) -> dict:
+    """Steps by kind with their median and total time (wall, and on CUDA the forwards' GPU
+    time from the engine's events). Every step ends in a host readback, which waits for the
+    GPU, so a step's duration is device-accurate without extra syncs."""
     out = {"n_steps": len(records), "n_forwards": sum(r.n_forwards for r in records),
            "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}
     for kind in ("decode", "mixed", "chunk"):
@@ -106,6 +115,8 @@ def _step_counts(engine: Engine, first_step: int) -> dict:
         out[f"n_{kind}_steps"] = len(durations)
         out[f"median_{kind}_step_s"] = statistics.median(durations) if durations else None
         out[f"total_{kind}_step_s"] = sum(durations)
+        gpu = [r.gpu_s() for r in records if r.kind == kind]
+        out[f"median_{kind}_step_gpu_s"] = statistics.median(gpu) if gpu and gpu[0] is not None else None
     return out
 
 
@@ -128,10 +139,9 @@ def serve_open_loop(engine: Engine, specs: workloads.Workload) -> list:
 
 
 def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
-    first_step = len(engine.step_log)
-    with HostMeter() as host:
+    with HostMeter() as host, engine.record_steps() as steps:
         served = serve_open_loop(engine, specs)
-    return {**metrics.summarize(served), **_step_counts(engine, first_step),
+    return {**metrics.summarize(served), **_step_counts(engine, steps),
             "pool_blocks": engine.pool.num_blocks, "pool_gib_actual": engine.pool.gib, **host.fields}
 
 
@@ -145,15 +155,14 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
         return []
     key = spec.row_fields()
     engine = make_engine(spec)
-    specs = spec_workload(spec, spec.workload, spec.batch_size, spec.seed, engine.cfg.vocab_size)
+    specs = spec_workload(spec, spec.workload, spec.batch_size, spec.seed, engine.model.config.vocab_size)
     prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
     n_out = sum(budgets)
     device = spec.profile_spec.device
     measured = []
     for i in range(spec.warmups + spec.repeats):
-        first_step = len(engine.step_log)
         sync(device)
-        with HostMeter() as host:
+        with HostMeter() as host, engine.record_steps() as steps:
             t0 = time.perf_counter()
             engine.generate(prompts, budgets)
             sync(device)
@@ -162,7 +171,7 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
             measured.append({**key, "stat": "run", "repeat": i - spec.warmups, "wall_s": wall,
                              "n_output_tokens": n_out, "output_throughput": n_out / wall,
                              "request_throughput": spec.batch_size / wall,
-                             **_step_counts(engine, first_step), **host.fields})
+                             **_step_counts(engine, steps), **host.fields})
     wall = statistics.median(r["wall_s"] for r in measured)
     last = {k: v for k, v in measured[-1].items() if not k.startswith("host_")}  # per-run readings only
     measured.append({**last, "stat": "median", "repeat": None, "wall_s": wall,
@@ -184,7 +193,7 @@ def arrivals(spec: RunSpec, out=None) -> list[dict]:
         return []
     engine = make_engine(spec, pool_gib=spec.pool_gib)
     specs = workloads.poisson_arrivals(spec_workload(spec, "mixed", spec.n_requests, spec.seed,
-                                                     engine.cfg.vocab_size), spec.rate, seed=spec.seed)
+                                                     engine.model.config.vocab_size), spec.rate, seed=spec.seed)
     return store(out, [{**spec.row_fields(), **_open_run(engine, specs), **telemetry.provenance()}])
 
 
@@ -202,7 +211,7 @@ def sensitivity(specs: list[RunSpec], out=None) -> list[dict]:
             engines.clear()  # one engine alive at a time
             engines[config] = make_engine(spec)
         engine = engines[config]
-        p, vocab = spec.profile_spec, engine.cfg.vocab_size
+        p, vocab = spec.profile_spec, engine.model.config.vocab_size
         draw = (spec_workload(spec, "mixed", spec.n_requests, spec.seed, vocab) if spec.long_share is None else
                 workloads.with_long_share(spec.n_requests, spec.long_share, seed=spec.seed, lengths=p.lengths,
                                           budget=p.budget, vocab_size=vocab))
@@ -219,7 +228,7 @@ def _warm_on_disturbance(spec: RunSpec, **engine_kw):
     (engine, prompts, budgets), ready for the measured pass."""
     engine = make_engine(spec, **engine_kw)
     p = spec.profile_spec
-    specs = workloads.disturbance(spec.seed, lengths=p.lengths, budget=p.budget, vocab_size=engine.cfg.vocab_size)
+    specs = workloads.disturbance(spec.seed, lengths=p.lengths, budget=p.budget, vocab_size=engine.model.config.vocab_size)
     prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
     for _ in range(spec.warmups):
         engine.generate(prompts, budgets)
@@ -250,21 +259,22 @@ def step_trace(spec: RunSpec, out=None) -> list[dict]:
     if already_done(out, spec):
         return []
     key = spec.row_fields()
-    engine, prompts, budgets = _warm_on_disturbance(spec, trace=True)
-    first_step = len(engine.step_log)
-    with HostMeter() as host:
+    engine, prompts, budgets = _warm_on_disturbance(spec)
+    engine.clock = synced_clock(spec.profile_spec.device)
+    with HostMeter() as host, engine.record_steps() as steps:
         t0 = engine.clock()
         reqs = [engine.add_request(p, b, arrival=t0) for p, b in zip(prompts, budgets)]
         engine.run_until_done()
         sync(spec.profile_spec.device)
         wall = engine.clock() - t0
-    steps = engine.step_log[first_step:]
     new_rows = [{**key, "record": "step", "step": i, "kind": r.kind, "n_chunk_tokens": r.n_chunk_tokens,
                  "n_decode": r.n_decode, "n_forwards": r.n_forwards, "start_s": r.start - t0,
                  "duration_s": r.duration, "decode_kv_tokens": r.decode_kv_tokens,
                  "chunk_kv_tokens": r.chunk_kv_tokens,
                  # the first forward also carries the step's planning and packing
-                 "forward_durations_s": list(r.forward_durations)} for i, r in enumerate(steps)]
+                 "forward_durations_s": list(r.forward_durations),
+                 # on CUDA: the forwards on the GPU's clock (duration - gpu = the host's share)
+                 "gpu_s": r.gpu_s(), "forward_gpu_s": r.forward_gpu_s()} for i, r in enumerate(steps)]
     for r in reqs:
         gaps = np.diff(r.token_times)
         new_rows.append({**key, "record": "request", "rid": r.rid, "prompt_len": r.prompt_len,
@@ -279,7 +289,7 @@ def step_trace(spec: RunSpec, out=None) -> list[dict]:
         "weight_bytes": sum(p.numel() * p.element_size() for p in engine.model.parameters()),
         "kv_bytes_per_token": engine.pool.bytes_per_block // engine.pool.block_size,
         "copy_bandwidth_Bps": _copy_bandwidth(spec.profile_spec.device),
-        **_step_counts(engine, first_step), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
+        **_step_counts(engine, steps), "gap_median_s": _q(gaps, 50), "gap_p90_s": _q(gaps, 90),
         "gap_p99_s": _q(gaps, 99), "gap_max_s": float(gaps.max())})
     prov = telemetry.provenance()
     return store(out, [{**r, **prov} for r in new_rows])
@@ -319,9 +329,8 @@ def step_profile(spec: RunSpec, out=None) -> list[dict]:
     key = spec.row_fields()
     device = spec.profile_spec.device
     engine, prompts, budgets = _warm_on_disturbance(spec)
-    first_step = len(engine.step_log)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with torch_profile(activities=activities) as prof:
+    with torch_profile(activities=activities) as prof, engine.record_steps() as steps:
         for p, b in zip(prompts, budgets):
             engine.add_request(p, b)
         i = 0
@@ -331,7 +340,6 @@ def step_profile(spec: RunSpec, out=None) -> list[dict]:
             i += 1
         sync(device)
     engine.run_until_done()  # every admitted request finishes; its pool blocks come back
-    steps = engine.step_log[first_step:first_step + i]
     events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU]
     # (On a GPU the profiler repeats each mark as a device-side annotation on the GPU's own
     # clock; only the host-side one bounds the step's host events.)
@@ -379,8 +387,12 @@ def gates(spec: RunSpec, out=None) -> list[dict]:
 
     spec = check_here(spec)
     attentions = (spec.attention,) if spec.attention else tuple(dict.fromkeys(["torch", spec.profile_spec.attention]))
-    reports = checks.run_all(model_for(spec), attentions=attentions)
-    which = {k: v for k, v in spec.row_fields().items() if k != "attention"}  # each report names its own
+    model = model_for(spec)
+    model.fused_ops = spec.fused_ops
+    reports = checks.run_all(model, attentions=attentions, cuda_graphs=spec.cuda_graphs,
+                             graph_chunks=spec.graph_chunks)
+    own = ("attention", "fused_ops", "cuda_graphs", "graph_chunks")
+    which = {k: v for k, v in spec.row_fields().items() if k not in own}  # each report names its own
     prov = telemetry.provenance()
     return store(out, [{**which, **row, **prov} for row in checks.report_rows(reports)])
 

@@ -86,7 +86,7 @@ WORKLOADS = ("mixed", "p256")
 _ENGINE_SETUP = ("engine", "model", "attention", "max_batch", "chunk_tokens", "cuda_graphs", "graph_chunks",
                  "fused_ops")
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
-    "gates": ("model", "attention"),
+    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "fused_ops"),
     "kernel_gate": (),
     "layout_bench": (),
     "splitkv_sweep": (),

@@ -55,7 +55,7 @@ def test_pool_cap_forces_queueing_and_still_completes(tiny, kind):
         running = [o for o in served if o.admitted <= r.admitted < o.finished]
         assert sum(engine.pool.blocks_for(o.kv_tokens_needed) for o in running) <= num_blocks
         peak = max(peak, len(running))
-    assert peak < engine.max_batch
+    assert peak < engine.config.max_batch
     assert max(r.admitted - r.arrival for r in served) > 0
     admitted_order = [r.rid for r in sorted(served, key=lambda r: (r.admitted, r.rid))]
     assert admitted_order == sorted(admitted_order)  # strict FCFS
