@@ -84,9 +84,11 @@ def result_set(out: Path, spec: RunSpec) -> Path:
 
 
 def run_phase(phase: str, out: Path, limit_s: float, pairs: int = 5) -> int:
-    """Run what is left of the phase; returns how many runs remain (0: the phase is done)."""
+    """Run what is left of the phase; returns how many runs remain or failed (0: the phase
+    is done). A run that raises is reported and skipped; running the phase again retries it."""
     started = time.monotonic()
     longest = {}  # experiment -> the longest run seen, seconds: what the next one may take
+    failed = 0
     todo = [s for s in expand(plan(phase, pairs)) if not runs.already_done(result_set(out, s), s.resolved())]
     print(f"campaign {phase}: {len(todo)} runs to do", flush=True)
     for i, spec in enumerate(todo):
@@ -97,14 +99,19 @@ def run_phase(phase: str, out: Path, limit_s: float, pairs: int = 5) -> int:
                   f"({elapsed:.0f} s used, the next may take {need:.0f} s of {limit_s:.0f})", flush=True)
             return len(todo) - i
         t0 = time.monotonic()
-        new = runs.run(spec, result_set(out, spec))
+        try:
+            new = runs.run(spec, result_set(out, spec))
+        except Exception as error:  # one broken configuration must not cost the others' rows
+            failed += 1
+            print(f"  [{i + 1}/{len(todo)}] {spec.experiment} FAILED: {type(error).__name__}: {error}", flush=True)
+            continue
         took = time.monotonic() - t0
         longest[spec.experiment] = max(longest.get(spec.experiment, 0.0), took)
         what = {k: v for k, v in spec.given().items() if k not in ("experiment", "profile")}
         served = new[0].get("served_rate") if new else None
         print(f"  [{i + 1}/{len(todo)}] {spec.experiment} {what} {took:.0f} s"
               + (f", served {served:.2f} req/s" if served else ""), flush=True)
-    return 0
+    return failed
 
 
 def main(argv: list[str] | None = None) -> None:
