@@ -29,17 +29,21 @@ from .spec import RunSpec
 
 @dataclass(frozen=True)
 class Pairs:
-    """A against B in ABBA order: `arrivals` specs that differ in one option."""
+    """A against B in ABBA order: `arrivals` specs. Every run carries the comparison's name,
+    so two comparisons that share a configuration each get runs of their own, interleaved
+    with their own other side."""
+    name: str
     a: RunSpec
     b: RunSpec
     pairs: int
 
     def specs(self) -> list[RunSpec]:
-        order = [self.a.but(repeat=0, warmup=True), self.b.but(repeat=0, warmup=True)]
+        a, b = self.a.but(comparison=self.name), self.b.but(comparison=self.name)
+        order = [a.but(repeat=0, warmup=True), b.but(repeat=0, warmup=True)]
         counts = [0, 0]
         for side in paired.abba_order(self.pairs):
             counts[side] += 1
-            order.append((self.a, self.b)[side].but(repeat=counts[side]))
+            order.append((a, b)[side].but(repeat=counts[side]))
         return order
 
 
@@ -56,19 +60,22 @@ PART10 = dict(attention="triton-balanced", cuda_graphs=True, graph_chunks=True, 
 
 def plan(phase: str, pairs: int = 5) -> list:
     """Items in priority order: a RunSpec, or Pairs."""
-    fused_vs_chunked = lambda cfg, **kw: Pairs(_arrivals(engine="fused", **cfg, **kw),  # noqa: E731
-                                               _arrivals(engine="chunked", **cfg, **kw), pairs)
+    def fused_vs_chunked(part: str, cfg: dict, **kw) -> Pairs:
+        return Pairs(f"{part}: fused vs chunked", _arrivals(engine="fused", **cfg, **kw),
+                     _arrivals(engine="chunked", **cfg, **kw), pairs)
+
     gate = lambda cfg: RunSpec.build("gates", profile="full", **cfg)  # noqa: E731
     if phase == "fast":
         return [
             gate(PART10), gate(PART9),
             RunSpec.build("step_trace", profile="full", engine="chunked", **PART10),
             RunSpec.build("step_trace", profile="full", engine="fused", **PART10),
-            fused_vs_chunked(PART10),
-            Pairs(_arrivals(engine="fused", **PART10), _arrivals(engine="fused", **PART9), pairs),
+            fused_vs_chunked("part 10", PART10),
+            Pairs("fused: part 10 vs part 9", _arrivals(engine="fused", **PART10),
+                  _arrivals(engine="fused", **PART9), pairs),
         ]
     if phase == "series":
-        return [fused_vs_chunked(PART9), fused_vs_chunked(PART7, n_requests=200)]
+        return [fused_vs_chunked("part 7", PART7, n_requests=200), fused_vs_chunked("part 9", PART9)]
     raise SystemExit(f"unknown phase {phase!r}; choose fast or series")
 
 

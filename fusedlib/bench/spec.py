@@ -29,7 +29,7 @@ from ..config import PRESETS
 
 # 1: rows from before the run specification (an option missing from a row was unset).
 # 2: every option of the experiment in every row.
-# 3: adds fused_ops (rows before it ran the reference ops) and warmup (ABBA campaigns).
+# 3: adds fused_ops (rows before it ran the reference ops), warmup and comparison (ABBA campaigns).
 SCHEMA_VERSION = 3
 
 
@@ -91,7 +91,7 @@ EXPERIMENTS: dict[str, tuple[str, ...]] = {
     "layout_bench": (),
     "splitkv_sweep": (),
     "closed": _ENGINE_SETUP + ("workload", "batch_size", "seed", "warmups", "repeats"),
-    "arrivals": _ENGINE_SETUP + ("rate", "n_requests", "seed", "pool_gib", "repeat", "warmup"),
+    "arrivals": _ENGINE_SETUP + ("rate", "n_requests", "seed", "pool_gib", "repeat", "warmup", "comparison"),
     "step_trace": _ENGINE_SETUP + ("seed", "warmups"),
     "step_profile": _ENGINE_SETUP + ("seed", "warmups", "profiled_steps", "top_ops"),
     "sensitivity": _ENGINE_SETUP + ("rate", "n_requests", "seed", "long_share"),
@@ -179,6 +179,9 @@ OPTIONS = {o.name: o for o in [
            none_ok=True),
     Option("repeat", 0, _int(0), "arrivals: which run of the same configuration this is (0: the first)"),
     Option("warmup", False, _BOOL, "arrivals: a warm-up run, recorded but left out of every comparison"),
+    Option("comparison", None, (str, lambda v: isinstance(v, str) and v.strip() != "", "a non-empty name"),
+           "arrivals: the ABBA comparison a run belongs to, so each comparison's pairs are its own "
+           "runs, interleaved in time (none: a run of no comparison)", none_ok=True),
     Option("long_share", None, _number(lambda v: 0 <= v <= 1, "a number in [0, 1], or none for the plain mixed draw"),
            "sensitivity: the share of longest-length prompts in the draw (none: the plain mixed draw)",
            sweep=True, none_ok=True),
@@ -222,6 +225,7 @@ class RunSpec:
     pool_gib: float | None
     repeat: int
     warmup: bool
+    comparison: str | None
     long_share: float | None
     profiled_steps: int
     top_ops: int

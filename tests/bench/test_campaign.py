@@ -5,7 +5,7 @@ from fusedlib.bench.spec import RunSpec
 
 def _smoke_pairs(n):
     a = RunSpec.build("arrivals", profile="smoke", engine="fused", rate=400.0, n_requests=6, fused_ops=False)
-    return campaign.Pairs(a, a.but(engine="chunked"), n)
+    return campaign.Pairs("smoke: fused vs chunked", a, a.but(engine="chunked"), n)
 
 
 def test_pairs_expand_to_warmups_then_abba():
@@ -14,6 +14,13 @@ def test_pairs_expand_to_warmups_then_abba():
         ("fused", 0, True), ("chunked", 0, True),
         ("fused", 1, False), ("chunked", 1, False), ("chunked", 2, False), ("fused", 2, False),
         ("fused", 3, False), ("chunked", 3, False)]
+
+
+def test_comparisons_sharing_a_configuration_get_runs_of_their_own():
+    a = _smoke_pairs(2)
+    b = campaign.Pairs("smoke: fused alone", a.a, a.a.but(max_batch=8), 2)
+    shared = {s.options()["comparison"] for s in a.specs() + b.specs() if s.engine == "fused" and s.max_batch == 32}
+    assert shared == {a.name, b.name}
 
 
 def test_every_planned_spec_is_valid_and_engines_compare_on_one_configuration():
