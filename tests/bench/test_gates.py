@@ -32,9 +32,9 @@ def test_poisoning_gate_fails_when_freed_memory_is_read(monkeypatch):
 
     original = torch_backend.TorchAttention.decode
 
-    def overread(self, q, k_cache, v_cache, meta, scale):
+    def overread(self, q, k_cache, v_cache, meta, scale, out=None):
         meta.context_lens = meta.context_lens + 16
-        return original(self, q, k_cache, v_cache, meta, scale)
+        return original(self, q, k_cache, v_cache, meta, scale, out=out)
 
     monkeypatch.setattr(torch_backend.TorchAttention, "decode", overread)
     assert not gates.gate_poisoning(tiny_model(), attention="torch").passed
