@@ -65,9 +65,9 @@ class Bench:
             os.environ.setdefault("TRITON_INTERPRET", "1")
         import torch
 
-        from fusedlib.bench import rows
+        from fusedlib.bench import rows, telemetry
 
-        self.torch, self.rows = torch, rows
+        self.torch, self.rows, self.telemetry = torch, rows, telemetry
         self.p = PROFILES[profile]
         self.profile = profile
         self.device = self.p["device"]
@@ -78,7 +78,7 @@ class Bench:
 
     # ---- rows -----------------------------------------------------------------------
     def write(self, section: str, rows: list[dict]) -> None:
-        info = self.rows.provenance()
+        info = self.telemetry.provenance()
         self.rows.append_rows(self.out / section,
                               [{"section": section, "profile": self.profile, **r, **info} for r in rows])
 
