@@ -47,7 +47,7 @@ TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
 BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
                   for block_n in (16, 32, 64, 128) for per_sm in (2, 4, 8, 16)
                   for warps, stages in ((4, 2), (4, 3), (8, 2), (2, 2))] + [
-    # one program per (request, KV head) at 32 rows: no partials and no merge at all
+    # one program per (request, KV head) at 32 rows: no reduce kernel, if it is fast enough
     (block_n, 0.25, warps, stages) for block_n in (64, 128) for warps, stages in ((4, 3), (8, 3), (8, 4))]
 SMOKE_SWEEP = [(16, 2, 4, 2), (32, 8, 4, 2), (16, 0.25, 4, 2)]
 

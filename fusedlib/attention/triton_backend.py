@@ -64,7 +64,7 @@ class SplitKVConfig:
 
 def choose_splits(max_context_len: int, num_pairs: int, num_sms: int,
                   block_n: int = SPLITKV_BLOCK_N,
-                  programs_per_sm: float = PROGRAMS_PER_SM) -> tuple[int, int]:
+                  programs_per_sm: int = PROGRAMS_PER_SM) -> tuple[int, int]:
     """(num_splits, split_len) for split-KV decode over `num_pairs` (request, KV head) pairs.
 
     Enough splits to give every SM `programs_per_sm` programs, but no split shorter than
