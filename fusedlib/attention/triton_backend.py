@@ -22,8 +22,8 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import (PARTIAL_EXTRA, balanced_decode_kernel, packed_attention_kernel,
-                             splitkv_decode_kernel, splitkv_reduce_kernel)
+from .triton_kernels import (PARTIAL_EXTRA, balanced_decode_kernel, balanced_reduce_kernel,
+                             packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
@@ -33,12 +33,11 @@ MAX_SPLITS = 64
 # Default: split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
 # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
 PROGRAMS_PER_SM = 8
-REDUCE_BLOCK_S = 16  # split partials the balanced merge reads per iteration
-MIN_ARRIVAL_COUNTERS = 4096  # (request, KV head) pairs the first counter buffer covers
+REDUCE_BLOCK_S = 16  # split partials the balanced reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
 KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel,
-           balanced_decode_kernel)
+           balanced_decode_kernel, balanced_reduce_kernel)
 DECODE_KERNELS = {"rows": "triton", "splitkv": "triton-splitkv", "balanced": "triton-balanced"}
 
 
@@ -87,9 +86,6 @@ class TritonAttention:
         self._num_sms = num_sms
         self.splitkv = splitkv
         self._tile_tables: dict[tuple[str, int, torch.device], torch.Tensor] = {}
-        # Balanced decode's arrival counters, zero between launches. A buffer is never
-        # freed: a captured CUDA graph keeps using the one it was captured with.
-        self._arrivals: list[torch.Tensor] = []
 
     # -- public interface -------------------------------------------------------------
 
@@ -236,14 +232,6 @@ class TritonAttention:
                              if device.type == "cuda" else INTERPRETER_SMS)
         return self._num_sms
 
-    def _arrival_counters(self, num_pairs: int, device: torch.device) -> torch.Tensor:
-        for counters in self._arrivals:
-            if counters.device == device and counters.numel() >= num_pairs:
-                return counters
-        counters = torch.zeros(max(num_pairs, MIN_ARRIVAL_COUNTERS), dtype=torch.int32, device=device)
-        self._arrivals.append(counters)
-        return counters
-
     def _balanced(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
         self._check(q, k_cache, v_cache)
         out = self._output(q, out)
@@ -262,7 +250,7 @@ class TritonAttention:
             num_reqs, num_heads, max_splits, head_dim + PARTIAL_EXTRA.value,
             dtype=torch.float32, device=q.device)
         balanced_decode_kernel[(num_reqs, num_kv_heads, max_splits)](
-            q, k_cache, v_cache, partials, out, self._arrival_counters(num_reqs * num_kv_heads, q.device),
+            q, k_cache, v_cache, partials, out,
             meta.context_lens, meta.block_tables, scale * LOG2E, max_splits,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1),
             k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
@@ -270,7 +258,13 @@ class TritonAttention:
             meta.block_tables.stride(0),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, BLOCK_S=REDUCE_BLOCK_S,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
+        )
+        if one_split:  # the decode kernel wrote the output itself
+            return out
+        balanced_reduce_kernel[(num_reqs, num_heads)](
+            partials, meta.context_lens, out, max_splits, out.stride(0), out.stride(1),
+            HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

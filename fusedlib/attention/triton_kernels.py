@@ -1,6 +1,6 @@
 """Triton kernels for attention over the paged KV cache (see base.py for the layout).
 
-Three kernels and a reduce:
+Three kernels and two reduces:
 
 * `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
   range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
@@ -12,9 +12,9 @@ Three kernels and a reduce:
   (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
   BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
   many programs. Each split writes a partial (max, sum, acc); the reduce merges them.
-* `balanced_decode_kernel`: the same flash-decoding, but each request's context is cut
-  into its own equal splits on the device, so the launch shape depends on the request
-  count alone, and the last split to finish merges them (see the kernel's docstring).
+* `balanced_decode_kernel` + `balanced_reduce_kernel`: the same flash-decoding, but each
+  request's context is cut into its own equal splits on the device, so the launch shape
+  depends on the request count alone (see the kernel's docstring).
 
 Softmax runs in base 2: scores are multiplied by scale * log2(e) and exponentiated with
 exp2. The running max starts at a large *finite* negative number, so a row that sees
@@ -241,8 +241,7 @@ def _balanced_split(context_len, split, max_splits, BLOCK_N: tl.constexpr):
 def balanced_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr,
     partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA] (unused when ONE_SPLIT)
-    out_ptr,  # [n, H, HEAD_DIM]
-    arrivals_ptr,  # int32 [>= n * KV heads], zero between launches (unused when ONE_SPLIT)
+    out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
     context_lens_ptr, block_tables_ptr,
     qk_scale, max_splits,
     stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
@@ -255,8 +254,7 @@ def balanced_decode_kernel(
     BLOCK_N: tl.constexpr,  # keys per iteration: BLOCK_N / KV_BLOCK_SIZE whole cache blocks
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
-    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no merge
-    BLOCK_S: tl.constexpr,  # split partials the merge reads per iteration
+    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
 ):
     """Split-KV decode whose splits follow each request's own length, read on the device.
 
@@ -266,13 +264,7 @@ def balanced_decode_kernel(
     here is cut into (at most) `max_splits` equal runs of its *own* tiles: a short request
     in a batch of long ones still gets spread over many programs, and the grid depends
     only on the request count, so a CUDA graph captured once serves any context lengths.
-    Splits past a request's end store nothing; the merge reads only the used ones.
-
-    No second kernel merges the splits: every program of a (request, KV head) bumps an
-    arrival counter after storing its partial, and the last to arrive merges them all and
-    zeroes the counter for the next launch (or graph replay). The barrier before the
-    counter orders every thread's partial stores before the release; the merge reads
-    partials past L1 (.cg), which is not coherent across SMs."""
+    Splits past a request's end store nothing; the reduce reads only the used ones."""
     req = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
@@ -326,23 +318,25 @@ def balanced_decode_kernel(
         tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=store[:, None])
         tl.store(row_ptr + HEAD_DIM, m_i, mask=store)
         tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=store)
-        tl.debug_barrier()
-        counter = arrivals_ptr + req * tl.num_programs(1) + kv_head
-        arrived = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
-        if arrived == max_splits - 1:
-            for h in tl.static_range(GROUP):
-                _merge_splits(partials_ptr, out_ptr, req, kv_head * GROUP + h, num_heads, used,
-                              max_splits, stride_o_tok, stride_o_head, HEAD_DIM, BLOCK_S)
-            tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
 
 
-@triton.jit
-def _merge_splits(partials_ptr, out_ptr, req, head, num_heads, used, max_splits,
-                  stride_o_tok, stride_o_head, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
-    """Merge one (request, head)'s `used` split partials, BLOCK_S at a time, into out."""
+@triton.jit(do_not_specialize=["max_splits"])
+def balanced_reduce_kernel(
+    partials_ptr, context_lens_ptr, out_ptr,
+    max_splits,
+    stride_o_tok, stride_o_head,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # the decode kernel's, to recount the request's used splits
+    BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
+):
+    """Merge one (request, head)'s used split partials, BLOCK_S at a time."""
+    req = tl.program_id(0)
+    head = tl.program_id(1)
+    row = req * tl.num_programs(1) + head
+    context_len = tl.load(context_lens_ptr + req)
+    _, _, used = _balanced_split(context_len, 0, max_splits, BLOCK_N)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
-    row = req * num_heads + head
     m = tl.full([1], NEG_BIG, tl.float32)
     total = tl.zeros([1], tl.float32)
     acc = tl.zeros([HEAD_DIM], tl.float32)
@@ -350,10 +344,9 @@ def _merge_splits(partials_ptr, out_ptr, req, head, num_heads, used, max_splits,
         valid = first + offs_s < used
         split_ptr = partials_ptr + (row * max_splits + first + offs_s).to(tl.int64) \
             * (HEAD_DIM + PARTIAL_EXTRA)
-        m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG, cache_modifier=".cg")
-        sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0, cache_modifier=".cg")
-        acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0,
-                        cache_modifier=".cg")
+        m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG)
+        sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0)
+        acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0)
         m_new = tl.maximum(m, tl.max(m_s, axis=0))
         keep = tl.exp2(m - m_new)
         take = tl.where(valid, tl.exp2(m_s - m_new), 0.0)
