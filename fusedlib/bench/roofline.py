@@ -1,0 +1,187 @@
+"""Part 10's analysis: rows of `scripts/roofline_bench.py` and of the paired campaign, turned
+into the numbers the "To the roofline" chapter shows.
+
+Three floors bound a step's GPU time on one machine, each from a rate measured there:
+  bytes   weights plus the KV the step reads, at the copy bandwidth;
+  FLOPs   2 x parameters x tokens (the vocabulary projection only at the rows that sample),
+          at the large fp16 GEMM rate;
+  launch  kernels per step x the cost of one kernel inside a CUDA graph.
+A step can run no faster than the largest of them (they overlap at best, never cancel).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import paired, rows
+from ..config import PRESETS
+
+MODEL = PRESETS["qwen2.5-1.5b"]
+# The census configurations: the part-9 engine and the part-10 one (the others are the
+# ablations between them).
+PART9, PART10 = "part9: reference ops, split-KV", "part10: fused ops, balanced"
+DECODE_CONTEXT = 1088  # the census's decode rows' context (scripts/roofline_bench.py, full)
+
+
+def _frame(data: Path, stem: str) -> pd.DataFrame:
+    return pd.DataFrame(rows.read_rows(Path(data) / stem))
+
+
+def first_run(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the earliest commit in a result set: the roofline bench ran twice, the
+    second time on a decode kernel variant main reverted; the first is main's code."""
+    first = df.sort_values("timestamp")["git_commit"].iloc[0]
+    return df[df["git_commit"] == first]
+
+
+def census(data: Path) -> pd.DataFrame:
+    """Kernels per step and per layer, GPU and wall ms, per configuration and step kind."""
+    df = first_run(_frame(data, "roofline/census"))
+    return df[["config", "step", "tokens", "kernels_per_step", "kernels_per_layer", "gpu_ms_median",
+               "wall_ms_median"]].reset_index(drop=True)
+
+
+def attention_fraction(data: Path) -> pd.DataFrame:
+    """The best launch shape's share of copy bandwidth per context, split-KV (as the graphs
+    launch it) and balanced, at 32 rows, L2 flushed."""
+    df = first_run(_frame(data, "roofline/attention"))
+    old = df[(df["kernel"] == "splitkv") & (df["split_cap"] == "graph cap")].groupby("context")["fraction_of_copy"].max()
+    new = df[df["kernel"] == "balanced"].groupby("context")["fraction_of_copy"].max()
+    return pd.DataFrame({"split_kv": old, "balanced": new}).reset_index()
+
+
+@dataclass(frozen=True)
+class Rates:
+    copy_Bps: float  # device-to-device copy, bytes read + written per second
+    gemm_flops: float  # large fp16 GEMM, FLOP/s
+    launch_s: float  # one kernel inside a CUDA graph
+
+
+def rates(data: Path) -> Rates:
+    gemm = first_run(_frame(data, "roofline/gemm"))
+    attn = first_run(_frame(data, "roofline/attention"))
+    square = gemm[(gemm["gemm"] == "square") & (gemm["l2_flushed"] == False)]  # noqa: E712
+    launch = gemm[gemm["gemm"] == "graph_launch_cost"]["us_per_kernel_in_graph"]
+    return Rates(float(attn["copy_bandwidth_gbs"].median()) * 1e9, float(square["tflops"].iloc[0]) * 1e12,
+                 float(launch.iloc[0]) * 1e-6)
+
+
+def floors(tokens: int, sampled: int, kv_tokens: int, kernels: float, r: Rates) -> dict:
+    """The three floors of one step (seconds): `tokens` through the model, `sampled` of them
+    through the vocabulary projection, `kv_tokens` of cache read."""
+    cfg = MODEL
+    embed = cfg.vocab_size * cfg.hidden_size
+    params = _parameters()
+    weight_bytes = 2 * params  # fp16
+    kv_bytes = kv_tokens * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * 2
+    flops = 2 * (params - embed) * tokens + 2 * embed * sampled
+    out = {"bytes_s": (weight_bytes + kv_bytes) / r.copy_Bps, "flops_s": flops / r.gemm_flops,
+           "launch_s": kernels * r.launch_s}
+    out["floor_s"] = max(out.values())
+    return out
+
+
+def _parameters() -> int:
+    c = MODEL
+    q, kv = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+    layer = c.hidden_size * (q + 2 * kv) + (q + 2 * kv) + q * c.hidden_size \
+        + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size
+    return c.vocab_size * c.hidden_size + c.num_layers * layer + c.hidden_size
+
+
+def placed(data: Path) -> pd.DataFrame:
+    """Each census step of parts 9 and 10 against its floors: GPU time over the largest."""
+    r, c = rates(data), census(data)
+    out = []
+    for _, row in c[c["config"].isin([PART9, PART10])].iterrows():
+        decode = row["step"] == "decode"
+        n_decode = int(row["tokens"]) if decode else 31
+        kv = n_decode * DECODE_CONTEXT + (0 if decode else 512)  # the chunk reads at least its own keys
+        f = floors(int(row["tokens"]), n_decode + (0 if decode else 1), kv, row["kernels_per_step"], r)
+        out.append({"config": row["config"], "step": row["step"], "gpu_ms": row["gpu_ms_median"],
+                    "wall_ms": row["wall_ms_median"], **{k.replace("_s", "_ms"): v * 1e3 for k, v in f.items()},
+                    "over_floor": row["gpu_ms_median"] / (f["floor_s"] * 1e3)})
+    return pd.DataFrame(out)
+
+
+def capacity_comparisons(data: Path) -> pd.DataFrame:
+    """Fused vs chunked capacity at 40/s per part, and part 10's fused engine against part
+    9's, as paired ratios with bootstrap intervals (fusedlib.bench.paired). Runs without a
+    comparison name are the first phase's: its part-10 pairs are ABBA-interleaved, but its
+    part-10-vs-part-9 runs were not (the part-10 side ran first), so that row says so."""
+    df = _frame(data, "paired/arrivals")
+    df = df[~df["warmup"].astype(bool)]
+    named = df["comparison"].notna() if "comparison" in df else pd.Series(False, index=df.index)
+    out = []
+
+    def add(label, sub, key, a, b, interleaved=True):
+        x, y = paired.pair_runs(sub.to_dict("records"), key, a, b, "served_rate")
+        if not x:
+            return  # this comparison has no rows here
+        c = paired.compare_pairs(x, y)
+        out.append({"comparison": label, "a_median": pd.Series(x).median(), "b_median": pd.Series(y).median(),
+                    "ratio": c.ratio, "lo": c.lo, "hi": c.hi, "n": c.n, "resolved": c.resolved,
+                    "interleaved": interleaved})
+
+    for part in ("part 7", "part 9"):
+        add(f"{part}: fused vs chunked", df[df["comparison"] == f"{part}: fused vs chunked"], "engine", "fused", "chunked")
+    first = df[~named]
+    add("part 10: fused vs chunked", first[first["attention"] == "triton-balanced"], "engine", "fused", "chunked")
+    fused = first[first["engine"] == "fused"]
+    add("fused: part 10 vs part 9", fused, "attention", "triton-balanced", "triton-splitkv", interleaved=False)
+    return pd.DataFrame(out)
+
+
+def step_saving(data: Path) -> pd.DataFrame:
+    """Per configuration of the step traces: the median mixed (loaded) step of each engine,
+    wall and GPU, and what one forward per step saves on it."""
+    df = _frame(data, "paired/step_trace")
+    s = df[df["record"] == "summary"]
+    out = []
+    for (att, fused_ops), g in s.groupby(["attention", "fused_ops"]):
+        e = g.set_index("engine")
+        out.append({"attention": att, "fused_ops": bool(fused_ops),
+                    "fused_mixed_ms": e.loc["fused", "median_mixed_step_s"] * 1e3,
+                    "chunked_mixed_ms": e.loc["chunked", "median_mixed_step_s"] * 1e3,
+                    "fused_mixed_gpu_ms": e.loc["fused", "median_mixed_step_gpu_s"] * 1e3,
+                    "chunked_mixed_gpu_ms": e.loc["chunked", "median_mixed_step_gpu_s"] * 1e3})
+    t = pd.DataFrame(out)
+    t["saved_ms"] = t["chunked_mixed_ms"] - t["fused_mixed_ms"]
+    return t
+
+
+# ---------------------------------------------------------------------------- grading
+# Part 10's predictions (data/roofline/PREDICTION.md, written before the runs): each range is
+# read from the quoted phrase of its text; tests check every quote appears there as written.
+PREDICTION_FILE = "roofline/PREDICTION.md"
+PREDICTIONS = [
+    # number, what, the phrase, low, high, unit
+    (1, "kernels per layer, graphed 32-row decode step", "between 9 and 13", 9, 13, ""),
+    (2, "graphed 32-row decode step, GPU", "between 2.0 and 2.8 ms", 2.0, 2.8, " ms"),
+    (3, "decode step wall minus GPU", "within 0.6 ms of its GPU time", 0.0, 0.6, " ms"),
+    (4, "decode attention, share of copy bandwidth (worst of 1k-4k)", "between 40% and 65%", 0.40, 0.65, ""),
+    (5, "mixed step, GPU", "between 4.5 and 6.0 ms", 4.5, 6.0, " ms"),
+    (5, "mixed step, wall", "wall between 6.5 and 9 ms", 6.5, 9.0, " ms"),
+    (6, "fused capacity at 40/s, req/s", "fused between 24 and 32 req/s", 24.0, 32.0, " req/s"),
+]
+
+
+def measured_for_predictions(data: Path) -> list[float]:
+    c = census(data).set_index(["config", "step"])
+    dec, mix = c.loc[(PART10, "decode")], c.loc[(PART10, "mixed")]
+    cap = capacity_comparisons(data).set_index("comparison").loc["part 10: fused vs chunked", "a_median"]
+    return [dec["kernels_per_layer"], dec["gpu_ms_median"], dec["wall_ms_median"] - dec["gpu_ms_median"],
+            attention_fraction(data)["balanced"].min(), mix["gpu_ms_median"], mix["wall_ms_median"], cap]
+
+
+def grades(data: Path) -> pd.DataFrame:
+    """Each prediction's range against its measurement: HELD inside, MISSED outside."""
+    out = []
+    for (number, what, _, lo, hi, unit), value in zip(PREDICTIONS, measured_for_predictions(data)):
+        pct = unit == "" and hi <= 1
+        show = (lambda v: f"{v:.0%}") if pct else (lambda v: f"{v:.3g}{unit}")
+        out.append({"prediction": number, "what": what, "predicted": f"{show(lo)} to {show(hi)}",
+                    "measured": show(value), "grade": "HELD" if lo <= value <= hi else "MISSED"})
+    return pd.DataFrame(out)

@@ -1,0 +1,87 @@
+"""Part 10's analysis on small hand-made rows with known answers."""
+import pytest
+
+from fusedlib.bench import roofline, rows
+
+
+def _write(data, stem, new):
+    rows.append_rows(data / stem, new)
+
+
+@pytest.fixture
+def data(tmp_path):
+    t0, t1 = "2026-11-30T10:00:00+00:00", "2026-11-30T11:00:00+00:00"
+    census = []
+    for commit, ts, ms in (("aaa", t0, 2.0), ("bbb", t1, 9.0)):  # the second run: a variant main dropped
+        for config, kernels in ((roofline.PART9, 1100), (roofline.PART10, 300)):
+            for step, tokens in (("decode", 32), ("mixed", 543)):
+                census.append({"config": config, "step": step, "tokens": tokens, "kernels_per_step": kernels,
+                               "kernels_per_layer": kernels / 28, "gpu_ms_median": ms, "wall_ms_median": ms + 0.2,
+                               "git_commit": commit, "timestamp": ts})
+    _write(tmp_path, "roofline/census", census)
+    _write(tmp_path, "roofline/attention", [
+        {"kernel": k, "split_cap": cap, "context": 1024, "fraction_of_copy": f, "copy_bandwidth_gbs": 4000.0,
+         "git_commit": "aaa", "timestamp": t0}
+        for k, cap, f in (("splitkv", "graph cap", 0.2), ("splitkv", "step cap", 0.9), ("balanced", "", 0.3),
+                          ("balanced", "", 0.5))])
+    _write(tmp_path, "roofline/gemm", [
+        {"gemm": "square", "l2_flushed": False, "tflops": 500.0, "git_commit": "aaa", "timestamp": t0},
+        {"gemm": "graph_launch_cost", "us_per_kernel_in_graph": 2.0, "git_commit": "aaa", "timestamp": t0}])
+    arrivals = []
+    for i, (f, c) in enumerate([(12.0, 10.0), (11.0, 10.0), (13.2, 11.0)]):
+        for engine, served in (("fused", f), ("chunked", c)):
+            arrivals.append({"engine": engine, "attention": "triton", "comparison": "part 7: fused vs chunked",
+                             "repeat": i + 1, "warmup": False, "served_rate": served})
+    arrivals.append({"engine": "fused", "attention": "triton", "comparison": "part 7: fused vs chunked",
+                     "repeat": 0, "warmup": True, "served_rate": 99.0})
+    _write(tmp_path, "paired/arrivals", arrivals)
+    return tmp_path
+
+
+def test_census_reads_the_first_run_only(data):
+    c = roofline.census(data)
+    assert set(c["gpu_ms_median"]) == {2.0}
+
+
+def test_attention_takes_the_graphs_split_kv_and_the_best_balanced_shape(data):
+    a = roofline.attention_fraction(data).iloc[0]
+    assert (a["split_kv"], a["balanced"]) == (0.2, 0.5)
+
+
+def test_floors_pick_the_largest_and_count_bytes_flops_and_launches():
+    r = roofline.Rates(copy_Bps=4e12, gemm_flops=5e14, launch_s=1e-6)
+    params = roofline._parameters()
+    assert params == 1_543_714_304  # Qwen2.5-1.5B, tied embeddings
+    f = roofline.floors(tokens=32, sampled=32, kv_tokens=1000, kernels=300, r=r)
+    kv = 1000 * 28 * 2 * 2 * 128 * 2
+    assert f["bytes_s"] == pytest.approx((2 * params + kv) / 4e12)
+    assert f["flops_s"] == pytest.approx(2 * params * 32 / 5e14)
+    assert f["launch_s"] == pytest.approx(300e-6)
+    assert f["floor_s"] == f["bytes_s"]
+    # 3,000 launches outweigh the bytes: a launch-bound step.
+    assert roofline.floors(32, 32, 1000, 3000, r)["floor_s"] == pytest.approx(3e-3)
+
+
+def test_placed_divides_gpu_time_by_the_floor(data):
+    p = roofline.placed(data)
+    assert len(p) == 4 and (p["over_floor"] == p["gpu_ms"] / p["floor_ms"]).all()
+
+
+def test_capacity_comparison_pairs_by_repeat_and_drops_warmups(data):
+    (c,) = roofline.capacity_comparisons(data).to_dict("records")  # only part 7 has rows here
+    assert c["comparison"] == "part 7: fused vs chunked" and c["n"] == 3 and c["interleaved"]
+    assert c["ratio"] == pytest.approx(1.2)  # pair ratios 1.2, 1.1, 1.2: the warm-up's 99 is left out
+    assert (c["a_median"], c["b_median"]) == (12.0, 10.0)
+
+
+def test_every_prediction_quote_is_in_the_dated_file_as_written():
+    text = (roofline.Path(__file__).resolve().parents[2] / "data" / roofline.PREDICTION_FILE).read_text()
+    for number, _, quote, lo, hi, _ in roofline.PREDICTIONS:
+        assert quote in text, number
+        assert lo < hi
+
+
+def test_grades_hold_inside_the_range_and_miss_outside(monkeypatch):
+    monkeypatch.setattr(roofline, "measured_for_predictions", lambda d: [9.0, 3.0, 0.1, 0.5, 5.0, 5.0, 30.0])
+    g = roofline.grades(None)["grade"].tolist()
+    assert g == ["HELD", "MISSED", "HELD", "HELD", "HELD", "MISSED", "HELD"]
