@@ -17,3 +17,6 @@ def test_readme_engine_example_runs():
     assert done.returncode == 0, done.stderr
     outputs = ast.literal_eval(done.stdout.strip())  # [[8 ids], [8 ids]]
     assert [len(o) for o in outputs] == [8, 8]
+    shown = re.search(r"It prints\n\n```\n(.*?)\n```", section, re.S)
+    assert shown, "the README shows what its example prints"
+    assert ast.literal_eval(shown.group(1)) == outputs
