@@ -9,7 +9,7 @@ from fusedlib.bench.workloads import mixed
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-@pytest.mark.parametrize("attention", ["triton", "triton-splitkv"])
+@pytest.mark.parametrize("attention", ["triton", "triton-splitkv", "triton-balanced"])
 def test_no_kernel_compiles_after_construction(attention):
     from fusedlib.weights import load_model
 

@@ -27,7 +27,9 @@ def test_static_decode_path_gives_the_same_tokens(kind):
     real_run = engine.graphs.run
     engine.graphs.run = lambda batch: used.append(batch.num_tokens) or real_run(batch)
     assert engine.generate(prompts, budgets) == plain
-    assert used and max(used) > 4  # buckets 1, 2, 4 and 8 (max_batch) all took part
+    buckets = engine.graphs.buckets
+    assert buckets == [1, 2, 4, 8]
+    assert {next(b for b in buckets if b >= n) for n in used} == set(buckets)  # every bucket replayed
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 

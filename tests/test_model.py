@@ -16,7 +16,8 @@ def test_logits_match_transformers_fp32(fused_ops, attention):
     engine = Engine(model, kind="fused", chunk_tokens=1024, warmup=False, attention=attention)
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(0, model.config.vocab_size, (n,), generator=g).tolist() for n in (1, 7, 16, 33, 100)]
-    reqs = [engine.add_request(p, 1) for p in prompts]
+    for p in prompts:
+        engine.add_request(p, 1)
     plan = engine.scheduler.plan(0.0)
     assert plan.kind == "chunk" and len(plan.chunks) == len(prompts)
     batch = engine._pack(plan.chunks, [])
@@ -31,7 +32,6 @@ def test_logits_match_transformers_fp32(fused_ops, attention):
         worst = max(worst, (ours[start : start + len(p)] - ref).abs().max().item())
         start += len(p)
     assert worst <= 1e-4, worst
-    assert len(reqs) == len(prompts)
 
 
 def test_qkv_and_gate_up_round_trip_through_hf_names():
