@@ -97,6 +97,17 @@ def rows_for(experiment: str) -> tuple[pd.DataFrame, str]:
     return df, gpu
 
 
+def newest_rows(experiment: str, keys: list[str]) -> pd.DataFrame:
+    """One GPU's rows of an experiment, only the newest measurement of each configuration."""
+    df, _ = one_gpu(load(experiment))
+    return latest(df, keys) if len(df) else df
+
+
+# The configuration keys a re-run of each experiment repeats (`latest` keeps its newest rows).
+CLOSED_KEYS = ["engine", "workload", "batch_size", "seed", "max_batch", "chunk_tokens"]
+LAYOUT_KEYS = ["result_set", "kernel", "case", "block_n", "programs_per_sm", "num_warps", "num_stages"]
+
+
 def latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Only the newest measurement of each configuration: per `keys` group, the rows that
     share the group's latest timestamp (a re-run replaces, never averages with, the old)."""
@@ -460,3 +471,26 @@ def side(x: float, lo: float, hi: float) -> str:
 def sig3(x: float) -> str:
     """Three significant digits, keeping trailing zeros (15.0, 2.60, 0.725); whole numbers from 100."""
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
+def same_machine_capacity(arrivals: pd.DataFrame, beyond: pd.DataFrame):
+    """(eager pair, every-forward-graphed pair, campaign) when the newest capacity runs of both
+    configurations ran in one campaign, so their ratio compares configurations, not machines;
+    else None."""
+    by_config = {name: (rows, pair) for name, rows, pair in capacity_by_configuration(arrivals, beyond)}
+    full = "every forward graphed, split-KV"
+    if not ({"eager", full} <= set(by_config) and all(by_config[k][1] is not None for k in ("eager", full))):
+        return None
+    (er, ep), (gr, gp) = by_config["eager"], by_config[full]
+    ce, cg = ({campaign_of(c) for c in rows["git_commit"]} for rows in (er, gr))
+    return (ep, gp, ce.pop()) if ce == cg and len(ce) == 1 else None
+
+
+def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, str]:
+    """The predictions whose grading runs are not in the rows: key -> what they wait for."""
+    waiting = {}
+    if same_machine_capacity(arrivals, beyond) is None:
+        waiting["B11"] = ("eager and every-forward-graphed capacity runs (400 requests at 40/s, both engines, "
+                          "interleaved) on one machine in one sitting; the rows hold the two configurations from "
+                          "different machine leases only")
+    return waiting
