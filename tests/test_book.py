@@ -36,6 +36,10 @@ PAGES = {
     "book/peer": ("peer", 1, 1),
     "book/beyond": ("beyond", 2, 2),
 }
+# One chapter per part of the series, in order; each within its word budget.
+CHAPTERS = ["book/writeup", "book/splitkv", "book/graphs"]
+CHAPTER_WORDS, ALL_CHAPTER_WORDS = 1500, 6000
+MAX_CELL_LINES = 40
 
 # Small sizes so the notebooks run in about two minutes on two cores.
 SMOKE_PARAMETERS = {
@@ -88,6 +92,33 @@ def missing_parts(folder: Path) -> int:
     return 0 if "pool_gib" in rows and rows["pool_gib"].notna().any() else 1
 
 
+def code_cells(page: Path) -> list[tuple[int, int]]:
+    """(first line, number of lines) of each code cell of a MyST page."""
+    cells, start = [], None
+    for i, line in enumerate(page.read_text().splitlines(), 1):
+        if start is None and line.startswith("```{code-cell}"):
+            start = i
+        elif start is not None and line.startswith("```") and not line.startswith("```{"):
+            body = [x for x in page.read_text().splitlines()[start:i - 1] if not x.startswith(":tags:")]
+            cells.append((start, len(body)))
+            start = None
+    return cells
+
+
+def test_no_page_cell_is_longer_than_the_limit():
+    """Pages call library code (fusedlib.bench) and plot; a long cell is analysis that belongs
+    in the library, where it is tested."""
+    long = {f"{p.name}:{line}": n for p in sorted((REPO / "book").glob("*.md")) for line, n in code_cells(p)
+            if n > MAX_CELL_LINES}
+    assert not long, long
+
+
+def test_code_cells_are_found(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("# t\n```{code-cell} ipython3\n:tags: [remove-cell]\nx = 1\ny = '```{note}'\n```\ntext\n")
+    assert code_cells(page) == [(2, 2)]
+
+
 def test_notebooks_have_papermill_parameters():
     for path in sorted((REPO / "notebooks").glob("*.py")):
         nb = jupytext.read(path)
@@ -127,6 +158,20 @@ def check_writeup(html: Path) -> None:
     assert "HELD" in body or "MISSED" in body, "no prediction verdicts on the writeup"
 
 
+def check_chapters(html: Path) -> None:
+    """Each chapter opens with its graded predictions, keeps to its word budget, and speaks of
+    the engine and the machine, not of how the rows were made."""
+    counts = {}
+    for page in CHAPTERS:
+        text = (html / f"{page}.html").read_text()
+        total, prose = pagecheck.chapter_words(text)
+        counts[page] = total
+        assert total <= CHAPTER_WORDS, (page, total, prose)
+        assert not pagecheck.process_words(text), (page, pagecheck.process_words(text))
+        assert "predictions" in article(html, page).split("<h2", 1)[0], f"{page}: does not open with its predictions"
+    assert sum(counts.values()) <= ALL_CHAPTER_WORDS, counts
+
+
 def test_book_from_notebook_rows_shows_every_figure_and_table(smoke_rows, tmp_path):
     html = build(tmp_path, smoke_rows)
     check_writeup(html)
@@ -152,6 +197,7 @@ def test_book_from_committed_data(tmp_path):
     defects = {p.name: pagecheck.text_defects(p.read_text()) for p in pagecheck.pages(html)}
     assert not any(defects.values()), {k: v for k, v in defects.items() if v}
     check_writeup(html)
+    check_chapters(html)
     for page, (folder, figures, tables) in PAGES.items():
         body = article(html, page)
         check_clean(body, page)

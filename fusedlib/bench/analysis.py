@@ -449,28 +449,47 @@ def kv_bytes_per_position(cfg, dtype_bytes: int) -> int:
     return cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * dtype_bytes
 
 
-def numbers(text: str) -> list[float]:
-    """The numbers a quoted prediction names, in order ("between 10 and 18 ms" -> [10.0, 18.0];
-    signs are the prose's, not the number's: "+25%" -> 25.0)."""
-    return [float(x) for x in re.findall(r"\d+(?:\.\d+)?", text)]
-
-
-def fractions(text: str) -> list[float]:
-    """The percentages a quoted prediction names, as fractions ("within ±3%" -> [0.03])."""
-    return [x / 100 for x in numbers(text)]
-
-
-def verdict(ok: bool) -> str:
-    return "HELD" if ok else "MISSED"
-
-
-def side(x: float, lo: float, hi: float) -> str:
-    return "inside" if lo <= x <= hi else ("above" if x > hi else "below")
-
-
 def sig3(x: float) -> str:
     """Three significant digits, keeping trailing zeros (15.0, 2.60, 0.725); whole numbers from 100."""
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
+# ---------------------------------------------------------------- how pages write numbers
+# One definition each: every page formats its glued values with these.
+
+def ms(seconds: float) -> str:
+    """A time in milliseconds, three significant digits: 0.01234 -> "12.3 ms"."""
+    if not np.isfinite(seconds):
+        raise ValueError(f"no time to format: {seconds}")
+    return f"{sig3(seconds * 1e3)} ms"
+
+
+def sec(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        raise ValueError(f"no time to format: {seconds}")
+    return f"{sig3(seconds)} s"
+
+
+def pct(x: float, signed: bool = True) -> str:
+    """A fraction as a percentage with one decimal: 0.253 -> "+25.3%" (or "25.3%")."""
+    if not np.isfinite(x):
+        raise ValueError(f"no fraction to format: {x}")
+    return f"{x:+.1%}" if signed else f"{x:.1%}"
+
+
+def times(x: float) -> str:
+    """A multiple: 21.7 -> "21.7×"; 1.234 -> "1.23×"."""
+    return f"{sig3(x)}×"
+
+
+def glued(values: dict[str, str]) -> None:
+    """Paste each text under its key for the page's prose ({glue:text}`key`), not shown where computed."""
+    from myst_nb import glue
+
+    for key, text in values.items():
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"glue {key!r}: expected non-empty text, got {text!r}")
+        glue(key, text, display=False)
 
 
 def same_machine_capacity(arrivals: pd.DataFrame, beyond: pd.DataFrame):
@@ -493,4 +512,9 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
         waiting["B11"] = ("eager and every-forward-graphed capacity runs (400 requests at 40/s, both engines, "
                           "interleaved) on one machine in one sitting; the rows hold the two configurations from "
                           "different machine leases only")
+    roofline = DATA / "roofline"
+    if not any(p.suffix in (".jsonl", ".csv") for p in roofline.glob("*")):  # glob of a missing folder: nothing
+        for n in range(1, 7):
+            waiting[f"C{n}"] = ("part 10's runs (fused small-op kernels, retuned split-KV, kernel census and capacity), "
+                                f"whose rows will be in `{rel(roofline)}/`")
     return waiting

@@ -211,3 +211,29 @@ def capacity_figure(table: pd.DataFrame):
     ax.set_title(f"Capacity: {r['n_requests']} requests offered at {r['rate']:g}/s (bars: median; lines: runs' range)")
     ax.legend(loc="upper left")
     return fig
+
+
+def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, layout: pd.DataFrame,
+             beyond: pd.DataFrame, ref: Reference) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
+    """The intro's glued texts, its capacity-by-configuration table and the reference-beside-ours
+    table, from the newest rows."""
+    ours = our_figures(trace, arrivals, closed, layout)
+    weights = trace_figures(baseline_trace(trace))["weight_bytes"]
+    a10_floor = floor_s(weights, ref.bandwidth_Bps) * 1e3
+    h200_floor = ours["weight_read"]
+    _, cap = capacity(arrivals)
+    configs = capacity_by_configuration(arrivals, beyond)
+    last = configs["configuration"].iloc[-1]
+    graphed = configs[configs["configuration"] == last].set_index("engine")
+    figs = ref.figures.set_index("id")["value"]
+    texts = {"gain": f"{cap.change:+.0%}", "gain_interval": f"{cap.lo - 1:+.0%} to {cap.hi - 1:+.0%}",
+             "gain_n": str(cap.n), "a10_gain": f"{figs['capacity_gain']:.0%}",
+             "a10_multiple": f"{figs['decode_step_fused'] / a10_floor:.0f}×",
+             "h200_multiple": f"{ours['decode_step_fused'] / h200_floor:.0f}×",
+             "a10_bw": f"{ref.bandwidth_Bps / 1e9:.0f} GB/s", "a10_bw_why": ref.bandwidth_why,
+             "h200_bw": f"{ours['bandwidth_Bps'] / 1e12:.2f} TB/s", "weights_gb": f"{weights / 1e9:.3f} GB",
+             "a10_floor": f"{a10_floor:.2f} ms", "h200_floor": f"{h200_floor:.2f} ms", "graphed_name": str(last),
+             "graphed_fused": f"{graphed.loc['fused', 'median']:.1f} requests/s",
+             "graphed_ratio": f"{graphed.loc['fused', 'ratio']:.2f}× [{graphed.loc['fused', 'lo']:.2f}, "
+                              f"{graphed.loc['fused', 'hi']:.2f}]"}
+    return texts, configs, answer_table(ref, ours, a10_floor, h200_floor)

@@ -52,6 +52,40 @@ def article_text(html: str) -> tuple[str, list[str]]:
     return article.get_text(" ", strip=False) + " ".join(errors), pieces
 
 
+# Process words a chapter's prose must not use: the chapters speak of the engine and the machine;
+# campaigns, sessions and code versions belong in the "Method and provenance" appendix. The
+# predictions, quoted as written, are records and may name them.
+PROCESS = re.compile(r"\b(campaigns?|sessions?|commits?|git)\b", re.I)
+
+
+def chapter_prose(html: str) -> str:
+    """A chapter's rendered prose: its article text without code listings and without the
+    predictions quoted as written (the admonition with class `predictions`)."""
+    soup = BeautifulSoup(html, "html.parser")
+    article = soup.find("article") or soup.body or soup
+    for el in article.find_all(["pre", "script", "style"]):
+        el.decompose()
+    for el in article.find_all(class_=re.compile(r"\b(cell_input|predictions)\b")):
+        el.decompose()
+    return article.get_text(" ", strip=True)
+
+
+def words(text: str) -> int:
+    """Rendered words: runs of letters or digits (a number such as 16.4 counts once)."""
+    return len(re.findall(r"[\w][\w.,%×+\-–/]*", text))
+
+
+def chapter_words(html: str) -> tuple[int, int]:
+    """(every rendered word of the article, the words of its own prose: `chapter_prose`)."""
+    return words(article_text(html)[0]), words(chapter_prose(html))
+
+
+def process_words(html: str) -> list[str]:
+    """Process language in a chapter's own prose, each with a little context."""
+    prose = chapter_prose(html)
+    return [prose[max(m.start() - 40, 0):m.end() + 40] for m in PROCESS.finditer(prose)]
+
+
 def text_defects(html: str) -> list[str]:
     """Every defect of a rendered page's text, each with a little context."""
     text, pieces = article_text(html)

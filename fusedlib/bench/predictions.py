@@ -39,6 +39,8 @@ class Prediction:
 
     def as_written(self) -> str:
         """The prediction as Markdown, exactly as it was first written (bold title, text)."""
+        if not self.title:  # a set written as a plain numbered list (set C)
+            return self.text
         return f"**{self.title}**{'' if self.text.startswith(':') else ' '}{self.text}"
 
 
@@ -128,7 +130,7 @@ def chapter_opening(preds: list[Prediction], grades: dict[str, Grade | None]) ->
         grade = (f"*Graded {g.verdict}*: {g.measured}; {g.why}." if g else
                  "*Open*: the runs that grade it are listed under {doc}`open`.")
         parts.append(f"{_quote_block(p)}\n\n{grade}")
-    return "::::{admonition} The predictions, as written, and their grades\n:class: note\n" + \
+    return "::::{admonition} The predictions, as written, and their grades\n:class: note predictions\n" + \
         "\n\n".join(parts) + "\n::::"
 
 

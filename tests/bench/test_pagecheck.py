@@ -47,3 +47,15 @@ def test_browser_finds_a_table_wider_than_the_column(tmp_path):
     wide = pagecheck.overflows(tmp_path / "wide.html", browser)
     assert len(wide) == 1 and wide[0]["what"].startswith("table") and wide[0]["width"] > 400
     assert pagecheck.overflows(tmp_path / "narrow.html", browser) == []
+
+
+def test_chapter_words_count_the_prose_apart_from_the_quoted_predictions():
+    html = page("<div class='admonition note predictions'><p>A1 was written on a campaign day.</p></div>"
+                "<p>The step takes 16.4 ms, 22× the floor.</p><div class='cell_input'><pre>x = 1</pre></div>")
+    total, prose = pagecheck.chapter_words(html)
+    assert prose == 8 and total == 15
+    assert pagecheck.process_words(html) == []  # the quoted prediction may name its campaign
+
+
+def test_process_words_found_in_chapter_prose():
+    assert pagecheck.process_words(page("<p>The third campaign ran it at commit abc.</p>"))

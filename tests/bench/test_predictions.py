@@ -41,10 +41,18 @@ def small(tmp_path):
 def test_the_books_predictions_load_with_every_quote_in_its_text():
     sets = pr.load()
     keys = [p.key for s in sets for p in s.predictions]
-    assert keys[:7] == [f"A{i}" for i in range(1, 8)] and keys[7:] == [f"B{i}" for i in range(1, 12)]
+    assert keys == [f"A{i}" for i in range(1, 8)] + [f"B{i}" for i in range(1, 12)] + [f"C{i}" for i in range(1, 7)]
     for s in sets:
         for p in s.predictions:
-            assert p.date == "2026-11-30" and p.chapter in (7, 8, 9)
+            assert p.date == "2026-11-30" and p.chapter in (7, 8, 9, 10)
+
+
+def test_part_10_predictions_are_copied_verbatim_from_their_dated_file():
+    """Set C is data/roofline/PREDICTION.md's list, line wraps joined; rendered without a title."""
+    c = pr.load()[2]
+    assert "written 2026-11-30, before any GPU run of the fused ops" in c.title
+    assert c.predictions[0].as_written() == c.predictions[0].text
+    assert c.predictions[1].text.startswith("Graphed 32-row decode step GPU time: between 2.0 and 2.8 ms")
 
 
 def test_ranges_are_read_from_the_quotes(small):
