@@ -78,6 +78,11 @@ def part7(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
     return grades, texts
 
 
+def cheaper(saving: float) -> str:
+    """A saving as prose: 0.29 -> "29.0% cheaper", -0.19 -> "19.0% dearer"."""
+    return f"{bd.pct(saving, False)} cheaper" if saving >= 0 else f"{bd.pct(-saving, False)} dearer"
+
+
 def a10_multiple() -> float:
     """The reference's fused pure decode step as a multiple of its A10's weight-read floor
     (the reference's own figures and bandwidth, data/reference/a10.yaml)."""
@@ -127,7 +132,10 @@ def part8(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
              "expected_fused": bd.ms(get("eager, per-row", "fused") - saved),
              "rows_fused": bd.ms(get("eager, per-row", "fused")), "rows_chunked": bd.ms(get("eager, per-row", "chunked")),
              "splitkv_fused": bd.ms(get("eager, split-KV", "fused")),
-             "splitkv_chunked": bd.ms(get("eager, split-KV", "chunked"))}
+             "splitkv_chunked": bd.ms(get("eager, split-KV", "chunked")),
+             "kernel_speedup": bd.times(k["rows"] / k["splitkv"]),
+             "step_change_fused": bd.pct(get("eager, split-KV", "fused") / get("eager, per-row", "fused") - 1),
+             "step_change_chunked": bd.pct(get("eager, split-KV", "chunked") / get("eager, per-row", "chunked") - 1)}
     return {"B3": gr.splitkv_eager(p["B3"], table)}, texts
 
 
@@ -158,7 +166,15 @@ def part9(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
              "all_forwards": f"{bd.ms(get(allg, 'chunked', 'first_forward_s'))} and "
                              f"{bd.ms(get(allg, 'chunked', 'second_forward_s'))}",
              "dg_mixed_fused": bd.ms(get("decode graphs, split-KV", "fused", "mixed_s")),
-             "dg_mixed_chunked": bd.ms(get("decode graphs, split-KV", "chunked", "mixed_s"))}
+             "dg_mixed_chunked": bd.ms(get("decode graphs, split-KV", "chunked", "mixed_s")),
+             "dg_saving": cheaper(1 - get("decode graphs, split-KV", "fused", "mixed_s")
+                                  / get("decode graphs, split-KV", "chunked", "mixed_s")),
+             "all_saving": cheaper(1 - get(allg, "fused", "mixed_s") / get(allg, "chunked", "mixed_s")),
+             "lease_note": ("ran on one machine lease, so the configurations compare directly"
+                            if bd.same_machine_capacity(rows.arrivals, rows.beyond) is not None else
+                            "ran on different machine leases, and the Arrival sweeps appendix shows the same steps "
+                            "running at different speeds from one lease to the next, so the configurations compare "
+                            "only roughly; the engines compare within each configuration")}
     speed = {e: get("eager, per-row", e, "step_time_s") / get(allg, e, "step_time_s") for e in E}
     texts.update({f"speedup_{e}": bd.times(speed[e]) for e in E})
     cap = gr.capacity(rows.arrivals)
