@@ -154,8 +154,8 @@ def part9(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
     k = steps.kernel_ms(rows.layout)
     floor = hw["floors"]["fused"]["floor_s"]
     gpu_est = hw["floors"]["fused"]["weights_s"] + k["splitkv"] / 1e3 * hw["num_layers"]
-    allg = "all graphed, split-KV"
-    texts = {"floor_ms": bd.ms(floor), "gpu_est": bd.ms(gpu_est), "eager_fused": bd.ms(get("eager, per-row", "fused")),
+    allg = "every forward graphed, split-KV"
+    texts = {"floor_ms": bd.ms(floor), "gpu_est": bd.ms(gpu_est), "weights_ms": bd.ms(hw["floors"]["fused"]["weights_s"]), "eager_fused": bd.ms(get("eager, per-row", "fused")),
              "graphs_rows_fused": bd.ms(get("decode graphs, per-row", "fused")),
              "graphs_splitkv_fused": bd.ms(get("decode graphs, split-KV", "fused")),
              "graphs_splitkv_chunked": bd.ms(get("decode graphs, split-KV", "chunked")),

@@ -291,7 +291,7 @@ def graphed_capacity(p: Prediction, arrivals: pd.DataFrame, beyond: pd.DataFrame
 def piecewise_mixed(p: Prediction, table: pd.DataFrame) -> Grade | None:
     """B9: with every forward graphed, the fused mixed step inside the range and at least the
     predicted share cheaper than the chunked one."""
-    x = [steps.lookup(table, "all graphed, split-KV", e, "mixed_s") for e in E]
+    x = [steps.lookup(table, "every forward graphed, split-KV", e, "mixed_s") for e in E]
     if np.isnan(x).any():
         return None
     lo, hi = p.range(0)

@@ -19,7 +19,7 @@ FULL_ROWS = 32  # the decode batch: a pure decode step with every row busy
 # (attention, cuda_graphs, graph_chunks, label), in the order the chapters introduce them.
 CONFIGS = [("triton", False, False, "eager, per-row"), ("triton-splitkv", False, False, "eager, split-KV"),
            ("triton", True, False, "decode graphs, per-row"), ("triton-splitkv", True, False, "decode graphs, split-KV"),
-           ("triton-splitkv", True, True, "all graphed, split-KV")]
+           ("triton-splitkv", True, True, "every forward graphed, split-KV")]
 FLAGS = ["engine", "attention", "cuda_graphs", "graph_chunks"]
 
 

@@ -36,7 +36,7 @@ def test_combined_traces_fill_missing_flags_and_keep_the_newest_trace():
     t = steps.combined_traces(base, variants)
     assert set(t["cuda_graphs"]) == {False, True} and t["graph_chunks"].dtype == bool
     table = steps.summary(t)
-    assert list(table["configuration"]) == ["eager, per-row", "eager, per-row", "all graphed, split-KV"]
+    assert list(table["configuration"]) == ["eager, per-row", "eager, per-row", "every forward graphed, split-KV"]
     assert steps.lookup(table, "eager, per-row", "fused", "decode_full_s") == pytest.approx(0.011)  # old trace dropped
     assert np.isnan(steps.lookup(table, "eager, split-KV", "fused", "decode_full_s"))
 
