@@ -17,7 +17,8 @@ from . import analysis as bd
 
 FULL_ROWS = 32  # the decode batch: a pure decode step with every row busy
 # (attention, cuda_graphs, graph_chunks, label), in the order the chapters introduce them.
-CONFIGS = [("triton", False, False, "eager, per-row"), ("triton-splitkv", False, False, "eager, split-KV"),
+CONFIGS = [("torch", False, False, "eager, torch attention"),  # the CPU smoke runs' baseline
+           ("triton", False, False, "eager, per-row"), ("triton-splitkv", False, False, "eager, split-KV"),
            ("triton", True, False, "decode graphs, per-row"), ("triton-splitkv", True, False, "decode graphs, split-KV"),
            ("triton-splitkv", True, True, "every forward graphed, split-KV")]
 FLAGS = ["engine", "attention", "cuda_graphs", "graph_chunks"]
@@ -44,19 +45,24 @@ def label_of(attention: str, graphs: bool, chunks: bool) -> str:
 
 
 def summary(traces: pd.DataFrame, full_rows: int = FULL_ROWS) -> pd.DataFrame:
-    """One row per (configuration, engine): the median full-batch pure decode step, the median
+    """One row per named configuration (CONFIGS) and engine: the median full-batch pure decode step
+    (every one of the trace's `max_batch` rows busy; `full_rows` for rows without it), the median
     over every pure decode step, the median mixed step and (chunked) its two forwards, the
     trace's summed step time and its code version. Times in seconds."""
     out = []
     steps = traces[traces["record"] == "step"] if len(traces) else traces
+    named = {(a, g, c) for a, g, c, _ in CONFIGS}
     for (engine, attention, graphs, chunks), s in steps.groupby(FLAGS):
+        if (attention, bool(graphs), bool(chunks)) not in named:  # e.g. torch attention: no chapter shows it
+            continue
+        full = int(s["max_batch"].iloc[0]) if "max_batch" in s and s["max_batch"].notna().any() else full_rows
         dec = s[s["kind"] == "decode"]
         mixed = s[s["kind"] == "mixed"]
         fw = [f for f in mixed.get("forward_durations_s", pd.Series(dtype=object)) if isinstance(f, list)]
         two = np.array([f for f in fw if len(f) == 2]) if fw else np.empty((0, 2))
         out.append({"configuration": label_of(attention, graphs, chunks), "engine": engine,
-                    "decode_full_s": dec.loc[dec["n_decode"] == full_rows, "duration_s"].median(),
-                    "n_full": int((dec["n_decode"] == full_rows).sum()), "decode_all_s": dec["duration_s"].median(),
+                    "decode_full_s": dec.loc[dec["n_decode"] == full, "duration_s"].median(),
+                    "n_full": int((dec["n_decode"] == full).sum()), "decode_all_s": dec["duration_s"].median(),
                     "mixed_s": mixed["duration_s"].median(),
                     "first_forward_s": float(np.median(two[:, 0])) if len(two) else np.nan,
                     "second_forward_s": float(np.median(two[:, 1])) if len(two) else np.nan,
