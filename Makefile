@@ -77,3 +77,10 @@ lab: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# The built book as a reader meets it: no nan/None/placeholder/unparsed markup in any page's
+# text, and (headless Chromium) no table or figure wider than the content column; one
+# screenshot per page in _build/pages/. Fails without chromium rather than passing unchecked.
+.PHONY: check-pages
+check-pages: $(STAMP)
+	$(BIN)/python -m fusedlib.bench.pagecheck _build/html --screenshots _build/pages

@@ -97,6 +97,17 @@ def rows_for(experiment: str) -> tuple[pd.DataFrame, str]:
     return df, gpu
 
 
+def newest_rows(experiment: str, keys: list[str]) -> pd.DataFrame:
+    """One GPU's rows of an experiment, only the newest measurement of each configuration."""
+    df, _ = one_gpu(load(experiment))
+    return latest(df, keys) if len(df) else df
+
+
+# The configuration keys a re-run of each experiment repeats (`latest` keeps its newest rows).
+CLOSED_KEYS = ["engine", "workload", "batch_size", "seed", "max_batch", "chunk_tokens"]
+LAYOUT_KEYS = ["result_set", "kernel", "case", "block_n", "programs_per_sm", "num_warps", "num_stages"]
+
+
 def latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Only the newest measurement of each configuration: per `keys` group, the rows that
     share the group's latest timestamp (a re-run replaces, never averages with, the old)."""
@@ -438,25 +449,72 @@ def kv_bytes_per_position(cfg, dtype_bytes: int) -> int:
     return cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * dtype_bytes
 
 
-def numbers(text: str) -> list[float]:
-    """The numbers a quoted prediction names, in order ("between 10 and 18 ms" -> [10.0, 18.0];
-    signs are the prose's, not the number's: "+25%" -> 25.0)."""
-    return [float(x) for x in re.findall(r"\d+(?:\.\d+)?", text)]
-
-
-def fractions(text: str) -> list[float]:
-    """The percentages a quoted prediction names, as fractions ("within ±3%" -> [0.03])."""
-    return [x / 100 for x in numbers(text)]
-
-
-def verdict(ok: bool) -> str:
-    return "HELD" if ok else "MISSED"
-
-
-def side(x: float, lo: float, hi: float) -> str:
-    return "inside" if lo <= x <= hi else ("above" if x > hi else "below")
-
-
 def sig3(x: float) -> str:
     """Three significant digits, keeping trailing zeros (15.0, 2.60, 0.725); whole numbers from 100."""
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
+# ---------------------------------------------------------------- how pages write numbers
+# One definition each: every page formats its glued values with these.
+
+def ms(seconds: float) -> str:
+    """A time in milliseconds, three significant digits: 0.01234 -> "12.3 ms"."""
+    if not np.isfinite(seconds):
+        raise ValueError(f"no time to format: {seconds}")
+    return f"{sig3(seconds * 1e3)} ms"
+
+
+def sec(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        raise ValueError(f"no time to format: {seconds}")
+    return f"{sig3(seconds)} s"
+
+
+def pct(x: float, signed: bool = True) -> str:
+    """A fraction as a percentage with one decimal: 0.253 -> "+25.3%" (or "25.3%")."""
+    if not np.isfinite(x):
+        raise ValueError(f"no fraction to format: {x}")
+    return f"{x:+.1%}" if signed else f"{x:.1%}"
+
+
+def times(x: float) -> str:
+    """A multiple: 21.7 -> "21.7×"; 1.234 -> "1.23×"."""
+    return f"{sig3(x)}×"
+
+
+def glued(values: dict[str, str]) -> None:
+    """Paste each text under its key for the page's prose ({glue:text}`key`), not shown where computed."""
+    from myst_nb import glue
+
+    for key, text in values.items():
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"glue {key!r}: expected non-empty text, got {text!r}")
+        glue(key, text, display=False)
+
+
+def same_machine_capacity(arrivals: pd.DataFrame, beyond: pd.DataFrame):
+    """(eager pair, every-forward-graphed pair, campaign) when the newest capacity runs of both
+    configurations ran in one campaign, so their ratio compares configurations, not machines;
+    else None."""
+    by_config = {name: (rows, pair) for name, rows, pair in capacity_by_configuration(arrivals, beyond)}
+    full = "every forward graphed, split-KV"
+    if not ({"eager", full} <= set(by_config) and all(by_config[k][1] is not None for k in ("eager", full))):
+        return None
+    (er, ep), (gr, gp) = by_config["eager"], by_config[full]
+    ce, cg = ({campaign_of(c) for c in rows["git_commit"]} for rows in (er, gr))
+    return (ep, gp, ce.pop()) if ce == cg and len(ce) == 1 else None
+
+
+def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, str]:
+    """The predictions whose grading runs are not in the rows: key -> what they wait for."""
+    waiting = {}
+    if same_machine_capacity(arrivals, beyond) is None:
+        waiting["B11"] = ("eager and every-forward-graphed capacity runs (400 requests at 40/s, both engines, "
+                          "interleaved) on one machine in one sitting; the rows hold the two configurations from "
+                          "different machine leases only")
+    roofline = DATA / "roofline"
+    if not any(p.suffix in (".jsonl", ".csv") for p in roofline.glob("*")):  # glob of a missing folder: nothing
+        for n in range(1, 7):
+            waiting[f"C{n}"] = ("part 10's runs (fused small-op kernels, retuned split-KV, kernel census and capacity), "
+                                f"whose rows will be in `{rel(roofline)}/`")
+    return waiting

@@ -70,3 +70,25 @@ def test_capacity_by_configuration_splits_eager_and_graphed_runs_at_the_graphed_
     assert [len(rows) for _, rows, _ in got] == [2, 2, 2]  # the 4/s runs and the step-trace row left out
     assert [round(pair["gain"], 3) for *_, pair in got] == [0.6, 0.1, 0.25]
     assert bookdata.capacity_by_configuration(eager, graphed.iloc[0:0]) == []
+
+
+def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_share_a_campaign(monkeypatch, tmp_path):
+    eager = pd.DataFrame([_run("fused", 8.0, None, "2026-11-30T00:00:00+00:00", "a"),
+                          _run("chunked", 5.0, None, "2026-11-30T00:01:00+00:00", "a")])
+    graphed = pd.DataFrame([{**_run("fused", 20.0, None, "2026-11-30T00:02:00+00:00", "b"),
+                             "experiment": "arrivals", "graph_chunks": True},
+                            {**_run("chunked", 16.0, None, "2026-11-30T00:03:00+00:00", "b"),
+                             "experiment": "arrivals", "graph_chunks": True}])
+    campaign = {"a": 1, "b": 2}
+    monkeypatch.setattr(bookdata, "campaign_of", lambda commit: campaign[commit])
+    monkeypatch.setattr(bookdata, "DATA", tmp_path)  # no part 10 rows: set C is open
+    part10 = [f"C{i}" for i in range(1, 7)]
+    assert bookdata.same_machine_capacity(eager, graphed) is None
+    assert list(bookdata.open_predictions(eager, graphed)) == ["B11"] + part10
+    campaign["b"] = 1
+    ep, gp, camp = bookdata.same_machine_capacity(eager, graphed)
+    assert (ep["gain"], gp["gain"], camp) == (pytest.approx(0.6), pytest.approx(0.25), 1)
+    assert list(bookdata.open_predictions(eager, graphed)) == part10
+    (tmp_path / "roofline").mkdir()
+    (tmp_path / "roofline" / "census.jsonl").write_text("{}\n")
+    assert bookdata.open_predictions(eager, graphed) == {}

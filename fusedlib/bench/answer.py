@@ -1,0 +1,249 @@
+"""The book's answer: the reference's A10 figures (data/reference/a10.yaml) beside ours on the
+H200, each step time also as a multiple of its machine's weight-read floor, so the two
+machines compare even though their absolute times do not.
+
+The floor of a machine is the time to read the model's weights once at its memory bandwidth:
+nothing that reads every weight per forward can be faster. The A10's bandwidth is the
+reference's own (its nominal 600 GB/s); ours is the copy rate measured in the same run as the
+step trace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from . import analysis as bd
+from .paired import Comparison, compare_groups
+
+REFERENCE = Path(__file__).resolve().parents[2] / "data" / "reference" / "a10.yaml"
+FULL_ROWS = 32  # the reference's (and our) decode batch: a pure decode step with every row busy
+
+
+@dataclass(frozen=True)
+class Reference:
+    gpu: str
+    bandwidth_Bps: float
+    bandwidth_why: str
+    figures: pd.DataFrame  # id, what, value, unit, where, quote
+
+
+def reference(path: Path = REFERENCE) -> Reference:
+    raw = yaml.safe_load(Path(path).read_text())
+    figs = pd.DataFrame(raw["figures"])
+    if figs["id"].duplicated().any():
+        raise ValueError(f"{path}: figure ids repeat: {sorted(figs.loc[figs['id'].duplicated(), 'id'])}")
+    bad = set(figs["unit"]) - {"ms", "req/s", "fraction"}
+    if bad:
+        raise ValueError(f"{path}: unknown units {sorted(bad)} (ms, req/s or fraction)")
+    m = raw["machine"]
+    return Reference(m["gpu"], float(m["bandwidth_Bps"]), m["bandwidth_why"], figs)
+
+
+def floor_s(weight_bytes: float, bandwidth_Bps: float) -> float:
+    """Seconds to read the weights once at the given bandwidth."""
+    if weight_bytes <= 0 or bandwidth_Bps <= 0:
+        raise ValueError(f"weight bytes and bandwidth must be positive, got {weight_bytes} and {bandwidth_Bps}")
+    return weight_bytes / bandwidth_Bps
+
+
+def baseline_trace(trace: pd.DataFrame) -> pd.DataFrame:
+    """The step trace the reference's figures compare with: eager, per-row decode attention
+    (the reference's configuration), the newest run of each engine; eager torch attention in
+    rows that hold no per-row traces (the CPU smoke runs)."""
+    t = trace
+    if "cuda_graphs" in t:
+        t = t[~t["cuda_graphs"].astype("boolean").fillna(False).astype(bool)]
+    if "attention" in t:
+        # The CPU smoke rows run torch attention only: their eager traces stand in there.
+        t = t[t["attention"] == ("triton" if (t["attention"] == "triton").any() else "torch")]
+    return bd.latest(t, ["engine"])
+
+
+def trace_figures(trace: pd.DataFrame, full_rows: int = FULL_ROWS) -> dict[str, float]:
+    """From one step trace per engine: step medians by kind (the pure decode step at full
+    batch), the chunked engine's two forwards in a mixed step, the longest step, token gaps,
+    fusion's saving as a share of the chunked run, and the machine's copy bandwidth and the
+    weights' bytes as the trace recorded them. Times in seconds."""
+    out = {}
+    steps = trace[trace["record"] == "step"]
+    summary = trace[trace["record"] == "summary"].set_index("engine")
+    for e in ("chunked", "fused"):
+        s = steps[steps["engine"] == e]
+        dec = s[(s["kind"] == "decode") & (s["n_decode"] == full_rows)]
+        out[f"decode_step_{e}"] = float(dec["duration_s"].median())
+        out[f"mixed_step_{e}"] = float(s.loc[s["kind"] == "mixed", "duration_s"].median())
+        out[f"step_max_{e}"] = float(s["duration_s"].max())
+        out[f"gap_max_{e}"] = float(summary.loc[e, "gap_max_s"])
+        out[f"gap_median_{e}"] = float(summary.loc[e, "gap_median_s"])
+    mixed = steps[(steps["engine"] == "chunked") & (steps["kind"] == "mixed")]
+    forwards = [f for f in mixed.get("forward_durations_s", pd.Series(dtype=object)) if isinstance(f, list) and len(f) == 2]
+    if forwards:
+        out["chunk_forward"], out["decode_forward"] = (float(x) for x in np.median(np.array(forwards), axis=0))
+    out["gap_median_change"] = out["gap_median_fused"] / out["gap_median_chunked"] - 1
+    by_step = steps.pivot_table(index="step", columns="engine", values="duration_s")
+    out["trace_saving_share"] = float((by_step["chunked"] - by_step["fused"]).sum() / by_step["chunked"].sum())
+    for column, key in (("copy_bandwidth_Bps", "bandwidth_Bps"), ("weight_bytes", "weight_bytes")):
+        if column in summary and summary[column].notna().any():
+            out[key] = float(summary[column].median())
+    return out
+
+
+def capacity(arrivals: pd.DataFrame) -> tuple[pd.Series, Comparison] | None:
+    """The capacity comparison: at the highest offered rate both engines ran (default pool,
+    the most requests), every run of each engine there, fused over chunked served rate as a
+    ratio of medians with its interval. These runs were not interleaved ABBA, so the interval
+    is compare_groups' (each engine resampled on its own). None without such a rate."""
+    pair = bd.capacity_pair(arrivals)
+    if pair is None:
+        return None
+    d = bd.default_pool(arrivals)[0]
+    at = d[(d["rate"] == pair["rate"]) & (d["n_requests"] == pair["n_requests"])]
+    runs = {e: at.loc[at["engine"] == e, "served_rate"].to_numpy(float) for e in ("fused", "chunked")}
+    return pair, compare_groups(runs["fused"], runs["chunked"])
+
+
+def our_figures(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, layout: pd.DataFrame,
+                full_rows: int = FULL_ROWS) -> dict[str, float]:
+    """Our value for every figure id of the reference that our rows answer, in the reference's
+    units (ms, req/s, fractions); absent ids have no rows here."""
+    out = {}
+    if len(trace):
+        t = trace_figures(baseline_trace(trace), full_rows)
+        out.update({k: v * 1e3 if k.startswith(("decode_step", "mixed_step", "step_max", "gap_max", "chunk_forward",
+                                                   "decode_forward")) else v for k, v in t.items()
+                    if not k.startswith("gap_median_") or k == "gap_median_change"})
+        if "weight_bytes" in t and "bandwidth_Bps" in t:
+            out["weight_read"] = floor_s(t["weight_bytes"], t["bandwidth_Bps"]) * 1e3
+    cap = capacity(arrivals) if len(arrivals) else None
+    if cap is not None:
+        pair, comp = cap
+        out["capacity_fused"] = float(pair["served_rate_fused"])
+        out["capacity_chunked"] = float(pair["served_rate_chunked"])
+        out["capacity_gain"] = comp.change
+    small = bd.paired(bd.default_pool(arrivals)[1]) if len(arrivals) else pd.DataFrame()
+    if len(small):
+        out["small_pool_gain"] = float(small.sort_values("rate").iloc[-1]["gain"])
+    comp = bd.closed_comparison(closed) if len(closed) else pd.DataFrame()
+    for workload, batch, key in (("mixed", 32, "closed_mixed_b32"), ("p256", 8, "closed_uniform_b8"),
+                                 ("p256", 32, "closed_uniform_b32")):
+        hit = comp[(comp["workload"] == workload) & (comp["batch_size"] == batch)] if len(comp) else comp
+        if len(hit):
+            out[key] = float(hit["change"].iloc[0])
+    if len(layout):
+        lb = layout.groupby("kernel")["median_ms"].median()
+        for kernel, key in (("rows", "decode_layout_rows"), ("packed", "decode_layout_packed")):
+            if kernel in lb:
+                out[key] = float(lb[kernel])
+    return out
+
+
+def _fmt(value: float, unit: str, signed: bool = True) -> str:
+    if unit == "fraction":
+        return f"{value:+.0%}" if signed else f"{value:.0%}"
+    return f"{bd.sig3(value)} {unit}"
+
+
+def per_step(figure_id: str, unit: str) -> bool:
+    """Whether a figure is the time of a whole step or forward (so a floor multiple means
+    something); a per-layer kernel time is not."""
+    return unit == "ms" and not figure_id.startswith("decode_layout")
+
+
+def answer_table(ref: Reference, ours: dict[str, float], a10_floor_ms: float, h200_floor_ms: float) -> pd.DataFrame:
+    """One row per reference figure: what it is, the reference's A10 value, ours on the H200,
+    each step time with its multiple of its machine's floor, and where the reference says it.
+    A figure our rows do not answer reads as such, never as a number."""
+    rows = []
+    for f in ref.figures.itertuples():
+        signed = not f.id.endswith("_share")  # a share of a run, not a change
+        a10 = _fmt(f.value, f.unit, signed)
+        h200 = _fmt(ours[f.id], f.unit, signed) if f.id in ours else "no counterpart in our rows"
+        if per_step(f.id, f.unit):
+            a10 += f" ({f.value / a10_floor_ms:.1f}× floor)"
+            if f.id in ours:
+                h200 += f" ({ours[f.id] / h200_floor_ms:.1f}× floor)"
+        rows.append({"figure": f.what, "A10 (reference)": a10, "H200 (ours)": h200, "in the reference": f.where})
+    return pd.DataFrame(rows)
+
+
+def capacity_by_configuration(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> pd.DataFrame:
+    """Served rate at the top offered rate per engine configuration (eager, decode graphs,
+    every forward graphed) and engine: median, min and max over its runs, and the fused/chunked
+    ratio of medians with its interval (compare_groups: the runs were not interleaved ABBA)."""
+    rows = []
+    for name, runs, _ in bd.capacity_by_configuration(arrivals, beyond):
+        served = {e: runs.loc[runs["engine"] == e, "served_rate"].to_numpy(float) for e in ("fused", "chunked")}
+        if not all(len(v) for v in served.values()):
+            continue
+        comp = compare_groups(served["fused"], served["chunked"])
+        for e, v in served.items():
+            rows.append({"configuration": name, "engine": e, "median": float(np.median(v)), "min": float(v.min()),
+                         "max": float(v.max()), "runs": len(v), "ratio": comp.ratio, "lo": comp.lo, "hi": comp.hi,
+                         "n": comp.n, "rate": float(runs["rate"].iloc[0]),
+                         "n_requests": int(runs["n_requests"].iloc[0])})
+    return pd.DataFrame(rows)
+
+
+def capacity_figure(table: pd.DataFrame):
+    """The headline figure: served rate per configuration, one bar per engine, the runs'
+    range drawn as an interval, each configuration's fused/chunked ratio written above it."""
+    import matplotlib.pyplot as plt
+
+    configs = list(dict.fromkeys(table["configuration"]))
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for i, e in enumerate(("chunked", "fused")):
+        d = table[table["engine"] == e].set_index("configuration").reindex(configs)
+        x = np.arange(len(configs)) + (i - 0.5) * 0.38
+        ax.bar(x, d["median"], width=0.38, color=bd.color(e), label=f"{e} engine")
+        ax.errorbar(x, d["median"], yerr=[d["median"] - d["min"], d["max"] - d["median"]], fmt="none",
+                    ecolor="black", capsize=3, lw=1)
+    for j, c in enumerate(configs):
+        r = table[table["configuration"] == c].iloc[0]
+        top = table.loc[table["configuration"] == c, "max"].max()
+        ax.text(j, top * 1.04, f"fused/chunked {r['ratio']:.2f}× [{r['lo']:.2f}, {r['hi']:.2f}]", ha="center",
+                fontsize=8)
+    ax.set_xticks(np.arange(len(configs)), configs)
+    ax.set_ylabel("served rate (requests/s)")
+    ax.set_ylim(0, table["max"].max() * 1.18)
+    r = table.iloc[0]
+    ax.set_title(f"Capacity: {r['n_requests']} requests offered at {r['rate']:g}/s (bars: median; lines: runs' range)")
+    ax.legend(loc="upper left")
+    return fig
+
+
+def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, layout: pd.DataFrame,
+             beyond: pd.DataFrame, ref: Reference) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
+    """The intro's glued texts, its capacity-by-configuration table and the reference-beside-ours
+    table, from the newest rows. Rows that lack a figure (the CPU smoke rows: no copy bandwidth,
+    no graphed runs) leave its texts out; the page reads them as not measured."""
+    ours = our_figures(trace, arrivals, closed, layout)
+    figs = ref.figures.set_index("id")["value"]
+    texts = {"a10_gain": f"{figs['capacity_gain']:.0%}", "a10_bw": f"{ref.bandwidth_Bps / 1e9:.0f} GB/s",
+             "a10_bw_why": ref.bandwidth_why}
+    h200_floor = ours.get("weight_read")
+    a10_floor = None
+    if h200_floor is not None:
+        weights = trace_figures(baseline_trace(trace))["weight_bytes"]
+        a10_floor = floor_s(weights, ref.bandwidth_Bps) * 1e3
+        texts.update({"a10_multiple": f"{figs['decode_step_fused'] / a10_floor:.0f}×",
+                      "h200_multiple": f"{ours['decode_step_fused'] / h200_floor:.0f}×",
+                      "h200_bw": f"{ours['bandwidth_Bps'] / 1e12:.2f} TB/s", "weights_gb": f"{weights / 1e9:.3f} GB",
+                      "a10_floor": f"{a10_floor:.2f} ms", "h200_floor": f"{h200_floor:.2f} ms"})
+    cap = capacity(arrivals)
+    if cap is not None:
+        comp = cap[1]
+        texts.update({"gain": f"{comp.change:+.0%}", "gain_interval": f"{comp.lo - 1:+.0%} to {comp.hi - 1:+.0%}",
+                      "gain_n": str(comp.n)})
+    configs = capacity_by_configuration(arrivals, beyond)
+    if len(configs):
+        last = configs["configuration"].iloc[-1]
+        graphed = configs[configs["configuration"] == last].set_index("engine")
+        texts.update({"graphed_name": str(last), "graphed_fused": f"{graphed.loc['fused', 'median']:.1f} requests/s",
+                      "graphed_ratio": f"{graphed.loc['fused', 'ratio']:.2f}× [{graphed.loc['fused', 'lo']:.2f}, "
+                                       f"{graphed.loc['fused', 'hi']:.2f}]"})
+    beside = answer_table(ref, ours, a10_floor, h200_floor) if h200_floor is not None else pd.DataFrame()
+    return texts, configs, beside

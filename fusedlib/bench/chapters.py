@@ -1,0 +1,258 @@
+"""What each chapter computes: its grades (fusedlib.bench.grading) and the texts its prose glues,
+from one `grading.Rows`. A chapter page calls one function here, glues the texts, and plots.
+
+Each function returns (grades by prediction key, texts by glue key). A grade of None means the
+rows that grade it are not there; the chapter then points to the open-predictions appendix.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..config import PRESETS
+from . import analysis as bd, grading as gr, steps
+from .predictions import Grade, by_key
+
+E = ("chunked", "fused")
+
+
+NOT_MEASURED = "not measured"
+
+
+def baseline(traces: pd.DataFrame) -> pd.DataFrame:
+    """The eager, per-row traces: the reproduction's configuration (and the reference's); the
+    eager torch-attention traces where there are none (the CPU smoke runs)."""
+    return traces[(traces["attention"] == "triton") & ~traces["cuda_graphs"] & ~traces["graph_chunks"]]
+
+
+def full_rows(traces: pd.DataFrame) -> int:
+    b = baseline(traces)
+    return int(b["max_batch"].iloc[0]) if "max_batch" in b else steps.FULL_ROWS
+
+
+def measured(rows: gr.Rows, configurations: list[str], kernels: tuple[str, ...] = ()) -> bool:
+    """Whether the rows hold what a chapter's prose is computed from: both engines' full-batch
+    pure decode and mixed steps in each configuration, and the layout bench's kernels. The CPU
+    smoke rows (torch attention, one engine for the graph runs) do not."""
+    table = steps.summary(rows.traces)
+    steps_ok = all(np.isfinite(steps.lookup(table, c, e, col)) for c in configurations for e in E
+                   for col in ("decode_full_s", "mixed_s"))
+    return steps_ok and set(kernels) <= set(steps.kernel_ms(rows.layout) if len(rows.layout) else {})
+
+
+def complete(texts: dict[str, str], page: str) -> dict[str, str]:
+    """Every glue key a chapter page's prose uses: the computed text, or that it was not measured
+    (so a page built from rows that lack a configuration reads as such instead of failing)."""
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[2] / "book" / page).read_text()
+    keys = re.findall(r"\{glue:text\}`([^`]+)`", source)
+    return {k: texts.get(k, NOT_MEASURED) for k in keys} | texts
+
+
+def hardware(rows: gr.Rows) -> dict:
+    """The floor of a full-batch pure decode step per engine (eager, per-row), with the weights'
+    bytes, the KV bytes per position and the copy bandwidth it rests on."""
+    base = baseline(rows.traces)
+    n_params, weight_bytes, kv_pos = steps.model_bytes(str(base["model"].iloc[0]), str(base["dtype"].iloc[0]))
+    bw, bw_source = steps.copy_bandwidth(base, rows.layout)
+    floors = {e: steps.decode_floor(steps.decode_kv_positions(base, e), weight_bytes, kv_pos, bw, full_rows(rows.traces))
+              for e in E}
+    return {"n_params": n_params, "weight_bytes": weight_bytes, "kv_pos": kv_pos, "bw": bw, "bw_source": bw_source,
+            "floors": floors, "num_layers": PRESETS[str(base["model"].iloc[0])].num_layers}
+
+
+def part7(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
+    p = by_key()
+    table = steps.summary(rows.traces)
+    ok = measured(rows, ["eager, per-row"], ("rows",))
+    hw = hardware(rows) if ok else None
+    fl = hw["floors"] if ok else {}
+    grades = {"A1": gr.pure_decode_step(p["A1"], table), "A2": gr.loaded_step_saving(p["A2"], table),
+              "A3": gr.capacity_gain(p["A3"], rows.arrivals), "A4": gr.uniform_controls(p["A4"], rows.closed),
+              "A5": gr.floor_multiple(p["A5"], {e: fl[e]["multiple"] for e in fl}),
+              "A6": gr.peer_closed(p["A6"], rows.closed, rows.peer), "A7": gr.sensitivity(p["A7"], rows.sensitivity),
+              "B5": gr.small_pool(p["B5"], rows.arrivals), "B6": gr.sweep(p["B6"], rows.arrivals),
+              "B7": gr.peer_open(p["B7"], rows.arrivals, rows.peer),
+              "B8": gr.repeated_capacity(p["B8"], rows.arrivals)}
+    if not ok:
+        return grades, {}
+    get = lambda e, c: steps.lookup(table, "eager, per-row", e, c)  # noqa: E731
+    growth = steps.step_growth(steps.decode_kv_positions(baseline(rows.traces), "fused"))
+    base = baseline(rows.traces)
+    by_step = base[base["record"] == "step"].pivot_table(index="step", columns="engine", values="duration_s")
+    share = float((by_step["chunked"] - by_step["fused"]).sum() / by_step["chunked"].sum())
+    saved = get("chunked", "mixed_s") - get("fused", "mixed_s")
+    texts = {"weights_gb": f"{hw['weight_bytes'] / 1e9:.3f} GB", "bw": f"{hw['bw'] / 1e12:.2f} TB/s",
+             "weights_ms": bd.ms(fl["fused"]["weights_s"]), "kv_positions": f"{fl['fused']['kv_positions']:,.0f}",
+             "kv_gb": f"{fl['fused']['kv_positions'] * hw['kv_pos'] / 1e9:.2f} GB", "floor_ms": bd.ms(fl["fused"]["floor_s"]),
+             "decode_fused": bd.ms(get("fused", "decode_full_s")), "decode_chunked": bd.ms(get("chunked", "decode_full_s")),
+             "multiple_fused": bd.times(fl["fused"]["multiple"]), "multiple_chunked": bd.times(fl["chunked"]["multiple"]),
+             "few_rows": str(growth["few_rows"]), "decode_few": bd.ms(growth["few_s"]),
+             "growth": bd.pct(growth["growth"], False), "mixed_chunked": bd.ms(get("chunked", "mixed_s")),
+             "mixed_fused": bd.ms(get("fused", "mixed_s")), "saved_ms": bd.ms(saved),
+             "saved_vs_floor": bd.times(saved / fl["fused"]["weights_s"]),
+             "first_forward": bd.ms(get("chunked", "first_forward_s")),
+             "second_forward": bd.ms(get("chunked", "second_forward_s")),
+             "weight_multiple": bd.times(get("fused", "decode_full_s") / fl["fused"]["weights_s"]),
+             "a10_multiple": bd.times(a10_multiple()),
+             "trace_share": bd.pct(share, False), "trace_gain": bd.pct(1 / (1 - share) - 1, False)}
+    cap = gr.capacity(rows.arrivals)
+    if cap is not None:
+        rate, n, f, c, comp = cap
+        texts.update({"cap_resolved": ("lies wholly above no change" if comp.lo > 1 else
+                                       "lies wholly below no change" if comp.hi < 1 else "includes no change"),
+                      "cap_text": gr.capacity_text(cap), "cap_rate": f"{rate:g} requests/s", "cap_n": str(n)})
+        pair = bd.capacity_pair(rows.arrivals)
+        texts["cap_mixed_share"] = bd.pct(pair["n_mixed_steps_chunked"] / pair["n_steps_chunked"], False)
+        texts["trace_mixed_share"] = bd.pct(by_step.index.isin(
+            base[(base["record"] == "step") & (base["kind"] == "mixed") & (base["engine"] == "chunked")]["step"]).mean(),
+            False)
+    return grades, texts
+
+
+def cheaper(saving: float) -> str:
+    """A saving as prose: 0.29 -> "29.0% cheaper", -0.19 -> "19.0% dearer"."""
+    return f"{bd.pct(saving, False)} cheaper" if saving >= 0 else f"{bd.pct(-saving, False)} dearer"
+
+
+def a10_multiple() -> float:
+    """The reference's fused pure decode step as a multiple of its A10's weight-read floor
+    (the reference's own figures and bandwidth, data/reference/a10.yaml)."""
+    from . import answer
+
+    ref = answer.reference()
+    figs = ref.figures.set_index("id")["value"]
+    return float(figs["decode_step_fused"] / (figs["weight_read"]))
+
+
+def decomposition(rows: gr.Rows) -> tuple[dict[str, float], float]:
+    """The fused engine's eager full-batch pure decode step as additive terms (seconds): the
+    weights at the copy bandwidth, 28 layers of the per-row attention kernel as the layout
+    bench timed it, and everything else; with the step's median."""
+    hw = hardware(rows)
+    table = steps.summary(rows.traces)
+    step = steps.lookup(table, "eager, per-row", "fused", "decode_full_s")
+    attention = steps.kernel_ms(rows.layout)["rows"] / 1e3 * hw["num_layers"]
+    weights = hw["floors"]["fused"]["weights_s"]
+    return {"weights at copy bandwidth": weights, f"attention, {hw['num_layers']} layers": attention,
+            "everything else": step - weights - attention}, step
+
+
+def attention_floor(rows: gr.Rows) -> float:
+    """One layer's decode attention on the layout bench's cache state at the copy rate, seconds."""
+    hw = hardware(rows)
+    return steps.attention_floor_s(rows.layout, hw["kv_pos"] / hw["num_layers"], hw["bw"])
+
+
+def part8(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
+    p = by_key()
+    table = steps.summary(rows.traces)
+    grades = {"B3": gr.splitkv_eager(p["B3"], table)}
+    if not measured(rows, ["eager, per-row", "eager, split-KV"], ("rows", "splitkv")):
+        return grades, {}
+    hw = hardware(rows)
+    k = steps.kernel_ms(rows.layout)
+    per_layer_kv = hw["kv_pos"] / hw["num_layers"]
+    floor = attention_floor(rows)
+    saved = (k["rows"] - k["splitkv"]) / 1e3 * hw["num_layers"]
+    get = lambda c, e: steps.lookup(table, c, e, "decode_full_s")  # noqa: E731
+    texts = {"bench_positions": f"{int(rows.layout['context_sum'].iloc[0]):,}",
+             "bench_rows": str(int(rows.layout["num_requests"].iloc[0])),
+             "bench_max": f"{int(rows.layout['context_max'].iloc[0]):,}",
+             "layer_kv_mb": f"{float(rows.layout['context_sum'].iloc[0]) * per_layer_kv / 1e6:.1f} MB",
+             "attn_floor": bd.ms(floor), "rows_ms": bd.ms(k["rows"] / 1e3), "splitkv_ms": bd.ms(k["splitkv"] / 1e3),
+             "packed_ms": bd.ms(k["packed"] / 1e3) if "packed" in k else "",
+             "rows_multiple": bd.times(k["rows"] / 1e3 / floor), "splitkv_multiple": bd.times(k["splitkv"] / 1e3 / floor),
+             "num_layers": str(hw["num_layers"]), "attn_saved": bd.ms(saved),
+             "expected_fused": bd.ms(get("eager, per-row", "fused") - saved),
+             "rows_fused": bd.ms(get("eager, per-row", "fused")), "rows_chunked": bd.ms(get("eager, per-row", "chunked")),
+             "splitkv_fused": bd.ms(get("eager, split-KV", "fused")),
+             "splitkv_chunked": bd.ms(get("eager, split-KV", "chunked")),
+             "kernel_speedup": bd.times(k["rows"] / k["splitkv"]),
+             "step_change_fused": bd.pct(get("eager, split-KV", "fused") / get("eager, per-row", "fused") - 1),
+             "step_change_chunked": bd.pct(get("eager, split-KV", "chunked") / get("eager, per-row", "chunked") - 1)}
+    return grades, texts
+
+
+def part9(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
+    p = by_key()
+    table = steps.summary(rows.traces)
+    full = "every forward graphed, split-KV"
+    grades = {"B1": gr.decode_in_range(p["B1"], table, "decode graphs, per-row"),
+              "B2": gr.decode_in_range(p["B2"], table, "decode graphs, split-KV"),
+              "B4": gr.graphed_capacity(p["B4"], rows.arrivals, rows.beyond, "decode graphs, split-KV"),
+              "B9": gr.piecewise_mixed(p["B9"], table),
+              "B10": gr.graphed_capacity(p["B10"], rows.arrivals, rows.beyond, full),
+              "B11": gr.same_machine(p["B11"], rows.arrivals, rows.beyond)}
+    if not measured(rows, [c for *_, c in steps.CONFIGS[1:]], ("splitkv",)):
+        return grades, {}
+    hw = hardware(rows)
+    get = lambda c, e, col="decode_full_s": steps.lookup(table, c, e, col)  # noqa: E731
+    k = steps.kernel_ms(rows.layout)
+    floor = hw["floors"]["fused"]["floor_s"]
+    gpu_est = hw["floors"]["fused"]["weights_s"] + k["splitkv"] / 1e3 * hw["num_layers"]
+    allg = "every forward graphed, split-KV"
+    texts = {"floor_ms": bd.ms(floor), "gpu_est": bd.ms(gpu_est), "weights_ms": bd.ms(hw["floors"]["fused"]["weights_s"]), "eager_fused": bd.ms(get("eager, per-row", "fused")),
+             "graphs_rows_fused": bd.ms(get("decode graphs, per-row", "fused")),
+             "graphs_splitkv_fused": bd.ms(get("decode graphs, split-KV", "fused")),
+             "graphs_splitkv_chunked": bd.ms(get("decode graphs, split-KV", "chunked")),
+             "graphed_multiple": bd.times(get("decode graphs, split-KV", "fused") / floor),
+             "eager_multiple": bd.times(get("eager, per-row", "fused") / floor),
+             "all_mixed_fused": bd.ms(get(allg, "fused", "mixed_s")),
+             "all_mixed_chunked": bd.ms(get(allg, "chunked", "mixed_s")),
+             "all_forwards": f"{bd.ms(get(allg, 'chunked', 'first_forward_s'))} and "
+                             f"{bd.ms(get(allg, 'chunked', 'second_forward_s'))}",
+             "dg_mixed_fused": bd.ms(get("decode graphs, split-KV", "fused", "mixed_s")),
+             "dg_mixed_chunked": bd.ms(get("decode graphs, split-KV", "chunked", "mixed_s")),
+             "dg_saving": cheaper(1 - get("decode graphs, split-KV", "fused", "mixed_s")
+                                  / get("decode graphs, split-KV", "chunked", "mixed_s")),
+             "all_saving": cheaper(1 - get(allg, "fused", "mixed_s") / get(allg, "chunked", "mixed_s")),
+             "lease_note": ("ran on one machine lease, so the configurations compare directly"
+                            if bd.same_machine_capacity(rows.arrivals, rows.beyond) is not None else
+                            "ran on different machine leases, and the Arrival sweeps appendix shows the same steps "
+                            "running at different speeds from one lease to the next, so the configurations compare "
+                            "only roughly; the engines compare within each configuration")}
+    speed = {e: get("eager, per-row", e, "step_time_s") / get(allg, e, "step_time_s") for e in E}
+    texts.update({f"speedup_{e}": bd.times(speed[e]) for e in E})
+    cap = gr.capacity(rows.arrivals)
+    if cap is not None:
+        rate, n, f, c, comp = cap
+        texts.update({"eager_cap_fused": f"{np.median(f):.3g} requests/s", "eager_cap_chunked": f"{np.median(c):.3g}",
+                      "expect_fused": f"{np.median(f) * speed['fused']:.3g}",
+                      "expect_chunked": f"{np.median(c) * speed['chunked']:.3g}"})
+    texts.update(graphed_capacity_texts(rows))
+    return grades, texts
+
+
+def graphed_capacity_texts(rows: gr.Rows) -> dict[str, str]:
+    """Each engine's capacity with every forward graphed over its eager capacity, and whether
+    fusion's gain shrank (medians of the runs at the graphed runs' offered rate)."""
+    from . import answer
+
+    t = answer.capacity_by_configuration(rows.arrivals, rows.beyond)
+    if not len(t) or not {"eager", "every forward graphed, split-KV"} <= set(t["configuration"]):
+        return {}
+    m = t.set_index(["configuration", "engine"])
+    full = "every forward graphed, split-KV"
+    up = {e: m.loc[(full, e), "median"] / m.loc[("eager", e), "median"] for e in E}
+    ratio = {c: m.loc[(c, "fused"), "ratio"] for c in ("eager", full)}
+    return {"graphs_up_fused": bd.times(up["fused"]), "graphs_up_chunked": bd.times(up["chunked"]),
+            "gain_eager": bd.pct(ratio["eager"] - 1), "gain_graphed": bd.pct(ratio[full] - 1),
+            "gain_shrank": "smaller" if ratio[full] < ratio["eager"] else "no smaller"}
+
+
+def capacity_table(configs: pd.DataFrame) -> pd.DataFrame:
+    """answer.capacity_by_configuration as a reader's table: per configuration, each engine's
+    median and range over its runs and the fused/chunked ratio with its interval and n."""
+    out = []
+    for name, d in configs.groupby("configuration", sort=False):
+        e = d.set_index("engine")
+        out.append({"configuration": name,
+                    **{f"{x} (requests/s)": f"{bd.sig3(e.loc[x, 'median'])} ({bd.sig3(e.loc[x, 'min'])}–{bd.sig3(e.loc[x, 'max'])})"
+                       for x in ("chunked", "fused")},
+                    "fused / chunked": f"{e['ratio'].iloc[0]:.2f}× [{e['lo'].iloc[0]:.2f}, {e['hi'].iloc[0]:.2f}]",
+                    "runs per engine": str(int(e["n"].iloc[0]))})
+    return pd.DataFrame(out)

@@ -1,0 +1,29 @@
+"""fusedlib.bench.chapters: each chapter's grades and glued texts, from the committed rows."""
+from __future__ import annotations
+
+import pytest
+
+from fusedlib.bench import chapters, grading, predictions
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return grading.load_rows()
+
+
+@pytest.mark.parametrize("part", [chapters.part7, chapters.part8, chapters.part9])
+def test_every_chapter_grades_only_its_own_predictions_and_glues_clean_text(rows, part):
+    grades, texts = part(rows)
+    chapter = {chapters.part7: 7, chapters.part8: 8, chapters.part9: 9}[part]
+    assert {p.key for p in predictions.for_chapter(chapter)} == set(grades)
+    for key, text in texts.items():
+        assert isinstance(text, str) and text and "nan" not in text.split() and "`" not in text, (key, text)
+
+
+def test_cheaper_says_which_way():
+    assert chapters.cheaper(0.314) == "31.4% cheaper" and chapters.cheaper(-0.192) == "19.2% dearer"
+
+
+def test_the_decomposition_adds_up_to_the_step(rows):
+    terms, step = chapters.decomposition(rows)
+    assert sum(terms.values()) == pytest.approx(step) and min(terms.values()) > 0

@@ -1,0 +1,95 @@
+"""The predictions file: every quote a grade reads is in its prediction's text, and the
+renderings show each prediction as written."""
+from __future__ import annotations
+
+import pytest
+
+from fusedlib.bench import predictions as pr
+
+SMALL = """
+sets:
+  - id: A
+    title: "Before the runs"
+    written: "Written 2026-11-30, before the runs."
+    premise: "What we knew."
+    predictions:
+      - number: 1
+        date: "2026-11-30"
+        chapter: 7
+        title: "Decode step"
+        text: ": between 10 and 18 ms, within 3% of each other."
+        quotes: ["between 10 and 18 ms", "within 3%"]
+      - number: 2
+        date: "2026-12-01"
+        chapter: 9
+        circumstance: "Added after the first runs."
+        title: "Capacity"
+        text: "(400 requests): at least 2 times."
+        quotes: ["at least 2 times"]
+notes:
+  A2: "A later note."
+"""
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+def test_the_books_predictions_load_with_every_quote_in_its_text():
+    sets = pr.load()
+    keys = [p.key for s in sets for p in s.predictions]
+    assert keys == [f"A{i}" for i in range(1, 8)] + [f"B{i}" for i in range(1, 12)] + [f"C{i}" for i in range(1, 7)]
+    for s in sets:
+        for p in s.predictions:
+            assert p.date == "2026-11-30" and p.chapter in (7, 8, 9, 10)
+
+
+def test_part_10_predictions_are_copied_verbatim_from_their_dated_file():
+    """Set C is data/roofline/PREDICTION.md's list, line wraps joined; rendered without a title."""
+    c = pr.load()[2]
+    assert "written 2026-11-30, before any GPU run of the fused ops" in c.title
+    assert c.predictions[0].as_written() == c.predictions[0].text
+    assert c.predictions[1].text.startswith("Graphed 32-row decode step GPU time: between 2.0 and 2.8 ms")
+
+
+def test_ranges_are_read_from_the_quotes(small):
+    p = pr.by_key(small)["A1"]
+    assert p.range(0) == [10.0, 18.0] and p.fractions(1) == [0.03]
+    assert p.as_written() == "**Decode step**: between 10 and 18 ms, within 3% of each other."
+    assert pr.by_key(small)["A2"].as_written() == "**Capacity** (400 requests): at least 2 times."
+
+
+@pytest.mark.parametrize("edit,message", [
+    (("within 3%\"]", "within 5%\"]"), "quote 'within 5%' is not in its text"),
+    (("number: 2", "number: 1"), "A1 appears twice"),
+    (("chapter: 9", "chapter: nine"), "no chapter number"),
+    (("A2: ", "A9: "), "notes for unknown predictions"),
+])
+def test_a_malformed_file_is_refused_with_the_reason(small, edit, message):
+    small.write_text(SMALL.replace(*edit))
+    with pytest.raises(ValueError, match=message):
+        pr.load(small)
+
+
+def test_chapter_opening_shows_each_prediction_and_its_grade_or_points_to_open(small):
+    preds = pr.by_key(small)
+    text = pr.chapter_opening([preds["A1"]], {"A1": pr.Grade("12 ms and 12.1 ms", pr.HELD, "both inside")})
+    assert "**A1** (written 2026-11-30). **Decode step**: between 10 and 18 ms" in text
+    assert "*Graded HELD*: 12 ms and 12.1 ms; both inside." in text
+    assert "{doc}`open`" in pr.chapter_opening([preds["A2"]], {"A2": None})
+    with pytest.raises(ValueError, match="A2"):
+        pr.chapter_opening([preds["A1"]], {"A2": None})
+
+
+def test_record_keeps_circumstances_and_later_notes(small):
+    text = pr.record(pr.load(small))
+    assert text.index("Written 2026-11-30, before the runs.") < text.index("A1. **Decode step**")
+    assert text.index("*Added after the first runs.*") < text.index("A2. **Capacity**") < text.index("*A later note.*")
+
+
+def test_verdict_and_side():
+    assert pr.verdict(True) == "HELD" and pr.verdict(False) == "MISSED"
+    assert [pr.side(x, 1, 2) for x in (0.5, 1, 2.5)] == ["below", "inside", "above"]

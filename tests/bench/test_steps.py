@@ -1,0 +1,88 @@
+"""fusedlib.bench.steps on small hand-made step traces."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fusedlib.bench import steps
+
+
+def trace(engine, attention="triton", graphs=None, chunks=None, decode=(0.010, 0.012), mixed=(0.020,),
+          few=(0.009,), commit="c1", ts="2026-11-30T01:00:00+00:00"):
+    rows, n = [], 0
+    for d in decode:
+        rows.append({"kind": "decode", "n_decode": steps.FULL_ROWS, "duration_s": d})
+    for d in few:
+        rows.append({"kind": "decode", "n_decode": 4, "duration_s": d})
+    for d in mixed:
+        rows.append({"kind": "mixed", "n_decode": 16, "duration_s": d,
+                     "forward_durations_s": [d * 0.6, d * 0.4] if engine == "chunked" else [d]})
+    for r in rows:
+        r.update({"engine": engine, "attention": attention, "record": "step", "step": n, "git_commit": commit,
+                  "timestamp": ts, "experiment": "step_trace"})
+        if graphs is not None:
+            r["cuda_graphs"] = graphs
+        if chunks is not None:
+            r["graph_chunks"] = chunks
+        n += 1
+    return pd.DataFrame(rows)
+
+
+def test_combined_traces_fill_missing_flags_and_keep_the_newest_trace():
+    old = trace("fused", decode=(0.5,), ts="2026-11-30T00:00:00+00:00")
+    base = pd.concat([old, trace("fused"), trace("chunked")])
+    variants = trace("fused", "triton-splitkv", graphs=True, chunks=True)
+    t = steps.combined_traces(base, variants)
+    assert set(t["cuda_graphs"]) == {False, True} and t["graph_chunks"].dtype == bool
+    table = steps.summary(t)
+    assert list(table["configuration"]) == ["eager, per-row", "eager, per-row", "every forward graphed, split-KV"]
+    assert steps.lookup(table, "eager, per-row", "fused", "decode_full_s") == pytest.approx(0.011)  # old trace dropped
+    assert np.isnan(steps.lookup(table, "eager, split-KV", "fused", "decode_full_s"))
+
+
+def test_summary_takes_the_chunked_engines_two_forwards_and_the_full_batch_only():
+    table = steps.summary(steps.combined_traces(pd.concat([trace("chunked"), trace("fused")]), pd.DataFrame()))
+    assert steps.lookup(table, "eager, per-row", "chunked", "first_forward_s") == pytest.approx(0.012)
+    assert np.isnan(steps.lookup(table, "eager, per-row", "fused", "second_forward_s"))
+    assert steps.lookup(table, "eager, per-row", "fused", "n_full") == 2
+    assert steps.lookup(table, "eager, per-row", "fused", "decode_all_s") == pytest.approx(0.010)
+
+
+def test_label_of_rejects_an_unnamed_configuration():
+    with pytest.raises(ValueError, match="no configuration"):
+        steps.label_of("torch", True, True)
+
+
+def test_decode_floor_counts_weights_and_the_steps_kv_at_the_bandwidth():
+    s = trace("fused").assign(kv_positions=1000.0)
+    f = steps.decode_floor(s, weight_bytes=1e9, kv_pos_bytes=1e3, bandwidth_Bps=1e12)
+    assert f["floor_s"] == pytest.approx((1e9 + 1e6) / 1e12)
+    assert f["multiple"] == pytest.approx(0.011 / f["floor_s"])
+    with pytest.raises(ValueError, match="no pure decode steps"):
+        steps.decode_floor(s, 1e9, 1e3, 1e12, full_rows=7)
+
+
+def test_step_growth_compares_few_rows_with_a_full_batch():
+    g = steps.step_growth(trace("fused", decode=(0.011,), few=(0.010,)))
+    assert g["few_rows"] == 4 and g["growth"] == pytest.approx(0.1)
+
+
+def test_copy_bandwidth_prefers_the_traces_own_measurement():
+    t = pd.DataFrame([{"record": "summary", "copy_bandwidth_Bps": 4e12}])
+    layout = pd.DataFrame([{"copy_bandwidth_gbs": 3000.0}])
+    assert steps.copy_bandwidth(t, layout)[0] == 4e12
+    assert steps.copy_bandwidth(t.drop(columns="copy_bandwidth_Bps"), layout)[0] == 3e12
+    with pytest.raises(ValueError, match="no copy bandwidth"):
+        steps.copy_bandwidth(t.drop(columns="copy_bandwidth_Bps"), pd.DataFrame())
+
+
+def test_model_bytes_of_the_full_model():
+    n, weights, kv = steps.model_bytes()
+    assert weights == 2 * n and kv == 28 * 2 * 2 * 128 * 2
+
+
+def test_readable_summary_writes_ms_and_a_dash_for_no_second_forward():
+    table = steps.summary(steps.combined_traces(pd.concat([trace("chunked"), trace("fused")]), pd.DataFrame()))
+    r = steps.readable_summary(table).set_index("engine")
+    assert r.loc["fused", "mixed: 2nd forward (ms)"] == "—" and r.loc["chunked", "mixed (ms)"] == "20.0"
