@@ -73,8 +73,8 @@ def test_killed_campaign_leaves_valid_rows_and_resumes(tmp_path):
 
 
 def test_cuda_graphs_flag_is_refused_where_it_does_not_apply_and_on_cpu(tmp_path):
-    proc = _cli("gate", "--profile", "smoke", "--cuda-graphs", "--out", str(tmp_path / "s"))
-    assert proc.returncode == 2 and proc.stderr.strip().endswith("--cuda-graphs does not apply to gates")
+    proc = _cli("kernel-gate", "--profile", "smoke", "--cuda-graphs", "--out", str(tmp_path / "s"))
+    assert proc.returncode == 2 and proc.stderr.strip().endswith("--cuda-graphs does not apply to kernel_gate")
     # Graph capture needs a GPU: on this CPU-only machine the spec says so, and no row is written.
     proc = _cli("arrivals", "--profile", "smoke", "--engine", "fused", "--rates", "400", "--n-requests", "4",
                 "--attention", "triton", "--cuda-graphs", "--out", str(tmp_path / "a"))
