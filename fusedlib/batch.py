@@ -50,9 +50,21 @@ def span_slots(request: Request, start: int, end: int, block_size: int) -> list[
     return slots
 
 
-def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -> Batch:
-    """Chunk positions first, decode positions last, in plan order."""
+@dataclass
+class InTransit:
+    """Sampled tokens of a launched step whose host copy may not have arrived: `tokens` on
+    the device (what the next step's decode rows read), `index[id(request)]` the row of
+    each sampling request's token in it."""
+    tokens: torch.Tensor
+    index: dict[int, int]
+
+
+def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
+         in_transit: InTransit | None = None) -> Batch:
+    """Chunk positions first, decode positions last, in plan order. A decode row whose newest
+    token the host has not read yet (`pending`) takes it from `in_transit` on the device."""
     ids, pos, slots, logit_idx, samplers = [], [], [], [], []
+    fed_rows, fed_from = [], []
     for c in chunks:
         r = c.request
         span = range(c.start, c.start + c.length)
@@ -64,8 +76,13 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -
             samplers.append(r)
     n_prefill = len(ids)
     for r in decodes:
-        p = r.prompt_len + len(r.output) - 1  # the newest token is fed back at its position
-        ids.append(r.output[-1])
+        p = r.prompt_len + r.num_generated - 1  # the newest token is fed back at its position
+        if r.pending:
+            fed_rows.append(len(ids))
+            fed_from.append(in_transit.index[id(r)])
+            ids.append(0)  # overwritten on the device below
+        else:
+            ids.append(r.output[-1])
         pos.append(p)
         slots += span_slots(r, p, p + 1, block_size)
         logit_idx.append(len(ids) - 1)
@@ -73,6 +90,9 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -
 
     def i32(xs):
         return torch.tensor(xs, dtype=torch.int32, device=device)
+
+    def i64(xs):
+        return torch.tensor(xs, dtype=torch.int64, device=device)
 
     prefill = None
     if chunks:
@@ -92,9 +112,12 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -
         ctx = [p + 1 for p in pos[n_prefill:]]
         decode = DecodeMeta(num_tokens=len(decodes), context_lens=i32(ctx),
                             block_tables=_block_table(decodes, device), max_context_len=max(ctx))
+    input_ids = torch.tensor(ids, dtype=torch.int64, device=device)
+    if fed_rows:  # device to device: the host never waits for these tokens' values
+        input_ids.index_copy_(0, i64(fed_rows), in_transit.tokens.index_select(0, i64(fed_from)))
     return Batch(
-        input_ids=torch.tensor(ids, dtype=torch.int64, device=device),
+        input_ids=input_ids,
         positions=torch.tensor(pos, dtype=torch.int64, device=device),
-        meta=AttentionMetadata(torch.tensor(slots, dtype=torch.int64, device=device), prefill, decode),
-        logit_indices=torch.tensor(logit_idx, dtype=torch.int64, device=device),
+        meta=AttentionMetadata(i64(slots), prefill, decode),
+        logit_indices=i64(logit_idx),
         samplers=samplers)
