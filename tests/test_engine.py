@@ -290,3 +290,21 @@ def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap(overl
     assert engine.generate(prompts, 3) == expected
     assert sorted(recorder.gaps) == [(rid, i) for rid in range(4) for i in range(3)]
     assert all(gap >= 0 for gap in recorder.gaps.values()) and max(recorder.gaps.values()) > 0
+
+
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_overlap_feeds_the_graphs_static_buffers(kind):
+    """With overlap, decode rows' tokens arrive on the device: through the graphs' static
+    buffers (eager here, capture=False) the tokens are still the plain engine's."""
+    from fusedlib.graphs import DecodeGraphs, PackedGraphs
+
+    prompts, budgets = _prompts(7, seed=2), [2 + i % 5 for i in range(7)]
+    plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4).generate(prompts, budgets)
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4, overlap=True)
+    engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 4, capture=False)
+    engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 4, 32, capture=False)
+    used = []
+    for graphs in (engine.graphs, engine.chunk_graphs):
+        graphs.run = lambda batch, run=graphs.run: used.append(run) or run(batch)
+    assert engine.generate(prompts, budgets) == plain
+    assert len(set(used)) == 2 and engine.pool.num_free_blocks == engine.pool.num_blocks
