@@ -1,6 +1,9 @@
 """StepPlan -> tensors: one packed, unpadded sequence plus its attention metadata.
 
-Everything is built as Python lists on the host and moved in a handful of transfers.
+Everything is built as Python lists on the host and moved in a handful of transfers. On
+CUDA each goes through pinned memory with `non_blocking`: a copy from pageable memory
+makes PyTorch synchronize the stream, so packing step n + 1 would wait for step n to finish
+on the GPU, which is exactly the wait the engine's overlap removes.
 Block tables are padded to a multiple of 16 columns so their row stride is always
 divisible by 16: Triton specializes integer arguments on that property, and a stride that
 flipped between steps would compile a new kernel variant mid-run.
@@ -30,11 +33,18 @@ class Batch:
         return self.input_ids.shape[0]
 
 
+def _to_device(data: list, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    if device.type != "cuda":
+        return torch.tensor(data, dtype=dtype, device=device)
+    # The pinned staging buffer is held by PyTorch's host allocator until the copy is done.
+    return torch.tensor(data, dtype=dtype, pin_memory=True).to(device, non_blocking=True)
+
+
 def _block_table(requests: list[Request], device) -> torch.Tensor:
     width = max(len(r.blocks) for r in requests)
     width = -(-width // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
     rows = [r.blocks + [0] * (width - len(r.blocks)) for r in requests]
-    return torch.tensor(rows, dtype=torch.int32, device=device)
+    return _to_device(rows, torch.int32, device)
 
 
 def span_slots(request: Request, start: int, end: int, block_size: int) -> list[int]:
@@ -50,9 +60,22 @@ def span_slots(request: Request, start: int, end: int, block_size: int) -> list[
     return slots
 
 
-def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -> Batch:
-    """Chunk positions first, decode positions last, in plan order."""
+@dataclass
+class InTransit:
+    """Sampled tokens of a launched step whose host copy may not have arrived: `tokens` on
+    the device (what the next step's decode rows read), `index[id(request)]` the row of
+    each sampling request's token in it."""
+    tokens: torch.Tensor
+    index: dict[int, int]
+
+
+def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
+         in_transit: InTransit | None = None) -> Batch:
+    """Chunk positions first, decode positions last, in plan order. A decode row whose newest
+    token the host has not read yet (`pending`) takes it from `in_transit` on the device."""
+    device = torch.device(device)
     ids, pos, slots, logit_idx, samplers = [], [], [], [], []
+    fed_rows, fed_from = [], []
     for c in chunks:
         r = c.request
         span = range(c.start, c.start + c.length)
@@ -64,15 +87,23 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -
             samplers.append(r)
     n_prefill = len(ids)
     for r in decodes:
-        p = r.prompt_len + len(r.output) - 1  # the newest token is fed back at its position
-        ids.append(r.output[-1])
+        p = r.prompt_len + r.num_generated - 1  # the newest token is fed back at its position
+        if r.pending:
+            fed_rows.append(len(ids))
+            fed_from.append(in_transit.index[id(r)])
+            ids.append(0)  # overwritten on the device below
+        else:
+            ids.append(r.output[-1])
         pos.append(p)
         slots += span_slots(r, p, p + 1, block_size)
         logit_idx.append(len(ids) - 1)
         samplers.append(r)
 
     def i32(xs):
-        return torch.tensor(xs, dtype=torch.int32, device=device)
+        return _to_device(xs, torch.int32, device)
+
+    def i64(xs):
+        return _to_device(xs, torch.int64, device)
 
     prefill = None
     if chunks:
@@ -92,9 +123,12 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device) -
         ctx = [p + 1 for p in pos[n_prefill:]]
         decode = DecodeMeta(num_tokens=len(decodes), context_lens=i32(ctx),
                             block_tables=_block_table(decodes, device), max_context_len=max(ctx))
+    input_ids = i64(ids)
+    if fed_rows:  # device to device: the host never waits for these tokens' values
+        input_ids.index_copy_(0, i64(fed_rows), in_transit.tokens.index_select(0, i64(fed_from)))
     return Batch(
-        input_ids=torch.tensor(ids, dtype=torch.int64, device=device),
-        positions=torch.tensor(pos, dtype=torch.int64, device=device),
-        meta=AttentionMetadata(torch.tensor(slots, dtype=torch.int64, device=device), prefill, decode),
-        logit_indices=torch.tensor(logit_idx, dtype=torch.int64, device=device),
+        input_ids=input_ids,
+        positions=i64(pos),
+        meta=AttentionMetadata(i64(slots), prefill, decode),
+        logit_indices=i64(logit_idx),
         samplers=samplers)

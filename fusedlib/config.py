@@ -112,7 +112,8 @@ ENGINE_KINDS = ("fused", "chunked")
 class EngineConfig:
     """How an Engine serves: which step split, how many rows and prompt tokens per step,
     how large a KV pool (`pool_gib` or `num_blocks`; neither: a default, see KVPool),
-    which attention backend, and which forwards replay from CUDA graphs."""
+    which attention backend, which forwards replay from CUDA graphs, and whether the host
+    overlaps the next step with the GPU's current one."""
     kind: str = "fused"  # "fused": one forward per step; "chunked": chunks and decodes apart
     max_batch: int = 32  # requests running at once (decode rows per step)
     chunk_tokens: int = 512  # prompt positions per step, across requests
@@ -122,6 +123,9 @@ class EngineConfig:
     cuda_graphs: bool = False  # decode-only forwards replay from CUDA graphs
     graph_chunks: bool = False  # forwards with prompt chunks replay piecewise (needs cuda_graphs)
     warmup: bool = True  # run every step shape once at construction, so no measured step compiles
+    # Launch step n + 1 before reading step n's sampled tokens back: the host plans and packs
+    # while the GPU runs, and decode rows read their input tokens on the device.
+    overlap: bool = False
 
     def __post_init__(self):
         if self.kind not in ENGINE_KINDS:
@@ -137,7 +141,7 @@ class EngineConfig:
             raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
         if self.num_blocks is not None and self.pool_gib is not None:
             raise ValueError("give the pool size as num_blocks or pool_gib, not both")
-        for name in ("cuda_graphs", "graph_chunks", "warmup"):
+        for name in ("cuda_graphs", "graph_chunks", "warmup", "overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.graph_chunks and not self.cuda_graphs:

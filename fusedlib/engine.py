@@ -6,6 +6,15 @@ prompt chunks, then decode tokens, each with its own sampling call and host read
 *fused* engine packs both into one sequence and runs the model once: one forward, one
 sampling call, one readback. Everything else is shared, so a comparison measures exactly
 that change.
+
+With `overlap` the host does not wait for a step's sampled tokens before starting the next
+step (the idea of vLLM V1's async scheduling and SGLang's overlap scheduler). It works
+because requests finish by budget only: which requests decode, which chunks run and which
+blocks are reserved depend on how many tokens each request has, never on their values.
+So step n + 1 is planned, packed and launched right after step n is launched; its decode
+rows take step n's tokens on the device (`InTransit`), and the host reads step n's tokens
+(copied into pinned memory behind an event) only after launching step n + 1, while the GPU
+works. Token values reach the Request objects one step late; the loop's output is the same.
 """
 from __future__ import annotations
 
@@ -18,12 +27,12 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from .attention import make_backend
-from .batch import Batch, pack
+from .batch import Batch, InTransit, pack
 from .config import EngineConfig
 from .graphs import DecodeGraphs, PackedGraphs
 from .model import Qwen2Model
 from .pool import KVPool
-from .scheduler import Request, Scheduler
+from .scheduler import Request, Scheduler, StepPlan
 
 
 @dataclass
@@ -75,6 +84,22 @@ def _no_event() -> None:
     return None
 
 
+def _copy_event() -> torch.cuda.Event:
+    event = torch.cuda.Event()
+    event.record()
+    return event
+
+
+@dataclass
+class _Launched:
+    """A launched step's sampled tokens on their way to the host."""
+    plan: StepPlan
+    requests: list[Request]  # the owner of each token, in order
+    in_transit: InTransit  # the tokens on the device, for the next step's decode rows
+    host: torch.Tensor  # their copy in (pinned) host memory, possibly still under way
+    copied: torch.cuda.Event | None  # recorded after that copy; None on CPU (already done)
+
+
 class Engine:
     """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
     keyword settings override the config's fields. Instrumentation attaches from outside:
@@ -101,6 +126,8 @@ class Engine:
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
         self._event = _timing_event if model.device.type == "cuda" else _no_event
+        self._copy_event = _copy_event if model.device.type == "cuda" else _no_event
+        self._in_flight: _Launched | None = None  # with overlap: the step whose tokens are in transit
         self.graphs: DecodeGraphs | None = None
         self.chunk_graphs: PackedGraphs | None = None
         if config.warmup:
@@ -154,31 +181,47 @@ class Engine:
     # ---- the loop ---------------------------------------------------------------------
     def step(self) -> StepRecord | None:
         """One scheduling step; None when there is nothing to do. If anything in it raises,
-        the step's requests fail (see RequestsFailed) and the others are unaffected."""
+        the step's requests fail (see RequestsFailed) and the others are unaffected.
+        With overlap the record's forward durations are launch spans and its duration
+        includes the wait for the previous step's tokens."""
         start = self.clock()
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
-        decode_kv = sum(r.prompt_len + len(r.output) for r in plan.decodes)
+        decode_kv = sum(r.prompt_len + r.num_generated for r in plan.decodes)
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
+        if self.config.kind == "fused":
+            forwards = [(plan.chunks, plan.decodes)]
+        else:
+            forwards = [(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
+        marks, events, sampled = [start], [self._event()], []
         try:
-            if self.config.kind == "fused":
-                batches = [self._pack(plan.chunks, plan.decodes)]
-            else:
-                batches = [self._pack(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
-            marks, events = [start], [self._event()]
-            for batch in batches:
-                self._run(batch)
+            for chunks, decodes in forwards:
+                batch = self._pack(chunks, decodes)
+                tokens = self._forward(batch)
+                if self.config.overlap:
+                    sampled.append((batch.samplers, tokens))
+                else:  # the host waits for this forward's tokens before going on
+                    self._receive(self._send_to_host(plan, batch.samplers, tokens))
                 events.append(self._event())
                 marks.append(self.clock())
         except Exception as error:
-            failed = self.scheduler.fail(plan, f"{type(error).__name__}: {error}", self.clock())
-            self.num_finished += len(failed)
-            raise RequestsFailed(f"step failed; requests {[r.rid for r in failed]} finished with an error: "
-                                 f"{type(error).__name__}: {error}", failed) from error
+            raise self._failure([plan], error) from error
+        self.scheduler.advance(plan)
         end = marks[-1]
-        self.num_finished += len(self.scheduler.commit(plan, end))
-        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(batches),
+        if self.config.overlap:
+            requests = [r for owners, _ in sampled for r in owners]
+            tokens = sampled[0][1] if len(sampled) == 1 else torch.cat([t for _, t in sampled])
+            previous, self._in_flight = self._in_flight, self._send_to_host(plan, requests, tokens)
+            if previous is not None:
+                try:
+                    self._receive(previous)  # step n's tokens, while the GPU runs step n + 1
+                except Exception as error:
+                    raise self._failure([previous.plan, plan], error) from error  # n + 1 read them
+            if not self.scheduler.has_work():
+                self._drain()  # no step follows to overlap with: the tokens are due now
+            end = self.clock()
+        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards),
                             start, end - start, decode_kv, chunk_kv,
                             tuple(b - a for a, b in zip(marks, marks[1:])), tuple(events))
         for observe in self.observers:
@@ -227,10 +270,11 @@ class Engine:
 
     # ---- internals --------------------------------------------------------------------
     def _pack(self, chunks, decodes) -> Batch:
-        return pack(chunks, decodes, self.pool.block_size, self.model.device)
+        in_transit = self._in_flight.in_transit if self._in_flight is not None else None
+        return pack(chunks, decodes, self.pool.block_size, self.model.device, in_transit)
 
-    def _run(self, batch: Batch) -> None:
-        """One forward, one sampling call, one host readback; tokens stamped on arrival."""
+    def _forward(self, batch: Batch) -> torch.Tensor:
+        """One forward and its sampling, on the device: nothing is read back here."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
         elif self.chunk_graphs is not None and self.chunk_graphs.handles(batch):
@@ -239,14 +283,51 @@ class Engine:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
                                 self.backend, batch.logit_indices)
         tokens = self.sample(logits, batch.samplers)
-        now = self.clock()
-        for r, t in zip(batch.samplers, tokens):
-            self.scheduler.record(r, t, now)
+        self.scheduler.sampled(batch.samplers)
+        return tokens
 
-    def sample(self, logits: torch.Tensor, requests: list[Request]) -> list[int]:
-        """Greedy: one argmax and one host readback for the forward's sampled rows, in
-        `requests` order. Instrumentation overrides it per instance (`engine.sample = f`)."""
-        return logits.argmax(dim=-1).tolist()
+    def _send_to_host(self, plan: StepPlan, requests: list[Request], tokens: torch.Tensor) -> _Launched:
+        # non_blocking into pinned memory: the copy queues behind the forward, the host goes on.
+        host = tokens.to("cpu", non_blocking=True)
+        index = {id(r): i for i, r in enumerate(requests)}
+        return _Launched(plan, requests, InTransit(tokens, index), host, self._copy_event())
+
+    def _receive(self, launched: _Launched) -> None:
+        """Wait for a launched step's tokens and commit them. Each token is stamped with the
+        time the host has it (with overlap, about one step after it was sampled)."""
+        if launched.copied is not None:
+            launched.copied.synchronize()
+        self.num_finished += self.scheduler.record(launched.requests, launched.host.tolist(), self.clock())
+
+    def _drain(self) -> None:
+        """Receive the in-flight step's tokens now."""
+        launched, self._in_flight = self._in_flight, None
+        if launched is not None:
+            try:
+                self._receive(launched)
+            except Exception as error:
+                raise self._failure([launched.plan], error) from error
+
+    def _failure(self, plans: list[StepPlan], error: Exception) -> RequestsFailed:
+        """Fail every request of `plans` (see RequestsFailed). Tokens still in flight from an
+        earlier step are good: they are committed first, unless reading them fails too."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None and not any(in_flight.plan is p for p in plans):
+            try:
+                self._receive(in_flight)
+            except Exception:
+                plans = [*plans, in_flight.plan]
+        message = f"{type(error).__name__}: {error}"
+        failed = self.scheduler.fail(plans, message, self.clock())
+        self.num_finished += len(failed)
+        return RequestsFailed(f"step failed; requests {[r.rid for r in failed]} finished with an error: "
+                              f"{message}", failed)
+
+    def sample(self, logits: torch.Tensor, requests: list[Request]) -> torch.Tensor:
+        """Greedy: the forward's sampled rows' tokens, in `requests` order, left on the device
+        (the engine reads them back). Instrumentation overrides it per instance
+        (`engine.sample = f`)."""
+        return logits.argmax(dim=-1)
 
     def _num_compiled(self) -> int:
         count = getattr(self.backend, "num_compiled", None)

@@ -4,9 +4,10 @@ Per step the scheduler (1) admits from the head of the queue while a batch row i
 the head's blocks fit (the head blocks everyone behind it: strict FCFS), (2) gives one
 decode token to every running request that has finished its prompt, and (3) fills a
 budget of `chunk_tokens` prompt positions FCFS across requests still prefilling. The
-engine turns the plan into one forward (fused) or two (chunked) and hands the sampled
-tokens back to `commit`, which stamps times and frees finished requests' blocks at the end
-of the step.
+engine turns the plan into one forward (fused) or two (chunked). Once they are launched,
+`advance` moves every request on by counts alone (prefill progress, one more sampled
+token, retirement and the blocks back to the pool); `record` writes the token values when
+the host has them, which with overlap is during the next step.
 """
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class Request:
     blocks: list[int] = field(default_factory=list)
     num_cached: int = 0  # prompt positions whose K/V are in the cache
     error: str | None = None  # set when a step it was in failed; `output` is then partial
+    # Tokens sampled on the device that the host has not read yet (0 or 1). Planning needs
+    # only counts, so a step can be planned while the previous one's tokens are in transit.
+    pending: int = 0
 
     @property
     def prompt_len(self) -> int:
@@ -39,8 +43,13 @@ class Request:
         return self.num_cached < len(self.prompt)
 
     @property
+    def num_generated(self) -> int:
+        """Tokens sampled so far, whether or not the host has read them yet."""
+        return len(self.output) + self.pending
+
+    @property
     def done(self) -> bool:
-        return len(self.output) >= self.max_new_tokens
+        return self.num_generated >= self.max_new_tokens
 
     @property
     def kv_tokens_needed(self) -> int:
@@ -78,6 +87,11 @@ class StepPlan:
     def num_chunk_tokens(self) -> int:
         return sum(c.length for c in self.chunks)
 
+    @property
+    def requests(self) -> list[Request]:
+        """Everyone in the plan, once each."""
+        return list({id(r): r for r in [c.request for c in self.chunks] + self.decodes}.values())
+
 
 class Scheduler:
     def __init__(self, pool: KVPool, max_batch: int, chunk_tokens: int):
@@ -114,30 +128,48 @@ class Scheduler:
                 budget -= n
         return StepPlan(chunks, decodes)
 
-    def record(self, request: Request, token: int, now: float) -> None:
-        """One sampled token for `request`, stamped with the time the host had it."""
-        request.output.append(token)
-        request.token_times.append(now)
+    def sampled(self, requests: list[Request]) -> None:
+        """One token each was sampled on the device for `requests` (values not read yet)."""
+        for r in requests:
+            r.pending += 1
 
-    def commit(self, plan: StepPlan, now: float) -> list[Request]:
-        """End of step: advance prefill progress, retire finished requests, free their blocks."""
-        for c in plan.chunks:
-            c.request.num_cached += c.length
-        finished = [r for r in self.running if r.done]
-        for r in finished:
-            r.finished = now
-            self.pool.free(r.blocks)
-            r.blocks = []
-        self.running = [r for r in self.running if not r.done]
+    def record(self, requests: list[Request], tokens: list[int], now: float) -> int:
+        """The host has the sampled tokens: each becomes its request's next output token,
+        stamped `now`; a request with its whole budget is finished then. Returns how many
+        finished."""
+        finished = 0
+        for r, t in zip(requests, tokens):
+            r.output.append(t)
+            r.token_times.append(now)
+            r.pending -= 1
+            if len(r.output) == r.max_new_tokens:
+                r.finished = now
+                finished += 1
         return finished
 
-    def fail(self, plan: StepPlan, error: str, now: float) -> list[Request]:
-        """A step raised: retire every request in its plan with `error`, free their blocks.
-        Requests outside the plan (waiting, or prefilling past the chunk budget) go on."""
-        failed = list({id(r): r for r in [c.request for c in plan.chunks] + plan.decodes}.values())
-        for r in failed:
-            r.error, r.finished = error, now
+    def advance(self, plan: StepPlan) -> None:
+        """After the plan's forwards are launched: advance prefill progress and retire the
+        requests with their whole budget sampled, their blocks back to the pool. The device
+        runs in launch order, so a later step that reuses the blocks writes them only after
+        this step's reads. `record` stamps `finished` when the last token reaches the host."""
+        for c in plan.chunks:
+            c.request.num_cached += c.length
+        for r in self.running:
+            if r.done:
+                self.pool.free(r.blocks)
+                r.blocks = []
+        self.running = [r for r in self.running if not r.done]
+
+    def fail(self, plans: list[StepPlan], error: str, now: float) -> list[Request]:
+        """Steps raised: retire every request in their plans with `error` and free their
+        blocks; returns them. A request that already has all its tokens on the host is not
+        failed. Requests outside the plans (waiting, or prefilling past the chunk budget) go on."""
+        seen = {id(r): r for p in plans for r in p.requests}.values()
+        failed = [r for r in seen if r.finished is None]
+        for r in seen:
             self.pool.free(r.blocks)
             r.blocks = []
-        self.running = [r for r in self.running if r.error is None]
+        for r in failed:
+            r.error, r.finished, r.pending = error, now, 0
+        self.running = [r for r in self.running if r.finished is None]
         return failed

@@ -31,14 +31,43 @@ def test_fused_runs_one_forward_per_step_and_chunked_two_on_mixed_steps():
         assert all(r.n_forwards == (mixed_forwards if r.kind == "mixed" else 1) for r in steps)
 
 
-def test_step_interface_stamps_every_token_and_frees_the_pool():
+def test_overlap_generates_the_same_tokens_for_both_engines():
+    prompts = _prompts(9)
+    budgets = [3, 1, 8, 5, 2, 7, 4, 6, 9]
+    for kind in ("fused", "chunked"):
+        waits = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4).generate(prompts, budgets)
+        engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4, overlap=True)
+        assert engine.generate(prompts, budgets) == waits
+        assert engine.pool.num_free_blocks == engine.pool.num_blocks and engine.num_finished == len(prompts)
+
+
+def test_overlap_launches_the_next_forward_before_reading_tokens_back():
+    """Per step: launch, then commit the previous step's tokens; without overlap each
+    forward's tokens are committed before anything else runs."""
+    for overlap, expected in ((False, ["forward", "record"] * 3),
+                              (True, ["forward", "forward", "record", "forward", "record", "record"])):
+        model = _fresh_tiny()
+        engine = Engine(model, kind="fused", chunk_tokens=16, max_batch=2, overlap=overlap, warmup=False)
+        order, forward, record = [], model.forward, engine.scheduler.record
+        model.forward = lambda *a: order.append("forward") or forward(*a)
+        engine.scheduler.record = lambda *a: order.append("record") or record(*a)
+        r = engine.add_request([1, 2, 3], 3)
+        engine.step()
+        assert len(r.output) == (0 if overlap else 1)  # with overlap the token is still in transit
+        assert r.num_generated == 1
+        engine.run_until_done()
+        assert order == expected and len(r.output) == 3 and r.finished is not None
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_step_interface_stamps_every_token_and_frees_the_pool(overlap):
     t = [0.0]
 
     def clock():
         t[0] += 1.0
         return t[0]
 
-    engine = Engine(tiny_model(), kind="fused", chunk_tokens=16, max_batch=2)
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=16, max_batch=2, overlap=overlap)
     engine.clock = clock
     reqs = [engine.add_request(p, 3) for p in _prompts(4)]
     while engine.has_work():
@@ -111,6 +140,7 @@ def test_step_records_time_each_forward():
     ("num_blocks", 0, "num_blocks must be an integer >= 1"),
     ("pool_gib", -1, "pool_gib must be a number > 0"),
     ("cuda_graphs", 1, "cuda_graphs must be True or False"),
+    ("overlap", "yes", "overlap must be True or False"),
     ("graph_chunks", True, "graph_chunks .* needs cuda_graphs"),
     ("kind", "speculative", "unknown engine kind 'speculative'"),
     ("attention", "flash", "unknown attention backend 'flash'"),
@@ -198,12 +228,12 @@ def _fresh_tiny():
     return random_model(PRESETS["tiny"], init_std=0.2)
 
 
-@pytest.mark.parametrize("kind", ["fused", "chunked"])
-def test_a_failing_step_fails_its_requests_and_the_engine_serves_the_rest(kind):
+@pytest.mark.parametrize("kind,overlap", [("fused", False), ("chunked", False), ("fused", True), ("chunked", True)])
+def test_a_failing_step_fails_its_requests_and_the_engine_serves_the_rest(kind, overlap):
     model = _fresh_tiny()
     prompts = _prompts(4)
     alone = [Engine(model, kind=kind, chunk_tokens=16, max_batch=2).generate([p], 5)[0] for p in prompts]
-    engine = Engine(model, kind=kind, chunk_tokens=16, max_batch=2)
+    engine = Engine(model, kind=kind, chunk_tokens=16, max_batch=2, overlap=overlap)
     reqs = [engine.add_request(p, 5) for p in prompts]
     engine.step()
     real_forward = model.forward
@@ -219,6 +249,7 @@ def test_a_failing_step_fails_its_requests_and_the_engine_serves_the_rest(kind):
     assert failed and {r.rid for r in failed} <= {0, 1}  # only the running pair was in the step
     for r in failed:
         assert r.error == "RuntimeError: injected kernel error" and r.finished is not None and not r.blocks
+        assert r.output == alone[r.rid][:1] and r.pending == 0  # the first step's token was committed
     assert engine.pool.num_free_blocks == engine.pool.num_blocks - sum(len(r.blocks) for r in reqs)
     engine.run_until_done()
     for r, expected in zip(reqs, alone):
@@ -227,7 +258,8 @@ def test_a_failing_step_fails_its_requests_and_the_engine_serves_the_rest(kind):
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 
-def test_generate_serves_every_other_prompt_then_names_the_failed_one():
+@pytest.mark.parametrize("overlap", [False, True])
+def test_generate_serves_every_other_prompt_then_names_the_failed_one(overlap):
     model = _fresh_tiny()
     poison = model.config.vocab_size - 1
     real_forward = model.forward
@@ -238,7 +270,7 @@ def test_generate_serves_every_other_prompt_then_names_the_failed_one():
         return real_forward(input_ids, *args)
 
     model.forward = fails_on_poison
-    engine = Engine(model, kind="fused", chunk_tokens=16, max_batch=1, warmup=False)
+    engine = Engine(model, kind="fused", chunk_tokens=16, max_batch=1, warmup=False, overlap=overlap)
     good = _prompts(2)
     with pytest.raises(RequestsFailed, match=r"prompts \[1\] failed: RuntimeError: device-side assert") as failure:
         engine.generate([good[0], [3, poison, 4], good[1]], 4)
@@ -247,13 +279,32 @@ def test_generate_serves_every_other_prompt_then_names_the_failed_one():
     assert engine.generate(good, 4) == Engine(model, kind="fused", chunk_tokens=16, max_batch=1).generate(good, 4)
 
 
-def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap():
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap(overlap):
     from fusedlib.bench.gates import LogitGapRecorder
 
     prompts = _prompts(4)
     expected = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4).generate(prompts, 3)
-    engine = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4)
+    engine = Engine(tiny_model(), kind="chunked", chunk_tokens=16, max_batch=4, overlap=overlap)
     recorder = LogitGapRecorder(engine)
     assert engine.generate(prompts, 3) == expected
     assert sorted(recorder.gaps) == [(rid, i) for rid in range(4) for i in range(3)]
     assert all(gap >= 0 for gap in recorder.gaps.values()) and max(recorder.gaps.values()) > 0
+
+
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_overlap_feeds_the_graphs_static_buffers(kind):
+    """With overlap, decode rows' tokens arrive on the device: through the graphs' static
+    buffers (eager here, capture=False) the tokens are still the plain engine's."""
+    from fusedlib.graphs import DecodeGraphs, PackedGraphs
+
+    prompts, budgets = _prompts(7, seed=2), [2 + i % 5 for i in range(7)]
+    plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4).generate(prompts, budgets)
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4, overlap=True)
+    engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 4, capture=False)
+    engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 4, 32, capture=False)
+    used = []
+    for graphs in (engine.graphs, engine.chunk_graphs):
+        graphs.run = lambda batch, run=graphs.run: used.append(run) or run(batch)
+    assert engine.generate(prompts, budgets) == plain
+    assert len(set(used)) == 2 and engine.pool.num_free_blocks == engine.pool.num_blocks

@@ -1,5 +1,7 @@
 """Engine checks that only mean something on a GPU (FUSEDLIB_GPU_TESTS=1 on the H200);
 skipped, and not counted, elsewhere."""
+import statistics
+
 import pytest
 import torch
 
@@ -40,3 +42,57 @@ def test_every_step_carries_its_forwards_gpu_time(kind, graphs):
         # Each forward's events sit inside its wall-clock span (up to the event's own latency).
         assert all(g <= w + 50e-6 for g, w in zip(spans, r.forward_durations))
         assert r.gpu_s() == pytest.approx(sum(spans))
+
+
+def _served(model, specs, **settings):
+    """(outputs, median wall and GPU seconds per decode step) of one warmed engine's run."""
+    engine = Engine(model, **settings)
+    with engine.record_steps() as steps:
+        outs = engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+    decode = [r for r in steps if r.kind == "decode"]
+    return outs, {"wall_s": statistics.median(r.duration for r in decode),
+                  "gpu_s": statistics.median(r.gpu_s() for r in decode)}
+
+
+@pytest.mark.parametrize("kind,graphs", [("fused", False), ("chunked", False), ("fused", True), ("chunked", True)])
+def test_overlap_serves_the_same_tokens_in_fp32(kind, graphs, record_property):
+    """Overlap changes when the host reads tokens, never what the device computes: on the
+    fp32 tiny model the tokens are identical. The steps' wall and GPU times are recorded."""
+    from fusedlib.config import PRESETS
+    from fusedlib.weights import random_model
+
+    model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float32, init_std=0.2)
+    specs = mixed(24, seed=5, lengths=(1, 5, 17, 40, 90), budget=(3, 24), vocab_size=model.config.vocab_size)
+    kw = dict(kind=kind, attention="triton", chunk_tokens=32, max_batch=8, cuda_graphs=graphs, graph_chunks=graphs)
+    waits, waits_t = _served(model, specs, **kw)
+    overlaps, overlaps_t = _served(model, specs, overlap=True, **kw)
+    record_property("decode_step_without_overlap", waits_t)
+    record_property("decode_step_with_overlap", overlaps_t)
+    print(f"{kind} graphs={graphs}: without overlap {waits_t}, with {overlaps_t}")
+    assert overlaps == waits
+    assert [len(o) for o in overlaps] == [s.max_new_tokens for s in specs]
+
+
+def test_overlap_on_the_graphed_1_5b_agrees_within_the_tie_tolerance(record_property):
+    """Qwen2.5-1.5B shapes in fp16, every forward graphed: greedy tokens with overlap on match
+    those with it off, except where the reference's top two logits are within the gates'
+    tie tolerance. The decode steps' median wall and GPU times are recorded for both."""
+    from fusedlib.bench.gates import TIE_TOLERANCE, LogitGapRecorder
+    from fusedlib.weights import load_model
+
+    model = load_model("qwen2.5-1.5b", device="cuda", dtype=torch.float16)
+    specs = mixed(48, seed=11, budget=(16, 64))
+    kw = dict(kind="fused", attention="triton-splitkv", cuda_graphs=True, graph_chunks=True)
+    reference = Engine(model, **kw)
+    gaps = LogitGapRecorder(reference).gaps
+    waits = reference.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
+    _, waits_t = _served(model, specs, **kw)  # timed without the recorder's readbacks
+    overlaps, overlaps_t = _served(model, specs, overlap=True, **kw)
+    record_property("decode_step_without_overlap", waits_t)
+    record_property("decode_step_with_overlap", overlaps_t)
+    print(f"1.5B fp16 graphed: without overlap {waits_t}, with {overlaps_t}")
+    for rid, (a, b) in enumerate(zip(waits, overlaps)):
+        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+        assert len(b) == len(a)
+        assert at is None or gaps[(rid, at)] < TIE_TOLERANCE, (rid, at, gaps.get((rid, at)))

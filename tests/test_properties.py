@@ -31,6 +31,7 @@ def workloads(draw):
     one_request = max(_blocks_for(len(p) + b - 1) for p, b in requests)
     return {
         "kind": draw(st.sampled_from(["fused", "chunked"])),
+        "overlap": draw(st.booleans()),
         "max_batch": draw(st.integers(1, 4)),
         "chunk_tokens": chunk_tokens,
         "num_blocks": one_request + draw(st.integers(0, 2 * one_request)),
@@ -75,7 +76,7 @@ def _check_step(engine, plan, added, max_batch, chunk_tokens):
 @given(workloads())
 def test_no_request_is_lost(w):
     engine = Engine(tiny_model(), kind=w["kind"], max_batch=w["max_batch"], chunk_tokens=w["chunk_tokens"],
-                    num_blocks=w["num_blocks"], warmup=False)
+                    num_blocks=w["num_blocks"], overlap=w["overlap"], warmup=False)
     plans = []
     plan = engine.scheduler.plan
     engine.scheduler.plan = lambda now: plans.append(plan(now)) or plans[-1]

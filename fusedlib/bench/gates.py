@@ -63,12 +63,12 @@ class LogitGapRecorder:
         self.gaps: dict[tuple[int, int], float] = {}
         engine.sample = self.sample
 
-    def sample(self, logits: torch.Tensor, requests) -> list[int]:
+    def sample(self, logits: torch.Tensor, requests) -> torch.Tensor:
         top2 = logits.topk(2, dim=-1)
-        rows = torch.cat([top2.indices[:, :1].float(), top2.values[:, :1] - top2.values[:, 1:]], 1).tolist()
-        for r, (_, gap) in zip(requests, rows):
-            self.gaps[(r.rid, len(r.output))] = gap
-        return [int(t) for t, _ in rows]
+        gaps = (top2.values[:, 0] - top2.values[:, 1]).tolist()
+        for r, gap in zip(requests, gaps):
+            self.gaps[(r.rid, r.num_generated)] = gap
+        return top2.indices[:, 0]
 
 
 def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch",
