@@ -72,3 +72,19 @@ def mixed_steps_in_order(traces: pd.DataFrame, engine: str):
     ax.set_ylabel(f"{engine} mixed step (ms)")
     ax.legend(fontsize=8, ncol=2)
     return fig, spread
+
+
+def floors(placed: pd.DataFrame, names: dict[str, str]):
+    """Each census step's measured GPU time (bar) against its three floors (bytes at the copy
+    rate, FLOPs at the GEMM rate, launches at the in-graph launch cost), in ms;
+    `names` shortens the configurations for the axis."""
+    fig, ax = plt.subplots(figsize=(7, 3))
+    x = np.arange(len(placed))
+    ax.bar(x, placed["gpu_ms"], color="#1f77b4", label="measured GPU time")
+    for col, mark, name in (("bytes_ms", "_", "bytes floor"), ("flops_ms", "x", "FLOP floor"),
+                            ("launch_ms", ".", "launch floor")):
+        ax.scatter(x, placed[col], marker=mark, s=300 if mark == "_" else 60, color="k", label=name, zorder=3)
+    ax.set_xticks(x, [f"{names.get(r.config, r.config)}\n{r.step}" for r in placed.itertuples()])
+    ax.set_ylabel("GPU time per step (ms)")
+    ax.legend(fontsize=8)
+    return fig
