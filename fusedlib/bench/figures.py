@@ -3,6 +3,8 @@ carries its unit; times are in ms; a figure returns its matplotlib Figure and th
 (analysis.show)."""
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -13,14 +15,15 @@ from . import analysis as bd, steps
 def step_times(table: pd.DataFrame, configurations: list[str], floor_s: float | None = None):
     """Median full-batch pure decode step and median mixed step per configuration, one bar per
     engine; a dashed line at the decode step's bytes floor when given."""
-    fig, axes = plt.subplots(1, 2, figsize=(7, 3.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
     x = np.arange(len(configurations))
     for i, engine in enumerate(("chunked", "fused")):
         for ax, column, title in ((axes[0], "decode_full_s", f"pure decode step, {steps.FULL_ROWS} rows"),
                                   (axes[1], "mixed_s", "mixed step (chunks + decodes)")):
             vals = [steps.lookup(table, c, engine, column) * 1e3 for c in configurations]
             ax.bar(x + (i - 0.5) * 0.38, vals, width=0.38, color=bd.color(engine), label=f"{engine} engine")
-            ax.set_xticks(x, [c.replace(", ", "\n") for c in configurations], fontsize=7)
+            # Wrapped to a few words a line: five configurations share a half-width panel.
+            ax.set_xticks(x, ["\n".join(textwrap.wrap(c.replace(",", ""), 9, break_on_hyphens=False)) for c in configurations], fontsize=7)
             ax.set_title(title)
     if floor_s is not None:
         axes[0].axhline(floor_s * 1e3, color="black", ls="--", lw=1, label="bytes floor")
