@@ -509,9 +509,9 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
     """The predictions whose grading runs are not in the rows: key -> what they wait for."""
     waiting = {}
     if same_machine_capacity(arrivals, beyond) is None:
-        waiting["B11"] = ("eager and every-forward-graphed capacity runs (400 requests at 40/s, both engines, "
-                          "interleaved) on one machine in one sitting; the rows hold the two configurations from "
-                          "different machine leases only")
+        waiting["B11"] = ("eager and every-forward-graphed capacity runs of 400 requests at 40/s, both engines, "
+                          "on one machine in one sitting; the paired campaign ran both configurations on one "
+                          "machine, but its eager pairs carry 200 arrivals, not the 400 this prediction names")
     roofline = DATA / "roofline"
     if not any(p.suffix in (".jsonl", ".csv") for p in roofline.glob("*")):  # glob of a missing folder: nothing
         for n in range(1, 7):

@@ -216,11 +216,19 @@ def capacity_figure(table: pd.DataFrame):
 
 
 def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, layout: pd.DataFrame,
-             beyond: pd.DataFrame, ref: Reference) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
+             beyond: pd.DataFrame, ref: Reference,
+             paired: pd.DataFrame | None = None) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
     """The intro's glued texts, its capacity-by-configuration table and the reference-beside-ours
-    table, from the newest rows. Rows that lack a figure (the CPU smoke rows: no copy bandwidth,
-    no graphed runs) leave its texts out; the page reads them as not measured."""
+    table, from the newest rows. The capacity headline is the paired part-7 comparison
+    (paired_capacity) where there is one, else the unpaired runs. Rows that lack a figure (the
+    CPU smoke rows: no copy bandwidth, no graphed runs) leave its texts out; the page reads them
+    as not measured."""
     ours = our_figures(trace, arrivals, closed, layout)
+    pc = paired.set_index("comparison") if paired is not None and len(paired) else pd.DataFrame()
+    if "part 7: fused vs chunked" in pc.index:
+        p7 = pc.loc["part 7: fused vs chunked"]
+        ours |= {"capacity_fused": float(p7["a_median"]), "capacity_chunked": float(p7["b_median"]),
+                 "capacity_gain": float(p7["ratio"] - 1)}
     figs = ref.figures.set_index("id")["value"]
     texts = {"a10_gain": f"{figs['capacity_gain']:.0%}", "a10_bw": f"{ref.bandwidth_Bps / 1e9:.0f} GB/s",
              "a10_bw_why": ref.bandwidth_why}
@@ -235,9 +243,15 @@ def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, 
                       "a10_floor": f"{a10_floor:.2f} ms", "h200_floor": f"{h200_floor:.2f} ms"})
     cap = capacity(arrivals)
     if cap is not None:
+        pair, comp = cap
+        texts["unpaired_gain"] = (f"{interval(comp.ratio, comp.lo, comp.hi)} over {comp.n} runs per engine of "
+                                  f"{int(pair['n_requests'])} arrivals")
+    if "part 7: fused vs chunked" in pc.index:
+        texts.update(paired_texts(pc))
+    elif cap is not None:
         comp = cap[1]
         texts.update({"gain": f"{comp.change:+.0%}", "gain_interval": f"{comp.lo - 1:+.0%} to {comp.hi - 1:+.0%}",
-                      "gain_n": str(comp.n)})
+                      "gain_n": f"{comp.n} runs per engine, unpaired"})
     configs = capacity_by_configuration(arrivals, beyond)
     if len(configs):
         last = configs["configuration"].iloc[-1]
@@ -247,3 +261,106 @@ def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, 
                                        f"{graphed.loc['fused', 'hi']:.2f}]"})
     beside = answer_table(ref, ours, a10_floor, h200_floor) if h200_floor is not None else pd.DataFrame()
     return texts, configs, beside
+
+
+def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
+    """The headline's texts from the paired comparisons (indexed by comparison): fusion's gain
+    eager with its interval, pairs and arrivals, the interval's half-width in points, and the
+    graphed parts' fused capacity and gain."""
+    p7 = pc.loc["part 7: fused vs chunked"]
+    half = (p7["hi"] - p7["lo"]) / 2
+    out = {"gain": f"{p7['ratio'] - 1:+.0%}", "gain_interval": f"{p7['lo'] - 1:+.0%} to {p7['hi'] - 1:+.0%}",
+           "gain_n": f"{int(p7['n'])} ABBA pairs of {int(p7['n_requests'])} arrivals at {p7['rate']:g}/s",
+           "gain_half_width": f"±{half * 100:.0f} points",
+           "gain_width_vs_target": "wider than" if half > 0.10 else "within"}
+    for key, name in (("p9", "part 9: fused vs chunked"), ("p10", "part 10: fused vs chunked")):
+        if name in pc.index:
+            r = pc.loc[name]
+            out |= {f"{key}_fused": f"{r['a_median']:.1f} requests/s", f"{key}_gain": interval(r["ratio"], r["lo"], r["hi"]),
+                    f"{key}_n": f"{int(r['n'])} pairs"}
+    return out
+
+
+# What each paired comparison of data/paired measures, as the book names it.
+PAIRED_LABELS = {"part 7: fused vs chunked": "part 7: eager, per-row attention",
+                 "part 9: fused vs chunked": "part 9: every forward graphed, split-KV",
+                 "part 10: fused vs chunked": "part 10: fused ops, balanced decode, graphed",
+                 "fused: part 10 vs part 9": "fused engine: part 10 over part 9"}
+
+
+def paired_capacity(data: Path = bd.DATA) -> pd.DataFrame:
+    """The paired capacity comparisons (fusedlib.bench.roofline.capacity_comparisons: ABBA
+    pairs, warm-ups dropped, bootstrap interval of the median pair ratio) with the book's names."""
+    from . import roofline, rows as rowsio
+
+    if not rowsio.read_rows(Path(data) / "paired/arrivals"):
+        return pd.DataFrame(columns=["comparison", "label", "a_median", "b_median", "ratio", "lo", "hi", "n",
+                                     "resolved", "interleaved", "n_requests", "rate"])
+    t = roofline.capacity_comparisons(data)
+    return t.assign(label=[PAIRED_LABELS.get(c, c) for c in t["comparison"]])
+
+
+def interval(ratio: float, lo: float, hi: float) -> str:
+    """A ratio as a change with its interval: 1.46, 1.23, 1.55 -> "+46% [+23%, +55%]"."""
+    return f"{ratio - 1:+.0%} [{lo - 1:+.0%}, {hi - 1:+.0%}]"
+
+
+def paired_table(t: pd.DataFrame) -> pd.DataFrame:
+    """paired_capacity as a reader's table: each side's median served rate, the change with its
+    95% interval, the pairs, and whether the sides were interleaved."""
+    return pd.DataFrame({
+        "comparison": t["label"],
+        "arrivals at 40/s": [f"{n} at {r:g}/s" for n, r in zip(t["n_requests"], t["rate"])],
+        "A, B (requests/s)": [f"{a:.1f}, {b:.1f}" for a, b in zip(t["a_median"], t["b_median"])],
+        "A over B [95% interval]": [interval(*x) for x in zip(t["ratio"], t["lo"], t["hi"])],
+        "pairs": t["n"].astype(int).astype(str),
+        "order": ["ABBA" if i else "not interleaved" for i in t["interleaved"]]}).rename(
+        columns={"arrivals at 40/s": "arrivals"})
+
+
+def paired_figure(t: pd.DataFrame):
+    """The headline figure: per part, each engine's median served rate (left) and the fused
+    over chunked ratio with its bootstrap 95% interval (right)."""
+    import matplotlib.pyplot as plt
+
+    fc = t[t["comparison"].str.endswith("fused vs chunked")]
+    names = [f"part {c.split(':')[0].split()[-1]}" for c in fc["comparison"]]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [1.3, 1]})
+    x = np.arange(len(fc))
+    for i, (e, col) in enumerate((("chunked", "b_median"), ("fused", "a_median"))):
+        left.bar(x + (i - 0.5) * 0.38, fc[col], width=0.38, color=bd.color(e), label=f"{e} engine")
+    left.set_xticks(x, [f"{n}\n({r} arrivals)" for n, r in zip(names, fc["n_requests"])])
+    left.set_ylabel("served rate (requests/s)")
+    left.set_title("Capacity at 40/s offered (median of pairs)", fontsize=9)
+    left.legend(loc="upper left", fontsize=8)
+    right.errorbar(x, fc["ratio"], yerr=[fc["ratio"] - fc["lo"], fc["hi"] - fc["ratio"]], fmt="o", color="black",
+                   capsize=4)
+    right.axhline(1, color="grey", lw=0.8, ls="--")
+    right.set_xticks(x, names)
+    right.set_xlim(-0.5, len(fc) - 0.5)
+    right.set_ylabel("fused / chunked (×)")
+    right.set_title("Ratio, 95% interval, ABBA pairs", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def paired_provenance(data: Path = bd.DATA) -> pd.DataFrame:
+    """Where each paired comparison ran: its code version, machine (boot id, shortened), pairs
+    and recorded warm-ups, first and last row, and whether its sides were interleaved."""
+    from . import rows as rowsio
+
+    df = pd.DataFrame(rowsio.read_rows(Path(data) / "paired/arrivals"))
+    if not len(df):
+        return pd.DataFrame()
+    df["comparison"] = df["comparison"].fillna("")
+    first = df["comparison"] == ""  # the first phase names its comparisons by configuration
+    df.loc[first, "comparison"] = np.where(df.loc[first, "attention"] == "triton-balanced",
+                                           "part 10: fused vs chunked", "fused: part 10 vs part 9")
+    out = []
+    for (name, commit, boot), d in df.groupby(["comparison", "git_commit", "boot_id"], sort=False):
+        runs = d[~d["warmup"].astype(bool)]
+        out.append({"comparison": PAIRED_LABELS.get(name, name), "code version": commit, "machine (boot)": boot[:8],
+                    "pairs": str(runs["repeat"].nunique()), "warm-ups": str(int(d["warmup"].astype(bool).sum())),
+                    "rows (UTC)": f"{d['timestamp'].min()[:16].replace('T', ' ')} to {d['timestamp'].max()[11:16]}",
+                    "order": "not interleaved" if name.startswith("fused:") else "ABBA"})
+    return pd.DataFrame(out)

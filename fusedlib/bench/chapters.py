@@ -101,16 +101,27 @@ def part7(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
              "trace_share": bd.pct(share, False), "trace_gain": bd.pct(1 / (1 - share) - 1, False)}
     cap = gr.capacity(rows.arrivals)
     if cap is not None:
-        rate, n, f, c, comp = cap
-        texts.update({"cap_resolved": ("lies wholly above no change" if comp.lo > 1 else
-                                       "lies wholly below no change" if comp.hi < 1 else "includes no change"),
-                      "cap_text": gr.capacity_text(cap), "cap_rate": f"{rate:g} requests/s", "cap_n": str(n)})
+        texts.update({"cap_text": gr.capacity_text(cap), "cap_n": str(cap[1])})
         pair = bd.capacity_pair(rows.arrivals)
+        texts.update(paired_eager_texts())
         texts["cap_mixed_share"] = bd.pct(pair["n_mixed_steps_chunked"] / pair["n_steps_chunked"], False)
         texts["trace_mixed_share"] = bd.pct(by_step.index.isin(
             base[(base["record"] == "step") & (base["kind"] == "mixed") & (base["engine"] == "chunked")]["step"]).mean(),
             False)
     return grades, texts
+
+
+def paired_eager_texts(data=bd.DATA) -> dict[str, str]:
+    """Part 7's capacity from the paired campaign (eager, per-row attention, ABBA pairs)."""
+    from . import answer
+
+    pc = answer.paired_capacity(data).set_index("comparison")
+    if "part 7: fused vs chunked" not in pc.index:
+        return {}
+    r = pc.loc["part 7: fused vs chunked"]
+    return {"paired_fused": f"{r['a_median']:.3g} requests/s", "paired_chunked": f"{r['b_median']:.3g}",
+            "paired_gain": answer.interval(r["ratio"], r["lo"], r["hi"]), "paired_n": str(int(r["n"])),
+            "paired_arrivals": str(int(r["n_requests"]))}
 
 
 def cheaper(saving: float) -> str:
@@ -209,39 +220,35 @@ def part9(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
              "dg_mixed_chunked": bd.ms(get("decode graphs, split-KV", "chunked", "mixed_s")),
              "dg_saving": cheaper(1 - get("decode graphs, split-KV", "fused", "mixed_s")
                                   / get("decode graphs, split-KV", "chunked", "mixed_s")),
-             "all_saving": cheaper(1 - get(allg, "fused", "mixed_s") / get(allg, "chunked", "mixed_s")),
-             "lease_note": ("ran on one machine lease, so the configurations compare directly"
-                            if bd.same_machine_capacity(rows.arrivals, rows.beyond) is not None else
-                            "ran on different machine leases, and the Arrival sweeps appendix shows the same steps "
-                            "running at different speeds from one lease to the next, so the configurations compare "
-                            "only roughly; the engines compare within each configuration")}
+             "all_saving": cheaper(1 - get(allg, "fused", "mixed_s") / get(allg, "chunked", "mixed_s"))}
     speed = {e: get("eager, per-row", e, "step_time_s") / get(allg, e, "step_time_s") for e in E}
     texts.update({f"speedup_{e}": bd.times(speed[e]) for e in E})
-    cap = gr.capacity(rows.arrivals)
-    if cap is not None:
-        rate, n, f, c, comp = cap
-        texts.update({"eager_cap_fused": f"{np.median(f):.3g} requests/s", "eager_cap_chunked": f"{np.median(c):.3g}",
-                      "expect_fused": f"{np.median(f) * speed['fused']:.3g}",
-                      "expect_chunked": f"{np.median(c) * speed['chunked']:.3g}"})
-    texts.update(graphed_capacity_texts(rows))
+    texts.update(graphed_capacity_texts(speed))
     return grades, texts
 
 
-def graphed_capacity_texts(rows: gr.Rows) -> dict[str, str]:
-    """Each engine's capacity with every forward graphed over its eager capacity, and whether
-    fusion's gain shrank (medians of the runs at the graphed runs' offered rate)."""
+def graphed_capacity_texts(speed: dict[str, float], data=bd.DATA) -> dict[str, str]:
+    """Eager (part 7) against every forward graphed (part 9) from the one paired campaign that
+    ran both: each engine's graphed capacity over its eager one, what the step trace's speed-up
+    would predict, and fusion's paired gain in each configuration."""
     from . import answer
 
-    t = answer.capacity_by_configuration(rows.arrivals, rows.beyond)
-    if not len(t) or not {"eager", "every forward graphed, split-KV"} <= set(t["configuration"]):
+    pc = answer.paired_capacity(data).set_index("comparison")
+    eager, graphed = "part 7: fused vs chunked", "part 9: fused vs chunked"
+    if not {eager, graphed} <= set(pc.index):
         return {}
-    m = t.set_index(["configuration", "engine"])
-    full = "every forward graphed, split-KV"
-    up = {e: m.loc[(full, e), "median"] / m.loc[("eager", e), "median"] for e in E}
-    ratio = {c: m.loc[(c, "fused"), "ratio"] for c in ("eager", full)}
-    return {"graphs_up_fused": bd.times(up["fused"]), "graphs_up_chunked": bd.times(up["chunked"]),
-            "gain_eager": bd.pct(ratio["eager"] - 1), "gain_graphed": bd.pct(ratio[full] - 1),
-            "gain_shrank": "smaller" if ratio[full] < ratio["eager"] else "no smaller"}
+    e, g = pc.loc[eager], pc.loc[graphed]
+    cap = {"fused": (e["a_median"], g["a_median"]), "chunked": (e["b_median"], g["b_median"])}
+    return {"eager_cap_fused": f"{e['a_median']:.3g} requests/s", "eager_cap_chunked": f"{e['b_median']:.3g}",
+            "eager_arrivals": f"{int(e['n_requests'])}", "graphed_arrivals": f"{int(g['n_requests'])}",
+            "expect_fused": f"{e['a_median'] * speed['fused']:.3g}", "expect_chunked": f"{e['b_median'] * speed['chunked']:.3g}",
+            "graphed_cap_fused": f"{g['a_median']:.3g} requests/s", "graphed_cap_chunked": f"{g['b_median']:.3g}",
+            **{f"graphs_up_{x}": bd.times(cap[x][1] / cap[x][0]) for x in E},
+            "gain_eager": answer.interval(e["ratio"], e["lo"], e["hi"]),
+            "gain_graphed": answer.interval(g["ratio"], g["lo"], g["hi"]),
+            "pairs": f"{int(min(e['n'], g['n']))}",
+            "gain_shrank": ("smaller" if g["hi"] < e["lo"] else "smaller by the medians, though the intervals overlap"
+                            if g["ratio"] < e["ratio"] else "no smaller")}
 
 
 def capacity_table(configs: pd.DataFrame) -> pd.DataFrame:
@@ -256,3 +263,47 @@ def capacity_table(configs: pd.DataFrame) -> pd.DataFrame:
                     "fused / chunked": f"{e['ratio'].iloc[0]:.2f}× [{e['lo'].iloc[0]:.2f}, {e['hi'].iloc[0]:.2f}]",
                     "runs per engine": str(int(e["n"].iloc[0]))})
     return pd.DataFrame(out)
+
+
+def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
+    """Part 10's grades (set C of data/predictions.yaml on the roofline census and the paired
+    capacity runs, fusedlib.bench.roofline) and the texts its prose glues."""
+    from . import answer, roofline as rf
+
+    pc = answer.paired_capacity(data)
+    if not len(rf.rows.read_rows(data / "roofline/census")) or not {"part 9: fused vs chunked",
+                                                                   "part 10: fused vs chunked"} <= set(pc["comparison"]):
+        return {}, {}  # part 10's rows are not here: its predictions stay open
+    grades = gr.roofline_grades(by_key(), rf.measured_for_predictions(data))
+    c = rf.census(data).set_index(["config", "step"])
+    p = rf.placed(data).set_index(["config", "step"])
+    rates, attn = rf.rates(data), rf.attention_fraction(data)
+    t = {}
+    for key, cfg in (("p9", rf.PART9), ("p10", rf.PART10)):
+        for step in ("decode", "mixed"):
+            row = c.loc[(cfg, step)]
+            t |= {f"{key}_{step}_kernels": f"{row['kernels_per_step']:,.0f}",
+                  f"{key}_{step}_per_layer": f"{row['kernels_per_layer']:.1f}",
+                  f"{key}_{step}_gpu": f"{row['gpu_ms_median']:.2f} ms", f"{key}_{step}_wall": f"{row['wall_ms_median']:.2f} ms",
+                  f"{key}_{step}_over": f"{p.loc[(cfg, step), 'over_floor']:.1f}×"}
+    t |= {"dec_bytes": f"{p.loc[(rf.PART10, 'decode'), 'bytes_ms']:.2f} ms",
+          "dec_launch9": f"{p.loc[(rf.PART9, 'decode'), 'launch_ms']:.2f} ms",
+          "mix_flops": f"{p.loc[(rf.PART10, 'mixed'), 'flops_ms']:.2f} ms",
+          "copy": f"{rates.copy_Bps / 1e12:.2f} TB/s", "gemm": f"{rates.gemm_flops / 1e12:.0f} TFLOP/s",
+          "launch": f"{rates.launch_s * 1e6:.2f} µs", "weights_ms": f"{2 * rf._parameters() / rates.copy_Bps * 1e3:.2f} ms",
+          "att_lo": f"{attn['balanced'].min():.0%}", "att_hi": f"{attn['balanced'].max():.0%}"}
+    census_all = pd.DataFrame(rf.rows.read_rows(data / "roofline/census"))
+    variant = census_all[~census_all["git_commit"].isin(rf.first_run(census_all)["git_commit"])]
+    variant = variant[(variant["config"] == rf.PART10) & (variant["step"] == "decode")]
+    if len(variant):  # the in-kernel split merge main reverted
+        t["variant_per_layer"] = f"{variant['kernels_per_layer'].iloc[-1]:.1f}"
+    for r in rf.capacity_comparisons(data).itertuples():
+        key = r.comparison.split(":")[0].replace(" ", "") if "fused vs chunked" in r.comparison else "p10vp9"
+        t |= {f"cap_{key}": f"{r.ratio - 1:+.0%} [{r.lo - 1:+.0%}, {r.hi - 1:+.0%}], n = {r.n} pairs",
+              f"capa_{key}": f"{r.a_median:.1f} requests/s", f"capb_{key}": f"{r.b_median:.1f} requests/s",
+              f"capn_{key}": str(r.n_requests)}
+    s = rf.step_saving(data).set_index("attention")
+    for key, att in (("p7", "triton"), ("p9", "triton-splitkv"), ("p10", "triton-balanced")):
+        t |= {f"save_{key}": f"{s.loc[att, 'saved_ms']:.2f} ms", f"mixf_{key}": f"{s.loc[att, 'fused_mixed_ms']:.2f} ms",
+              f"mixc_{key}": f"{s.loc[att, 'chunked_mixed_ms']:.2f} ms"}
+    return grades, t

@@ -3,6 +3,8 @@ carries its unit; times are in ms; a figure returns its matplotlib Figure and th
 (analysis.show)."""
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -13,14 +15,15 @@ from . import analysis as bd, steps
 def step_times(table: pd.DataFrame, configurations: list[str], floor_s: float | None = None):
     """Median full-batch pure decode step and median mixed step per configuration, one bar per
     engine; a dashed line at the decode step's bytes floor when given."""
-    fig, axes = plt.subplots(1, 2, figsize=(7, 3.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
     x = np.arange(len(configurations))
     for i, engine in enumerate(("chunked", "fused")):
         for ax, column, title in ((axes[0], "decode_full_s", f"pure decode step, {steps.FULL_ROWS} rows"),
                                   (axes[1], "mixed_s", "mixed step (chunks + decodes)")):
             vals = [steps.lookup(table, c, engine, column) * 1e3 for c in configurations]
             ax.bar(x + (i - 0.5) * 0.38, vals, width=0.38, color=bd.color(engine), label=f"{engine} engine")
-            ax.set_xticks(x, [c.replace(", ", "\n") for c in configurations], fontsize=7)
+            # Wrapped to a few words a line: five configurations share a half-width panel.
+            ax.set_xticks(x, ["\n".join(textwrap.wrap(c.replace(",", ""), 9, break_on_hyphens=False)) for c in configurations], fontsize=7)
             ax.set_title(title)
     if floor_s is not None:
         axes[0].axhline(floor_s * 1e3, color="black", ls="--", lw=1, label="bytes floor")
@@ -72,3 +75,19 @@ def mixed_steps_in_order(traces: pd.DataFrame, engine: str):
     ax.set_ylabel(f"{engine} mixed step (ms)")
     ax.legend(fontsize=8, ncol=2)
     return fig, spread
+
+
+def floors(placed: pd.DataFrame, names: dict[str, str]):
+    """Each census step's measured GPU time (bar) against its three floors (bytes at the copy
+    rate, FLOPs at the GEMM rate, launches at the in-graph launch cost), in ms;
+    `names` shortens the configurations for the axis."""
+    fig, ax = plt.subplots(figsize=(7, 3))
+    x = np.arange(len(placed))
+    ax.bar(x, placed["gpu_ms"], color="#1f77b4", label="measured GPU time")
+    for col, mark, name in (("bytes_ms", "_", "bytes floor"), ("flops_ms", "x", "FLOP floor"),
+                            ("launch_ms", ".", "launch floor")):
+        ax.scatter(x, placed[col], marker=mark, s=300 if mark == "_" else 60, color="k", label=name, zorder=3)
+    ax.set_xticks(x, [f"{names.get(r.config, r.config)}\n{r.step}" for r in placed.itertuples()])
+    ax.set_ylabel("GPU time per step (ms)")
+    ax.legend(fontsize=8)
+    return fig

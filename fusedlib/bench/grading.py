@@ -315,6 +315,35 @@ def same_machine(p: Prediction, arrivals: pd.DataFrame, beyond: pd.DataFrame) ->
                  f"the gain {'shrank' if checks[-1] else 'did not shrink'} with graphs")
 
 
+# ---------------------------------------------------------------- part 10: to the roofline
+
+def roofline_grades(p: dict[str, Prediction], m: dict[str, float]) -> dict[str, Grade]:
+    """C1-C6 on fusedlib.bench.roofline.measured_for_predictions' quantities: each range read
+    from its prediction's quotes ("within 0.6 ms" is a range from 0)."""
+    def inside(x, lo, hi, shown, unit=""):
+        return _in(x, lo, hi), f"{shown(x)}{unit}", f"{side(x, lo, hi)} the range {shown(lo)} to {shown(hi)}{unit}"
+
+    num, frac = (lambda v: f"{v:.3g}"), (lambda v: f"{v:.0%}")
+    out = {}
+    for key, quote, x, shown, unit in (("C1", 0, m["kernels_per_layer"], num, " kernels per layer"),
+                                       ("C2", 0, m["decode_gpu_ms"], num, " ms of GPU time")):
+        ok, got, why = inside(x, *p[key].range(quote), shown, unit)
+        out[key] = Grade(got, verdict(ok), why)
+    ok, got, why = inside(m["decode_host_ms"], 0.0, p["C3"].range(0)[0], num, " ms")
+    out["C3"] = Grade(f"wall {got} above GPU time", verdict(ok), why)
+    ok, got, why = inside(m["attention_worst"], *p["C4"].fractions(0), frac)
+    out["C4"] = Grade(f"{got} of copy bandwidth at the worst context", verdict(ok), why)
+    ok_gpu, gpu, why_gpu = inside(m["mixed_gpu_ms"], *p["C5"].range(0), num, " ms")
+    ok_wall, wall, why_wall = inside(m["mixed_wall_ms"], *p["C5"].range(1), num, " ms")
+    out["C5"] = Grade(f"GPU {gpu}, wall {wall}", verdict(ok_gpu and ok_wall), f"GPU {why_gpu}; wall {why_wall}")
+    ok_cap, cap, why_cap = inside(m["fused_capacity"], *p["C6"].range(0), num, " requests/s")
+    smaller = m["gain_part10"] < m["gain_part9"]
+    out["C6"] = Grade(f"fused {cap}; fused/chunked {bd.pct(m['gain_part10'] - 1)} against {bd.pct(m['gain_part9'] - 1)} "
+                      "with part 9's ops (paired)", verdict(ok_cap and smaller),
+                      f"capacity {why_cap}; the gain {'smaller' if smaller else 'not smaller'}")
+    return out
+
+
 # ---------------------------------------------------------------- the reference's own predictions
 
 def reference_predictions(path: Path = REFERENCE_PREDICTIONS) -> list[dict]:

@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("html_dir", type=Path, help="the built book, e.g. _build/html")
     ap.add_argument("--screenshots", type=Path, help="write one PNG per page here")
     args = ap.parse_args(argv)
+    args.html_dir = args.html_dir.resolve()  # chromium opens pages by file:// URI, which must be absolute
     if not (args.html_dir / "index.html").exists():
         print(f"{args.html_dir}: no built book here (run `make book` first)", file=sys.stderr)
         return 2

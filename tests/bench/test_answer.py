@@ -94,3 +94,27 @@ def test_capacity_by_configuration_has_ratio_and_range_per_configuration():
     assert t.loc[("every forward graphed, split-KV", "chunked"), "ratio"] == pytest.approx(1.25)
     fig = answer.capacity_figure(t.reset_index())
     assert len(fig.axes[0].patches) == 4 and fig.axes[0].get_ylabel() == "served rate (requests/s)"
+
+
+def test_paired_capacity_and_its_table_from_abba_rows(tmp_path):
+    from fusedlib.bench import rows
+
+    new = [{"engine": e, "attention": "triton", "comparison": "part 7: fused vs chunked", "repeat": i, "warmup": i == 0,
+            "served_rate": v, "n_requests": 200, "rate": 40.0, "git_commit": "abc", "boot_id": "0123456789",
+            "timestamp": f"2026-12-01T00:0{i}:00+00:00"}
+           for i, (f, c) in enumerate([(50.0, 1.0), (12.0, 10.0), (11.0, 10.0), (13.2, 11.0)])
+           for e, v in (("fused", f), ("chunked", c))]
+    rows.append_rows(tmp_path / "paired/arrivals", new)
+    t = answer.paired_capacity(tmp_path)
+    assert t["label"].tolist() == ["part 7: eager, per-row attention"]
+    shown = answer.paired_table(t).iloc[0]
+    assert shown["A over B [95% interval]"].startswith("+20% [") and shown["pairs"] == "3" and shown["order"] == "ABBA"
+    texts = answer.paired_texts(t.set_index("comparison"))
+    assert texts["gain"] == "+20%" and texts["gain_n"] == "3 ABBA pairs of 200 arrivals at 40/s"
+    prov = answer.paired_provenance(tmp_path).iloc[0]
+    assert (prov["pairs"], prov["warm-ups"], prov["machine (boot)"]) == ("3", "2", "01234567")
+    assert len(answer.paired_capacity(tmp_path / "none")) == 0  # no paired rows: an empty table, not an error
+
+
+def test_interval_reads_as_a_signed_change():
+    assert answer.interval(1.46, 1.23, 1.55) == "+46% [+23%, +55%]"

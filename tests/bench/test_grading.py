@@ -93,3 +93,15 @@ def test_reference_predictions_reject_an_entry_without_its_location(tmp_path):
     path.write_text("predictions:\n  - id: R9\n    claim: x\n")
     with pytest.raises(ValueError, match="R9 lacks"):
         grading.reference_predictions(path)
+
+
+def test_roofline_grades_read_set_c_quotes_from_the_books_file():
+    from fusedlib.bench.predictions import by_key
+
+    m = {"kernels_per_layer": 10.7, "decode_gpu_ms": 2.3, "decode_host_ms": 0.1, "attention_worst": 0.3,
+         "mixed_gpu_ms": 5.0, "mixed_wall_ms": 10.0, "fused_capacity": 30.0, "gain_part10": 1.1, "gain_part9": 1.3}
+    g = {k: v.verdict for k, v in grading.roofline_grades(by_key(), m).items()}
+    assert g == {"C1": "HELD", "C2": "HELD", "C3": "HELD", "C4": "MISSED", "C5": "MISSED", "C6": "HELD"}
+    # 0.7 ms of host gap is outside "within 0.6 ms"; a gain no smaller than part 9's misses C6.
+    worse = grading.roofline_grades(by_key(), m | {"decode_host_ms": 0.7, "gain_part10": 1.3})
+    assert (worse["C3"].verdict, worse["C6"].verdict) == ("MISSED", "MISSED")

@@ -31,9 +31,10 @@ def data(tmp_path):
     for i, (f, c) in enumerate([(12.0, 10.0), (11.0, 10.0), (13.2, 11.0)]):
         for engine, served in (("fused", f), ("chunked", c)):
             arrivals.append({"engine": engine, "attention": "triton", "comparison": "part 7: fused vs chunked",
-                             "repeat": i + 1, "warmup": False, "served_rate": served})
+                             "repeat": i + 1, "warmup": False, "served_rate": served,
+                             "n_requests": 200, "rate": 40.0})
     arrivals.append({"engine": "fused", "attention": "triton", "comparison": "part 7: fused vs chunked",
-                     "repeat": 0, "warmup": True, "served_rate": 99.0})
+                     "repeat": 0, "warmup": True, "served_rate": 99.0, "n_requests": 200, "rate": 40.0})
     _write(tmp_path, "paired/arrivals", arrivals)
     return tmp_path
 
@@ -71,17 +72,19 @@ def test_capacity_comparison_pairs_by_repeat_and_drops_warmups(data):
     (c,) = roofline.capacity_comparisons(data).to_dict("records")  # only part 7 has rows here
     assert c["comparison"] == "part 7: fused vs chunked" and c["n"] == 3 and c["interleaved"]
     assert c["ratio"] == pytest.approx(1.2)  # pair ratios 1.2, 1.1, 1.2: the warm-up's 99 is left out
-    assert (c["a_median"], c["b_median"]) == (12.0, 10.0)
+    assert (c["a_median"], c["b_median"], c["n_requests"]) == (12.0, 10.0, 200)
 
 
-def test_every_prediction_quote_is_in_the_dated_file_as_written():
-    text = (roofline.Path(__file__).resolve().parents[2] / "data" / roofline.PREDICTION_FILE).read_text()
-    for number, _, quote, lo, hi, _ in roofline.PREDICTIONS:
-        assert quote in text, number
-        assert lo < hi
-
-
-def test_grades_hold_inside_the_range_and_miss_outside(monkeypatch):
-    monkeypatch.setattr(roofline, "measured_for_predictions", lambda d: [9.0, 3.0, 0.1, 0.5, 5.0, 5.0, 30.0])
-    g = roofline.grades(None)["grade"].tolist()
-    assert g == ["HELD", "MISSED", "HELD", "HELD", "HELD", "MISSED", "HELD"]
+def test_measured_for_predictions_reads_part_10_and_the_paired_gains(data):
+    # Part 9 and part 10's paired runs, ABBA, one pair each side of a recorded warm-up.
+    more = []
+    for comparison, attention, fused_ops, f, c in (("part 9: fused vs chunked", "triton-splitkv", False, 13.0, 10.0),
+                                                   (None, "triton-balanced", True, 22.0, 20.0)):
+        for engine, served in (("fused", f), ("chunked", c)):
+            more.append({"engine": engine, "attention": attention, "fused_ops": fused_ops, "comparison": comparison,
+                         "repeat": 1, "warmup": False, "served_rate": served, "n_requests": 400, "rate": 40.0})
+    rows.append_rows(data / "paired/arrivals", more)
+    m = roofline.measured_for_predictions(data)
+    assert m["kernels_per_layer"] == pytest.approx(300 / 28) and m["decode_gpu_ms"] == 2.0
+    assert m["decode_host_ms"] == pytest.approx(0.2) and m["attention_worst"] == 0.5
+    assert (m["fused_capacity"], m["gain_part10"], m["gain_part9"]) == (22.0, pytest.approx(1.1), pytest.approx(1.3))
