@@ -117,7 +117,7 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
             num_tokens=n_prefill, cu_seqlens_q=i32(cu), context_lens=i32(ctx),
             block_tables=_block_table([c.request for c in chunks], device),
             token_seq=i32(token_seq), positions=i32(pos[:n_prefill]),
-            max_query_len=max(c.length for c in chunks), max_context_len=max(ctx))
+            max_context_len=max(ctx))
     decode = None
     if decodes:
         ctx = [p + 1 for p in pos[n_prefill:]]

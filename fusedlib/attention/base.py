@@ -26,7 +26,6 @@ class PrefillMeta:
     block_tables: torch.Tensor  # int32 [n, max_blocks]: the request's blocks, in order
     token_seq: torch.Tensor  # int32 [num_tokens]: which chunk (0..n-1) each position is in
     positions: torch.Tensor  # int32 [num_tokens]: absolute position (= its key index)
-    max_query_len: int
     max_context_len: int
 
 
@@ -48,8 +47,6 @@ class AttentionMetadata:
 class AttentionBackend(Protocol):
     """q is [n, num_heads, head_dim]; returns the same shape, dtype of q: `out` when given
     (a view the caller owns, e.g. its rows of a packed output), else a new tensor."""
-
-    name: str
 
     def prefill(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 meta: PrefillMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...

@@ -38,7 +38,7 @@ INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
 KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel,
            balanced_decode_kernel, balanced_reduce_kernel)
-DECODE_KERNELS = {"rows": "triton", "splitkv": "triton-splitkv", "balanced": "triton-balanced"}
+DECODE_KERNELS = ("rows", "splitkv", "balanced")
 
 
 def _on_interpreter() -> bool:
@@ -80,9 +80,8 @@ class TritonAttention:
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
                  splitkv: SplitKVConfig = SplitKVConfig()):
         if decode_kernel not in DECODE_KERNELS:
-            raise ValueError(f"decode_kernel must be one of {sorted(DECODE_KERNELS)}, got {decode_kernel!r}")
+            raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel = decode_kernel
-        self.name = DECODE_KERNELS[decode_kernel]
         self._num_sms = num_sms
         self.splitkv = splitkv
         self._tile_tables: dict[tuple[str, int, torch.device], torch.Tensor] = {}

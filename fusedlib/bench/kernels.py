@@ -93,7 +93,7 @@ def prefill_case(chunks, num_heads, num_kv_heads, head_dim, dtype, device, gen):
         context_lens=torch.tensor(context_lens, **i32), block_tables=tables,
         token_seq=torch.cat([torch.full((n,), i, **i32) for i, n in enumerate(lengths)]),
         positions=torch.cat([torch.arange(c, c + n, **i32) for c, n in chunks]),
-        max_query_len=max(lengths), max_context_len=max(context_lens))
+        max_context_len=max(context_lens))
     q = torch.randn(cu[-1], num_heads, head_dim, generator=gen, device=device).to(dtype)
     return q, k_cache, v_cache, meta
 
