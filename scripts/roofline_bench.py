@@ -16,7 +16,11 @@ and the other sections still run):
   attention      decode attention at 32 rows x {1k, 2k, 4k} context, L2 flushed: split-KV as
                  the graphs launch it (split length from the pool's longest context) and as
                  the layout bench does (from the step's), and a sweep of balanced launch
-                 shapes; GB/s and the fraction of a copy bandwidth measured in the same run
+                 shapes; GB/s and the fraction of a copy bandwidth measured in the same run,
+                 timed as launched and as a CUDA graph replay (how the engine runs it)
+  prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
+                 launch shapes (BLOCK_M, BLOCK_N, warps, stages), L2 flushed; TFLOP/s of the
+                 causal work, beside torch's SDPA on the first chunk
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
 
@@ -45,11 +49,15 @@ PROFILES = {
 }
 TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
 BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
-                  for block_n in (16, 32, 64, 128) for per_sm in (2, 4, 8, 16)
+                  for block_n in (32, 64, 128) for per_sm in (2, 4, 8)
                   for warps, stages in ((4, 2), (4, 3), (8, 2), (2, 2))] + [
     # one program per (request, KV head) at 32 rows: no reduce kernel, if it is fast enough
     (block_n, 0.25, warps, stages) for block_n in (64, 128) for warps, stages in ((4, 3), (8, 3), (8, 4))]
 SMOKE_SWEEP = [(16, 2, 4, 2), (32, 8, 4, 2), (16, 0.25, 4, 2)]
+# The packed (prefill) kernel's launch shapes: (BLOCK_M, BLOCK_N, warps, stages).
+PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
+                 for block_n in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
+SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 
 
 def _sync(device) -> None:
@@ -344,6 +352,10 @@ class Bench:
                     ms = _median_ms(call, dev, p["iters"] * 2, scratch)
                     row.update(median_ms=ms, gbs=kv_bytes / ms / 1e6,
                                fraction_of_copy=kv_bytes / (ms / 1e3) / bandwidth)
+                    if self.on_gpu:  # as the engine runs it: inside a CUDA graph, no host launch
+                        graph_ms = _median_ms(self._graphed(call), dev, p["iters"] * 2, scratch)
+                        row.update(graph_median_ms=graph_ms,
+                                   graph_fraction_of_copy=kv_bytes / (graph_ms / 1e3) / bandwidth)
                 except Exception as exc:  # a launch shape the compiler rejects is a result
                     row["error"] = repr(exc)[:300]
                 out.append(row)
@@ -357,6 +369,98 @@ class Bench:
                                      f"split-KV(graph) {old['fraction_of_copy']:.0%}, best balanced "
                                      f"{best['fraction_of_copy']:.0%} (block_n {best['block_n']}, "
                                      f"{best['programs_per_sm']}/SM, {best['num_warps']}w{best['num_stages']}s)"))
+
+    def _graphed(self, call):
+        """`call` captured once in a CUDA graph (after two warm calls on a side stream);
+        returns the graph's replay."""
+        torch = self.torch
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            call()
+            call()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            call()
+        torch.cuda.synchronize()
+        return graph.replay
+
+    # ---- (c') prefill attention ----------------------------------------------------------
+    def prefill(self) -> None:
+        """The packed kernel on a step's prompt chunk, over a sweep of launch shapes, L2
+        flushed: a 512-token first chunk, a 512-token chunk after 1,024 cached tokens, and
+        the setup's mixed step's own chunks. FLOP counted causally (each query against the
+        keys it sees); torch's SDPA (flash) on the first chunk, dense, as an anchor."""
+        torch = self.torch
+        from fusedlib.attention.torch_backend import TorchAttention
+        from fusedlib.attention.triton_backend import LOG2E, _dot_precision
+        from fusedlib.attention.triton_kernels import packed_attention_kernel
+        from fusedlib.bench.kernels import _median_ms, prefill_case
+
+        cfg, dev, p = self.model.config, self.device, self.p
+        scale = cfg.head_dim ** -0.5
+        chunk = p["chunk"]
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        sweep = PREFILL_SWEEP if self.on_gpu else SMOKE_PREFILL_SWEEP
+        gen = torch.Generator(device=dev).manual_seed(2)
+        meta = self.mixed_batch.meta.prefill
+        setup_chunks = [(int(c) - int(n), int(n)) for c, n in zip(
+            meta.context_lens.tolist(), (meta.cu_seqlens_q[1:] - meta.cu_seqlens_q[:-1]).tolist())]
+        cases = {"first chunk": [(0, chunk)], "chunk after 2 chunks": [(2 * chunk, chunk)],
+                 "setup mixed step": setup_chunks}
+        out = []
+        for case, chunks in cases.items():
+            q, k, v, m = prefill_case(chunks, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
+                                      self.dtype, dev, gen)
+            # Causal work: query i of a chunk starting after `cached` keys sees cached + i + 1 keys.
+            pairs = sum(n * cached + n * (n + 1) // 2 for cached, n in chunks)
+            flop = 4 * pairs * cfg.num_heads * cfg.head_dim
+            expected = TorchAttention().prefill(q, k, v, m, scale)
+            for block_m, block_n, warps, stages in sweep:
+                row = {"case": case, "tokens": q.shape[0], "flop": flop, "block_m": block_m,
+                       "block_n": block_n, "num_warps": warps, "num_stages": stages}
+                starts = torch.arange(0, q.shape[0], block_m, dtype=torch.int32)
+                tiles = torch.stack([starts, torch.clamp(starts + block_m, max=q.shape[0])], 1).to(dev)
+                o = torch.empty_like(q)
+
+                def call():
+                    packed_attention_kernel[(tiles.shape[0], cfg.num_heads)](
+                        q, k, v, o, tiles, m.token_seq, m.positions, m.block_tables, m.block_tables,
+                        scale * LOG2E, q.stride(0), q.stride(1), o.stride(0), o.stride(1),
+                        k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
+                        m.block_tables.stride(0), GROUP=cfg.num_heads // cfg.num_kv_heads,
+                        HEAD_DIM=cfg.head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
+                        KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False,
+                        DOT_PRECISION=_dot_precision(q.dtype), num_warps=warps, num_stages=stages)
+                try:
+                    call()
+                    row["max_abs_err"] = (o.float() - expected.float()).abs().max().item()
+                    ms = _median_ms(call, dev, p["iters"], scratch)
+                    row.update(median_ms=ms, tflops=flop / ms / 1e9)
+                except Exception as exc:  # a launch shape the compiler rejects is a result
+                    row["error"] = repr(exc)[:300]
+                out.append(row)
+            if case == "first chunk" and self.on_gpu:
+                n = q.shape[0]
+                dense = [torch.randn(1, h, n, cfg.head_dim, generator=gen, device=dev).to(self.dtype)
+                         for h in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads)]
+                sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+                    *dense, is_causal=True, enable_gqa=True)
+                ms = _median_ms(sdpa, dev, p["iters"], scratch)
+                out.append({"case": case, "tokens": n, "flop": flop, "kernel": "torch sdpa (dense, causal)",
+                            "median_ms": ms, "tflops": flop / ms / 1e9})
+        self.write("prefill", out)
+        for case in cases:
+            mine = [r for r in out if r["case"] == case and "median_ms" in r and "kernel" not in r]
+            today = next((r for r in mine if (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
+                          == (32, 64, 4, 2)), None)
+            best = min(mine, key=lambda r: r["median_ms"], default=None)
+            if today and best:
+                self.summary.append((f"prefill {case}",
+                                     f"today {today['median_ms'] * 1e3:.1f} us ({today['tflops']:.0f} TFLOP/s), best "
+                                     f"{best['median_ms'] * 1e3:.1f} us (M{best['block_m']} N{best['block_n']} "
+                                     f"{best['num_warps']}w{best['num_stages']}s)"))
 
     # ---- (d) GEMM rate and launch cost --------------------------------------------------
     def gemm(self) -> None:
@@ -411,7 +515,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,gemm")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
     t0 = time.perf_counter()
