@@ -18,6 +18,8 @@ and the other sections still run):
                  the layout bench does (from the step's), and a sweep of balanced launch
                  shapes; GB/s and the fraction of a copy bandwidth measured in the same run,
                  timed as launched and as a CUDA graph replay (how the engine runs it)
+  attention_layout  balanced decode over a slot-major (the engine's) and a head-major cache
+                 view, beside a copy of the same bytes: what limits decode attention at 1k
   prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
                  launch shapes (BLOCK_M, BLOCK_N, warps, stages), L2 flushed; TFLOP/s of the
                  causal work, beside torch's SDPA on the first chunk
@@ -369,6 +371,53 @@ class Bench:
                                      f"split-KV(graph) {old['fraction_of_copy']:.0%}, best balanced "
                                      f"{best['fraction_of_copy']:.0%} (block_n {best['block_n']}, "
                                      f"{best['programs_per_sm']}/SM, {best['num_warps']}w{best['num_stages']}s)"))
+
+    def attention_layout(self) -> None:
+        """Why decode attention stays far from the copy rate at 1k: the same kernel over the
+        same keys, (a) with the cache as the engine lays it out (slot-major: a slot's KV heads
+        side by side, so one head's 256-byte rows sit 512 bytes apart) and (b) head-major
+        (each head's keys of a block contiguous, a strided view of the same shape), beside
+        (c) a plain copy moving the same number of bytes. Graph replays, L2 flushed."""
+        torch = self.torch
+        from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
+        from fusedlib.bench.kernels import _median_ms, decode_case
+
+        cfg, dev, p = self.model.config, self.device, self.p
+        scale = cfg.head_dim ** -0.5
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        timed = (lambda call: _median_ms(self._graphed(call), dev, p["iters"] * 2, scratch)) if self.on_gpu \
+            else (lambda call: _median_ms(call, dev, p["iters"], None))
+        shapes = [(32, 4, 4, 3), (64, 4, 4, 2), (64, 4, 2, 2), (128, 2, 4, 2)] if self.on_gpu else [(16, 2, 4, 2)]
+        out = []
+        for context in p["attn_contexts"]:
+            gen = torch.Generator(device=dev).manual_seed(context)
+            contexts = [context] * p["rows"]
+            q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
+                                        self.dtype, dev, gen)
+            kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
+            src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=dev)
+            dst = torch.empty_like(src)
+            copy_ms = timed(lambda: dst.copy_(src))
+            out.append({"context": context, "rows": p["rows"], "what": "copy, same bytes moved",
+                        "kv_bytes": kv_bytes, "median_ms": copy_ms, "gbs": kv_bytes / copy_ms / 1e6})
+            head_major = [t.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3) for t in (k, v)]
+            for layout, (kc, vc) in (("slot-major", (k, v)), ("head-major", head_major)):
+                for shape in shapes:
+                    backend = TritonAttention(decode_kernel="balanced", splitkv=SplitKVConfig(*shape))
+                    ms = timed(lambda: backend.decode(q, kc, vc, meta, scale))
+                    out.append({"context": context, "rows": p["rows"], "what": f"balanced, {layout}",
+                                "block_n": shape[0], "programs_per_sm": shape[1], "num_warps": shape[2],
+                                "num_stages": shape[3], "kv_bytes": kv_bytes, "median_ms": ms,
+                                "gbs": kv_bytes / ms / 1e6, "vs_same_size_copy": copy_ms / ms})
+        self.write("attention_layout", out)
+        for context in p["attn_contexts"]:
+            mine = [r for r in out if r["context"] == context]
+            copy = next(r for r in mine if r["what"].startswith("copy"))
+            best = {lay: min((r for r in mine if r["what"] == f"balanced, {lay}"), key=lambda r: r["median_ms"])
+                    for lay in ("slot-major", "head-major")}
+            self.summary.append((f"attention layout {p['rows']}x{context}",
+                                 f"copy {copy['median_ms'] * 1e3:.1f} us; slot-major {best['slot-major']['median_ms'] * 1e3:.1f}"
+                                 f", head-major {best['head-major']['median_ms'] * 1e3:.1f} us"))
 
     def _graphed(self, call):
         """`call` captured once in a CUDA graph (after two warm calls on a side stream);
