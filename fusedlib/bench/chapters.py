@@ -292,6 +292,18 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
           "copy": f"{rates.copy_Bps / 1e12:.2f} TB/s", "gemm": f"{rates.gemm_flops / 1e12:.0f} TFLOP/s",
           "launch": f"{rates.launch_s * 1e6:.2f} µs", "weights_ms": f"{2 * rf._parameters() / rates.copy_Bps * 1e3:.2f} ms",
           "att_lo": f"{attn['balanced'].min():.0%}", "att_hi": f"{attn['balanced'].max():.0%}"}
+    if rf.rows.read_rows(data / "roofline/attention_layout"):
+        av = rf.attention_vs_copy(data).set_index("context")
+        t |= {"attc_lo": f"{av['attention_of_copy'].min():.0%}", "attc_hi": f"{av['attention_of_copy'].max():.0%}",
+              "copy1k_us": f"{av.loc[1024, 'copy_us']:.1f} µs", "copy1k_share": f"{av.loc[1024, 'copy_of_stream']:.0%}",
+              "att1k_us": f"{av.loc[1024, 'slot_major_us']:.1f} µs", "att1k_head_us": f"{av.loc[1024, 'head_major_us']:.1f} µs",
+              "kv1k_mb": f"{av.loc[1024, 'kv_mb']:.0f} MB"}
+    if rf.rows.read_rows(data / "roofline/prefill"):
+        pf = rf.prefill_sweep(data).set_index("case")
+        first, later = pf.loc["first chunk"], pf.loc["chunk after 2 chunks"]
+        t |= {"pre_first": f"{first['engine_us']:.1f} µs ({first['engine_tflops']:.0f} TFLOP/s)",
+              "pre_first_sdpa": f"{first['sdpa_us']:.1f} µs", "pre_later": f"{later['engine_us']:.1f} µs",
+              "pre_later_best": f"{later['best_us']:.1f} µs", "pre_later_block_n": str(later["best_shape"][1])}
     census_all = pd.DataFrame(rf.rows.read_rows(data / "roofline/census"))
     variant = census_all[~census_all["git_commit"].isin(rf.first_run(census_all)["git_commit"])]
     variant = variant[(variant["config"] == rf.PART10) & (variant["step"] == "decode")]

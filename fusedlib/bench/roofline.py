@@ -52,6 +52,46 @@ def attention_fraction(data: Path) -> pd.DataFrame:
     return pd.DataFrame({"split_kv": old, "balanced": new}).reset_index()
 
 
+def attention_vs_copy(data: Path) -> pd.DataFrame:
+    """Per context at 32 rows, graph replays, L2 flushed: a copy moving the decode step's KV
+    bytes, the fastest balanced launch shape over the engine's slot-major cache and over a
+    head-major view, the copy's share of the streaming copy rate, and attention's share of the
+    same-size copy's."""
+    df = _frame(data, "roofline/attention_layout")
+    stream = rates(data).copy_Bps
+    out = []
+    for context, g in df.groupby("context"):
+        copy = g[g["what"].str.startswith("copy")].iloc[0]
+        best = {lay: g[g["what"] == f"balanced, {lay}"]["median_ms"].min() for lay in ("slot-major", "head-major")}
+        out.append({"context": int(context), "kv_mb": copy["kv_bytes"] / 1e6, "copy_us": copy["median_ms"] * 1e3,
+                    "slot_major_us": best["slot-major"] * 1e3, "head_major_us": best["head-major"] * 1e3,
+                    "copy_of_stream": copy["kv_bytes"] / (copy["median_ms"] / 1e3) / stream,
+                    "attention_of_copy": copy["median_ms"] / best["slot-major"]})
+    return pd.DataFrame(out)
+
+
+ENGINE_PREFILL_SHAPE = (32, 64, 4, 2)  # the packed kernel's (BLOCK_M, BLOCK_N, warps, stages) in the census
+
+
+def prefill_sweep(data: Path) -> pd.DataFrame:
+    """Per chunk case: the packed kernel at the engine's launch shape and at the sweep's
+    fastest, in µs and TFLOP/s of causal work, beside torch's SDPA where it ran."""
+    df = _frame(data, "roofline/prefill")
+    ours = df[df["kernel"].isna()] if "kernel" in df else df
+    ours = ours[ours["median_ms"].notna()]
+    out = []
+    for case, g in ours.groupby("case", sort=False):
+        shape = g[["block_m", "block_n", "num_warps", "num_stages"]].astype(int).apply(tuple, axis=1)
+        engine = g[shape == ENGINE_PREFILL_SHAPE].iloc[0]
+        best = g.loc[g["median_ms"].idxmin()]
+        sdpa = df[(df["case"] == case) & df.get("kernel", pd.Series(index=df.index, dtype=object)).notna()]
+        out.append({"case": case, "engine_us": engine["median_ms"] * 1e3, "engine_tflops": engine["tflops"],
+                    "best_us": best["median_ms"] * 1e3, "best_tflops": best["tflops"],
+                    "best_shape": tuple(int(best[k]) for k in ("block_m", "block_n", "num_warps", "num_stages")),
+                    "sdpa_us": sdpa["median_ms"].iloc[0] * 1e3 if len(sdpa) else float("nan")})
+    return pd.DataFrame(out)
+
+
 @dataclass(frozen=True)
 class Rates:
     copy_Bps: float  # device-to-device copy, bytes read + written per second

@@ -36,6 +36,15 @@ def data(tmp_path):
     arrivals.append({"engine": "fused", "attention": "triton", "comparison": "part 7: fused vs chunked",
                      "repeat": 0, "warmup": True, "served_rate": 99.0, "n_requests": 200, "rate": 40.0})
     _write(tmp_path, "paired/arrivals", arrivals)
+    layout = [{"context": 1024, "what": "copy, same bytes moved", "kv_bytes": 2e7, "median_ms": 0.01}]
+    for lay, ms in (("slot-major", (0.02, 0.025)), ("head-major", (0.03, 0.021))):
+        layout += [{"context": 1024, "what": f"balanced, {lay}", "kv_bytes": 2e7, "median_ms": m} for m in ms]
+    _write(tmp_path, "roofline/attention_layout", layout)
+    prefill = [{"case": "first chunk", "block_m": m, "block_n": n, "num_warps": 4, "num_stages": 2,
+                "median_ms": ms, "tflops": 1e-3 / ms} for m, n, ms in ((32, 64, 0.02), (32, 128, 0.01), (64, 64, 0.03))]
+    prefill += [{"case": "first chunk", "block_m": 16, "block_n": 16, "num_warps": 4, "num_stages": 2, "error": "smem"},
+                {"case": "first chunk", "kernel": "torch sdpa", "median_ms": 0.005, "tflops": 0.2}]
+    _write(tmp_path, "roofline/prefill", prefill)
     return tmp_path
 
 
@@ -47,6 +56,19 @@ def test_census_reads_the_first_run_only(data):
 def test_attention_takes_the_graphs_split_kv_and_the_best_balanced_shape(data):
     a = roofline.attention_fraction(data).iloc[0]
     assert (a["split_kv"], a["balanced"]) == (0.2, 0.5)
+
+
+def test_attention_vs_copy_takes_the_fastest_shape_per_layout(data):
+    a = roofline.attention_vs_copy(data).iloc[0]
+    assert (a["copy_us"], a["slot_major_us"], a["head_major_us"]) == pytest.approx((10, 20, 21))
+    assert a["attention_of_copy"] == pytest.approx(0.5)
+    assert a["copy_of_stream"] == pytest.approx(2e7 / 1e-5 / 4000e9)  # the attention rows' copy rate
+
+
+def test_prefill_sweep_compares_the_engine_shape_with_the_fastest(data):
+    p = roofline.prefill_sweep(data).iloc[0]
+    assert (p["engine_us"], p["best_us"], p["sdpa_us"]) == pytest.approx((20, 10, 5))
+    assert p["best_shape"] == (32, 128, 4, 2)
 
 
 def test_floors_pick_the_largest_and_count_bytes_flops_and_launches():
