@@ -517,4 +517,19 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
         for n in range(1, 7):
             waiting[f"C{n}"] = ("part 10's runs (fused small-op kernels, retuned split-KV, kernel census and capacity), "
                                 f"whose rows will be in `{rel(roofline)}/`")
+    for keys, (stem, phase, grading_row) in CAMPAIGN_D.items():
+        if not any(grading_row(r) for r in results.read_rows(DATA / "paired" / stem)):
+            waiting |= {k: f"the paired campaign's `{phase}` phase (`python -m fusedlib.bench.campaign OUT --phase "
+                           f"{phase}`), whose rows will be in `{rel(DATA / 'paired' / stem)}`" for k in keys}
     return waiting
+
+
+# Set D's predictions -> the paired result set, the campaign phase and the kind of row that grade them.
+def _with_overlap(row: dict) -> bool:
+    return bool(row.get("overlap"))
+
+
+CAMPAIGN_D = {("D1", "D2", "D3", "D4"): ("arrivals", "part10", _with_overlap),
+              ("D5",): ("closed", "closed", _with_overlap),
+              ("D6",): ("peer", "peer", lambda row: row.get("workload") == "mixed_fixed"),
+              ("D7",): ("sensitivity", "sensitivity", _with_overlap)}

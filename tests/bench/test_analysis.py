@@ -83,12 +83,23 @@ def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_
     monkeypatch.setattr(bookdata, "campaign_of", lambda commit: campaign[commit])
     monkeypatch.setattr(bookdata, "DATA", tmp_path)  # no part 10 rows: set C is open
     part10 = [f"C{i}" for i in range(1, 7)]
+    overlap = [f"D{i}" for i in range(1, 8)]  # no overlap rows in the paired campaign: set D is open
     assert bookdata.same_machine_capacity(eager, graphed) is None
-    assert list(bookdata.open_predictions(eager, graphed)) == ["B11"] + part10
+    assert list(bookdata.open_predictions(eager, graphed)) == ["B11"] + part10 + overlap
     campaign["b"] = 1
     ep, gp, camp = bookdata.same_machine_capacity(eager, graphed)
     assert (ep["gain"], gp["gain"], camp) == (pytest.approx(0.6), pytest.approx(0.25), 1)
-    assert list(bookdata.open_predictions(eager, graphed)) == part10
+    assert list(bookdata.open_predictions(eager, graphed)) == part10 + overlap
     (tmp_path / "roofline").mkdir()
     (tmp_path / "roofline" / "census.jsonl").write_text("{}\n")
+    assert list(bookdata.open_predictions(eager, graphed)) == overlap
+    (tmp_path / "paired").mkdir()
+    (tmp_path / "paired" / "arrivals.jsonl").write_text('{"overlap": false}\n')
+    assert list(bookdata.open_predictions(eager, graphed)) == overlap  # rows, but none with overlap
+    (tmp_path / "paired" / "arrivals.jsonl").write_text('{"overlap": true}\n')
+    (tmp_path / "paired" / "sensitivity.jsonl").write_text('{"overlap": true}\n')
+    assert list(bookdata.open_predictions(eager, graphed)) == ["D5", "D6"]
+    (tmp_path / "paired" / "closed.jsonl").write_text('{"overlap": true}\n')
+    assert list(bookdata.open_predictions(eager, graphed)) == ["D6"]
+    (tmp_path / "paired" / "peer.jsonl").write_text('{"workload": "mixed_fixed"}\n')
     assert bookdata.open_predictions(eager, graphed) == {}
