@@ -300,10 +300,9 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               "kv1k_mb": f"{av.loc[1024, 'kv_mb']:.0f} MB"}
     if rf.rows.read_rows(data / "roofline/prefill"):
         pf = rf.prefill_sweep(data).set_index("case")
-        first, later = pf.loc["first chunk"], pf.loc["chunk after 2 chunks"]
+        first = pf.loc["first chunk"]
         t |= {"pre_first": f"{first['engine_us']:.1f} µs ({first['engine_tflops']:.0f} TFLOP/s)",
-              "pre_first_sdpa": f"{first['sdpa_us']:.1f} µs", "pre_later": f"{later['engine_us']:.1f} µs",
-              "pre_later_best": f"{later['best_us']:.1f} µs", "pre_later_block_n": str(later["best_shape"][1])}
+              "pre_first_sdpa": f"{first['sdpa_us']:.1f} µs"}
     census_all = pd.DataFrame(rf.rows.read_rows(data / "roofline/census"))
     variant = census_all[~census_all["git_commit"].isin(rf.first_run(census_all)["git_commit"])]
     variant = variant[(variant["config"] == rf.PART10) & (variant["step"] == "decode")]
