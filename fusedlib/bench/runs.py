@@ -67,7 +67,7 @@ def make_engine(spec: RunSpec, **engine_kw) -> Engine:
         torch.cuda.empty_cache()
     return Engine(model, kind=spec.engine, max_batch=spec.max_batch, chunk_tokens=spec.chunk_tokens,
                   attention=spec.attention, cuda_graphs=spec.cuda_graphs, graph_chunks=spec.graph_chunks,
-                  **engine_kw)
+                  overlap=spec.overlap, **engine_kw)
 
 
 def spec_workload(spec: RunSpec, name: str, n: int, seed: int, vocab_size: int) -> workloads.Workload:
@@ -249,7 +249,9 @@ def _copy_bandwidth(device: str) -> float | None:
 
 def step_trace(spec: RunSpec, out=None) -> list[dict]:
     """The disturbance workload (64 mixed requests through `max_batch` rows, all queued at
-    time zero) with sync-accurate step timing. Rows, told apart by `record`:
+    time zero) with sync-accurate step timing (with overlap: host-clock steps, whose duration
+    is the time from one step's start to the next's, beside their GPU time). Rows, told apart
+    by `record`:
       step     one per step: kind, chunk tokens, decode rows, forwards, start, duration
       request  one per request: its consecutive token gaps (every request is an incumbent
                once it decodes; its gaps are what other requests' admission costs it)
@@ -260,7 +262,11 @@ def step_trace(spec: RunSpec, out=None) -> list[dict]:
         return []
     key = spec.row_fields()
     engine, prompts, budgets = _warm_on_disturbance(spec)
-    engine.clock = synced_clock(spec.profile_spec.device)
+    if not spec.overlap:
+        # A synced clock would wait for the GPU at every stamp: with overlap that puts the host
+        # back on the critical path the run measures, so there steps are stamped on the host's
+        # clock and the GPU's share comes from the engine's events.
+        engine.clock = synced_clock(spec.profile_spec.device)
     with HostMeter() as host, engine.record_steps() as steps:
         t0 = engine.clock()
         reqs = [engine.add_request(p, b, arrival=t0) for p, b in zip(prompts, budgets)]
@@ -390,8 +396,8 @@ def gates(spec: RunSpec, out=None) -> list[dict]:
     model = model_for(spec)
     model.fused_ops = spec.fused_ops
     reports = checks.run_all(model, attentions=attentions, cuda_graphs=spec.cuda_graphs,
-                             graph_chunks=spec.graph_chunks)
-    own = ("attention", "fused_ops", "cuda_graphs", "graph_chunks")
+                             graph_chunks=spec.graph_chunks, overlap=spec.overlap)
+    own = ("attention", "fused_ops", "cuda_graphs", "graph_chunks", "overlap")
     which = {k: v for k, v in spec.row_fields().items() if k not in own}  # each report names its own
     prov = telemetry.provenance()
     return store(out, [{**which, **row, **prov} for row in checks.report_rows(reports)])

@@ -30,7 +30,8 @@ from ..config import PRESETS
 # 1: rows from before the run specification (an option missing from a row was unset).
 # 2: every option of the experiment in every row.
 # 3: adds fused_ops (rows before it ran the reference ops), warmup and comparison (ABBA campaigns).
-SCHEMA_VERSION = 3
+# 4: adds overlap (rows before it waited for each step's tokens before planning the next).
+SCHEMA_VERSION = 4
 
 
 class SpecError(ValueError):
@@ -84,9 +85,9 @@ WORKLOADS = ("mixed", "p256")
 
 # Experiments by the name their rows carry, and the options each takes (besides profile).
 _ENGINE_SETUP = ("engine", "model", "attention", "max_batch", "chunk_tokens", "cuda_graphs", "graph_chunks",
-                 "fused_ops")
+                 "fused_ops", "overlap")
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
-    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "fused_ops"),
+    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "fused_ops", "overlap"),
     "kernel_gate": (),
     "layout_bench": (),
     "splitkv_sweep": (),
@@ -164,6 +165,9 @@ OPTIONS = {o.name: o for o in [
     Option("fused_ops", None, _BOOL,
            "the fused small-op kernels (add+RMSNorm, rotary+cache write, SiLU*mul) or the reference "
            "PyTorch ops of parts 7-9 (default: the profile's, full fused, smoke reference)", before=False),
+    Option("overlap", False, _BOOL,
+           "plan, pack and launch step n+1 before reading step n's tokens back, so host work runs "
+           "while the GPU works (EngineConfig.overlap)", before=False),
     Option("workload", "mixed", _choice(WORKLOADS), "the mixed draw, or p256 (the uniform control)", sweep=True),
     Option("batch_size", 32, _int(1), "requests per closed batch", sweep=True),
     Option("seed", 0, _int(0), "workload and arrival seed", sweep=True),
@@ -215,6 +219,7 @@ class RunSpec:
     cuda_graphs: bool
     graph_chunks: bool
     fused_ops: bool
+    overlap: bool
     workload: str
     batch_size: int
     seed: int

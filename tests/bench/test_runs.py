@@ -241,6 +241,31 @@ def test_transformers_peer_open_loop_serves_the_arrivals_requests(tmp_path):
     assert peer.arrivals(spec, out=tmp_path / "p") == []
 
 
+def test_overlap_reaches_the_engine_and_serves_the_same_tokens(tmp_path):
+    spec = smoke("arrivals", engine="fused", rate=400.0, n_requests=12)
+    assert runs.make_engine(spec.but(overlap=True).resolved()).config.overlap is True
+    assert runs.make_engine(spec.resolved()).config.overlap is False
+    (plain,) = runs.arrivals(spec, out=tmp_path / "a")
+    (overlapped,) = runs.arrivals(spec.but(overlap=True), out=tmp_path / "a")  # not taken for the stored run
+    assert (plain["overlap"], overlapped["overlap"]) == (False, True)
+    for field in ("n_completed", "n_prompt_tokens", "n_output_tokens"):
+        assert overlapped[field] == plain[field], field
+    # The step trace with overlap stamps steps on the host's clock and takes the same steps.
+    trace = {o: [(r["kind"], r["n_decode"]) for r in runs.step_trace(smoke("step_trace", engine="fused", warmups=0,
+                                                                         overlap=o)) if r["record"] == "step"]
+             for o in (False, True)}
+    assert trace[True] == trace[False]
+
+
+def test_gates_with_overlap_pass_and_each_row_names_its_own(tmp_path):
+    got = runs.gates(smoke("gates", overlap=True), out=tmp_path / "g")
+    assert all(r["passed"] for r in got), [r for r in got if not r["passed"]]
+    overlap = {r["gate"]: r.get("overlap") for r in got}
+    # The mixed-step gate calls the model directly and transformers' gate builds plain engines.
+    assert overlap == {"fused_vs_chunked": True, "tiny_pool": True, "poisoning": True, "mixed_step": False,
+                       "transformers": None}
+
+
 def test_full_profile_needs_a_gpu(monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     with pytest.raises(SpecError, match="smoke"):
