@@ -77,7 +77,10 @@ def spec_workload(spec: RunSpec, name: str, n: int, seed: int, vocab_size: int) 
         return workloads.mixed(n, seed=seed, lengths=p.lengths, budget=p.budget, vocab_size=vocab_size)
     if name == "p256":
         return workloads.p256(n, seed=seed, budget=p.p256_budget, length=p.p256_length, vocab_size=vocab_size)
-    raise ValueError(f"unknown workload {name!r}; choose mixed or p256")
+    if name == "mixed_fixed":
+        return workloads.mixed(n, seed=seed, lengths=p.lengths, budget=(p.p256_budget, p.p256_budget),
+                               vocab_size=vocab_size)
+    raise ValueError(f"unknown workload {name!r}; choose mixed, p256 or mixed_fixed")
 
 
 def already_done(out, spec: RunSpec) -> bool:
@@ -147,9 +150,11 @@ def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
 
 # ---------------------------------------------------------------------------- closed
 def closed(spec: RunSpec, out=None) -> list[dict]:
-    """The whole batch submitted at time zero, wall time to its last token. One row per
-    recorded repeat (stat='run') and one median row (stat='median'); all rows of a
-    configuration are stored together, so a killed run leaves none of them half-written."""
+    """The whole batch submitted at time zero, wall time to its last token, `warmups` then
+    `repeats` passes on one engine. One row per pass (stat='warmup', recorded and left out of
+    the median, or stat='run'; `pass` numbers them from 0, warm-ups first) and one median row
+    (stat='median') of the measured passes; all rows of a run are stored together, so a killed
+    run leaves none of them half-written."""
     spec = check_here(spec)
     if already_done(out, spec):
         return []
@@ -159,7 +164,7 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
     prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
     n_out = sum(budgets)
     device = spec.profile_spec.device
-    measured = []
+    passes = []
     for i in range(spec.warmups + spec.repeats):
         sync(device)
         with HostMeter() as host, engine.record_steps() as steps:
@@ -167,17 +172,16 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
             engine.generate(prompts, budgets)
             sync(device)
             wall = time.perf_counter() - t0
-        if i >= spec.warmups:
-            measured.append({**key, "stat": "run", "repeat": i - spec.warmups, "wall_s": wall,
-                             "n_output_tokens": n_out, "output_throughput": n_out / wall,
-                             "request_throughput": spec.batch_size / wall,
-                             **_step_counts(engine, steps), **host.fields})
+        passes.append({**key, "stat": "warmup" if i < spec.warmups else "run", "pass": i, "wall_s": wall,
+                       "n_output_tokens": n_out, "output_throughput": n_out / wall,
+                       "request_throughput": spec.batch_size / wall, **_step_counts(engine, steps), **host.fields})
+    measured = passes[spec.warmups:]
     wall = statistics.median(r["wall_s"] for r in measured)
-    last = {k: v for k, v in measured[-1].items() if not k.startswith("host_")}  # per-run readings only
-    measured.append({**last, "stat": "median", "repeat": None, "wall_s": wall,
-                     "output_throughput": n_out / wall, "request_throughput": spec.batch_size / wall})
+    last = {k: v for k, v in measured[-1].items() if not k.startswith("host_")}  # per-pass readings only
+    passes.append({**last, "stat": "median", "pass": None, "wall_s": wall,
+                   "output_throughput": n_out / wall, "request_throughput": spec.batch_size / wall})
     prov = telemetry.provenance()
-    return store(out, [{**r, **prov} for r in measured])
+    return store(out, [{**r, **prov} for r in passes])
 
 
 # ---------------------------------------------------------------------------- open loop

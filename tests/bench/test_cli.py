@@ -116,7 +116,7 @@ BAD_VALUES = [  # (arguments, the one line's ending): each used to write rows, o
     (["arrivals", "--rates", "0"], "--rates must be a number > 0, got 0.0"),
     (["arrivals", "--model", "/nonexistent"], "got '/nonexistent' (no such folder here)"),
     (["closed", "--max-batch", "0"], "--max-batch must be an integer >= 1, got 0"),
-    (["closed", "--workload", "foo"], "--workload must be one of mixed, p256, got 'foo'"),
+    (["closed", "--workload", "foo"], "--workload must be one of mixed, p256, mixed_fixed, got 'foo'"),
     (["arrivals", "--pool-gib", "-1"], "--pool-gib must be a number > 0, got -1.0"),
     (["arrivals", "--rates", "abc"], "argument --rates: must be a number > 0, got 'abc'"),
     (["step-trace", "--profile", "full"], "--profile full needs a CUDA GPU; use smoke on a CPU"),

@@ -43,7 +43,7 @@ def test_resolved_fills_the_profiles_defaults_and_keeps_given_values():
     closed = RunSpec.build("closed", profile="smoke").resolved()
     assert (closed.warmups, closed.repeats) == (2, 5)
     peer = RunSpec.build("peer", profile="smoke").resolved()
-    assert (peer.warmups, peer.repeats) == (1, 3)
+    assert (peer.warmups, peer.repeats) == (2, 3)
 
 
 def test_rows_carry_every_option_of_the_experiment_and_the_schema_version():
