@@ -68,8 +68,8 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
     driven directly because `generate_batch` takes one max_new_tokens for all requests.
     Settings mirror our engine where transformers has them: at most `max_batch` requests
     and `chunk_tokens + max_batch` tokens per forward, a cache that holds the whole batch
-    (in transformers' default pages), EOS disabled, greedy. Rows are shaped like closed()'s,
-    with engine='transformers'."""
+    (in transformers' default pages), EOS disabled, greedy. Rows are shaped like closed()'s
+    (warm-up passes recorded as stat='warmup'), with engine='transformers'."""
     spec = check_here(spec)
     if already_done(out, spec):
         return []
@@ -86,15 +86,14 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
             outputs = _collect(manager, ids)
             sync(device)
             wall = time.perf_counter() - t0
-            if i >= spec.warmups:
-                got = sum(len(outputs[k].generated_tokens) for k in ids)
-                rows.append({**key, "stat": "run", "repeat": i - spec.warmups, "wall_s": wall,
-                             "n_output_tokens": got, "output_throughput": got / wall,
-                             "request_throughput": batch_size / wall})
+            got = sum(len(outputs[k].generated_tokens) for k in ids)
+            rows.append({**key, "stat": "warmup" if i < spec.warmups else "run", "pass": i, "wall_s": wall,
+                         "n_output_tokens": got, "output_throughput": got / wall,
+                         "request_throughput": batch_size / wall})
     if any(r["n_output_tokens"] != n_out for r in rows):
         raise RuntimeError("transformers generated a different number of tokens than requested")
-    wall = statistics.median(r["wall_s"] for r in rows)
-    rows.append({**rows[-1], "stat": "median", "repeat": None, "wall_s": wall,
+    wall = statistics.median(r["wall_s"] for r in rows[spec.warmups:])
+    rows.append({**rows[-1], "stat": "median", "pass": None, "wall_s": wall,
                  "output_throughput": n_out / wall, "request_throughput": batch_size / wall})
     prov = telemetry.provenance()
     return store(out, [{**r, **prov} for r in rows])
@@ -108,7 +107,8 @@ def arrivals(spec: RunSpec, out=None) -> list[dict]:
     same metrics.summarize fields as ours. Settings as in `closed`.
     Before the clock starts, the manager serves `warmups` closed batches of `max_batch`
     requests drawn with another seed: on the H200 its first batch ran 2.4x slower than the
-    next ones (session 2's closed peer), a cost our engines pay at construction."""
+    next ones (session 2's closed peer), a cost our engines pay at construction. Their wall
+    times are recorded in the row (`warmup_wall_s`), and left out of every metric."""
     spec = check_here(spec)
     if already_done(out, spec):
         return []
@@ -116,11 +116,13 @@ def arrivals(spec: RunSpec, out=None) -> list[dict]:
     specs = workloads.poisson_arrivals(spec_workload(spec, "mixed", spec.n_requests, spec.seed, vocab),
                                        spec.rate, seed=spec.seed)
     warm = spec_workload(spec, "mixed", spec.max_batch, spec.seed + 1, vocab)
-    arrival = {}
+    arrival, warmup_walls = {}, []
     with _transformers_batching(spec, specs + warm) as manager:
         for _ in range(spec.warmups):
+            t0 = time.perf_counter()
             _collect(manager, [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1)
                                for r in warm])
+            warmup_walls.append(time.perf_counter() - t0)
         with HostMeter() as host:
             t0 = time.perf_counter()
             for r in specs:
@@ -133,7 +135,8 @@ def arrivals(spec: RunSpec, out=None) -> list[dict]:
                 "prompt_len": len(o.prompt_ids)} for rid, o in outputs.items()]
     if sum(len(o.generated_tokens) for o in outputs.values()) != sum(r.max_new_tokens for r in specs):
         raise RuntimeError("transformers generated a different number of tokens than requested")
-    return store(out, [{**spec.row_fields(), **metrics.summarize(records), **host.fields, **telemetry.provenance()}])
+    return store(out, [{**spec.row_fields(), **metrics.summarize(records), "warmup_wall_s": warmup_walls,
+                        **host.fields, **telemetry.provenance()}])
 
 
 def _transformers_batching(spec: RunSpec, specs: workloads.Workload):

@@ -67,7 +67,7 @@ def make_engine(spec: RunSpec, **engine_kw) -> Engine:
         torch.cuda.empty_cache()
     return Engine(model, kind=spec.engine, max_batch=spec.max_batch, chunk_tokens=spec.chunk_tokens,
                   attention=spec.attention, cuda_graphs=spec.cuda_graphs, graph_chunks=spec.graph_chunks,
-                  **engine_kw)
+                  overlap=spec.overlap, **engine_kw)
 
 
 def spec_workload(spec: RunSpec, name: str, n: int, seed: int, vocab_size: int) -> workloads.Workload:
@@ -77,7 +77,10 @@ def spec_workload(spec: RunSpec, name: str, n: int, seed: int, vocab_size: int) 
         return workloads.mixed(n, seed=seed, lengths=p.lengths, budget=p.budget, vocab_size=vocab_size)
     if name == "p256":
         return workloads.p256(n, seed=seed, budget=p.p256_budget, length=p.p256_length, vocab_size=vocab_size)
-    raise ValueError(f"unknown workload {name!r}; choose mixed or p256")
+    if name == "mixed_fixed":
+        return workloads.mixed(n, seed=seed, lengths=p.lengths, budget=(p.p256_budget, p.p256_budget),
+                               vocab_size=vocab_size)
+    raise ValueError(f"unknown workload {name!r}; choose mixed, p256 or mixed_fixed")
 
 
 def already_done(out, spec: RunSpec) -> bool:
@@ -147,9 +150,11 @@ def _open_run(engine: Engine, specs: workloads.Workload) -> dict:
 
 # ---------------------------------------------------------------------------- closed
 def closed(spec: RunSpec, out=None) -> list[dict]:
-    """The whole batch submitted at time zero, wall time to its last token. One row per
-    recorded repeat (stat='run') and one median row (stat='median'); all rows of a
-    configuration are stored together, so a killed run leaves none of them half-written."""
+    """The whole batch submitted at time zero, wall time to its last token, `warmups` then
+    `repeats` passes on one engine. One row per pass (stat='warmup', recorded and left out of
+    the median, or stat='run'; `pass` numbers them from 0, warm-ups first) and one median row
+    (stat='median') of the measured passes; all rows of a run are stored together, so a killed
+    run leaves none of them half-written."""
     spec = check_here(spec)
     if already_done(out, spec):
         return []
@@ -159,7 +164,7 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
     prompts, budgets = [r.prompt for r in specs], [r.max_new_tokens for r in specs]
     n_out = sum(budgets)
     device = spec.profile_spec.device
-    measured = []
+    passes = []
     for i in range(spec.warmups + spec.repeats):
         sync(device)
         with HostMeter() as host, engine.record_steps() as steps:
@@ -167,17 +172,16 @@ def closed(spec: RunSpec, out=None) -> list[dict]:
             engine.generate(prompts, budgets)
             sync(device)
             wall = time.perf_counter() - t0
-        if i >= spec.warmups:
-            measured.append({**key, "stat": "run", "repeat": i - spec.warmups, "wall_s": wall,
-                             "n_output_tokens": n_out, "output_throughput": n_out / wall,
-                             "request_throughput": spec.batch_size / wall,
-                             **_step_counts(engine, steps), **host.fields})
+        passes.append({**key, "stat": "warmup" if i < spec.warmups else "run", "pass": i, "wall_s": wall,
+                       "n_output_tokens": n_out, "output_throughput": n_out / wall,
+                       "request_throughput": spec.batch_size / wall, **_step_counts(engine, steps), **host.fields})
+    measured = passes[spec.warmups:]
     wall = statistics.median(r["wall_s"] for r in measured)
-    last = {k: v for k, v in measured[-1].items() if not k.startswith("host_")}  # per-run readings only
-    measured.append({**last, "stat": "median", "repeat": None, "wall_s": wall,
-                     "output_throughput": n_out / wall, "request_throughput": spec.batch_size / wall})
+    last = {k: v for k, v in measured[-1].items() if not k.startswith("host_")}  # per-pass readings only
+    passes.append({**last, "stat": "median", "pass": None, "wall_s": wall,
+                   "output_throughput": n_out / wall, "request_throughput": spec.batch_size / wall})
     prov = telemetry.provenance()
-    return store(out, [{**r, **prov} for r in measured])
+    return store(out, [{**r, **prov} for r in passes])
 
 
 # ---------------------------------------------------------------------------- open loop
@@ -249,7 +253,9 @@ def _copy_bandwidth(device: str) -> float | None:
 
 def step_trace(spec: RunSpec, out=None) -> list[dict]:
     """The disturbance workload (64 mixed requests through `max_batch` rows, all queued at
-    time zero) with sync-accurate step timing. Rows, told apart by `record`:
+    time zero) with sync-accurate step timing (with overlap: host-clock steps, whose duration
+    is the time from one step's start to the next's, beside their GPU time). Rows, told apart
+    by `record`:
       step     one per step: kind, chunk tokens, decode rows, forwards, start, duration
       request  one per request: its consecutive token gaps (every request is an incumbent
                once it decodes; its gaps are what other requests' admission costs it)
@@ -260,7 +266,11 @@ def step_trace(spec: RunSpec, out=None) -> list[dict]:
         return []
     key = spec.row_fields()
     engine, prompts, budgets = _warm_on_disturbance(spec)
-    engine.clock = synced_clock(spec.profile_spec.device)
+    if not spec.overlap:
+        # A synced clock would wait for the GPU at every stamp: with overlap that puts the host
+        # back on the critical path the run measures, so there steps are stamped on the host's
+        # clock and the GPU's share comes from the engine's events.
+        engine.clock = synced_clock(spec.profile_spec.device)
     with HostMeter() as host, engine.record_steps() as steps:
         t0 = engine.clock()
         reqs = [engine.add_request(p, b, arrival=t0) for p, b in zip(prompts, budgets)]
@@ -390,8 +400,8 @@ def gates(spec: RunSpec, out=None) -> list[dict]:
     model = model_for(spec)
     model.fused_ops = spec.fused_ops
     reports = checks.run_all(model, attentions=attentions, cuda_graphs=spec.cuda_graphs,
-                             graph_chunks=spec.graph_chunks)
-    own = ("attention", "fused_ops", "cuda_graphs", "graph_chunks")
+                             graph_chunks=spec.graph_chunks, overlap=spec.overlap)
+    own = ("attention", "fused_ops", "cuda_graphs", "graph_chunks", "overlap")
     which = {k: v for k, v in spec.row_fields().items() if k not in own}  # each report names its own
     prov = telemetry.provenance()
     return store(out, [{**which, **row, **prov} for row in checks.report_rows(reports)])

@@ -30,7 +30,10 @@ from ..config import PRESETS
 # 1: rows from before the run specification (an option missing from a row was unset).
 # 2: every option of the experiment in every row.
 # 3: adds fused_ops (rows before it ran the reference ops), warmup and comparison (ABBA campaigns).
-SCHEMA_VERSION = 3
+# 4: adds overlap (rows before it waited for each step's tokens before planning the next); closed
+#    and sensitivity take repeat, warmup and comparison (ABBA campaigns), so the passes inside one
+#    closed run, numbered `repeat` in closed and peer rows before, are numbered `pass`.
+SCHEMA_VERSION = 4
 
 
 class SpecError(ValueError):
@@ -80,25 +83,32 @@ PROFILES = {
 }
 
 ENGINES = ("fused", "chunked")
-WORKLOADS = ("mixed", "p256")
+# mixed_fixed: the mixed prompt lengths, each with the uniform control's fixed budget (full: 128
+# new tokens), part 10's closed target against transformers
+WORKLOADS = ("mixed", "p256", "mixed_fixed")
 
 # Experiments by the name their rows carry, and the options each takes (besides profile).
 _ENGINE_SETUP = ("engine", "model", "attention", "max_batch", "chunk_tokens", "cuda_graphs", "graph_chunks",
-                 "fused_ops")
+                 "fused_ops", "overlap")
+# What places a run in an ABBA campaign (campaign.py): its number, whether it is a warm-up, its comparison.
+_PAIRED = ("repeat", "warmup", "comparison")
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
-    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "fused_ops"),
+    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "fused_ops", "overlap"),
     "kernel_gate": (),
     "layout_bench": (),
     "splitkv_sweep": (),
-    "closed": _ENGINE_SETUP + ("workload", "batch_size", "seed", "warmups", "repeats"),
-    "arrivals": _ENGINE_SETUP + ("rate", "n_requests", "seed", "pool_gib", "repeat", "warmup", "comparison"),
+    "closed": _ENGINE_SETUP + ("workload", "batch_size", "seed", "warmups", "repeats") + _PAIRED,
+    "arrivals": _ENGINE_SETUP + ("rate", "n_requests", "seed", "pool_gib") + _PAIRED,
     "step_trace": _ENGINE_SETUP + ("seed", "warmups"),
     "step_profile": _ENGINE_SETUP + ("seed", "warmups", "profiled_steps", "top_ops"),
-    "sensitivity": _ENGINE_SETUP + ("rate", "n_requests", "seed", "long_share"),
+    "sensitivity": _ENGINE_SETUP + ("rate", "n_requests", "seed", "long_share") + _PAIRED,
     # transformers' continuous batching: its own attention, no graphs of ours
     "peer": ("model", "max_batch", "chunk_tokens", "workload", "batch_size", "seed", "warmups", "repeats"),
     "peer_arrivals": ("model", "max_batch", "chunk_tokens", "rate", "n_requests", "seed", "warmups"),
 }
+# Options an experiment takes only from a schema version on: a row from before reads the option's
+# value_before even where it has a column of that name (closed rows numbered their passes `repeat`).
+TAKEN_FROM = {("closed", "repeat"): 4}
 # Where each experiment's rows go, under a rows folder (rows.data_dir): "<folder>/<stem>".
 RESULT_SETS = {"gates": "gates/runs", "kernel_gate": "kernels/kernel_gate", "layout_bench": "kernels/layout_bench",
                "splitkv_sweep": "kernels/splitkv_sweep", "closed": "closed/runs", "arrivals": "arrivals/runs",
@@ -164,24 +174,31 @@ OPTIONS = {o.name: o for o in [
     Option("fused_ops", None, _BOOL,
            "the fused small-op kernels (add+RMSNorm, rotary+cache write, SiLU*mul) or the reference "
            "PyTorch ops of parts 7-9 (default: the profile's, full fused, smoke reference)", before=False),
-    Option("workload", "mixed", _choice(WORKLOADS), "the mixed draw, or p256 (the uniform control)", sweep=True),
+    Option("overlap", False, _BOOL,
+           "plan, pack and launch step n+1 before reading step n's tokens back, so host work runs "
+           "while the GPU works (EngineConfig.overlap)", before=False),
+    Option("workload", "mixed", _choice(WORKLOADS),
+           "the mixed draw, p256 (the uniform control), or mixed_fixed (the mixed prompts, each with "
+           "the control's fixed budget)", sweep=True),
     Option("batch_size", 32, _int(1), "requests per closed batch", sweep=True),
     Option("seed", 0, _int(0), "workload and arrival seed", sweep=True),
     Option("warmups", None, _int(0),
-           "discarded runs before the measured ones (default: closed 2, peer 1, peer open loop 2, "
-           "step-trace and step-profile 1)"),
-    Option("repeats", None, _int(1), "recorded runs, their median a row of its own (default: closed 5, peer 3)"),
+           "discarded passes before the measured ones (default: closed 2, peer 2, peer open loop 2, "
+           "step-trace and step-profile 1); closed and peer record theirs as stat=warmup rows"),
+    Option("repeats", None, _int(1), "measured passes, their median a row of its own (default: closed 5, peer 3)"),
     Option("rate", None, _number(lambda v: v > 0, "a number > 0"),
            "Poisson arrival rate, requests/s (arrivals: the profile's sweep, full 4..40, smoke 50..400; "
            "sensitivity: the profile's capacity rate, full 40, smoke 400)", sweep=True),
     Option("n_requests", None, _int(1), "open-loop requests per run (default: the profile's, full 400, smoke 60)"),
     Option("pool_gib", None, _number(lambda v: v > 0, "a number > 0"), "cap the KV pool at this many GiB (default: the engine's default pool)",
            none_ok=True),
-    Option("repeat", 0, _int(0), "arrivals: which run of the same configuration this is (0: the first)"),
-    Option("warmup", False, _BOOL, "arrivals: a warm-up run, recorded but left out of every comparison"),
+    Option("repeat", 0, _int(0),
+           "arrivals, closed, sensitivity: which run of the same configuration this is (0: the first)"),
+    Option("warmup", False, _BOOL,
+           "arrivals, closed, sensitivity: a warm-up run, recorded but left out of every comparison"),
     Option("comparison", None, (str, lambda v: isinstance(v, str) and v.strip() != "", "a non-empty name"),
-           "arrivals: the ABBA comparison a run belongs to, so each comparison's pairs are its own "
-           "runs, interleaved in time (none: a run of no comparison)", none_ok=True),
+           "arrivals, closed, sensitivity: the ABBA comparison a run belongs to, so each comparison's "
+           "pairs are its own runs, interleaved in time (none: a run of no comparison)", none_ok=True),
     Option("long_share", None, _number(lambda v: 0 <= v <= 1, "a number in [0, 1], or none for the plain mixed draw"),
            "sensitivity: the share of longest-length prompts in the draw (none: the plain mixed draw)",
            sweep=True, none_ok=True),
@@ -189,7 +206,8 @@ OPTIONS = {o.name: o for o in [
     Option("top_ops", 12, _int(1), "step-profile: host ops listed per step kind and quarter"),
 ]}
 # Defaults that differ by experiment (None elsewhere: the experiment does not take the option).
-_BY_EXPERIMENT = {"warmups": {"closed": 2, "peer": 1, "peer_arrivals": 2, "step_trace": 1, "step_profile": 1},
+# The peer takes 2 warm-ups: on the H200 its first pass after one warm-up still took 2.4x the next.
+_BY_EXPERIMENT = {"warmups": {"closed": 2, "peer": 2, "peer_arrivals": 2, "step_trace": 1, "step_profile": 1},
                   "repeats": {"closed": 5, "peer": 3}}
 
 
@@ -215,6 +233,7 @@ class RunSpec:
     cuda_graphs: bool
     graph_chunks: bool
     fused_ops: bool
+    overlap: bool
     workload: str
     batch_size: int
     seed: int
@@ -298,14 +317,17 @@ class RunSpec:
 
 def stored_options(row: dict) -> dict | None:
     """The options a stored row was run with, as `RunSpec.options()` gives them, reading a
-    schema-1 row (an option it lacks was unset then) with each missing option's default.
+    row from before an option (it lacks the option, or predates TAKEN_FROM) with the value
+    runs had then.
     None for a row of no known experiment."""
     experiment = row.get("experiment")
     if experiment not in EXPERIMENTS:
         return None
     out = {"experiment": experiment, "profile": row.get("profile")}
+    version = row.get("schema_version") or 1
     for name in EXPERIMENTS[experiment]:
-        out[name] = row[name] if name in row else OPTIONS[name].value_before
+        taken = name in row and version >= TAKEN_FROM.get((experiment, name), 0)
+        out[name] = row[name] if taken else OPTIONS[name].value_before
     if experiment in ("peer", "peer_arrivals"):
         out.update(engine=row.get("engine"), attention=row.get("attention"))
     return out

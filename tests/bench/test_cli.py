@@ -116,7 +116,7 @@ BAD_VALUES = [  # (arguments, the one line's ending): each used to write rows, o
     (["arrivals", "--rates", "0"], "--rates must be a number > 0, got 0.0"),
     (["arrivals", "--model", "/nonexistent"], "got '/nonexistent' (no such folder here)"),
     (["closed", "--max-batch", "0"], "--max-batch must be an integer >= 1, got 0"),
-    (["closed", "--workload", "foo"], "--workload must be one of mixed, p256, got 'foo'"),
+    (["closed", "--workload", "foo"], "--workload must be one of mixed, p256, mixed_fixed, got 'foo'"),
     (["arrivals", "--pool-gib", "-1"], "--pool-gib must be a number > 0, got -1.0"),
     (["arrivals", "--rates", "abc"], "argument --rates: must be a number > 0, got 'abc'"),
     (["step-trace", "--profile", "full"], "--profile full needs a CUDA GPU; use smoke on a CPU"),
@@ -158,3 +158,13 @@ def test_step_profile_prints_no_profiler_noise(tmp_path):
     proc = _cli("step-profile", "--engine", "chunked", "--profiled-steps", "3", "--out", str(tmp_path / "p"))
     assert proc.returncode == 0, proc.stderr
     assert "USDT" not in proc.stdout + proc.stderr and "profiler_start" not in proc.stderr
+
+
+def test_overlap_flag_reaches_every_run_it_asks_for():
+    from fusedlib.bench.cli import specs_from_args
+
+    _, specs = specs_from_args(parser().parse_args(["arrivals", "--profile", "smoke", "--rates", "50,100",
+                                                    "--overlap"]))
+    assert len(specs) == 4 and all(s.overlap for s in specs)
+    _, specs = specs_from_args(parser().parse_args(["arrivals", "--profile", "smoke", "--rates", "50"]))
+    assert not any(s.overlap for s in specs)

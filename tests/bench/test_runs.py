@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from fusedlib.bench import metrics, peer, rows, runs, telemetry, workloads
-from fusedlib.bench.spec import PROFILES, RunSpec, SpecError
+from fusedlib.bench.spec import PROFILES, RunSpec, SpecError, stored_options
 from fusedlib.engine import Engine
 
 SMOKE = PROFILES["smoke"]
@@ -161,15 +161,39 @@ def test_every_published_row_reads_back_as_a_spec():
 def test_closed_rows_runs_and_median(tmp_path):
     got = runs.closed(smoke("closed", engine="chunked", workload="p256", batch_size=6, warmups=1, repeats=3),
                       out=tmp_path / "c")
+    (warmup,) = [r for r in got if r["stat"] == "warmup"]  # recorded, left out of the median
     measured = [r for r in got if r["stat"] == "run"]
     (median,) = [r for r in got if r["stat"] == "median"]
-    assert [r["repeat"] for r in measured] == [0, 1, 2]
+    assert warmup["pass"] == 0 and [r["pass"] for r in measured] == [1, 2, 3] and median["pass"] is None
     assert median["wall_s"] == statistics.median(r["wall_s"] for r in measured)
     assert all(r["n_output_tokens"] == 6 * SMOKE.p256_budget for r in got)
     assert measured[0]["n_steps"] > 0 and measured[0]["n_forwards"] >= measured[0]["n_steps"]
     assert all(r["host_wall_s"] >= r["wall_s"] and r["host_cpu_s"] > 0 for r in measured)
-    assert "host_wall_s" not in median  # a reading of one run, not of the median
-    assert len(rows.load(tmp_path / "c")) == 4
+    assert "host_wall_s" not in median  # a reading of one pass, not of the median
+    assert len(rows.load(tmp_path / "c")) == 5
+
+
+def test_closed_rows_from_before_schema_4_numbered_passes_not_runs(tmp_path):
+    # Until schema 4 a closed row's `repeat` numbered the passes inside one run; such rows
+    # are the run with repeat 0 (the only one there was), whatever their pass.
+    spec = smoke("closed", workload="p256", batch_size=6).resolved()
+    old = [{**spec.row_fields(), "schema_version": 3, "stat": stat, "repeat": number}
+           for stat, number in (("run", 3), ("median", None))]
+    for r in old:
+        for name in ("warmup", "comparison", "overlap"):
+            del r[name]
+    rows.append_rows(tmp_path / "c", old)
+    assert all(stored_options(r) == spec.options() for r in rows.read_rows(tmp_path / "c"))
+    assert runs.already_done(tmp_path / "c", spec)
+    assert not runs.already_done(tmp_path / "c", spec.but(repeat=3).resolved())
+
+
+def test_mixed_fixed_is_the_mixed_prompts_with_one_budget():
+    spec = smoke("closed", workload="mixed_fixed").resolved()
+    fixed = runs.spec_workload(spec, "mixed_fixed", 20, 0, 512)
+    mixed = runs.spec_workload(spec, "mixed", 20, 0, 512)
+    assert [len(r.prompt) for r in fixed] == [len(r.prompt) for r in mixed]
+    assert {r.max_new_tokens for r in fixed} == {SMOKE.p256_budget}
 
 
 def test_step_trace_rows_and_accounting():
@@ -223,7 +247,9 @@ def test_sensitivity_fixes_long_share_and_resumes(tmp_path):
 
 
 def test_transformers_peer_generates_every_token():
-    run, median = peer.closed(smoke("peer", batch_size=6, warmups=0, repeats=1))
+    warmup, run, median = peer.closed(smoke("peer", batch_size=6, warmups=1, repeats=1))
+    assert (warmup["stat"], warmup["pass"], run["pass"]) == ("warmup", 0, 1)
+    assert median["wall_s"] == run["wall_s"]  # the warm-up pass is left out
     specs = workloads.mixed(6, seed=0, lengths=SMOKE.lengths, budget=SMOKE.budget, vocab_size=512)
     assert run["n_output_tokens"] == sum(s.max_new_tokens for s in specs)
     assert median["stat"] == "median" and median["output_throughput"] > 0
@@ -238,7 +264,33 @@ def test_transformers_peer_open_loop_serves_the_arrivals_requests(tmp_path):
     assert row["n_completed"] == 10 and row["engine"] == "transformers"
     assert (row["n_prompt_tokens"], row["n_output_tokens"]) == (ours["n_prompt_tokens"], ours["n_output_tokens"])
     assert row["served_rate"] > 0 and row["queue_wait_median_s"] >= 0 and row["ttft_median_s"] > 0
+    assert len(row["warmup_wall_s"]) == 2 and all(w > 0 for w in row["warmup_wall_s"])  # recorded, not counted
     assert peer.arrivals(spec, out=tmp_path / "p") == []
+
+
+def test_overlap_reaches_the_engine_and_serves_the_same_tokens(tmp_path):
+    spec = smoke("arrivals", engine="fused", rate=400.0, n_requests=12)
+    assert runs.make_engine(spec.but(overlap=True).resolved()).config.overlap is True
+    assert runs.make_engine(spec.resolved()).config.overlap is False
+    (plain,) = runs.arrivals(spec, out=tmp_path / "a")
+    (overlapped,) = runs.arrivals(spec.but(overlap=True), out=tmp_path / "a")  # not taken for the stored run
+    assert (plain["overlap"], overlapped["overlap"]) == (False, True)
+    for field in ("n_completed", "n_prompt_tokens", "n_output_tokens"):
+        assert overlapped[field] == plain[field], field
+    # The step trace with overlap stamps steps on the host's clock and takes the same steps.
+    trace = {o: [(r["kind"], r["n_decode"]) for r in runs.step_trace(smoke("step_trace", engine="fused", warmups=0,
+                                                                         overlap=o)) if r["record"] == "step"]
+             for o in (False, True)}
+    assert trace[True] == trace[False]
+
+
+def test_gates_with_overlap_pass_and_each_row_names_its_own(tmp_path):
+    got = runs.gates(smoke("gates", overlap=True), out=tmp_path / "g")
+    assert all(r["passed"] for r in got), [r for r in got if not r["passed"]]
+    overlap = {r["gate"]: r.get("overlap") for r in got}
+    # The mixed-step gate calls the model directly and transformers' gate builds plain engines.
+    assert overlap == {"fused_vs_chunked": True, "tiny_pool": True, "poisoning": True, "mixed_step": False,
+                       "transformers": None}
 
 
 def test_full_profile_needs_a_gpu(monkeypatch):

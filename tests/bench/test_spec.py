@@ -43,7 +43,7 @@ def test_resolved_fills_the_profiles_defaults_and_keeps_given_values():
     closed = RunSpec.build("closed", profile="smoke").resolved()
     assert (closed.warmups, closed.repeats) == (2, 5)
     peer = RunSpec.build("peer", profile="smoke").resolved()
-    assert (peer.warmups, peer.repeats) == (1, 3)
+    assert (peer.warmups, peer.repeats) == (2, 3)
 
 
 def test_rows_carry_every_option_of_the_experiment_and_the_schema_version():
@@ -94,3 +94,18 @@ print("ok")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def test_overlap_is_an_engine_option_and_rows_from_before_it_ran_without():
+    for experiment in ("closed", "arrivals", "step_trace", "step_profile", "sensitivity", "gates"):
+        assert RunSpec.build(experiment, profile="smoke", overlap=True, rate=50.0 if "arr" in experiment else None
+                             ).resolved().options()["overlap"] is True
+    with pytest.raises(SpecError, match="overlap: does not apply to peer"):
+        RunSpec.build("peer", profile="smoke", overlap=True)
+    with pytest.raises(SpecError, match="overlap: must be true or false"):
+        RunSpec.build("closed", profile="smoke", overlap=1)
+    # A schema-3 row has no overlap column: it waited for every step's tokens.
+    spec = RunSpec.build("arrivals", profile="smoke", rate=50.0).resolved()
+    old = {k: v for k, v in spec.row_fields().items() if k != "overlap"} | {"schema_version": 3}
+    assert stored_options(old) == spec.options() and stored_options(old)["overlap"] is False
+    assert stored_options(old) != spec.but(overlap=True).resolved().options()
