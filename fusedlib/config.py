@@ -47,26 +47,6 @@ class ModelConfig:
             tie_word_embeddings=d.get("tie_word_embeddings", False),
         )
 
-    def to_hf_dict(self) -> dict:
-        """The config.json a transformers Qwen2 model needs to be this model."""
-        return {
-            "architectures": ["Qwen2ForCausalLM"],
-            "model_type": "qwen2",
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "intermediate_size": self.intermediate_size,
-            "num_hidden_layers": self.num_layers,
-            "num_attention_heads": self.num_heads,
-            "num_key_value_heads": self.num_kv_heads,
-            "head_dim": self.head_dim,
-            "rope_theta": self.rope_theta,
-            "rms_norm_eps": self.rms_norm_eps,
-            "max_position_embeddings": self.max_position_embeddings,
-            "tie_word_embeddings": self.tie_word_embeddings,
-            "hidden_act": "silu",
-            "use_sliding_window": False,
-        }
-
 
 PRESETS: dict[str, ModelConfig] = {
     # Qwen/Qwen2.5-1.5B's config.json: 1,543,714,304 parameters with tied embeddings.
