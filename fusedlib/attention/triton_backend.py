@@ -116,7 +116,13 @@ class TritonAttention:
         return table
 
     @staticmethod
-    def _output(q: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    def _output(q, k_cache, v_cache, out: torch.Tensor | None) -> torch.Tensor:
+        """`out` (checked) or a new tensor like q, after checking q against the caches."""
+        assert q.dtype == k_cache.dtype == v_cache.dtype, (q.dtype, k_cache.dtype)
+        assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
+        head_dim = q.shape[-1]
+        assert head_dim == k_cache.shape[-1] and head_dim & (head_dim - 1) == 0, head_dim
+        assert q.shape[1] % k_cache.shape[2] == 0, (q.shape, k_cache.shape)
         if out is None:
             return torch.empty_like(q)
         if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
@@ -124,18 +130,9 @@ class TritonAttention:
                              f"{q.dtype} with unit head_dim stride")
         return out
 
-    @staticmethod
-    def _check(q, k_cache, v_cache):
-        assert q.dtype == k_cache.dtype == v_cache.dtype, (q.dtype, k_cache.dtype)
-        assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
-        head_dim = q.shape[-1]
-        assert head_dim == k_cache.shape[-1] and head_dim & (head_dim - 1) == 0, head_dim
-        assert q.shape[1] % k_cache.shape[2] == 0, (q.shape, k_cache.shape)
-
     def _packed(self, q, k_cache, v_cache, tiles, scale, block_tables, out, *,
                 token_seq=None, positions=None, context_lens=None) -> torch.Tensor:
-        self._check(q, k_cache, v_cache)
-        out = self._output(q, out)
+        out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
         decode_rows = context_lens is not None
@@ -185,8 +182,7 @@ class TritonAttention:
     def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
         """Split-KV decode, the splits placed by `decode_kernel`: "splitkv" passes its host
         plan (`split_plan`), "balanced" lets each request split its own context on the device."""
-        self._check(q, k_cache, v_cache)
-        out = self._output(q, out)
+        out = self._output(q, k_cache, v_cache, out)
         num_reqs, num_heads, head_dim = q.shape
         if num_reqs == 0:
             return out

@@ -60,8 +60,7 @@ def make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=0):
         num_tokens=cu[-1], cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=DEVICE),
         context_lens=torch.tensor(context_lens, dtype=torch.int32, device=DEVICE),
         block_tables=block_tables, token_seq=token_seq.to(DEVICE),
-        positions=positions.to(DEVICE),
-        max_context_len=max(context_lens))
+        positions=positions.to(DEVICE))
     gen = torch.Generator().manual_seed(seed + 1)
     q = torch.randn(cu[-1], num_heads, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
     return q, k_cache, v_cache, meta
