@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from itertools import accumulate
 
 import torch
 
@@ -83,12 +84,12 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
     token the host has not read yet (`pending`) takes it from `in_transit` on the device."""
     device = torch.device(device)
     ids, pos, slots, logit_idx, samplers = [], [], [], [], []
-    fed_rows, fed_from = [], []
-    for c in chunks:
+    token_seq, fed_rows, fed_from = [], [], []
+    for i, c in enumerate(chunks):
         r = c.request
-        span = range(c.start, c.start + c.length)
         ids += r.prompt[c.start : c.start + c.length]
-        pos += span
+        pos += range(c.start, c.start + c.length)
+        token_seq += [i] * c.length
         slots += span_slots(r, c.start, c.start + c.length, block_size)
         if c.finishes_prompt:
             logit_idx.append(len(ids) - 1)
@@ -112,11 +113,7 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
 
     prefill = None
     if chunks:
-        cu = [0]
-        token_seq = []
-        for i, c in enumerate(chunks):
-            cu.append(cu[-1] + c.length)
-            token_seq += [i] * c.length
+        cu = [0, *accumulate(c.length for c in chunks)]
         ctx = [c.start + c.length for c in chunks]
         prefill = PrefillMeta(
             num_tokens=n_prefill, cu_seqlens_q=i32(cu), context_lens=i32(ctx),

@@ -112,10 +112,10 @@ class EngineConfig:
             raise ValueError(f"unknown engine kind {self.kind!r}; kind must be one of {ENGINE_KINDS}")
         if self.attention not in BACKENDS:
             raise ValueError(f"unknown attention backend {self.attention!r}; attention must be one of {BACKENDS}")
-        _integer("max_batch", self.max_batch)
-        _integer("chunk_tokens", self.chunk_tokens)
+        check_count("max_batch", self.max_batch)
+        check_count("chunk_tokens", self.chunk_tokens)
         if self.num_blocks is not None:
-            _integer("num_blocks", self.num_blocks)
+            check_count("num_blocks", self.num_blocks)
         if self.pool_gib is not None and (isinstance(self.pool_gib, bool) or not isinstance(self.pool_gib, numbers.Real)
                                           or not self.pool_gib > 0):
             raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
@@ -132,6 +132,7 @@ class EngineConfig:
         return tuple(f.name for f in fields(cls))
 
 
-def _integer(name: str, value) -> None:
+def check_count(name: str, value) -> None:
+    """ValueError naming `name` unless `value` is an integer >= 1 (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")

@@ -28,7 +28,7 @@ import torch
 
 from .attention import make_backend
 from .batch import Batch, InTransit, pack
-from .config import EngineConfig
+from .config import EngineConfig, check_count
 from .graphs import DecodeGraphs, PackedGraphs
 from .model import Qwen2Model
 from .pool import KVPool
@@ -119,8 +119,7 @@ class Engine:
             prompt = [operator.index(t) for t in prompt]
         except TypeError:
             raise ValueError("prompt token ids must be integers") from None
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        check_count("max_new_tokens", max_new_tokens)
         if len(prompt) == 0:
             raise ValueError("empty prompt: a request needs at least one prompt token")
         vocab = self.model.config.vocab_size

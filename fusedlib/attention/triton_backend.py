@@ -16,6 +16,7 @@ kernels straight from the step's metadata tensors.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -50,6 +51,19 @@ def _dot_precision(dtype: torch.dtype) -> str:
     return "ieee" if dtype == torch.float32 else "tf32"
 
 
+@functools.lru_cache(maxsize=None)
+def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
+    """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
+    tiles, 'rows' = one single-position tile per token."""
+    if layout == "packed":
+        starts = torch.arange(0, num_tokens, BLOCK_M, dtype=torch.int32)
+        ends = torch.clamp(starts + BLOCK_M, max=num_tokens)
+    else:
+        starts = torch.arange(num_tokens, dtype=torch.int32)
+        ends = starts + 1
+    return torch.stack([starts, ends], dim=1).to(device)
+
+
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
@@ -69,13 +83,12 @@ class TritonAttention:
         self.decode_kernel = decode_kernel
         self._num_sms = num_sms
         self.splitkv = splitkv
-        self._tile_tables: dict[tuple[str, int, torch.device], torch.Tensor] = {}
 
     # -- public interface -------------------------------------------------------------
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        tiles = self._tiles("packed", q.shape[0], q.device)
+        tiles = _tile_table("packed", q.shape[0], q.device)
         return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
                             token_seq=meta.token_seq, positions=meta.positions)
 
@@ -83,7 +96,7 @@ class TritonAttention:
                out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel in ("splitkv", "balanced"):
             return self._split_decode(q, k_cache, v_cache, meta, scale, out)
-        tiles = self._tiles(self.decode_kernel, q.shape[0], q.device)
+        tiles = _tile_table(self.decode_kernel, q.shape[0], q.device)
         return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
                             context_lens=meta.context_lens)
 
@@ -98,22 +111,6 @@ class TritonAttention:
                    for caches in kernel.device_caches.values())
 
     # -- internals --------------------------------------------------------------------
-
-    def _tiles(self, layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
-        """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
-        tiles, 'rows' = one single-position tile per token."""
-        key = (layout, num_tokens, device)
-        table = self._tile_tables.get(key)
-        if table is None:
-            if layout == "packed":
-                starts = torch.arange(0, num_tokens, BLOCK_M, dtype=torch.int32)
-                ends = torch.clamp(starts + BLOCK_M, max=num_tokens)
-            else:
-                starts = torch.arange(num_tokens, dtype=torch.int32)
-                ends = starts + 1
-            table = torch.stack([starts, ends], dim=1).to(device)
-            self._tile_tables[key] = table
-        return table
 
     @staticmethod
     def _output(q, k_cache, v_cache, out: torch.Tensor | None) -> torch.Tensor:
