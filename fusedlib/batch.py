@@ -11,11 +11,13 @@ flipped between steps would compile a new kernel variant mid-run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from itertools import accumulate
 
 import torch
 
 from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
-from .scheduler import Chunk, Request
+from .scheduler import Chunk, Request, StepPlan
 
 BLOCK_TABLE_ALIGN = 16
 
@@ -62,11 +64,18 @@ def span_slots(request: Request, start: int, end: int, block_size: int) -> list[
 
 @dataclass
 class InTransit:
-    """Sampled tokens of a launched step whose host copy may not have arrived: `tokens` on
-    the device (what the next step's decode rows read), `index[id(request)]` the row of
-    each sampling request's token in it."""
+    """A launched step's sampled tokens on their way to the host: `tokens` on the device
+    (what the next step's decode rows read; `index[id(request)]` is the row of a request's
+    token), owned by `requests` in order, and `host`, their copy in (pinned) host memory,
+    complete once the `copied` event has fired (None on CPU: already done)."""
+    plan: StepPlan
+    requests: list[Request]
     tokens: torch.Tensor
-    index: dict[int, int]
+    host: torch.Tensor
+    copied: torch.cuda.Event | None
+
+    def __post_init__(self):
+        self.index = {id(r): i for i, r in enumerate(self.requests)}
 
 
 def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
@@ -75,12 +84,12 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
     token the host has not read yet (`pending`) takes it from `in_transit` on the device."""
     device = torch.device(device)
     ids, pos, slots, logit_idx, samplers = [], [], [], [], []
-    fed_rows, fed_from = [], []
-    for c in chunks:
+    token_seq, fed_rows, fed_from = [], [], []
+    for i, c in enumerate(chunks):
         r = c.request
-        span = range(c.start, c.start + c.length)
         ids += r.prompt[c.start : c.start + c.length]
-        pos += span
+        pos += range(c.start, c.start + c.length)
+        token_seq += [i] * c.length
         slots += span_slots(r, c.start, c.start + c.length, block_size)
         if c.finishes_prompt:
             logit_idx.append(len(ids) - 1)
@@ -99,25 +108,17 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
         logit_idx.append(len(ids) - 1)
         samplers.append(r)
 
-    def i32(xs):
-        return _to_device(xs, torch.int32, device)
-
-    def i64(xs):
-        return _to_device(xs, torch.int64, device)
+    i32 = partial(_to_device, dtype=torch.int32, device=device)
+    i64 = partial(_to_device, dtype=torch.int64, device=device)
 
     prefill = None
     if chunks:
-        cu = [0]
-        token_seq = []
-        for i, c in enumerate(chunks):
-            cu.append(cu[-1] + c.length)
-            token_seq += [i] * c.length
+        cu = [0, *accumulate(c.length for c in chunks)]
         ctx = [c.start + c.length for c in chunks]
         prefill = PrefillMeta(
             num_tokens=n_prefill, cu_seqlens_q=i32(cu), context_lens=i32(ctx),
             block_tables=_block_table([c.request for c in chunks], device),
-            token_seq=i32(token_seq), positions=i32(pos[:n_prefill]),
-            max_context_len=max(ctx))
+            token_seq=i32(token_seq), positions=i32(pos[:n_prefill]))
     decode = None
     if decodes:
         ctx = [p + 1 for p in pos[n_prefill:]]

@@ -47,26 +47,6 @@ class ModelConfig:
             tie_word_embeddings=d.get("tie_word_embeddings", False),
         )
 
-    def to_hf_dict(self) -> dict:
-        """The config.json a transformers Qwen2 model needs to be this model."""
-        return {
-            "architectures": ["Qwen2ForCausalLM"],
-            "model_type": "qwen2",
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "intermediate_size": self.intermediate_size,
-            "num_hidden_layers": self.num_layers,
-            "num_attention_heads": self.num_heads,
-            "num_key_value_heads": self.num_kv_heads,
-            "head_dim": self.head_dim,
-            "rope_theta": self.rope_theta,
-            "rms_norm_eps": self.rms_norm_eps,
-            "max_position_embeddings": self.max_position_embeddings,
-            "tie_word_embeddings": self.tie_word_embeddings,
-            "hidden_act": "silu",
-            "use_sliding_window": False,
-        }
-
 
 PRESETS: dict[str, ModelConfig] = {
     # Qwen/Qwen2.5-1.5B's config.json: 1,543,714,304 parameters with tied embeddings.
@@ -132,10 +112,10 @@ class EngineConfig:
             raise ValueError(f"unknown engine kind {self.kind!r}; kind must be one of {ENGINE_KINDS}")
         if self.attention not in BACKENDS:
             raise ValueError(f"unknown attention backend {self.attention!r}; attention must be one of {BACKENDS}")
-        _integer("max_batch", self.max_batch)
-        _integer("chunk_tokens", self.chunk_tokens)
+        check_count("max_batch", self.max_batch)
+        check_count("chunk_tokens", self.chunk_tokens)
         if self.num_blocks is not None:
-            _integer("num_blocks", self.num_blocks)
+            check_count("num_blocks", self.num_blocks)
         if self.pool_gib is not None and (isinstance(self.pool_gib, bool) or not isinstance(self.pool_gib, numbers.Real)
                                           or not self.pool_gib > 0):
             raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
@@ -152,6 +132,7 @@ class EngineConfig:
         return tuple(f.name for f in fields(cls))
 
 
-def _integer(name: str, value) -> None:
+def check_count(name: str, value) -> None:
+    """ValueError naming `name` unless `value` is an integer >= 1 (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")

@@ -28,7 +28,7 @@ import torch
 
 from .attention import make_backend
 from .batch import Batch, InTransit, pack
-from .config import EngineConfig
+from .config import EngineConfig, check_count
 from .graphs import DecodeGraphs, PackedGraphs
 from .model import Qwen2Model
 from .pool import KVPool
@@ -74,32 +74,6 @@ class RequestsFailed(RuntimeError):
         self.requests = requests
 
 
-def _timing_event() -> torch.cuda.Event:
-    event = torch.cuda.Event(enable_timing=True)
-    event.record()  # enqueued on the current stream: no host wait
-    return event
-
-
-def _no_event() -> None:
-    return None
-
-
-def _copy_event() -> torch.cuda.Event:
-    event = torch.cuda.Event()
-    event.record()
-    return event
-
-
-@dataclass
-class _Launched:
-    """A launched step's sampled tokens on their way to the host."""
-    plan: StepPlan
-    requests: list[Request]  # the owner of each token, in order
-    in_transit: InTransit  # the tokens on the device, for the next step's decode rows
-    host: torch.Tensor  # their copy in (pinned) host memory, possibly still under way
-    copied: torch.cuda.Event | None  # recorded after that copy; None on CPU (already done)
-
-
 class Engine:
     """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
     keyword settings override the config's fields. Instrumentation attaches from outside:
@@ -125,9 +99,7 @@ class Engine:
         self.observers: list[Callable[[StepRecord], None]] = []  # each gets every StepRecord
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
-        self._event = _timing_event if model.device.type == "cuda" else _no_event
-        self._copy_event = _copy_event if model.device.type == "cuda" else _no_event
-        self._in_flight: _Launched | None = None  # with overlap: the step whose tokens are in transit
+        self._in_flight: InTransit | None = None  # with overlap: the step whose tokens are in transit
         self.graphs: DecodeGraphs | None = None
         self.chunk_graphs: PackedGraphs | None = None
         if config.warmup:
@@ -147,8 +119,7 @@ class Engine:
             prompt = [operator.index(t) for t in prompt]
         except TypeError:
             raise ValueError("prompt token ids must be integers") from None
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        check_count("max_new_tokens", max_new_tokens)
         if len(prompt) == 0:
             raise ValueError("empty prompt: a request needs at least one prompt token")
         vocab = self.model.config.vocab_size
@@ -270,8 +241,7 @@ class Engine:
 
     # ---- internals --------------------------------------------------------------------
     def _pack(self, chunks, decodes) -> Batch:
-        in_transit = self._in_flight.in_transit if self._in_flight is not None else None
-        return pack(chunks, decodes, self.pool.block_size, self.model.device, in_transit)
+        return pack(chunks, decodes, self.pool.block_size, self.model.device, self._in_flight)
 
     def _forward(self, batch: Batch) -> torch.Tensor:
         """One forward and its sampling, on the device: nothing is read back here."""
@@ -286,13 +256,20 @@ class Engine:
         self.scheduler.sampled(batch.samplers)
         return tokens
 
-    def _send_to_host(self, plan: StepPlan, requests: list[Request], tokens: torch.Tensor) -> _Launched:
+    def _event(self, timing: bool = True) -> torch.cuda.Event | None:
+        """A CUDA event recorded on the current stream (no host wait); None on CPU."""
+        if self.model.device.type != "cuda":
+            return None
+        event = torch.cuda.Event(enable_timing=timing)
+        event.record()
+        return event
+
+    def _send_to_host(self, plan: StepPlan, requests: list[Request], tokens: torch.Tensor) -> InTransit:
         # non_blocking into pinned memory: the copy queues behind the forward, the host goes on.
         host = tokens.to("cpu", non_blocking=True)
-        index = {id(r): i for i, r in enumerate(requests)}
-        return _Launched(plan, requests, InTransit(tokens, index), host, self._copy_event())
+        return InTransit(plan, requests, tokens, host, self._event(timing=False))
 
-    def _receive(self, launched: _Launched) -> None:
+    def _receive(self, launched: InTransit) -> None:
         """Wait for a launched step's tokens and commit them. Each token is stamped with the
         time the host has it (with overlap, about one step after it was sampled)."""
         if launched.copied is not None:

@@ -1,4 +1,4 @@
-"""CUDA graphs for decode-only forwards.
+"""CUDA graphs: decode-only forwards whole, forwards with prompt chunks piecewise.
 
 On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of the
 roughly thousand small kernels faster than Python can launch the next. A CUDA graph
@@ -8,9 +8,10 @@ inputs are copied into static buffers before each replay. Padding rows decode to
 position 0 against the pool's scratch block, which no request owns, so they can never
 touch a real request's keys; their logits are dropped.
 
-Only decode-only forwards are graphed: a forward with prompt chunks has a token count and
-a tile layout that change every step. That is every decode forward of the chunked engine
-and the decode-only steps of the fused one.
+`DecodeGraphs` graphs decode-only forwards whole: every decode forward of the chunked
+engine and the decode-only steps of the fused one. A forward with prompt chunks has a
+token count and a tile layout that change every step; `PackedGraphs` (with
+`graph_chunks`) pads its token count to a bucket and graphs everything but attention.
 
 `capture=False` keeps every buffer and padding rule but runs the forward eagerly: the
 CPU tests check the static path against the plain one with it.
@@ -22,19 +23,8 @@ import torch
 from .attention.base import AttentionMetadata, DecodeMeta
 from .batch import BLOCK_TABLE_ALIGN, Batch
 
-DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 24, 32)
-
-
-def _stage_tokens(graphs, batch: Batch, n: int, bucket: int) -> None:
-    """Copy a batch's n tokens into a graph holder's static input_ids / positions /
-    slot_mapping, and turn rows n..bucket (which a larger step may have filled) back into
-    padding: token 0 at position 0, its key and value written to the scratch block."""
-    graphs.input_ids[:n].copy_(batch.input_ids)
-    graphs.positions[:n].copy_(batch.positions)
-    graphs.slot_mapping[:n].copy_(batch.meta.slot_mapping)
-    graphs.input_ids[n:bucket] = 0
-    graphs.positions[n:bucket] = 0
-    graphs.slot_mapping[n:bucket] = graphs._pad_slot
+DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32)  # decode rows
+PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks
 
 
 def _capture(buckets, pieces: int, piece):
@@ -65,28 +55,47 @@ def _capture(buckets, pieces: int, piece):
     return graphs, outputs
 
 
-class DecodeGraphs:
-    def __init__(self, model, pool, backend, max_batch: int, capture: bool = True,
-                 buckets=DEFAULT_BUCKETS):
-        cfg, device = model.config, model.device
+class _StaticInputs:
+    """What every graphed forward shares: static token inputs for up to `size` tokens, the
+    bucket sizes a step is padded up to, and the padding rule (token 0 at position 0, its
+    key and value written to the pool's scratch block)."""
+
+    def __init__(self, model, pool, backend, capture: bool, size: int, buckets):
         self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
-        self.buckets = sorted({b for b in buckets if b < max_batch} | {max_batch})
-        max_len = min(cfg.max_position_embeddings, pool.num_blocks * pool.block_size)
+        self.buckets = sorted({b for b in buckets if b < size} | {size})
+        self.pad_slot = pool.scratch_block * pool.block_size
+        self.input_ids = torch.zeros(size, dtype=torch.int64, device=model.device)
+        self.positions = torch.zeros(size, dtype=torch.int64, device=model.device)
+        self.slot_mapping = torch.full((size,), self.pad_slot, dtype=torch.int64, device=model.device)
+
+    def _stage(self, batch: Batch) -> tuple[int, int]:
+        """Copy the batch's n tokens into the static inputs and turn rows n..bucket (which a
+        larger step may have filled) back into padding; returns (n, bucket), the bucket the
+        smallest that holds the batch."""
+        n = batch.num_tokens
+        bucket = next(b for b in self.buckets if b >= n)
+        self.input_ids[:n].copy_(batch.input_ids)
+        self.positions[:n].copy_(batch.positions)
+        self.slot_mapping[:n].copy_(batch.meta.slot_mapping)
+        self.input_ids[n:bucket] = 0
+        self.positions[n:bucket] = 0
+        self.slot_mapping[n:bucket] = self.pad_slot
+        return n, bucket
+
+
+class DecodeGraphs(_StaticInputs):
+    def __init__(self, model, pool, backend, max_batch: int, capture: bool = True,
+                 buckets=DECODE_BUCKETS):
+        super().__init__(model, pool, backend, capture, max_batch, buckets)
+        device = model.device
+        max_len = min(model.config.max_position_embeddings, pool.num_blocks * pool.block_size)
         width = -(-pool.blocks_for(max_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
         self.max_context_len = max_len
-        scratch_slot = pool.scratch_block * pool.block_size
-
-        def full(n, value, dtype, *shape):
-            return torch.full((n, *shape), value, dtype=dtype, device=device)
-
-        # Static inputs; rows past the live batch keep these padding values.
-        self.input_ids = full(max_batch, 0, torch.int64)
-        self.positions = full(max_batch, 0, torch.int64)
-        self.slot_mapping = full(max_batch, scratch_slot, torch.int64)
-        self.context_lens = full(max_batch, 1, torch.int32)
-        self.block_tables = full(max_batch, pool.scratch_block, torch.int32, width)
+        # Decode metadata; rows past the live batch keep these padding values.
+        self.context_lens = torch.ones(max_batch, dtype=torch.int32, device=device)
+        self.block_tables = torch.full((max_batch, width), pool.scratch_block, dtype=torch.int32,
+                                       device=device)
         self.logit_indices = torch.arange(max_batch, device=device)
-        self._pad_slot, self._pad_block = scratch_slot, pool.scratch_block
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.logits: dict[int, torch.Tensor] = {}
         if capture:
@@ -109,23 +118,20 @@ class DecodeGraphs:
 
     def run(self, batch: Batch) -> torch.Tensor:
         """Logits of a decode-only batch, through the smallest bucket that holds it."""
-        n = batch.num_tokens
-        bucket = next(b for b in self.buckets if b >= n)
+        n, bucket = self._stage(batch)
         decode = batch.meta.decode
-        width = decode.block_tables.shape[1]
-        _stage_tokens(self, batch, n, bucket)
         self.context_lens[:n].copy_(decode.context_lens)
-        self.block_tables[:n, :width].copy_(decode.block_tables)
+        self.block_tables[:n, :decode.block_tables.shape[1]].copy_(decode.block_tables)
         # Rows a larger step left behind become padding again.
         self.context_lens[n:bucket] = 1
-        self.block_tables[n:bucket] = self._pad_block
+        self.block_tables[n:bucket] = self.pool.scratch_block
         if self.capture:
             self.graphs[bucket].replay()
             return self.logits[bucket][:n]
         return self._forward(bucket)[:n]
 
 
-class PackedGraphs:
+class PackedGraphs(_StaticInputs):
     """CUDA graphs for forwards that carry prompt chunks (piecewise).
 
     A packed forward's token count and attention layout change every step, so it cannot be
@@ -144,21 +150,15 @@ class PackedGraphs:
     """
 
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int, capture: bool = True,
-                 buckets=None):
-        cfg, device = model.config, model.device
-        self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
+                 buckets=PACKED_BUCKETS):
         top = chunk_tokens + max_batch  # a step's most tokens: a full chunk budget plus every decode
-        self.buckets = sorted({b for b in (buckets or (64, 128, 256)) if b < top} | {top})
+        super().__init__(model, pool, backend, capture, top, buckets)
+        cfg, device = model.config, model.device
         self.max_logits = max_batch
-        scratch_slot = pool.scratch_block * pool.block_size
-        self.input_ids = torch.zeros(top, dtype=torch.int64, device=device)
-        self.positions = torch.zeros(top, dtype=torch.int64, device=device)
-        self.slot_mapping = torch.full((top,), scratch_slot, dtype=torch.int64, device=device)
         self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
-        q_size = cfg.num_heads * cfg.head_dim
         # One attention output buffer per layer: segment i reads layer i-1's.
-        self.attn = torch.zeros(cfg.num_layers, top, q_size, dtype=model.dtype, device=device)
-        self._pad_slot = scratch_slot
+        self.attn = torch.zeros(cfg.num_layers, top, cfg.num_heads * cfg.head_dim,
+                                dtype=model.dtype, device=device)
         self.graphs: dict[int, list[torch.cuda.CUDAGraph]] = {}
         self.outputs: dict[int, list[tuple]] = {}  # per bucket, per segment: (residual, q, cos, sin) or logits
         if capture:
@@ -194,10 +194,8 @@ class PackedGraphs:
 
     def run(self, batch: Batch) -> torch.Tensor:
         """Logits of a batch with prompt chunks, through the smallest bucket that holds it."""
-        n = batch.num_tokens
-        bucket = next(b for b in self.buckets if b >= n)
+        n, bucket = self._stage(batch)
         s = batch.logit_indices.shape[0]
-        _stage_tokens(self, batch, n, bucket)
         self.logit_indices[:s].copy_(batch.logit_indices)
         self.logit_indices[s:] = 0
         layers, kv = self.model.layers, self.pool.kv

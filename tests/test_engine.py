@@ -217,7 +217,8 @@ def test_step_records_carry_an_event_around_each_forward():
         cpu = engine.step()
         assert cpu.forward_gpu_s() is None and cpu.gpu_s() is None
         ticks = iter(range(100))
-        engine._event = lambda: _FakeEvent(0.5 * next(ticks))
+        # Timing events only; the copy event (timing=False) stays as on CPU: none.
+        engine._event = lambda timing=True: _FakeEvent(0.5 * next(ticks)) if timing else None
         mixed = engine.step()
         assert mixed.kind == "mixed" and len(mixed.events) == forwards + 1
         assert mixed.forward_gpu_s() == (0.5,) * forwards and mixed.gpu_s() == 0.5 * forwards

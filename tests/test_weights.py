@@ -5,6 +5,7 @@ import torch
 from safetensors.torch import save_file
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
+from fusedlib.bench.peer import to_hf_config
 from fusedlib.config import PRESETS, ModelConfig
 from fusedlib.engine import Engine
 from fusedlib.weights import load_model
@@ -12,7 +13,7 @@ from fusedlib.weights import load_model
 
 def _tiny_hf(tmp_path, tie: bool, shards: int, rope_style: str):
     cfg = PRESETS["tiny"]
-    d = cfg.to_hf_dict() | {"tie_word_embeddings": tie}
+    d = to_hf_config(cfg) | {"tie_word_embeddings": tie}
     torch.manual_seed(0)
     hf = Qwen2ForCausalLM(Qwen2Config(**d)).eval()
     sd = {k: v.contiguous() for k, v in hf.state_dict().items()}
@@ -41,7 +42,7 @@ def test_load_hf_checkpoint_matches_transformers(tmp_path, tie, shards, rope_sty
 
 
 def test_config_reads_both_rope_locations():
-    base = PRESETS["qwen2.5-1.5b"].to_hf_dict()
+    base = to_hf_config(PRESETS["qwen2.5-1.5b"])
     nested = {k: v for k, v in base.items() if k != "rope_theta"} | {"rope_parameters": {"rope_theta": 1e6}}
     assert ModelConfig.from_hf_dict(base) == ModelConfig.from_hf_dict(nested) == PRESETS["qwen2.5-1.5b"]
 

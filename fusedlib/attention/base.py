@@ -26,7 +26,6 @@ class PrefillMeta:
     block_tables: torch.Tensor  # int32 [n, max_blocks]: the request's blocks, in order
     token_seq: torch.Tensor  # int32 [num_tokens]: which chunk (0..n-1) each position is in
     positions: torch.Tensor  # int32 [num_tokens]: absolute position (= its key index)
-    max_context_len: int
 
 
 @dataclass

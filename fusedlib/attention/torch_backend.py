@@ -31,8 +31,6 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tens
 
 
 class TorchAttention:
-    name = "torch"
-
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(q) if out is None else out

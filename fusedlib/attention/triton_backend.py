@@ -1,11 +1,12 @@
 """Triton attention backend: packed prefill, per-row decode, split-KV decode.
 
 `prefill` runs the packed kernel over consecutive BLOCK_M-position query tiles (a tile may
-span request boundaries). `decode` runs either the same kernel with one query tile per
-request ("rows": 1 valid row of BLOCK_M), the split-KV flash-decoding kernels ("splitkv",
-split length set on the host by the step's longest context), or balanced split-KV
-("balanced": each request split by its own length on the device; the fast path). `decode_packed` pushes decode tokens through the packed layout; it exists for
-the layout measurement in `fusedlib.kernel_bench`, not for serving.
+span request boundaries). `decode` runs, by `decode_kernel`, either the same kernel with
+one query tile per request ("rows": 1 valid row of BLOCK_M) or with the decode tokens
+packed like a prefill ("packed": for the layout measurement in `fusedlib.bench.kernels`,
+not for serving), or the split-KV flash-decoding kernels with one split length for the
+step, set on the host by its longest context ("splitkv"), or with each request split by
+its own length on the device ("balanced": the fast path).
 
 The only host-built metadata are tile tables, which depend on nothing but the token count;
 they are cached per (layout, count, device), so the 28 layers of a step (and every later
@@ -15,6 +16,7 @@ kernels straight from the step's metadata tensors.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -22,8 +24,8 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import (PARTIAL_EXTRA, balanced_decode_kernel, balanced_reduce_kernel,
-                             packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
+from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
+                             splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
@@ -33,12 +35,11 @@ MAX_SPLITS = 64
 # Default: split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
 # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
 PROGRAMS_PER_SM = 8
-REDUCE_BLOCK_S = 16  # split partials the balanced reduce merges per iteration
+REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
-KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel,
-           balanced_decode_kernel, balanced_reduce_kernel)
-DECODE_KERNELS = ("rows", "splitkv", "balanced")
+KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
+DECODE_KERNELS = ("rows", "packed", "splitkv", "balanced")
 
 
 def _on_interpreter() -> bool:
@@ -50,30 +51,28 @@ def _dot_precision(dtype: torch.dtype) -> str:
     return "ieee" if dtype == torch.float32 else "tf32"
 
 
+@functools.lru_cache(maxsize=None)
+def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
+    """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
+    tiles, 'rows' = one single-position tile per token."""
+    if layout == "packed":
+        starts = torch.arange(0, num_tokens, BLOCK_M, dtype=torch.int32)
+        ends = torch.clamp(starts + BLOCK_M, max=num_tokens)
+    else:
+        starts = torch.arange(num_tokens, dtype=torch.int32)
+        ends = starts + 1
+    return torch.stack([starts, ends], dim=1).to(device)
+
+
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
     block_n: int = SPLITKV_BLOCK_N
-    # Below num_pairs / num_sms this gives one split per (request, KV head): balanced
+    # Below num_pairs / num_sms this gives one split per (request, KV head): split-KV
     # decode then normalises in place and launches no reduce.
     programs_per_sm: float = PROGRAMS_PER_SM
     num_warps: int = 4
     num_stages: int = 2
-
-
-def choose_splits(max_context_len: int, num_pairs: int, num_sms: int,
-                  block_n: int = SPLITKV_BLOCK_N,
-                  programs_per_sm: int = PROGRAMS_PER_SM) -> tuple[int, int]:
-    """(num_splits, split_len) for split-KV decode over `num_pairs` (request, KV head) pairs.
-
-    Enough splits to give every SM `programs_per_sm` programs, but no split shorter than
-    one BLOCK_N iteration. One split length for all requests (set by the longest context) keeps
-    every program's work bounded; splits past a short request's end exit at once.
-    """
-    wanted = math.ceil(programs_per_sm * num_sms / num_pairs)
-    num_splits = max(1, min(wanted, math.ceil(max_context_len / block_n), MAX_SPLITS))
-    split_len = math.ceil(max_context_len / num_splits / block_n) * block_n
-    return math.ceil(max_context_len / split_len), split_len
 
 
 class TritonAttention:
@@ -84,30 +83,21 @@ class TritonAttention:
         self.decode_kernel = decode_kernel
         self._num_sms = num_sms
         self.splitkv = splitkv
-        self._tile_tables: dict[tuple[str, int, torch.device], torch.Tensor] = {}
 
     # -- public interface -------------------------------------------------------------
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        tiles = self._tiles("packed", q.shape[0], q.device)
+        tiles = _tile_table("packed", q.shape[0], q.device)
         return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
                             token_seq=meta.token_seq, positions=meta.positions)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
-        if self.decode_kernel == "splitkv":
-            return self._splitkv(q, k_cache, v_cache, meta, scale, out)
-        if self.decode_kernel == "balanced":
-            return self._balanced(q, k_cache, v_cache, meta, scale, out)
-        tiles = self._tiles("rows", q.shape[0], q.device)
+        if self.decode_kernel in ("splitkv", "balanced"):
+            return self._split_decode(q, k_cache, v_cache, meta, scale, out)
+        tiles = _tile_table(self.decode_kernel, q.shape[0], q.device)
         return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
-                            context_lens=meta.context_lens)
-
-    def decode_packed(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float) -> torch.Tensor:
-        """Decode tokens as one packed sequence: consecutive BLOCK_M-request tiles."""
-        tiles = self._tiles("packed", q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, None,
                             context_lens=meta.context_lens)
 
     @staticmethod
@@ -122,24 +112,14 @@ class TritonAttention:
 
     # -- internals --------------------------------------------------------------------
 
-    def _tiles(self, layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
-        """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
-        tiles, 'rows' = one single-position tile per token."""
-        key = (layout, num_tokens, device)
-        table = self._tile_tables.get(key)
-        if table is None:
-            if layout == "packed":
-                starts = torch.arange(0, num_tokens, BLOCK_M, dtype=torch.int32)
-                ends = torch.clamp(starts + BLOCK_M, max=num_tokens)
-            else:
-                starts = torch.arange(num_tokens, dtype=torch.int32)
-                ends = starts + 1
-            table = torch.stack([starts, ends], dim=1).to(device)
-            self._tile_tables[key] = table
-        return table
-
     @staticmethod
-    def _output(q: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    def _output(q, k_cache, v_cache, out: torch.Tensor | None) -> torch.Tensor:
+        """`out` (checked) or a new tensor like q, after checking q against the caches."""
+        assert q.dtype == k_cache.dtype == v_cache.dtype, (q.dtype, k_cache.dtype)
+        assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
+        head_dim = q.shape[-1]
+        assert head_dim == k_cache.shape[-1] and head_dim & (head_dim - 1) == 0, head_dim
+        assert q.shape[1] % k_cache.shape[2] == 0, (q.shape, k_cache.shape)
         if out is None:
             return torch.empty_like(q)
         if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
@@ -147,18 +127,9 @@ class TritonAttention:
                              f"{q.dtype} with unit head_dim stride")
         return out
 
-    @staticmethod
-    def _check(q, k_cache, v_cache):
-        assert q.dtype == k_cache.dtype == v_cache.dtype, (q.dtype, k_cache.dtype)
-        assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
-        head_dim = q.shape[-1]
-        assert head_dim == k_cache.shape[-1] and head_dim & (head_dim - 1) == 0, head_dim
-        assert q.shape[1] % k_cache.shape[2] == 0, (q.shape, k_cache.shape)
-
     def _packed(self, q, k_cache, v_cache, tiles, scale, block_tables, out, *,
                 token_seq=None, positions=None, context_lens=None) -> torch.Tensor:
-        self._check(q, k_cache, v_cache)
-        out = self._output(q, out)
+        out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
         decode_rows = context_lens is not None
@@ -181,49 +152,23 @@ class TritonAttention:
         )
         return out
 
-    def split_plan(self, max_context_len: int, num_pairs: int,
-                   device: torch.device) -> tuple[int, int]:
-        """(num_splits, split_len) split-KV decode uses for this step shape."""
-        return choose_splits(max_context_len, num_pairs, self._sms(device), self.splitkv.block_n,
-                             self.splitkv.programs_per_sm)
-
-    def _splitkv(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
-        self._check(q, k_cache, v_cache)
-        out = self._output(q, out)
-        num_reqs, num_heads, head_dim = q.shape
-        if num_reqs == 0:
-            return out
-        num_kv_heads = k_cache.shape[2]
-        group = num_heads // num_kv_heads
-        cfg = self.splitkv
-        num_splits, split_len = self.split_plan(meta.max_context_len, num_reqs * num_kv_heads,
-                                                q.device)
-        partials = torch.empty(num_reqs, num_heads, num_splits, head_dim + PARTIAL_EXTRA.value,
-                               dtype=torch.float32, device=q.device)
-        splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
-            q, k_cache, v_cache, partials,
-            meta.context_lens, meta.block_tables, scale * LOG2E, split_len,
-            q.stride(0), q.stride(1),
-            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-            meta.block_tables.stride(0),
-            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
-            BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=cfg.num_warps,
-            num_stages=cfg.num_stages,
-        )
-        splitkv_reduce_kernel[(num_reqs, num_heads)](
-            partials, out, num_splits, out.stride(0), out.stride(1),
-            HEAD_DIM=head_dim, num_warps=1,
-        )
-        return out
-
     def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:
-        """Programs per (request, KV head) of balanced decode: enough for `programs_per_sm`
+        """Programs per (request, KV head) of split-KV decode: enough for `programs_per_sm`
         per SM, no more than the longest context has BLOCK_N tiles. The graphs pass the
-        pool's longest context, so the count depends on the request count alone."""
+        pool's longest context, so with "balanced" the count depends on the request count
+        alone."""
         wanted = math.ceil(self.splitkv.programs_per_sm * self._sms(device) / num_pairs)
         return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / self.splitkv.block_n)))
+
+    def split_plan(self, max_context_len: int, num_pairs: int,
+                   device: torch.device) -> tuple[int, int]:
+        """(num_splits, split_len) of "splitkv" for this step shape: `max_splits` cut the
+        longest context into whole BLOCK_N tiles; one split length serves every request,
+        and a short request's splits past its end do nothing."""
+        block_n = self.splitkv.block_n
+        splits = self.max_splits(max_context_len, num_pairs, device)
+        split_len = math.ceil(max_context_len / splits / block_n) * block_n
+        return math.ceil(max_context_len / split_len), split_len
 
     def _sms(self, device: torch.device) -> int:
         if self._num_sms is None:
@@ -231,9 +176,10 @@ class TritonAttention:
                              if device.type == "cuda" else INTERPRETER_SMS)
         return self._num_sms
 
-    def _balanced(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
-        self._check(q, k_cache, v_cache)
-        out = self._output(q, out)
+    def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
+        """Split-KV decode, the splits placed by `decode_kernel`: "splitkv" passes its host
+        plan (`split_plan`), "balanced" lets each request split its own context on the device."""
+        out = self._output(q, k_cache, v_cache, out)
         num_reqs, num_heads, head_dim = q.shape
         if num_reqs == 0:
             return out
@@ -243,14 +189,20 @@ class TritonAttention:
         if cfg.block_n % k_cache.shape[1]:
             raise ValueError(f"block_n {cfg.block_n} must be a multiple of the cache block size "
                              f"{k_cache.shape[1]}")
-        max_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
-        one_split = max_splits == 1
+        if self.decode_kernel == "splitkv":
+            num_splits, split_len = self.split_plan(meta.max_context_len, num_reqs * num_kv_heads,
+                                                    q.device)
+            split_tiles = split_len // cfg.block_n
+        else:
+            num_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
+            split_tiles = 0
+        one_split = num_splits == 1
         partials = out if one_split else torch.empty(
-            num_reqs, num_heads, max_splits, head_dim + PARTIAL_EXTRA.value,
+            num_reqs, num_heads, num_splits, head_dim + PARTIAL_EXTRA.value,
             dtype=torch.float32, device=q.device)
-        balanced_decode_kernel[(num_reqs, num_kv_heads, max_splits)](
+        splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
             q, k_cache, v_cache, partials, out,
-            meta.context_lens, meta.block_tables, scale * LOG2E, max_splits,
+            meta.context_lens, meta.block_tables, scale * LOG2E, num_splits, split_tiles,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1),
             k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
             v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
@@ -262,8 +214,8 @@ class TritonAttention:
         )
         if one_split:  # the decode kernel wrote the output itself
             return out
-        balanced_reduce_kernel[(num_reqs, num_heads)](
-            partials, meta.context_lens, out, max_splits, out.stride(0), out.stride(1),
+        splitkv_reduce_kernel[(num_reqs, num_heads)](
+            partials, meta.context_lens, out, num_splits, split_tiles, out.stride(0), out.stride(1),
             HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

@@ -1,6 +1,6 @@
 """Triton kernels for attention over the paged KV cache (see base.py for the layout).
 
-Three kernels and two reduces:
+Two kernels and a reduce:
 
 * `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
   range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
@@ -11,16 +11,17 @@ Three kernels and two reduces:
 * `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
   (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
   BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
-  many programs. Each split writes a partial (max, sum, acc); the reduce merges them.
-* `balanced_decode_kernel` + `balanced_reduce_kernel`: the same flash-decoding, but each
-  request's context is cut into its own equal splits on the device, so the launch shape
-  depends on the request count alone (see the kernel's docstring).
+  many programs. Each split writes a partial (max, sum, acc); the reduce merges them, or
+  with one split the decode kernel normalises and stores the output itself. Where the
+  splits fall is a runtime argument: one length for the whole step, chosen on the host
+  ("splitkv"), or each request's context cut into its own equal splits on the device
+  ("balanced", whose launch shape depends on the request count alone).
 
 Softmax runs in base 2: scores are multiplied by scale * log2(e) and exponentiated with
 exp2. The running max starts at a large *finite* negative number, so a row that sees
 only masked keys in an iteration computes exp2(-inf - finite) = 0 and never NaN.
 
-Varying ints (block-table row stride, split length, split count) are excluded from
+Varying ints (block-table row stride, split count, tiles per split) are excluded from
 Triton's integer specialization so a new step shape never triggers a recompile.
 """
 from __future__ import annotations
@@ -34,39 +35,6 @@ NEG_BIG = tl.constexpr(-1.0e30)
 # accumulator, then the running max, then the running sum, then padding that keeps every
 # row 16-byte aligned.
 PARTIAL_EXTRA = tl.constexpr(4)
-
-
-@triton.jit
-def _attend_kv_tile(q, m_i, l_i, acc, k_cache_ptr, v_cache_ptr, block_row_ptr, kv_start, kv_end,
-                    row_last_key, kv_head, offs_n, offs_d, qk_scale,
-                    stride_k_block, stride_k_slot, stride_k_head,
-                    stride_v_block, stride_v_slot, stride_v_head,
-                    KV_BLOCK_SIZE: tl.constexpr, DOT_PRECISION: tl.constexpr):
-    """One BLOCK_N step of online softmax over a request's paged keys [kv_start, kv_end):
-    gather K and V through the block table, score, and fold into (m_i, l_i, acc). Row r
-    sees key j only if j <= row_last_key[r]: the causal limit, or -1 for a row that is not
-    this request's. Both kernels share this; they differ in how rows map to queries."""
-    key_idx = kv_start + offs_n
-    key_valid = key_idx < kv_end
-    block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
-                       other=0).to(tl.int64)
-    slot = key_idx % KV_BLOCK_SIZE
-    k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
-                + slot[:, None] * stride_k_slot + kv_head * stride_k_head
-                + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-    scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-    visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
-    scores = tl.where(visible, scores, float("-inf"))
-
-    m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-    alpha = tl.exp2(m_i - m_new)
-    p = tl.exp2(scores - m_new[:, None])
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
-                + slot[:, None] * stride_v_slot + kv_head * stride_v_head
-                + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-    return m_new, l_i, acc
 
 
 @triton.jit(do_not_specialize=["stride_bt"])
@@ -127,11 +95,29 @@ def packed_attention_kernel(
         block_row_ptr = block_tables_ptr + seq * stride_bt
         row_last_key = tl.where(in_seq, row_pos, -1)
         for kv_start in range(0, kv_len, BLOCK_N):
-            m_i, l_i, acc = _attend_kv_tile(
-                q, m_i, l_i, acc, k_cache_ptr, v_cache_ptr, block_row_ptr, kv_start, kv_len,
-                row_last_key, kv_head, offs_n, offs_d, qk_scale,
-                stride_k_block, stride_k_slot, stride_k_head,
-                stride_v_block, stride_v_slot, stride_v_head, KV_BLOCK_SIZE, DOT_PRECISION)
+            # One BLOCK_N step of online softmax: gather K and V through the block table,
+            # score, fold into (m_i, l_i, acc). Row r sees key j only if j <= its
+            # row_last_key: the causal limit, or -1 for a row of another request.
+            key_idx = kv_start + offs_n
+            key_valid = key_idx < kv_len
+            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
+                               other=0).to(tl.int64)
+            slot = key_idx % KV_BLOCK_SIZE
+            k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
+                        + slot[:, None] * stride_k_slot + kv_head * stride_k_head
+                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+            scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+            visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
+            scores = tl.where(visible, scores, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(scores - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
+                        + slot[:, None] * stride_v_slot + kv_head * stride_v_head
+                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+            m_i = m_new
 
     # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
     out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
@@ -139,111 +125,27 @@ def packed_attention_kernel(
              + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
 
 
-@triton.jit(do_not_specialize=["stride_bt", "split_len"])
-def splitkv_decode_kernel(
-    q_ptr, k_cache_ptr, v_cache_ptr,
-    partials_ptr,  # fp32 [n, H, num_splits, PARTIAL_ROW] (layout: see PARTIAL_ROW)
-    context_lens_ptr, block_tables_ptr,
-    qk_scale, split_len,  # split_len: keys per split, a multiple of BLOCK_N
-    stride_q_tok, stride_q_head,
-    stride_k_block, stride_k_slot, stride_k_head,
-    stride_v_block, stride_v_slot, stride_v_head,
-    stride_bt,
-    GROUP: tl.constexpr,
-    HEAD_DIM: tl.constexpr,
-    BLOCK_H: tl.constexpr,  # GROUP padded up to a tl.dot-legal tile height
-    BLOCK_N: tl.constexpr,
-    KV_BLOCK_SIZE: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
-):
-    req = tl.program_id(0)
-    kv_head = tl.program_id(1)
-    split = tl.program_id(2)
-    num_heads = tl.num_programs(1) * GROUP
-    num_splits = tl.num_programs(2)
-
-    context_len = tl.load(context_lens_ptr + req)
-    split_start = split * split_len
-    split_end = tl.minimum(split_start + split_len, context_len)
-
-    offs_h = tl.arange(0, BLOCK_H)
-    head_valid = offs_h < GROUP
-    heads = kv_head * GROUP + offs_h
-    offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + req.to(tl.int64) * stride_q_tok + heads[:, None] * stride_q_head
-                + offs_d[None, :], mask=head_valid[:, None], other=0.0)
-
-    m_i = tl.full([BLOCK_H], NEG_BIG, tl.float32)
-    l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
-    offs_n = tl.arange(0, BLOCK_N)
-    block_row_ptr = block_tables_ptr + req.to(tl.int64) * stride_bt
-    # A split past the end of a short request runs no iteration and writes an empty
-    # partial (max NEG_BIG, sum 0), which the reduce weighs to nothing.
-    all_keys = tl.full([BLOCK_H], split_end - 1, tl.int32)  # decode rows see every key
-    for kv_start in range(split_start, split_end, BLOCK_N):
-        m_i, l_i, acc = _attend_kv_tile(
-            q, m_i, l_i, acc, k_cache_ptr, v_cache_ptr, block_row_ptr, kv_start, split_end,
-            all_keys, kv_head, offs_n, offs_d, qk_scale,
-            stride_k_block, stride_k_slot, stride_k_head,
-            stride_v_block, stride_v_slot, stride_v_head, KV_BLOCK_SIZE, DOT_PRECISION)
-
-    row_ptr = partials_ptr + ((req * num_heads + heads) * num_splits + split).to(tl.int64) \
-        * (HEAD_DIM + PARTIAL_EXTRA)
-    tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=head_valid[:, None])
-    tl.store(row_ptr + HEAD_DIM, m_i, mask=head_valid)
-    tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=head_valid)
-
-
-@triton.jit(do_not_specialize=["num_splits"])
-def splitkv_reduce_kernel(
-    partials_ptr, out_ptr,
-    num_splits,
-    stride_o_tok, stride_o_head,
-    HEAD_DIM: tl.constexpr,
-):
-    req = tl.program_id(0)
-    head = tl.program_id(1)
-    row = req * tl.num_programs(1) + head
-    offs_d = tl.arange(0, HEAD_DIM)
-    split_ptr = partials_ptr + (row * num_splits).to(tl.int64) * (HEAD_DIM + PARTIAL_EXTRA)
-    acc = tl.load(split_ptr + offs_d)
-    m = tl.load(split_ptr + HEAD_DIM)
-    total = tl.load(split_ptr + HEAD_DIM + 1)
-    for _ in range(1, num_splits):
-        split_ptr += HEAD_DIM + PARTIAL_EXTRA
-        acc_s = tl.load(split_ptr + offs_d)
-        m_s = tl.load(split_ptr + HEAD_DIM)
-        sum_s = tl.load(split_ptr + HEAD_DIM + 1)
-        m_new = tl.maximum(m, m_s)
-        keep = tl.exp2(m - m_new)
-        take = tl.exp2(m_s - m_new)
-        total = total * keep + sum_s * take
-        acc = acc * keep + acc_s * take
-        m = m_new
-    # Every request has at least one key, so total > 0.
-    tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,
-             (acc / total).to(out_ptr.dtype.element_ty))
-
-
 @triton.jit
-def _balanced_split(context_len, split, max_splits, BLOCK_N: tl.constexpr):
-    """[start, end) of one request's split and how many of its splits hold keys: the
-    request's own context cut into `max_splits` runs of whole BLOCK_N tiles."""
+def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.constexpr):
+    """[start, end) of one request's split and how many of its splits hold keys. Splits
+    are runs of whole BLOCK_N tiles: `split_tiles` each when it is > 0 (a length the host
+    chose for the whole step), else the request's own context cut into `max_splits` runs."""
     tiles = tl.cdiv(context_len, BLOCK_N)
-    tiles_per_split = tl.cdiv(tiles, max_splits)
+    tiles_per_split = tl.where(split_tiles > 0, split_tiles, tl.cdiv(tiles, max_splits))
     used = tl.cdiv(tiles, tiles_per_split)
     start = split * tiles_per_split * BLOCK_N
     return start, tl.minimum(start + tiles_per_split * BLOCK_N, context_len), used
 
 
-@triton.jit(do_not_specialize=["stride_bt", "max_splits"])
-def balanced_decode_kernel(
+@triton.jit(do_not_specialize=["stride_bt", "max_splits", "split_tiles"])
+def splitkv_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr,
     partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA] (unused when ONE_SPLIT)
     out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
     context_lens_ptr, block_tables_ptr,
-    qk_scale, max_splits,
+    qk_scale,
+    max_splits,  # the grid's splits per (request, KV head)
+    split_tiles,  # BLOCK_N tiles per split, or 0: each request's own equal splits
     stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
     stride_k_block, stride_k_slot, stride_k_head,
     stride_v_block, stride_v_slot, stride_v_head,
@@ -256,22 +158,23 @@ def balanced_decode_kernel(
     DOT_PRECISION: tl.constexpr,
     ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
 ):
-    """Split-KV decode whose splits follow each request's own length, read on the device.
+    """Flash-decoding over the paged cache: one program per (request, KV head, split).
 
-    One program per (request, KV head, split); the whole GQA group's query heads share
-    each K/V tile, so every key is read once per KV head. Unlike `splitkv_decode_kernel`,
-    whose split length the host derives from the step's longest context, every request
-    here is cut into (at most) `max_splits` equal runs of its *own* tiles: a short request
-    in a batch of long ones still gets spread over many programs, and the grid depends
-    only on the request count, so a CUDA graph captured once serves any context lengths.
-    Splits past a request's end store nothing; the reduce reads only the used ones."""
+    The whole GQA group's query heads share each K/V tile, so every key is read once per
+    KV head. How a request's context is cut is data (see `_split_range`): with
+    `split_tiles` 0 ("balanced") every request is cut into (at most) `max_splits` equal
+    runs of its *own* tiles, read on the device, so a short request in a batch of long
+    ones still gets spread over many programs and the grid depends only on the request
+    count (a CUDA graph captured once serves any context lengths); with `split_tiles` > 0
+    ("splitkv") every split has the length the host derived from the step's longest
+    context. Splits past a request's end store nothing; the reduce reads only the used ones."""
     req = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
     num_heads = tl.num_programs(1) * GROUP
 
     context_len = tl.load(context_lens_ptr + req)
-    start, end, used = _balanced_split(context_len, split, max_splits, BLOCK_N)
+    start, end, used = _split_range(context_len, split, max_splits, split_tiles, BLOCK_N)
 
     offs_h = tl.arange(0, BLOCK_H)
     head_valid = offs_h < GROUP
@@ -320,10 +223,10 @@ def balanced_decode_kernel(
         tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=store)
 
 
-@triton.jit(do_not_specialize=["max_splits"])
-def balanced_reduce_kernel(
+@triton.jit(do_not_specialize=["max_splits", "split_tiles"])
+def splitkv_reduce_kernel(
     partials_ptr, context_lens_ptr, out_ptr,
-    max_splits,
+    max_splits, split_tiles,  # the decode kernel's
     stride_o_tok, stride_o_head,
     HEAD_DIM: tl.constexpr,
     BLOCK_N: tl.constexpr,  # the decode kernel's, to recount the request's used splits
@@ -334,7 +237,7 @@ def balanced_reduce_kernel(
     head = tl.program_id(1)
     row = req * tl.num_programs(1) + head
     context_len = tl.load(context_lens_ptr + req)
-    _, _, used = _balanced_split(context_len, 0, max_splits, BLOCK_N)
+    _, _, used = _split_range(context_len, 0, max_splits, split_tiles, BLOCK_N)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
     m = tl.full([1], NEG_BIG, tl.float32)

@@ -51,8 +51,8 @@ def _backends():
     # Imported here so TRITON_INTERPRET (set by callers on CPU) is read at first use.
     from ..attention.triton_backend import TritonAttention
 
-    return (TritonAttention(decode_kernel="rows"), TritonAttention(decode_kernel="splitkv"),
-            TritonAttention(decode_kernel="balanced"))
+    return tuple(TritonAttention(decode_kernel=name)
+                 for name in ("rows", "packed", "splitkv", "balanced"))
 
 
 # ------------------------------------------------------------------------ cache states
@@ -92,8 +92,7 @@ def prefill_case(chunks, num_heads, num_kv_heads, head_dim, dtype, device, gen):
         num_tokens=cu[-1], cu_seqlens_q=torch.tensor(cu, **i32),
         context_lens=torch.tensor(context_lens, **i32), block_tables=tables,
         token_seq=torch.cat([torch.full((n,), i, **i32) for i, n in enumerate(lengths)]),
-        positions=torch.cat([torch.arange(c, c + n, **i32) for c, n in chunks]),
-        max_context_len=max(context_lens))
+        positions=torch.cat([torch.arange(c, c + n, **i32) for c, n in chunks]))
     q = torch.randn(cu[-1], num_heads, head_dim, generator=gen, device=device).to(dtype)
     return q, k_cache, v_cache, meta
 
@@ -169,7 +168,7 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
     scale = cfg.head_dim ** -0.5
     gen = torch.Generator(device=device).manual_seed(seed)
     reference = TorchAttention()
-    rows_backend, splitkv_backend, balanced_backend = _backends()
+    rows_backend, packed_backend, splitkv_backend, balanced_backend = _backends()
     out, compiled_after_first = [], None
     seen_kinds = set()
     for name, kind, spec in _gate_cases(prompt_lengths, decode_rows):
@@ -181,12 +180,12 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
             q, k, v, meta = decode_case(spec, *shape, dtype, device, gen)
             expected = reference.decode(q, k, v, meta, scale)
             results = {"decode_rows": rows_backend.decode(q, k, v, meta, scale),
-                       "decode_packed": rows_backend.decode_packed(q, k, v, meta, scale),
+                       "decode_packed": packed_backend.decode(q, k, v, meta, scale),
                        "decode_splitkv": splitkv_backend.decode(q, k, v, meta, scale),
                        "decode_balanced": balanced_backend.decode(q, k, v, meta, scale)}
         for kernel, actual in results.items():
             out.append({**_compare(name, kernel, actual, expected),
-                        "num_tokens": q.shape[0], "max_context_len": meta.max_context_len})
+                        "num_tokens": q.shape[0], "max_context_len": int(meta.context_lens.max())})
         seen_kinds.add(kind)
         if compiled_after_first is None and seen_kinds == {"prefill", "decode"}:
             compiled_after_first = rows_backend.num_compiled()
@@ -277,10 +276,10 @@ def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 2
     on_gpu = scratch is not None
     num_requests = len(contexts)
     scale = cfg.head_dim ** -0.5
-    rows_backend, splitkv_backend, balanced_backend = _backends()
+    rows_backend, packed_backend, splitkv_backend, balanced_backend = _backends()
     calls = {
         "rows": lambda: rows_backend.decode(q, k, v, meta, scale),
-        "packed": lambda: rows_backend.decode_packed(q, k, v, meta, scale),
+        "packed": lambda: packed_backend.decode(q, k, v, meta, scale),
         "splitkv": lambda: splitkv_backend.decode(q, k, v, meta, scale),
         "balanced": lambda: balanced_backend.decode(q, k, v, meta, scale),
     }

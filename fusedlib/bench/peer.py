@@ -16,6 +16,7 @@ from . import metrics, telemetry, workloads
 from .runs import already_done, check_here, model_for, spec_workload, store
 from .spec import RunSpec
 from .telemetry import HostMeter, sync
+from ..config import ModelConfig
 from ..model import Qwen2Model
 
 
@@ -29,6 +30,27 @@ def _transformers(*names: str) -> tuple:
         warnings.filterwarnings("ignore", message="IProgress not found")
         import transformers
     return tuple(getattr(transformers, name) for name in names)
+
+
+def to_hf_config(cfg: ModelConfig) -> dict:
+    """The config.json a transformers Qwen2 model needs to be this model."""
+    return {
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "vocab_size": cfg.vocab_size,
+        "hidden_size": cfg.hidden_size,
+        "intermediate_size": cfg.intermediate_size,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "num_key_value_heads": cfg.num_kv_heads,
+        "head_dim": cfg.head_dim,
+        "rope_theta": cfg.rope_theta,
+        "rms_norm_eps": cfg.rms_norm_eps,
+        "max_position_embeddings": cfg.max_position_embeddings,
+        "tie_word_embeddings": cfg.tie_word_embeddings,
+        "hidden_act": "silu",
+        "use_sliding_window": False,
+    }
 
 
 def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
@@ -57,7 +79,7 @@ def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
 def to_transformers(model: Qwen2Model):
     """A transformers Qwen2ForCausalLM holding exactly our weights, same device and dtype."""
     Qwen2Config, Qwen2ForCausalLM = _transformers("Qwen2Config", "Qwen2ForCausalLM")
-    hf_model = Qwen2ForCausalLM(Qwen2Config(**model.config.to_hf_dict()))
+    hf_model = Qwen2ForCausalLM(Qwen2Config(**to_hf_config(model.config)))
     hf_model.load_state_dict(to_hf_state_dict(model), strict=False)
     return hf_model.to(device=model.device, dtype=model.dtype).eval()
 

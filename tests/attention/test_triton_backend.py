@@ -15,7 +15,7 @@ import torch
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
-from fusedlib.attention.triton_backend import BLOCK_M, TritonAttention, choose_splits
+from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
 ON_INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
@@ -60,8 +60,7 @@ def make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=0):
         num_tokens=cu[-1], cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=DEVICE),
         context_lens=torch.tensor(context_lens, dtype=torch.int32, device=DEVICE),
         block_tables=block_tables, token_seq=token_seq.to(DEVICE),
-        positions=positions.to(DEVICE),
-        max_context_len=max(context_lens))
+        positions=positions.to(DEVICE))
     gen = torch.Generator().manual_seed(seed + 1)
     q = torch.randn(cu[-1], num_heads, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
     return q, k_cache, v_cache, meta
@@ -130,13 +129,9 @@ DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
 def test_decode_rows_packed_splitkv_match_torch(num_heads, num_kv_heads, dtype):
     q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS, num_heads, num_kv_heads, dtype)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    rows = TritonAttention(decode_kernel="rows")
-    assert_close(rows.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-    assert_close(rows.decode_packed(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-    splitkv = TritonAttention(decode_kernel="splitkv", num_sms=16)
-    assert_close(splitkv.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-    balanced = TritonAttention(decode_kernel="balanced", num_sms=16)
-    assert_close(balanced.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+    for name in ("rows", "packed", "splitkv", "balanced"):
+        backend = TritonAttention(decode_kernel=name, num_sms=16)
+        assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
 
 @pytest.mark.parametrize("num_sms", [1, 3, 64])
@@ -156,8 +151,6 @@ def test_balanced_any_split_count(num_sms, block_n):
     them); tiles of one and several cache blocks.
     The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
     merges per iteration."""
-    from fusedlib.attention.triton_backend import SplitKVConfig
-
     q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [600], 4, 2, torch.float32, seed=5)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
     backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,
@@ -165,6 +158,39 @@ def test_balanced_any_split_count(num_sms, block_n):
     assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, torch.float32)
     num_pairs = meta.num_tokens * 2
     assert (backend.max_splits(meta.max_context_len, num_pairs, torch.device(DEVICE)) == 1) == (num_sms == 1)
+
+
+@pytest.mark.parametrize("kernel", ["splitkv", "balanced"])
+def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
+    """One decode kernel serves both plans: "splitkv" cuts every request at the host's
+    split length, "balanced" cuts each request into its own equal runs of tiles. Splits
+    past a request's end write no partial (the buffer's NaN fill stays)."""
+    contexts, block_n = [600, 10, 100], 16
+    partials, empty = [], torch.empty
+
+    def nan_empty(*shape, **kwargs):  # the decode kernel's partials buffer, NaN-filled
+        tensor = empty(*shape, **kwargs)
+        if kwargs.get("dtype") == torch.float32 and len(shape) == 4:
+            partials.append(tensor.fill_(float("nan")))
+        return tensor
+
+    monkeypatch.setattr(torch, "empty", nan_empty)
+    q, k_cache, v_cache, meta = make_decode(contexts, 4, 2, torch.float32, seed=4)
+    backend = TritonAttention(decode_kernel=kernel, splitkv=SplitKVConfig(block_n=block_n))
+    out = backend.decode(q, k_cache, v_cache, meta, SCALE)
+    assert_close(out, TorchAttention().decode(q, k_cache, v_cache, meta, SCALE), torch.float32)
+    device, pairs = torch.device(DEVICE), len(contexts) * 2
+    if kernel == "splitkv":
+        _, split_len = backend.split_plan(max(contexts), pairs, device)
+        expected = [math.ceil(n / split_len) for n in contexts]
+    else:
+        max_splits = backend.max_splits(max(contexts), pairs, device)
+        tiles = [math.ceil(n / block_n) for n in contexts]
+        expected = [math.ceil(t / math.ceil(t / max_splits)) for t in tiles]
+    written = (~partials[-1][:, :, :, 0].isnan()).sum(dim=2)  # [request, head]
+    assert written.tolist() == [[n] * 4 for n in expected]
+    # The premise: the two plans differ for the 100-key request (1 split against 4).
+    assert expected[2] == (1 if kernel == "splitkv" else 4)
 
 
 def test_balanced_launch_shape_ignores_context_lengths():
@@ -178,7 +204,7 @@ def test_balanced_launch_shape_ignores_context_lengths():
 def test_out_argument_is_written_in_place():
     q, k_cache, v_cache, meta = make_decode([5, 40], 4, 2, torch.float32, seed=2)
     wide = torch.zeros(4, 4, HEAD_DIM, device=DEVICE)
-    for name in ("rows", "splitkv", "balanced"):
+    for name in ("rows", "packed", "splitkv", "balanced"):
         wide.zero_()
         got = TritonAttention(decode_kernel=name).decode(q, k_cache, v_cache, meta, SCALE, out=wide[1:3])
         assert got.data_ptr() == wide[1:3].data_ptr()
@@ -191,7 +217,7 @@ def test_decode_packed_over_several_tiles():
     contexts = [(7 * i) % 45 + 1 for i in range(BLOCK_M + 5)]
     q, k_cache, v_cache, meta = make_decode(contexts, 4, 2, torch.float32, seed=7)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    actual = TritonAttention().decode_packed(q, k_cache, v_cache, meta, SCALE)
+    actual = TritonAttention(decode_kernel="packed").decode(q, k_cache, v_cache, meta, SCALE)
     assert_close(actual, expected, torch.float32)
 
 
@@ -217,13 +243,15 @@ def test_output_follows_strided_query_views():
                  torch.float32)
 
 
-def test_choose_splits_covers_the_longest_context():
+def test_split_plan_covers_the_longest_context():
     for max_len in (1, 63, 64, 65, 1000, 4096, 4200):
         for pairs, sms in ((64, 132), (2, 132), (64, 1), (1000, 132)):
-            num_splits, split_len = choose_splits(max_len, pairs, sms)
+            backend = TritonAttention(decode_kernel="splitkv", num_sms=sms)
+            num_splits, split_len = backend.split_plan(max_len, pairs, torch.device(DEVICE))
             assert split_len % 64 == 0 and split_len > 0
             assert (num_splits - 1) * split_len < max_len <= num_splits * split_len
-    assert choose_splits(4096, 64, 132)[0] > 1  # the real decode shape does split
+    # The real decode shape does split.
+    assert TritonAttention(num_sms=132).split_plan(4096, 64, torch.device(DEVICE))[0] > 1
 
 
 @pytest.mark.skipif(not ON_INTERPRETER, reason="counts real compiles on the GPU")
@@ -243,7 +271,7 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
     from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N,
-                                                   REDUCE_BLOCK_S, SPLITKV_BLOCK_N, SplitKVConfig)
+                                                   REDUCE_BLOCK_S, SplitKVConfig)
     from fusedlib.ops import activation, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -270,7 +298,7 @@ GPU_COMPILE = textwrap.dedent("""
         triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", ARCH, 32),
                        options={"num_warps": num_warps, "num_stages": num_stages})
 
-    balanced = SplitKVConfig()
+    splitkv = SplitKVConfig()
     # The real model's shape in fp16 (what serves on the GPU), the tiny one's in fp32.
     for heads, kv_heads, head_dim, hidden, dtype, precision in (
             (12, 2, 128, 1536, "fp16", "tf32"), (4, 2, 16, 64, "fp32", "ieee")):
@@ -288,15 +316,13 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(K.packed_attention_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
                 KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
-        compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
-            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=SPLITKV_BLOCK_N,
-            KV_BLOCK_SIZE=16, DOT_PRECISION=precision), 4)
-        compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(HEAD_DIM=head_dim), 1)
-        compile_for_arch(K.balanced_decode_kernel, dtype, dict(
-            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=balanced.block_n,
-            KV_BLOCK_SIZE=16, DOT_PRECISION=precision), balanced.num_warps, balanced.num_stages)
-        compile_for_arch(K.balanced_reduce_kernel, dtype, dict(
-            HEAD_DIM=head_dim, BLOCK_N=balanced.block_n, BLOCK_S=REDUCE_BLOCK_S), 4)
+        for one_split in (False, True):
+            compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
+                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
+                splitkv.num_warps, splitkv.num_stages)
+        compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(
+            HEAD_DIM=head_dim, BLOCK_N=splitkv.block_n, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
 
 
