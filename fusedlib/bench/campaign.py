@@ -156,15 +156,15 @@ CLOSED_CELLS = (("mixed", 8), ("mixed", 32), ("mixed", 64), ("p256", 8), ("p256"
 
 
 def _closed_phase(pairs: int) -> list:
-    # ~7 min; a second short command if the closed runs are at their bound. First the peer's
+    # ~7 min; a second short command if the closed runs are at their bound. Per cell 12 runs
+    # of (construction ~1.5 s + a warm-up pass + a measured pass), ~4.5 min, at most ~7.5: eager
+    # closed walls were 4.0 / 5.7 / 9.5 s (mixed b8/b32/b64) and 1.9 / 2.5 s (p256 b8/b32); part
+    # 10's steps are ~3x faster, so ~1.2-3 s a pass (twice that is the bound). Last the peer's
     # closed run of the book's mixed b64 batch, compared there with ours (~2.5 min: after one
-    # warm-up its first pass took 50 s, the next ~21 s; 2 warm-ups and 3 passes). Then per cell
-    # 12 runs of (construction ~1.5 s + a warm-up pass + a measured pass), ~4.5 min, at most
-    # ~7.5: eager closed walls were 4.0 / 5.7 / 9.5 s (mixed b8/b32/b64) and 1.9 / 2.5 s (p256
-    # b8/b32); part 10's steps are ~3x faster, so ~1.2-3 s a pass (twice that is the bound).
-    return [RunSpec.build("peer", profile="full", workload="mixed", batch_size=64, warmups=2, repeats=3),
-            *(_fused_vs_chunked(f"closed {workload} b{batch}", PART10_OVERLAP, pairs, make=_closed,
-                                workload=workload, batch_size=batch) for workload, batch in CLOSED_CELLS)]
+    # warm-up its first pass took 50 s, the next ~21 s; 2 warm-ups and 3 passes).
+    return [*(_fused_vs_chunked(f"closed {workload} b{batch}", PART10_OVERLAP, pairs, make=_closed,
+                                workload=workload, batch_size=batch) for workload, batch in CLOSED_CELLS),
+            RunSpec.build("peer", profile="full", workload="mixed", batch_size=64, warmups=2, repeats=3)]
 
 
 def _peer(pairs: int) -> list:
@@ -189,12 +189,17 @@ def _peer_open(pairs: int) -> list:
             for rate in (2.0, 1.0)]
 
 
+# With overlap both engines kept up with 40/s offered (part10 phase, H200: 34.4 req/s served by
+# either, the draw's own bound with the drain), so their capacities lie above it: the sweep and
+# the seeds offer more.
+SATURATING_RATE = 80.0
+
+
 def _knees(pairs: int) -> list:
-    # ~4.5 min: both engines once per rate around their knees (fused ~32, chunked ~29 req/s
-    # at 40/s offered without overlap; 48 in case overlap lifts them), from the top rate down so
-    # the warm-ups are short: 16 runs of 400/min(rate, capacity) s, 12.5-25 s, + 2 warm-ups.
+    # ~3 min: both engines once per rate, from well past their knees (40/s no longer saturates
+    # either with overlap) down to under them: 14 runs of ~400/min(rate, capacity) s, 8-15 s.
     return [Sweep("part 10 + overlap sweep: fused vs chunked", _arrivals(engine="fused", **PART10_OVERLAP),
-                  _arrivals(engine="chunked", **PART10_OVERLAP), "rate", (48.0, 40.0, 36.0, 32.0, 28.0, 24.0, 16.0))]
+                  _arrivals(engine="chunked", **PART10_OVERLAP), "rate", (SATURATING_RATE, 64.0, 52.0, 44.0, 36.0, 28.0))]
 
 
 def _small_pool(pairs: int) -> list:
@@ -205,12 +210,12 @@ def _small_pool(pairs: int) -> list:
 
 
 def _sensitivity(pairs: int) -> list:
-    # ~4.5 min: capacity at 40/s offered on 8 draws (seeds), fused and chunked on each, 18 runs
-    # of 13-16 s with the warm-ups. The pair ratios over seeds give the gain with its spread
-    # over draws.
+    # ~3.5 min: capacity at 80/s offered (past both knees) on 8 draws (seeds), fused and chunked
+    # on each, 18 runs of ~10 s with the warm-ups. The pair ratios over seeds give the gain with
+    # its spread over draws.
     return [Sweep("part 10 + overlap seeds: fused vs chunked",
-                  RunSpec.build("sensitivity", profile="full", engine="fused", **PART10_OVERLAP),
-                  RunSpec.build("sensitivity", profile="full", engine="chunked", **PART10_OVERLAP),
+                  RunSpec.build("sensitivity", profile="full", engine="fused", rate=SATURATING_RATE, **PART10_OVERLAP),
+                  RunSpec.build("sensitivity", profile="full", engine="chunked", rate=SATURATING_RATE, **PART10_OVERLAP),
                   "seed", tuple(range(8)), pooled=True)]
 
 
