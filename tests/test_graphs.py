@@ -2,6 +2,8 @@
 path for forwards with prompt chunks), checked on CPU with each graph replaced by an eager
 run over the same buffers (capture=False). Capture itself needs a GPU: test_graphs_on_gpu
 runs there (FUSEDLIB_GPU_TESTS=1) and is skipped elsewhere."""
+import os
+
 import pytest
 import torch
 
@@ -49,8 +51,15 @@ def test_padding_rows_write_only_the_scratch_block():
     assert changed[:, :, engine.pool.scratch_block].all()
 
 
+# The tiny model lives on the CPU: its Triton kernels run only on the interpreter (the GPU run of
+# the test files, FUSEDLIB_GPU_TESTS=1, turns it off; test_engine_gpu covers the graphs there).
+CPU_TRITON = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                reason="Triton kernels on a CPU model need the interpreter")
+
+
 @pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
-                                                      ("fused", True, "triton-balanced")])
+                                                      pytest.param("fused", True, "triton-balanced",
+                                                                   marks=CPU_TRITON)])
 def test_static_piecewise_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward with prompt chunks through PackedGraphs' padded buckets, decode-only ones
     through DecodeGraphs: token for token what the plain engine generates (also with the
