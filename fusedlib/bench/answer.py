@@ -273,7 +273,8 @@ def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
            "gain_n": f"{int(p7['n'])} ABBA pairs of {int(p7['n_requests'])} arrivals at {p7['rate']:g}/s",
            "gain_half_width": f"±{half * 100:.0f} points",
            "gain_width_vs_target": "wider than" if half > 0.10 else "within"}
-    for key, name in (("p9", "part 9: fused vs chunked"), ("p10", "part 10: fused vs chunked")):
+    for key, name in (("p9", "part 9: fused vs chunked"), ("p10", "part 10: fused vs chunked"),
+                      ("p10o", "part 10 + overlap: fused vs chunked")):
         if name in pc.index:
             r = pc.loc[name]
             out |= {f"{key}_fused": f"{r['a_median']:.1f} requests/s", f"{key}_gain": interval(r["ratio"], r["lo"], r["hi"]),
@@ -285,7 +286,8 @@ def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
 PAIRED_LABELS = {"part 7: fused vs chunked": "part 7: eager, per-row attention",
                  "part 9: fused vs chunked": "part 9: every forward graphed, split-KV",
                  "part 10: fused vs chunked": "part 10: fused ops, balanced decode, graphed",
-                 "fused: part 10 vs part 9": "fused engine: part 10 over part 9"}
+                 "fused: part 10 vs part 9": "fused engine: part 10 over part 9",
+                 "part 10 + overlap: fused vs chunked": "part 10 with the host one step ahead, 8 seeds"}
 
 
 def paired_capacity(data: Path = bd.DATA) -> pd.DataFrame:
@@ -324,19 +326,20 @@ def paired_figure(t: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     fc = t[t["comparison"].str.endswith("fused vs chunked")]
-    names = [f"part {c.split(':')[0].split()[-1]}" for c in fc["comparison"]]
+    names = [c.split(":")[0].replace(" + overlap", "\n+ overlap") for c in fc["comparison"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [1.3, 1]})
     x = np.arange(len(fc))
     for i, (e, col) in enumerate((("chunked", "b_median"), ("fused", "a_median"))):
         left.bar(x + (i - 0.5) * 0.38, fc[col], width=0.38, color=bd.color(e), label=f"{e} engine")
-    left.set_xticks(x, [f"{n}\n({r} arrivals)" for n, r in zip(names, fc["n_requests"])])
+    left.set_xticks(x, [f"{n}\n{r} at {rate:g}/s" for n, r, rate in zip(names, fc["n_requests"], fc["rate"])],
+                    fontsize=7)
     left.set_ylabel("served rate (requests/s)")
-    left.set_title("Capacity at 40/s offered (median of pairs)", fontsize=9)
+    left.set_title("Capacity (median of pairs)", fontsize=9)
     left.legend(loc="upper left", fontsize=8)
     right.errorbar(x, fc["ratio"], yerr=[fc["ratio"] - fc["lo"], fc["hi"] - fc["ratio"]], fmt="o", color="black",
                    capsize=4)
     right.axhline(1, color="grey", lw=0.8, ls="--")
-    right.set_xticks(x, names)
+    right.set_xticks(x, names, fontsize=7)
     right.set_xlim(-0.5, len(fc) - 0.5)
     right.set_ylabel("fused / chunked (×)")
     right.set_title("Ratio, 95% interval, ABBA pairs", fontsize=9)

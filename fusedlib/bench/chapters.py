@@ -275,6 +275,8 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                                                                    "part 10: fused vs chunked"} <= set(pc["comparison"]):
         return {}, {}  # part 10's rows are not here: its predictions stay open
     grades = gr.roofline_grades(by_key(), rf.measured_for_predictions(data))
+    set_d = rf.measured_for_set_d(data)
+    grades |= {k: g for k, g in gr.overlap_grades(by_key(), set_d).items() if k in ("D1", "D2", "D3", "D4")}
     c = rf.census(data).set_index(["config", "step"])
     p = rf.placed(data).set_index(["config", "step"])
     rates, attn = rf.rates(data), rf.attention_fraction(data)
@@ -309,10 +311,21 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     if len(variant):  # the in-kernel split merge main reverted
         t["variant_per_layer"] = f"{variant['kernels_per_layer'].iloc[-1]:.1f}"
     for r in rf.capacity_comparisons(data).itertuples():
-        key = r.comparison.split(":")[0].replace(" ", "") if "fused vs chunked" in r.comparison else "p10vp9"
+        key = r.comparison.split(":")[0].replace(" + overlap", "o").replace(" ", "") if "fused vs chunked" in r.comparison else "p10vp9"
         t |= {f"cap_{key}": f"{r.ratio - 1:+.0%} [{r.lo - 1:+.0%}, {r.hi - 1:+.0%}], n = {r.n} pairs",
               f"capa_{key}": f"{r.a_median:.1f} requests/s", f"capb_{key}": f"{r.b_median:.1f} requests/s",
               f"capn_{key}": str(r.n_requests)}
+    if "steps" in set_d and "overlap" in set_d:
+        on, off = set_d["steps"].loc[("fused", True)], set_d["steps"].loc[("fused", False)]
+        ov, sweep = set_d["overlap"], set_d.get("sweep")
+        t |= {"ov_dec_off": f"{off['decode_ms']:.2f} ms", "ov_dec_on": f"{on['decode_ms']:.2f} ms",
+              "cap_overlap": f"{answer.interval(ov['ratio'], ov['lo'], ov['hi'])} ({int(ov['n'])} pairs)",
+              "ov_bound": f"{ov['a']:.1f} requests/s"}
+        if sweep is not None:
+            past = sweep[sweep["point"] >= 52]
+            served = pd.concat([past["a"], past["b"]])
+            t |= {"sat_lo": f"{served.min():.1f}", "sat_hi": f"{served.max():.1f} requests/s",
+                  "sat_from": f"{past['point'].min():g}/s"}
     s = rf.step_saving(data).set_index("attention")
     for key, att in (("p7", "triton"), ("p9", "triton-splitkv"), ("p10", "triton-balanced")):
         t |= {f"save_{key}": f"{s.loc[att, 'saved_ms']:.2f} ms", f"mixf_{key}": f"{s.loc[att, 'fused_mixed_ms']:.2f} ms",

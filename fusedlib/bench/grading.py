@@ -344,6 +344,64 @@ def roofline_grades(p: dict[str, Prediction], m: dict[str, float]) -> dict[str, 
     return out
 
 
+# ---------------------------------------------------------------- set D: the host one step ahead
+
+def _interval(r) -> str:
+    return f"{bd.pct(r['ratio'] - 1)} [{bd.pct(r['lo'] - 1)}, {bd.pct(r['hi'] - 1)}], n = {int(r['n'])}"
+
+
+def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """D1-D5 and D7 on fusedlib.bench.roofline.measured_for_set_d (D6, against transformers,
+    needs the peer's 128 x 128 rows). A prediction whose rows are missing gets no grade."""
+    out = {}
+    ov, fc, seeds = m.get("overlap"), m.get("fused_vs_chunked_40"), m.get("seeds")
+    past_knee = ""
+    if seeds is not None:
+        past_knee = f"; offered 80/s it serves {seeds['a']:.3g} (median of 8 seeds)"
+    if ov is not None and fc is not None:
+        lo, hi = p["D1"].fractions(0)
+        ok = _in(ov["ratio"] - 1, lo, hi) and bool(ov["resolved"])
+        out["D1"] = Grade(_interval(ov), verdict(ok),
+                          f"{side(ov['ratio'] - 1, lo, hi)} the range, {'resolved' if ov['resolved'] else 'not resolved'}; "
+                          f"with overlap the fused engine served {ov['a']:.3g} requests/s, what both engines reach at "
+                          "40/s offered, so the gain is a floor")
+        lo, hi = p["D2"].range(0)
+        out["D2"] = Grade(f"{ov['a']:.3g} requests/s", verdict(_in(ov["a"], lo, hi)),
+                          f"{side(ov['a'], lo, hi)} the range, but that is the arrivals' bound, not the engine's"
+                          + past_knee)
+        lo, hi = p["D3"].fractions(0)
+        seeds_text = f"; offered 80/s over 8 seeds {_interval(seeds)}" if seeds is not None else ""
+        out["D3"] = Grade(_interval(fc), verdict(_in(fc["ratio"] - 1, lo, hi)),
+                          f"{side(fc['ratio'] - 1, lo, hi)} the range: both engines keep up with 40/s{seeds_text}")
+    steps = m.get("steps")
+    if steps is not None and ("fused", True) in steps.index and ("fused", False) in steps.index:
+        on, off = steps.loc[("fused", True)], steps.loc[("fused", False)]
+        gap, limit = on["decode_ms"] - on["decode_gpu_ms"], p["D4"].range(0)[0]
+        out["D4"] = Grade(f"{gap:+.2f} ms", verdict(gap < limit),
+                          f"{'below' if gap < limit else 'not below'} {limit:g} ms; without overlap the same trace reads "
+                          f"{off['decode_ms'] - off['decode_gpu_ms']:+.2f} ms too, because the GPU span holds the GPU's "
+                          f"idle waits: overlap shows in the decode step itself, {off['decode_ms']:.2f} to "
+                          f"{on['decode_ms']:.2f} ms")
+    closed = m.get("closed")
+    if closed is not None:
+        mixed = closed[closed["comparison"].str.contains("mixed")]
+        uniform = closed[closed["comparison"].str.contains("p256")]
+        limit = p["D5"].fractions(1)[0]
+        won = bool(mixed["resolved"].all() and (mixed["ratio"] > 1).all())
+        near = bool(((uniform["ratio"] - 1).abs() <= limit).all())
+        cells = "; ".join(f"{r.comparison.split(':')[0].removeprefix('closed ')} {_interval(r._asdict())}"
+                          for r in closed.itertuples())
+        out["D5"] = Grade(cells, verdict(won and near),
+                          f"mixed cells {'all' if won else 'not all'} resolved in fused's favour; uniform cells "
+                          f"{'within' if near else 'not within'} {limit:.0%}")
+    if seeds is not None:
+        lo, hi = p["D7"].fractions(0)
+        ok = _in(seeds["ratio"] - 1, lo, hi) and bool(seeds["resolved"])
+        out["D7"] = Grade(_interval(seeds), verdict(ok),
+                          f"{side(seeds['ratio'] - 1, lo, hi)} the range, {'resolved' if seeds['resolved'] else 'not resolved'}")
+    return out
+
+
 # ---------------------------------------------------------------- the reference's own predictions
 
 def reference_predictions(path: Path = REFERENCE_PREDICTIONS) -> list[dict]:

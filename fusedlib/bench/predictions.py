@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 PREDICTIONS = Path(__file__).resolve().parents[2] / "data" / "predictions.yaml"
+BOOK = Path(__file__).resolve().parents[2] / "book"  # appendix pages a prediction may open instead of a chapter
 
 HELD, MISSED = "HELD", "MISSED"
 
@@ -22,7 +23,7 @@ HELD, MISSED = "HELD", "MISSED"
 class Prediction:
     key: str            # set id + number, e.g. "A3"
     date: str
-    chapter: int        # the part of the series whose chapter grades it
+    chapter: int | str  # the part of the series whose chapter grades it, or the appendix page that does
     title: str
     text: str           # verbatim, after the bold title
     quotes: tuple[str, ...]
@@ -86,8 +87,11 @@ def load(path: Path = PREDICTIONS) -> list[PredictionSet]:
             if key in seen:
                 raise ValueError(f"{path}: prediction {key} appears twice")
             seen.add(key)
-            if not isinstance(p.get("chapter"), int):
-                raise ValueError(f"{path}: prediction {key} has no chapter number")
+            chapter = p.get("chapter")
+            if not (isinstance(chapter, int) and not isinstance(chapter, bool)
+                    or isinstance(chapter, str) and (BOOK / f"{chapter}.md").exists()):
+                raise ValueError(f"{path}: prediction {key} has no chapter number or page of book/ "
+                                 f"(got {chapter!r})")
             quotes = tuple(p.get("quotes") or ())
             if not quotes:
                 raise ValueError(f"{path}: prediction {key} has no quotes to grade it by")
@@ -109,7 +113,7 @@ def by_key(path: Path = PREDICTIONS) -> dict[str, Prediction]:
     return {p.key: p for s in load(path) for p in s.predictions}
 
 
-def for_chapter(chapter: int, path: Path = PREDICTIONS) -> list[Prediction]:
+def for_chapter(chapter: int | str, path: Path = PREDICTIONS) -> list[Prediction]:
     return [p for s in load(path) for p in s.predictions if p.chapter == chapter]
 
 

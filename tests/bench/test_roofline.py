@@ -110,3 +110,82 @@ def test_measured_for_predictions_reads_part_10_and_the_paired_gains(data):
     assert m["kernels_per_layer"] == pytest.approx(300 / 28) and m["decode_gpu_ms"] == 2.0
     assert m["decode_host_ms"] == pytest.approx(0.2) and m["attention_worst"] == 0.5
     assert (m["fused_capacity"], m["gain_part10"], m["gain_part9"]) == (22.0, pytest.approx(1.1), pytest.approx(1.3))
+
+
+def _campaign_rows(phase, value):
+    """Rows for every run of a campaign phase: `value(spec)` as the run's metric (a closed run
+    as its median row), each with a timestamp."""
+    from fusedlib.bench import campaign
+
+    out = {}
+    for spec in campaign.expand(campaign.plan(phase)):
+        s = spec.resolved()
+        if s.experiment not in campaign.METRIC:  # gates, step traces, the peer
+            continue
+        row = {**s.row_fields(), campaign.METRIC[s.experiment]: value(s), "timestamp": "2026-12-01T00:00:00+00:00"}
+        if s.experiment == "closed":
+            row["stat"] = "median"
+        out.setdefault(s.experiment, []).append(row)
+    return out
+
+
+@pytest.fixture
+def overlap_data(tmp_path):
+    def part10(s):  # overlap +10%, fused = chunked with overlap
+        return 33.0 if s.overlap else 30.0
+
+    def closed(s):  # fused 20% ahead in every cell
+        return 1200.0 if s.engine == "fused" else 1000.0
+
+    def seeds(s):  # fused 2% behind on even seeds, 4% ahead on odd ones
+        return (98.0 if s.seed % 2 == 0 else 104.0) if s.engine == "fused" else 100.0
+
+    for phase, value in (("part10", part10), ("closed", closed), ("sensitivity", seeds),
+                         ("knees", lambda s: min(s.rate, 37.0) if s.engine == "fused" else min(s.rate, 36.0))):
+        for experiment, new in _campaign_rows(phase, value).items():
+            if experiment in ("arrivals", "closed", "sensitivity"):
+                _write(tmp_path, f"paired/{experiment}", new)
+    trace = []
+    for overlap, (dec, gpu) in ((True, (2.0, 2.1)), (False, (3.0, 2.9))):
+        for engine in ("fused", "chunked"):
+            trace.append({"record": "summary", "engine": engine, "overlap": overlap, "attention": "triton-balanced",
+                          "fused_ops": True, "median_decode_step_s": dec / 1e3, "median_decode_step_gpu_s": gpu / 1e3,
+                          "median_mixed_step_s": 8e-3, "median_mixed_step_gpu_s": 7.9e-3, "git_commit": "ccc",
+                          "timestamp": "2026-12-01T00:00:00+00:00"})
+    _write(tmp_path, "paired/step_trace", trace)
+    return tmp_path
+
+
+def test_campaign_comparisons_pair_each_phase_by_its_plan(overlap_data):
+    c = roofline.campaign_comparisons(overlap_data).set_index("comparison")
+    assert c.loc["part 10: overlap vs not", "ratio"] == pytest.approx(1.1)
+    assert c.loc["part 10: overlap vs not", "n"] == 5 and c.loc["part 10: overlap vs not", "resolved"]
+    assert c.loc["part 10 + overlap: fused vs chunked", "ratio"] == pytest.approx(1.0)
+    assert c.loc["closed mixed b32: fused vs chunked", "ratio"] == pytest.approx(1.2)
+    seeds = c.loc["part 10 + overlap seeds: fused vs chunked"]
+    assert seeds["n"] == 8 and seeds["ratio"] == pytest.approx(1.01) and not seeds["resolved"]
+    sweep = c.loc["part 10 + overlap sweep: fused vs chunked"].set_index("point")
+    assert sweep.loc[80.0, "ratio"] == pytest.approx(37 / 36) and sweep.loc[28.0, "ratio"] == 1.0
+
+
+def test_set_d_grades_read_the_campaign(overlap_data):
+    from fusedlib.bench import grading, predictions
+
+    g = grading.overlap_grades(predictions.by_key(), roofline.measured_for_set_d(overlap_data))
+    assert g["D1"].verdict == "HELD" and g["D1"].measured.startswith("+10.0%")
+    assert g["D2"].verdict == "HELD" and "arrivals' bound" in g["D2"].why  # 33.0 in 33..38
+    assert g["D3"].verdict == "HELD"
+    assert g["D4"].verdict == "HELD" and "3.00 to 2.00 ms" in g["D4"].why
+    assert g["D5"].verdict == "MISSED" and "uniform cells not within" in g["D5"].why
+    assert g["D7"].verdict == "MISSED" and "not resolved" in g["D7"].why
+    assert "D6" not in g  # the peer's rows are not there
+    steps = roofline.overlap_steps(overlap_data).set_index(["engine", "overlap"])
+    assert steps.loc[("fused", True), "decode_ms"] == pytest.approx(2.0)
+
+
+def test_capacity_comparisons_add_the_seeds_with_overlap(overlap_data, data):
+    for stem in ("paired/sensitivity",):
+        _write(data, stem, rows.read_rows(overlap_data / stem))
+    c = roofline.capacity_comparisons(data).set_index("comparison")
+    assert c.loc["part 10 + overlap: fused vs chunked", "n"] == 8
+    assert c.loc["part 10 + overlap: fused vs chunked", "rate"] == 80.0
