@@ -172,7 +172,10 @@ def _transformers_batching(spec: RunSpec, specs: workloads.Workload):
     cb = ContinuousBatchingConfig(max_requests_per_batch=spec.max_batch,
                                   max_batch_tokens=spec.chunk_tokens + spec.max_batch)
     # Left unsized, the cache takes 90% of free device memory, or of host RAM on CPU.
-    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // cb.page_size) for r in specs)
+    # The cache's tokens per block: `page_size` in recent transformers, `block_size` before it (5.17,
+    # the H200 machine's: the peer's closed b64 run there failed on `page_size`).
+    per_block = getattr(cb, "page_size", None) or cb.block_size
+    cb.num_blocks = sum(-(-(len(r.prompt) + r.max_new_tokens) // per_block) for r in specs)
     gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=max(r.max_new_tokens for r in specs))
     return hf.continuous_batching_context_manager(generation_config=gen, continuous_batching_config=cb,
                                                   block=True, timeout=30)
