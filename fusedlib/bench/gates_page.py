@@ -40,3 +40,24 @@ def transformers_note(all_rows: pd.DataFrame, spec: pd.DataFrame, info: pd.DataF
                f"gate found {int(flips.max())} tolerated tie flip{'s' if flips.max() > 1 else ''} with "
                f"{flips.idxmax()} attention. " if len(flips) and flips.max() > 0 else "")
             + "Gate 5 as specified, in fp32 on the tiny model, runs in `make test`.")
+
+
+def configurations(rows: pd.DataFrame) -> pd.DataFrame:
+    """The gates of each configuration the chapters measure (rows of data/paired/gates): per
+    configuration (one gates run: its attention, ops and code version), how many gates ran and
+    passed, the tie flips fused against chunked tolerated, and whether graphs and overlap were on
+    in any of its gates (the mixed-step gate runs one eager step whatever the configuration)."""
+    if rows.empty:
+        return pd.DataFrame()
+    df = rows.copy()
+    df["overlap"] = df["overlap"].fillna(False).astype(bool) if "overlap" in df else False
+    out = []
+    for (attention, fused_ops, commit), g in df.groupby(["attention", "fused_ops", "git_commit"], sort=False):
+        graphs, overlap = bool(g["cuda_graphs"].astype(bool).any()), bool(g["overlap"].any())
+        fvc = g[g["gate"] == "fused_vs_chunked"]
+        out.append({"attention": attention, "fused ops": "yes" if fused_ops else "no",
+                    "CUDA graphs": "every forward" if graphs else "none", "overlap": "yes" if overlap else "no",
+                    "gates passed": f"{int(g['passed'].astype(bool).sum())} of {len(g)}",
+                    "tie flips tolerated": str(int(fvc["flip_locations"].sum())) if len(fvc) else "",
+                    "code version": commit})
+    return pd.DataFrame(out)

@@ -103,3 +103,22 @@ def test_capacity_table_shows_each_engines_range_and_the_ratio_interval():
                                                                                                  ("chunked", 6.0))])
     t = chapters.capacity_table(configs).iloc[0]
     assert t["fused (requests/s)"] == "9.00 (8.00–10.0)" and t["fused / chunked"] == "1.50× [1.20, 1.80]"
+
+
+def test_gate_configurations_count_each_gates_run():
+    import pandas as pd
+
+    from fusedlib.bench import gates_page
+
+    rows = pd.DataFrame([
+        {"gate": "fused_vs_chunked", "passed": True, "attention": "triton-balanced", "fused_ops": True,
+         "cuda_graphs": True, "overlap": True, "flip_locations": 2, "git_commit": "b"},
+        {"gate": "mixed_step", "passed": False, "attention": "triton-balanced", "fused_ops": True,
+         "cuda_graphs": False, "overlap": False, "git_commit": "b"},
+        {"gate": "tiny_pool", "passed": True, "attention": "triton-splitkv", "fused_ops": False,
+         "cuda_graphs": True, "git_commit": "a"}])
+    t = gates_page.configurations(rows).set_index("attention")
+    assert t.loc["triton-balanced", "gates passed"] == "1 of 2"
+    assert (t.loc["triton-balanced", "overlap"], t.loc["triton-balanced", "CUDA graphs"]) == ("yes", "every forward")
+    assert t.loc["triton-balanced", "tie flips tolerated"] == "2"
+    assert (t.loc["triton-splitkv", "overlap"], t.loc["triton-splitkv", "tie flips tolerated"]) == ("no", "")
