@@ -274,7 +274,7 @@ def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
            "gain_half_width": f"±{half * 100:.0f} points",
            "gain_width_vs_target": "wider than" if half > 0.10 else "within"}
     for key, name in (("p9", "part 9: fused vs chunked"), ("p10", "part 10: fused vs chunked"),
-                      ("p10o", "part 10 + overlap: fused vs chunked")):
+                      ("p10o", "part 10 + overlap seeds: fused vs chunked")):
         if name in pc.index:
             r = pc.loc[name]
             out |= {f"{key}_fused": f"{r['a_median']:.1f} requests/s", f"{key}_gain": interval(r["ratio"], r["lo"], r["hi"]),
@@ -287,7 +287,10 @@ PAIRED_LABELS = {"part 7: fused vs chunked": "part 7: eager, per-row attention",
                  "part 9: fused vs chunked": "part 9: every forward graphed, split-KV",
                  "part 10: fused vs chunked": "part 10: fused ops, balanced decode, graphed",
                  "fused: part 10 vs part 9": "fused engine: part 10 over part 9",
-                 "part 10 + overlap: fused vs chunked": "part 10 with the host one step ahead, 8 seeds"}
+                 "part 10: overlap vs not": "fused engine, part 10: the host one step ahead or not",
+                 "part 10 + overlap: fused vs chunked": "part 10, the host one step ahead: at 40/s",
+                 "part 10 + overlap seeds: fused vs chunked": "part 10, the host one step ahead: 8 seeds at 80/s",
+                 "part 10 + overlap sweep: fused vs chunked": "part 10, the host one step ahead: 28 to 80/s"}
 
 
 def paired_capacity(data: Path = bd.DATA) -> pd.DataFrame:
@@ -326,7 +329,7 @@ def paired_figure(t: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     fc = t[t["comparison"].str.endswith("fused vs chunked")]
-    names = [c.split(":")[0].replace(" + overlap", "\n+ overlap") for c in fc["comparison"]]
+    names = [c.split(":")[0].replace(" + overlap seeds", "\n+ overlap") for c in fc["comparison"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [1.3, 1]})
     x = np.arange(len(fc))
     for i, (e, col) in enumerate((("chunked", "b_median"), ("fused", "a_median"))):
@@ -348,22 +351,30 @@ def paired_figure(t: pd.DataFrame):
 
 
 def paired_provenance(data: Path = bd.DATA) -> pd.DataFrame:
-    """Where each paired comparison ran: its code version, machine (boot id, shortened), pairs
-    and recorded warm-ups, first and last row, and whether its sides were interleaved."""
+    """Where each paired comparison ran (arrivals, closed and seed runs): its code version,
+    machine (boot id, shortened), pairs and recorded warm-ups, first and last row, and how its
+    sides were ordered."""
     from . import rows as rowsio
 
-    df = pd.DataFrame(rowsio.read_rows(Path(data) / "paired/arrivals"))
+    frames = [pd.DataFrame(rowsio.read_rows(Path(data) / "paired" / stem)) for stem in ("arrivals", "closed", "sensitivity")]
+    df = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else pd.DataFrame()
     if not len(df):
         return pd.DataFrame()
     df["comparison"] = df["comparison"].fillna("")
     first = df["comparison"] == ""  # the first phase names its comparisons by configuration
     df.loc[first, "comparison"] = np.where(df.loc[first, "attention"] == "triton-balanced",
                                            "part 10: fused vs chunked", "fused: part 10 vs part 9")
+    if "stat" in df:  # a closed run's passes: one row per run counts
+        df = df[df["stat"].isna() | (df["stat"] == "median")]
     out = []
     for (name, commit, boot), d in df.groupby(["comparison", "git_commit", "boot_id"], sort=False):
         runs = d[~d["warmup"].astype(bool)]
+        sweep = " sweep" in name or " seeds" in name  # one pair per rate or seed, the first side alternating
+        pairs = runs["rate" if " sweep" in name else "seed"].nunique() if sweep else runs["repeat"].nunique()
+        order = ("not interleaved" if name.startswith("fused:") else
+                 "alternating, one pair per " + ("rate" if " sweep" in name else "seed") if sweep else "ABBA")
         out.append({"comparison": PAIRED_LABELS.get(name, name), "code version": commit, "machine (boot)": boot[:8],
-                    "pairs": str(runs["repeat"].nunique()), "warm-ups": str(int(d["warmup"].astype(bool).sum())),
+                    "pairs": str(pairs), "warm-ups": str(int(d["warmup"].astype(bool).sum())),
                     "rows (UTC)": f"{d['timestamp'].min()[:16].replace('T', ' ')} to {d['timestamp'].max()[11:16]}",
-                    "order": "not interleaved" if name.startswith("fused:") else "ABBA"})
+                    "order": order})
     return pd.DataFrame(out)

@@ -311,7 +311,7 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     if len(variant):  # the in-kernel split merge main reverted
         t["variant_per_layer"] = f"{variant['kernels_per_layer'].iloc[-1]:.1f}"
     for r in rf.capacity_comparisons(data).itertuples():
-        key = r.comparison.split(":")[0].replace(" + overlap", "o").replace(" ", "") if "fused vs chunked" in r.comparison else "p10vp9"
+        key = r.comparison.split(":")[0].replace(" + overlap seeds", "o").replace(" ", "") if "fused vs chunked" in r.comparison else "p10vp9"
         t |= {f"cap_{key}": f"{r.ratio - 1:+.0%} [{r.lo - 1:+.0%}, {r.hi - 1:+.0%}], n = {r.n} pairs",
               f"capa_{key}": f"{r.a_median:.1f} requests/s", f"capb_{key}": f"{r.b_median:.1f} requests/s",
               f"capn_{key}": str(r.n_requests)}

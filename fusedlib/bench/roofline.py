@@ -178,7 +178,7 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
     if len(seeds):
         r = seeds.iloc[0]
         runs = _frame(data, "paired/sensitivity")
-        out.append({"comparison": "part 10 + overlap: fused vs chunked", "a_median": r["a"], "b_median": r["b"],
+        out.append({"comparison": r["comparison"], "a_median": r["a"], "b_median": r["b"],
                     "ratio": r["ratio"], "lo": r["lo"], "hi": r["hi"], "n": r["n"], "resolved": r["resolved"],
                     "interleaved": True, "n_requests": int(runs["n_requests"].iloc[0]),
                     "rate": float(runs["rate"].iloc[0])})

@@ -118,3 +118,19 @@ def test_paired_capacity_and_its_table_from_abba_rows(tmp_path):
 
 def test_interval_reads_as_a_signed_change():
     assert answer.interval(1.46, 1.23, 1.55) == "+46% [+23%, +55%]"
+
+
+def test_provenance_counts_a_sweeps_pairs_by_rate_and_a_closed_run_once(tmp_path):
+    from fusedlib.bench import rows
+
+    base = {"git_commit": "abc", "boot_id": "0123456789", "timestamp": "2026-12-01T00:00:00+00:00"}
+    rows.append_rows(tmp_path / "paired/arrivals", [
+        {**base, "engine": e, "attention": "triton-balanced", "comparison": "part 10 + overlap sweep: fused vs chunked",
+         "repeat": 1, "warmup": False, "rate": r} for r in (80.0, 64.0, 52.0) for e in ("fused", "chunked")])
+    rows.append_rows(tmp_path / "paired/closed", [
+        {**base, "engine": "fused", "attention": "triton-balanced", "comparison": "closed mixed b8: fused vs chunked",
+         "repeat": 1, "warmup": False, "stat": stat} for stat in ("warmup", "run", "median")])
+    prov = answer.paired_provenance(tmp_path).set_index("comparison")
+    sweep = prov.loc["part 10, the host one step ahead: 28 to 80/s"]
+    assert (sweep["pairs"], sweep["order"]) == ("3", "alternating, one pair per rate")
+    assert prov.loc["closed mixed b8: fused vs chunked", "pairs"] == "1"

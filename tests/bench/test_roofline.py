@@ -187,5 +187,5 @@ def test_capacity_comparisons_add_the_seeds_with_overlap(overlap_data, data):
     for stem in ("paired/sensitivity",):
         _write(data, stem, rows.read_rows(overlap_data / stem))
     c = roofline.capacity_comparisons(data).set_index("comparison")
-    assert c.loc["part 10 + overlap: fused vs chunked", "n"] == 8
-    assert c.loc["part 10 + overlap: fused vs chunked", "rate"] == 80.0
+    assert c.loc["part 10 + overlap seeds: fused vs chunked", "n"] == 8
+    assert c.loc["part 10 + overlap seeds: fused vs chunked", "rate"] == 80.0
