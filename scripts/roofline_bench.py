@@ -322,7 +322,7 @@ class Bench:
         from fusedlib.attention.base import DecodeMeta
         from fusedlib.attention.torch_backend import TorchAttention
         from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
-        from fusedlib.bench.kernels import _median_ms, copy_bandwidth, decode_case
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
 
         cfg, dev, p = self.model.config, self.device, self.p
         scale = cfg.head_dim ** -0.5
@@ -331,14 +331,9 @@ class Bench:
         pool_max = cfg.max_position_embeddings  # what DecodeGraphs passes as max_context_len
         sweep = BALANCED_SWEEP if self.on_gpu else SMOKE_SWEEP
         out = []
-        for context in p["attn_contexts"]:
-            gen = torch.Generator(device=dev).manual_seed(context)
-            contexts = [context] * p["rows"]
-            q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
-                                        self.dtype, dev, gen)
+        for context, q, k, v, meta, kv_bytes in self._decode_cases():
             expected = TorchAttention().decode(q, k, v, meta, scale)
             graph_meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, pool_max)
-            kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
             cases = [("splitkv", "graph cap", SplitKVConfig(), graph_meta),
                      ("splitkv", "step max", SplitKVConfig(), meta)]
             cases += [("balanced", "graph cap", SplitKVConfig(*shape), graph_meta) for shape in sweep]
@@ -372,6 +367,20 @@ class Bench:
                                      f"{best['fraction_of_copy']:.0%} (block_n {best['block_n']}, "
                                      f"{best['programs_per_sm']}/SM, {best['num_warps']}w{best['num_stages']}s)"))
 
+    def _decode_cases(self):
+        """(context, q, k_cache, v_cache, meta, KV bytes read) of a decode step at `rows`
+        requests of each attention context, random K/V in shuffled blocks."""
+        torch = self.torch
+        from fusedlib.bench.kernels import decode_case
+
+        cfg, p = self.model.config, self.p
+        for context in p["attn_contexts"]:
+            gen = torch.Generator(device=self.device).manual_seed(context)
+            contexts = [context] * p["rows"]
+            q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
+                                        self.dtype, self.device, gen)
+            yield context, q, k, v, meta, sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
+
     def attention_layout(self) -> None:
         """Why decode attention stays far from the copy rate at 1k: the same kernel over the
         same keys, (a) with the cache as the engine lays it out (slot-major: a slot's KV heads
@@ -380,7 +389,7 @@ class Bench:
         (c) a plain copy moving the same number of bytes. Graph replays, L2 flushed."""
         torch = self.torch
         from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
-        from fusedlib.bench.kernels import _median_ms, decode_case
+        from fusedlib.bench.kernels import _median_ms
 
         cfg, dev, p = self.model.config, self.device, self.p
         scale = cfg.head_dim ** -0.5
@@ -389,12 +398,7 @@ class Bench:
             else (lambda call: _median_ms(call, dev, p["iters"], None))
         shapes = [(32, 4, 4, 3), (64, 4, 4, 2), (64, 4, 2, 2), (128, 2, 4, 2)] if self.on_gpu else [(16, 2, 4, 2)]
         out = []
-        for context in p["attn_contexts"]:
-            gen = torch.Generator(device=dev).manual_seed(context)
-            contexts = [context] * p["rows"]
-            q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
-                                        self.dtype, dev, gen)
-            kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
+        for context, q, k, v, meta, kv_bytes in self._decode_cases():
             src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=dev)
             dst = torch.empty_like(src)
             copy_ms = timed(lambda: dst.copy_(src))
