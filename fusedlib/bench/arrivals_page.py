@@ -54,9 +54,10 @@ def reading(result) -> str:
 
 
 def pairs_table(results: list) -> pd.DataFrame:
-    """The paired comparisons with a complete pair: what they compare and share, the offered
-    rate and requests, each side's median served rate, A / B with its 95% interval, the pairs,
-    whether resolved, and how many of each side's runs kept up with the arrivals."""
+    """The paired comparisons with a complete pair: what they compare (the prose names what the
+    two sides share, too long for a column), the offered rate and requests, each side's median
+    served rate, A / B with its 95% interval, the pairs, whether resolved, and how many of each
+    side's runs kept up with the arrivals."""
     out = []
     for r in results:
         c = r.comparison()
@@ -67,7 +68,7 @@ def pairs_table(results: list) -> pd.DataFrame:
         med = runs.groupby("side")["served_rate"].median()
         up = runs.groupby("side")["keeps_up"].sum()
         a = r.item.a.resolved()
-        out.append({"A / B": pp.sides(r.item), "both": pp.item_configuration(r.item),
+        out.append({"A / B": pp.sides(r.item),
                     "offered": f"{a.n_requests} at {a.rate:g}/s" + (f", pool {a.pool_gib:g} GiB" if a.pool_gib else ""),
                     "A, B (req/s)": f"{med['A']:.3g}, {med['B']:.3g}", "A / B [95%]": pp.ratio_text(c),
                     "pairs": str(c.n), "resolved?": "yes" if c.resolved else "no",
@@ -127,7 +128,8 @@ def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
         "offered": [f"{r:g}" for r in m.index], "arrived": m[("arrived_rate", "fused")].map(bd.sig3).to_numpy(),
         "chunked (req/s)": m[("served_rate", "chunked")].map(bd.sig3).to_numpy(),
         "fused (req/s)": m[("served_rate", "fused")].map(bd.sig3).to_numpy(),
-        "fused / chunked": (m[("served_rate", "fused")] / m[("served_rate", "chunked")]).map(lambda x: f"{x:.3f}×").to_numpy(),
+        "fused / chunked": (m[("served_rate", "fused")] / m[("served_rate", "chunked")]).map(
+            lambda x: f"{x:.3f}×").to_numpy(),
         "chunked wait (s)": m[("queue_wait_median_s", "chunked")].map(bd.sig3).to_numpy(),
         "fused wait (s)": m[("queue_wait_median_s", "fused")].map(bd.sig3).to_numpy(),
         "kept up": [", ".join(e for e in ("chunked", "fused") if m.loc[r, ("keeps_up", e)]) or "neither"
@@ -337,7 +339,7 @@ def served_figure(v: Sweep):
     handles = {l: h for ax in axes[0] for h, l in zip(*ax.get_legend_handles_labels())}
     fig.legend(handles.values(), handles.keys(), fontsize=8, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0))
     fig.suptitle(f"Earlier eager runs: Poisson arrivals, mixed requests, seed 0 ({gpu})")
-    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    fig.tight_layout(rect=(0, 0.11, 1, 1))
     return fig
 
 

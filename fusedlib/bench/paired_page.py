@@ -9,10 +9,6 @@ from . import analysis as bd, campaign
 from .paired import Comparison
 from .spec import RunSpec, stored_options
 
-# The options that set up the engine, in the order a reader meets them.
-ENGINE_OPTIONS = ("attention", "cuda_graphs", "graph_chunks", "fused_ops", "overlap")
-
-
 def results(phase: str, data=None) -> list[campaign.Result]:
     """The phase's comparisons with the book's rows (`<data>/paired/`)."""
     return campaign.results(phase, bd.DATA if data is None else data)
@@ -34,7 +30,7 @@ def comparison_text(c: Comparison) -> str:
 
 
 def differing(item) -> list[str]:
-    """The options in which a comparison's two sides differ."""
+    """The options in which a comparison's two sides differ (at least one: campaign's tests)."""
     a, b = item.a.resolved().options(), item.b.resolved().options()
     return [k for k in a if a[k] != b[k]]
 
@@ -55,7 +51,7 @@ def sides(item) -> str:
 
 
 def configuration(spec: RunSpec, leave_out=()) -> str:
-    """The engine's setup in words, e.g. "triton-balanced decode attention, every forward in CUDA
+    """The engine's setup in words, e.g. "triton-balanced attention, every forward in CUDA
     graphs, fused small ops, host work overlapped with the GPU"; `leave_out`: options not to name
     (the one a comparison varies)."""
     s = spec.resolved()
@@ -74,7 +70,8 @@ def configuration(spec: RunSpec, leave_out=()) -> str:
 
 def row_spec(row: dict) -> RunSpec:
     """The spec a stored row ran (a table's row: its empty cells are options the row lacked)."""
-    return RunSpec.build(**stored_options({k: v for k, v in row.items() if not (v is None or (isinstance(v, float) and v != v))}))
+    given = {k: v for k, v in row.items() if not (v is None or (isinstance(v, float) and v != v))}
+    return RunSpec.build(**stored_options(given))
 
 
 def row_configurations(df: pd.DataFrame) -> str:
@@ -104,7 +101,8 @@ def runs_frame(result: campaign.Result) -> pd.DataFrame:
     complete = {s for pair in result.pairs() for s in pair}
     out = []
     for spec, row in result.runs.items():
-        out.append({**row, "side": "AB"[_side(result.item, spec)], "pair": _pair_index(result.item, spec), "complete": spec in complete})
+        out.append({**row, "side": "AB"[_side(result.item, spec)], "pair": _pair_index(result.item, spec),
+                    "complete": spec in complete})
     df = pd.DataFrame(out)
     return df.sort_values("timestamp").reset_index(drop=True) if len(df) else df
 
