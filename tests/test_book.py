@@ -31,7 +31,9 @@ PAGES = {
     "book/gates": ("gates", 0, 1),
     "book/step_trace": ("step_trace", 3, 1),
     "book/closed": ("closed", 1, 1),
-    "book/arrivals": ("arrivals", 3, 2),
+    # the earlier sweep and the small pool; the paired sweep's two figures read data/paired/,
+    # which the notebooks do not write
+    "book/arrivals": ("arrivals", 2, 2),
     "book/sensitivity": ("sensitivity", 1, 1),
     "book/peer": ("peer", 1, 1),
     "book/beyond": ("beyond", 2, 2),

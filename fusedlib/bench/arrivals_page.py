@@ -1,6 +1,7 @@
-"""The arrival sweeps appendix (book/arrivals.md): served rate and queue wait against the offered
-rate, the capacity pair, the run-by-run speed of the machine, and the small-pool control. The
-page calls these and shows what they return."""
+"""The arrival sweeps appendix (book/arrivals.md): the paired runs at 40/s and the paired sweep of
+served rate against offered rate, with where each engine stops keeping up and how steadily the
+machine ran; then the earlier eager sweep and small-pool control, labelled as such. The page
+calls these and shows what they return."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,9 +10,215 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import analysis as bd
+from . import analysis as bd, paired_page as pp
+
+# A run keeps up with its arrivals when its median request is admitted at once: it waits for a
+# batch row less than this share of the time it then takes to be served. (Completions counted
+# while requests still arrive are a worse test: they fall short of the arrivals by the requests
+# in flight at the end, more for an engine whose requests take longer.)
+KEEP_UP_WAIT = 0.1
 
 
+# ---------------------------------------------------------------- the paired runs
+def run_table(result) -> pd.DataFrame:
+    """A comparison's arrivals runs (paired_page.runs_frame) with the rate the draw's requests
+    arrived at, the median request's service time (from admission to its last token) and whether
+    the run kept up with its arrivals (KEEP_UP_WAIT)."""
+    runs = pp.runs_frame(result)
+    if runs.empty:
+        return runs
+    arrived = [bd.arrived_rate(n, r, s) for n, r, s in zip(runs["n_requests"], runs["rate"], runs["seed"])]
+    service = runs["e2e_median_s"] - runs["queue_wait_median_s"]
+    return runs.assign(arrived_rate=arrived, service_s=service,
+                       keeps_up=runs["queue_wait_median_s"] < KEEP_UP_WAIT * service)
+
+
+def reading(result) -> str:
+    """What a paired ratio of served rates measures, from which runs kept up with the arrivals: a
+    side that never kept up served at its capacity; one that did is held to the arrival rate."""
+    runs = run_table(result)
+    runs = runs[runs["complete"]]
+    a, b = (f"the {x} engine" if x in ("fused", "chunked") else f"the engine {x}" for x in pp.side_names(result.item))
+    up = runs.groupby("side")["keeps_up"].agg(["sum", "size"])
+    (ka, na), (kb, nb) = up.loc["A"], up.loc["B"]
+    kept = f"{a[0].upper()}{a[1:]} kept up with the arrivals in {ka} of {na} runs, {b} in {kb} of {nb}"
+    if ka == 0 and kb == 0:
+        return f"{kept}: both served at capacity, so the ratio compares their capacities"
+    if kb == 0:
+        return (f"{kept}: {b} served at its capacity and {a} at most at its own, so the ratio is a lower bound on "
+                "the ratio of their capacities")
+    if ka == 0:
+        return (f"{kept}: {a} served at its capacity and {b} at most at its own, so the ratio is an upper bound on "
+                "the ratio of their capacities")
+    return f"{kept}: the arrivals held both, at least in part, so the ratio does not compare their capacities"
+
+
+def pairs_table(results: list) -> pd.DataFrame:
+    """The paired comparisons with a complete pair: what they compare (the prose names what the
+    two sides share, too long for a column), the offered rate and requests, each side's median
+    served rate, A / B with its 95% interval, the pairs, whether resolved, and how many of each
+    side's runs kept up with the arrivals."""
+    out = []
+    for r in results:
+        c = r.comparison()
+        if c is None:
+            continue
+        runs = run_table(r)
+        runs = runs[runs["complete"]]
+        med = runs.groupby("side")["served_rate"].median()
+        up = runs.groupby("side")["keeps_up"].sum()
+        a = r.item.a.resolved()
+        out.append({"A / B": pp.sides(r.item),
+                    "offered": f"{a.n_requests} at {a.rate:g}/s" + (f", pool {a.pool_gib:g} GiB" if a.pool_gib else ""),
+                    "A, B (req/s)": f"{med['A']:.3g}, {med['B']:.3g}", "A / B [95%]": pp.ratio_text(c),
+                    "pairs": str(c.n), "resolved?": "yes" if c.resolved else "no",
+                    "kept up (A, B)": f"{int(up['A'])}, {int(up['B'])} of {c.n}"})
+    return pd.DataFrame(out)
+
+
+def knees(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per engine of a sweep's measured runs: the highest offered rate up to which every run kept
+    up with its arrivals (NaN if none did), and the served rates at the rates above it (count,
+    min, median, max): the engine's capacity on that draw."""
+    out = []
+    for engine, g in runs[~runs["warmup"]].sort_values("rate").groupby("engine"):
+        missed = g.loc[~g["keeps_up"], "rate"]
+        below = g[g["rate"] < missed.min()] if len(missed) else g
+        past = g[g["rate"] >= missed.min()] if len(missed) else g.iloc[0:0]
+        out.append({"engine": engine, "kept_up_to": below["rate"].max() if len(below) else np.nan,
+                    "n_past": len(past), "past_min": past["served_rate"].min(),
+                    "past_median": past["served_rate"].median(), "past_max": past["served_rate"].max()})
+    return pd.DataFrame(out).set_index("engine")
+
+
+def sweep_figure(runs: pd.DataFrame):
+    """Served rate (top) and median queue wait (bottom) against the offered rate, one line per
+    engine from the one sweep; the recorded warm-ups hollow, the draw's own arrival rate dashed."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.4), sharex=True)
+    rates = sorted(runs["rate"].unique())
+    for e in ("chunked", "fused"):
+        g = runs[(runs["engine"] == e) & ~runs["warmup"]].sort_values("rate")
+        w = runs[(runs["engine"] == e) & runs["warmup"]]
+        kw = dict(color=bd.color(e), marker="o", ms=5)
+        top.plot(g["rate"], g["served_rate"], label=e, **kw)
+        bottom.plot(g["rate"], g["queue_wait_median_s"], **kw)
+        top.plot(w["rate"], w["served_rate"], ls="none", mfc="white", mec=bd.color(e), marker="o", ms=7,
+                 label=f"{e}, recorded warm-up (left out)")
+    n, seed = int(runs["n_requests"].iloc[0]), int(runs["seed"].iloc[0])
+    top.plot(rates, rates, color="0.6", ls=":", lw=1, label="served = offered")
+    top.plot(rates, [bd.arrived_rate(n, r, seed) for r in rates], color="0.3", ls="--", lw=1,
+             label="the draw's own arrival rate")
+    top.set_ylim(0, runs["served_rate"].max() * 1.25)
+    top.set_ylabel("served rate (requests/s)")
+    top.legend(fontsize=7, ncol=2, loc="lower right")
+    bottom.set_yscale("log")
+    bottom.set_ylabel("median queue wait (s, log)")
+    bottom.set_xlabel("offered rate (requests/s)")
+    bottom.set_xticks(rates, [f"{r:g}" for r in rates])
+    fig.suptitle(f"One sweep, {n} mixed requests per rate, seed {seed} ({runs['gpu'].iloc[0]})", fontsize=10)
+    return fig
+
+
+def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per offered rate of a sweep: the arrived rate, each engine's served rate and median queue
+    wait, the one pair's fused / chunked ratio, and which engines kept up."""
+    m = runs[~runs["warmup"]].pivot_table(index="rate", columns="engine", aggfunc="first",
+                                          values=["served_rate", "queue_wait_median_s", "keeps_up", "arrived_rate"])
+    return pd.DataFrame({
+        "offered": [f"{r:g}" for r in m.index], "arrived": m[("arrived_rate", "fused")].map(bd.sig3).to_numpy(),
+        "chunked (req/s)": m[("served_rate", "chunked")].map(bd.sig3).to_numpy(),
+        "fused (req/s)": m[("served_rate", "fused")].map(bd.sig3).to_numpy(),
+        "fused / chunked": (m[("served_rate", "fused")] / m[("served_rate", "chunked")]).map(
+            lambda x: f"{x:.3f}×").to_numpy(),
+        "chunked wait (s)": m[("queue_wait_median_s", "chunked")].map(bd.sig3).to_numpy(),
+        "fused wait (s)": m[("queue_wait_median_s", "fused")].map(bd.sig3).to_numpy(),
+        "kept up": [", ".join(e for e in ("chunked", "fused") if m.loc[r, ("keeps_up", e)]) or "neither"
+                    for r in m.index]})
+
+
+def speed_figure(runs: pd.DataFrame):
+    """Each measured run's median mixed step (wall and GPU time) and median decode step, in the
+    order the runs ran."""
+    runs = runs[~runs["warmup"]].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(7, 2.8))
+    for e in ("chunked", "fused"):
+        on = runs["engine"] == e
+        for col, marker, label in (("median_mixed_step_s", "o", "mixed step"), ("median_mixed_step_gpu_s", "x",
+                                                                                  "mixed step, GPU time"),
+                                   ("median_decode_step_s", "s", "decode step")):
+            ax.plot(runs.index[on], runs.loc[on, col] * 1e3, marker=marker, ls="none", color=bd.color(e),
+                    fillstyle="none" if marker == "s" else "full", label=f"{e}, {label}")
+    ax.set_xticks(runs.index, [f"{r:g}" for r in runs["rate"]], fontsize=7)
+    ax.set_xlabel("measured runs in the order they ran (offered rate, requests/s)")
+    ax.set_ylabel("median step (ms)")
+    ax.set_ylim(0, None)
+    ax.legend(fontsize=7, ncol=2, loc="lower left")
+    return fig
+
+
+def speed_texts(runs: pd.DataFrame) -> dict[str, str]:
+    """Per engine, the range of its measured runs' median mixed step, wall and GPU time, and its
+    slowest run; the lowest SM clock read; whether the wall time's spread is the GPU's."""
+    measured = runs[~runs["warmup"]]
+    t = {"arr_clock": f"{measured['gpu_sm_clock_mhz_min'].min():.0f} MHz"}
+    widest, width = None, -1.0
+    for e, g in measured.groupby("engine"):
+        wall, gpu = g["median_mixed_step_s"] * 1e3, g["median_mixed_step_gpu_s"] * 1e3
+        slow = g.loc[wall.idxmax()]
+        t[f"arr_mixed_{e}"] = (f"{wall.min():.2f} to {wall.max():.2f} ms (GPU time {gpu.min():.2f} to {gpu.max():.2f} "
+                               f"ms), slowest in its {slow['rate']:g}/s run")
+        if wall.max() - wall.min() > width:
+            widest, width = e, wall.max() - wall.min()
+    g = measured[measured["engine"] == widest]
+    follows = g["median_mixed_step_s"].rank().corr(g["median_mixed_step_gpu_s"].rank()) >= 0.8  # rank correlation
+    t["arr_speed_reading"] = (
+        f"The {widest} engine's mixed step varies most, and its GPU time rises and falls with it: the slow steps "
+        "are slow on the GPU, not on the host" if follows else
+        f"The {widest} engine's mixed step varies most, and its GPU time does not follow it: the host's share of "
+        "the step moved")
+    return t
+
+
+def sweep_texts(sweep, pairs: list, seeds=None) -> dict[str, str]:
+    """The glued values of the paired sections: the 40/s comparisons and what each measures, the
+    sweep's knees and capacities, the machine's steadiness over the sweep, and (when given) the
+    capacity comparison over the seeds (sensitivity page)."""
+    t = {}
+    for r in pairs:
+        c = r.comparison()
+        if c is None:
+            continue
+        a = r.item.a.resolved()
+        key = f"arr_{pp.differing(r.item)[0]}" + ("_pool" if a.pool_gib else "")
+        t |= {key: pp.comparison_text(c), f"{key}_reading": reading(r), f"{key}_config": pp.item_configuration(r.item),
+              "arr_gpu": pp.gpu(r), "arr_requests": str(a.n_requests), "arr_rate": f"{a.rate:g}",
+              "arr_arrived": bd.sig3(bd.arrived_rate(a.n_requests, a.rate, a.seed))}
+    runs = run_table(sweep) if sweep is not None else pd.DataFrame()
+    if len(runs) and runs["complete"].any():
+        k = knees(runs[runs["complete"] | runs["warmup"]])
+        measured = runs[~runs["warmup"]]
+        for e in k.index:
+            up = k.loc[e, "kept_up_to"]
+            t[f"arr_knee_{e}"] = f"{up:g}/s offered" if np.isfinite(up) else "no rate of the sweep"
+            t[f"arr_sat_{e}"] = (f"{k.loc[e, 'past_min']:.3g} to {k.loc[e, 'past_max']:.3g} requests/s (median "
+                                 f"{k.loc[e, 'past_median']:.3g}) at the {int(k.loc[e, 'n_past'])} rates above"
+                                 if k.loc[e, "n_past"] else "every rate of the sweep")
+        warm = runs[runs["warmup"]].set_index("engine")
+        first, last = measured["rate"].iloc[0], measured["rate"].iloc[-1]  # runs_frame: in the order they ran
+        t |= {"arr_sweep_rates": f"{first:g} {'down' if first > last else 'up'} to {last:g}", "arr_sweep_gpu": pp.gpu(sweep),
+              "arr_sweep_config": pp.item_configuration(sweep.item),
+              "arr_share": bd.pct(bd.arrived_rate(int(runs["n_requests"].iloc[0]), 1.0, int(runs["seed"].iloc[0])),
+                                  False),
+              "arr_warm": f"at {warm['rate'].iloc[0]:g}/s, " + " and ".join(
+                  f"{e} {bd.sig3(warm.loc[e, 'served_rate'])}" for e in warm.index) + " requests/s",
+              **speed_texts(runs)}
+    if seeds is not None and seeds.comparison() is not None:
+        c, spec = seeds.comparison(), seeds.item.a.resolved()
+        t["arr_seeds"] = f"over {c.n} draws offered at {spec.rate:g}/s, {pp.comparison_text(c)}"
+    return t
+
+
+# ---------------------------------------------------------------- the earlier eager runs
 @dataclass
 class Sweep:
     """The arrivals rows one page shows: newest run of each configuration (`sweep_runs`), their
@@ -94,7 +301,7 @@ def served_figure(v: Sweep):
                     axes[0, col].plot(r["rate"].map(x_of), r["served_rate"], color=bd.color(e), marker=".",
                                       ls="none", alpha=0.6)
                     # hollow: a rate that ran in another campaign than most of this line (another
-                    # speed of the machine; see the run-by-run figure below)
+                    # speed of the machine)
                     c = s["git_commit"].map(bd.campaign_of)
                     other = s[c != c.mode().iloc[0]]
                     for ax, column in ((axes[0, col], "served_rate"), (axes[1, col], "queue_wait_median_s")):
@@ -131,8 +338,8 @@ def served_figure(v: Sweep):
         axes[1, 1].set_xlabel("offered rate\n(requests/s)")
     handles = {l: h for ax in axes[0] for h, l in zip(*ax.get_legend_handles_labels())}
     fig.legend(handles.values(), handles.keys(), fontsize=8, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0))
-    fig.suptitle(f"Poisson arrivals, mixed requests, seed 0 ({gpu})")
-    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    fig.suptitle(f"Earlier eager runs: Poisson arrivals, mixed requests, seed 0 ({gpu})")
+    fig.tight_layout(rect=(0, 0.11, 1, 1))
     return fig
 
 
@@ -144,181 +351,58 @@ def served_table(v: Sweep) -> pd.DataFrame:
     out = pd.DataFrame({"requests": t.index.get_level_values(0),
                         "offered rate": [f"{r:g}" for r in t.index.get_level_values(1)],
                         "arrived rate": [bd.sig3(bd.arrived_rate(n, r, 0)) for n, r in t.index]})
-    fmt = lambda v, f=None: "—" if pd.isna(v) else (f.format(v) if f else bd.sig3(v))  # noqa: E731
+    fmt = lambda x, f=None: "—" if pd.isna(x) else (f.format(x) if f else bd.sig3(x))  # noqa: E731
     for e in engines:
-        out[f"{e} served"] = [fmt(v) for v in t[("served_rate", e)]]
+        out[f"{e} served"] = [fmt(x) for x in t[("served_rate", e)]]
     if set(engines) == {"chunked", "fused"}:
         ratio = t[("served_rate", "fused")] / t[("served_rate", "chunked")] - 1
-        out["fused vs chunked"] = [fmt(v, "{:+.1%}") for v in ratio]
+        crossed = [n == v.n_sweep and r in crossed_rates(v) for n, r in t.index]
+        out["fused vs chunked"] = [fmt(x, "{:+.1%}") + (" †" if c and not pd.isna(x) else "")
+                                   for x, c in zip(ratio, crossed)]
     for e in engines:
-        out[f"{e} wait (s)"] = [fmt(v) for v in t[("queue_wait_median_s", e)]]
+        out[f"{e} wait (s)"] = [fmt(x) for x in t[("queue_wait_median_s", e)]]
     return out
 
 
-def prose(v: Sweep) -> str:
-    """The capacity pair, the sweep's saturation, offered against arrived rate, as paragraphs."""
-    sweep, w, cap, engines, counts, n_sweep = v.sweep, v.w, v.cap, v.engines, v.counts, v.n_sweep
-    text = []
-    if cap is not None:
-        sat = bool(cap["saturated_chunked"] and cap["saturated_fused"])
-        text.append(
-            f"**Capacity.** The highest offered rate both engines ran is {cap['rate']:g} requests/s with "
-            f"{int(cap['n_requests'])} requests. There the median request waits "
-            f"{cap['queue_wait_median_s_fused']:.3g} s (fused) and {cap['queue_wait_median_s_chunked']:.3g} s "
-            "(chunked) for a batch row, "
-            + ("longer than it then takes to be served: both engines are past saturation, so their served rates, "
-               if sat else "not longer than it then takes to be served, so this pair is not clearly past "
-               "saturation; its served rates, ")
-            + f"{cap['served_rate_fused']:.3g} and {cap['served_rate_chunked']:.3g} requests/s, "
-            + ("are the engines' capacities on that draw: fused serves " if sat else "put fused at ")
-            + f"{cap['gain']:+.1%} against chunked"
-            + (f" (medians of {int(min(cap['runs_fused'], cap['runs_chunked']))} runs per engine, engines alternating: "
-               f"fused {cap['served_min_fused']:.3g} to {cap['served_max_fused']:.3g}, chunked "
-               f"{cap['served_min_chunked']:.3g} to {cap['served_max_chunked']:.3g} requests/s)."
-               if min(cap["runs_fused"], cap["runs_chunked"]) > 1 else "."))
-    if n_sweep is not None:
-        s = w[w["n_requests"] == n_sweep]
-        sw = sweep[sweep["n_requests"] == n_sweep]
-        if len(s):
-            parts = []
-            for e in engines:
-                ew = sw[sw["engine"] == e].set_index("rate").sort_index()
-                sat = ew["queue_wait_median_s"] > ew["e2e_median_s"] - ew["queue_wait_median_s"]
-                served = ew.loc[sat, "served_rate"]
-                parts.append(
-                    f"the {e} engine's median queue wait goes from {ew['queue_wait_median_s'].iloc[0]:.3g} s at "
-                    f"{ew.index[0]:g}/s to {ew['queue_wait_median_s'].iloc[-1]:.3g} s at {ew.index[-1]:g}/s, and it is "
-                    + (f"past saturation at {', '.join(f'{r:g}' for r in served.index)}/s, where it serves "
-                       f"{served.min():.3g} to {served.max():.3g} requests/s" if len(served) else
-                       "past saturation at none of them"))
-            both_sat = s[s["saturated_fused"] & s["saturated_chunked"]]["rate"]
-            text.append(
-                f"**The {n_sweep}-request sweep.** Past saturation means the median request waits longer for a "
-                "batch row than it then takes to be served. Across the offered rates " + "; ".join(parts) + ". "
-                + (f"Only where both engines are past saturation ({', '.join(f'{r:g}' for r in both_sat)}/s) is the "
-                   "fused-vs-chunked column a capacity gain; below that it compares an engine held to the "
-                   "arrivals with one that may not be." if len(both_sat) else
-                   "No rate has both engines past saturation, so the fused-vs-chunked column is not a capacity "
-                   "gain at any of them."))
-    if n_sweep is not None:
-        share = bd.arrived_rate(n_sweep, 1.0, 0)  # the draw's arrived/offered, the same at every rate
-        below = []
-        for e in engines:
-            ew = sweep[(sweep["engine"] == e) & (sweep["n_requests"] == n_sweep)].set_index("rate").sort_index()
-            ew = ew[ew["queue_wait_median_s"] <= ew["e2e_median_s"] - ew["queue_wait_median_s"]]
-            below += [(e, r, row["served_rate"] / r - 1, row["served_rate"] / bd.arrived_rate(n_sweep, r, 0) - 1,
-                       row.get("window_served_rate"), row["queue_wait_median_s"],
-                       row["e2e_median_s"] - row["queue_wait_median_s"]) for r, row in ew.iterrows()]
-        if below:
-            offd = [b[2] for b in below]
-            arrd = [b[3] for b in below]
-            win = [(e, r, wsr / bd.arrived_rate(n_sweep, r, 0) - 1) for e, r, _, _, wsr, *_ in below
-                   if wsr is not None and not pd.isna(wsr)]
-            worst = min(below, key=lambda b: b[3])
-            text.append(
-                f"**Offered and arrived.** The offered rate is the mean of the Poisson draw, not what it delivers: "
-                f"the {n_sweep} requests of seed 0 arrive at {share:.1%} of the offered rate (their gaps happen to "
-                f"run long), at every rate alike. Below saturation the served rate sits {min(offd):+.1%} to "
-                f"{max(offd):+.1%} off the offered rate but {min(arrd):+.1%} to {max(arrd):+.1%} off the rate the "
-                "requests arrived at. What remains is the drain of the last requests, which the served rate counts, "
-                f"and near saturation a queue: the widest gap is the {worst[0]} engine's at {worst[1]:g}/s, where its "
-                f"median request already waits {worst[5]:.3g} s for a row against {worst[6]:.3g} s of service."
-                + (" Runs since campaign 4 also record the completions made while requests still arrive, over that "
-                   "window: against the arrived rate they read " + "; ".join(
-                       f"{e} at {r:g}/s {d:+.1%}" for e, r, d in win) + "."
-                   + (" Within 5% of it: below saturation those runs kept up with the arrivals."
-                      if all(abs(d) <= 0.05 for *_, d in win) else "") if win else ""))
-    if cap is not None and n_sweep is not None and int(cap["n_requests"]) != n_sweep:
-        c = sweep[(sweep["engine"] == "chunked") & (sweep["n_requests"] == n_sweep)].set_index("rate")
-        if len(c):
-            pk = c["served_rate"].idxmax()
-            per_req = lambda d, e, n: d.loc[d["n_requests"] == n, f"n_prompt_tokens_{e}"].iloc[0] / n  # noqa: E731
-            if cap["served_rate_chunked"] < c.loc[pk, "served_rate"]:
-                text.append(
-                    f"The chunked engine serves less in the {int(cap['n_requests'])}-request run at "
-                    f"{cap['rate']:g}/s ({cap['served_rate_chunked']:.3g} requests/s) than at its sweep peak "
-                    f"({c.loc[pk, 'served_rate']:.3g} at {pk:g}/s), although that draw's prompts are shorter on "
-                    f"average ({per_req(w, 'chunked', int(cap['n_requests'])):.0f} against "
-                    f"{per_req(w, 'chunked', n_sweep):.0f} prompt tokens per request). Its share of mixed steps, "
-                    f"each two forwards, is {cap['n_mixed_steps_chunked'] / cap['n_steps_chunked']:.1%} there "
-                    f"against {c.loc[pk, 'n_mixed_steps'] / c.loc[pk, 'n_steps']:.1%} at its sweep peak, and its "
-                    f"mean step {cap['span_s_chunked'] / cap['n_steps_chunked'] * 1e3:.3g} ms against "
-                    f"{c.loc[pk, 'span_s'] / c.loc[pk, 'n_steps'] * 1e3:.3g} ms, consistent with a standing queue "
-                    "putting new prompt chunks into more of its steps. The two runs are different draws of "
-                    "requests, so this describes the rows; it is not a controlled comparison.")
-    # Same draw, different campaigns: runs of one request count whose rows came from more than one commit.
-    if cap is not None:
-        same_n = sweep[(sweep["n_requests"] == cap["n_requests"]) & (sweep["engine"] == "chunked")].sort_values("rate")
-        if same_n["git_commit"].nunique() > 1:
-            pw = w[w["n_requests"] == cap["n_requests"]].set_index("rate")
-            runs = [f"at {r.rate:g}/s (campaign {bd.campaign_of(r.git_commit)}) {r.served_rate:.3g} requests/s"
-                    + (", past saturation" if r.rate in pw.index and pw.loc[r.rate, "saturated_chunked"] else "")
-                    + f", with {r.n_mixed_steps / r.n_steps:.1%} of its steps mixed and a mean step of "
-                    f"{r.span_s / r.n_steps * 1e3:.3g} ms" for r in same_n.itertuples()]
-            text.append(f"**The {int(cap['n_requests'])}-request runs span campaigns.** On the same requests the "
-                        "chunked engine served " + "; ".join(runs) + ". The share of steps that pay two forwards "
-                        "is what the arrival rate changes; where it is about the same and the mean step is not, "
-                        "the steps themselves ran at a different speed: the machine, not the rate (the writeup's "
-                        "paragraph on the machine's speed compares each run's median step by kind).")
-    return "\n\n".join(text)
+def capacity_text(v: Sweep) -> str:
+    """The older capacity pair: the highest offered rate both engines ran, their served rates and
+    queue waits there, and whether both were past saturation (a median wait longer than service)."""
+    cap = v.cap
+    sat = bool(cap["saturated_chunked"] and cap["saturated_fused"])
+    runs = int(min(cap["runs_fused"], cap["runs_chunked"]))
+    return (f"**Capacity.** The highest offered rate both engines ran is {cap['rate']:g} requests/s with "
+            f"{int(cap['n_requests'])} requests. There the median request waits {cap['queue_wait_median_s_fused']:.3g} s "
+            f"(fused) and {cap['queue_wait_median_s_chunked']:.3g} s (chunked) for a batch row, "
+            + ("longer than it then takes to be served: both engines are past saturation, and fused serves "
+               if sat else "not longer than it then takes to be served in both, so this pair is not clearly past "
+               "saturation; fused serves ")
+            + f"{cap['served_rate_fused']:.3g} against chunked's {cap['served_rate_chunked']:.3g} requests/s, "
+            f"{cap['gain']:+.1%}"
+            + (f" (medians of {runs} runs per engine, engines alternating but not paired: fused "
+               f"{cap['served_min_fused']:.3g} to {cap['served_max_fused']:.3g}, chunked {cap['served_min_chunked']:.3g} "
+               f"to {cap['served_max_chunked']:.3g} requests/s)." if runs > 1 else "."))
 
-def speed_figure(v: Sweep):
-    """Each run's median mixed and decode step in the order the runs ran; with what the rows say
-    about the GPU's clock and the host's launch cost. (None, []) without such runs."""
-    gpu, sweep, engines, n_sweep = v.gpu, v.sweep, v.engines, v.n_sweep
-    every_run = bd.default_pool(bd.one_gpu(bd.load("arrivals"))[0])[0]
-    speed = every_run[every_run["n_requests"] == n_sweep] if len(sweep) and n_sweep is not None else every_run.iloc[0:0]
-    speed = speed.dropna(subset=["median_mixed_step_s"]) if "median_mixed_step_s" in speed else speed.iloc[0:0]
-    if len(speed):
-        speed = speed.assign(campaign=speed["git_commit"].map(bd.campaign_of)).sort_values("timestamp")
-        fig, ax = plt.subplots(figsize=(7, 3.2))
-        x = np.arange(len(speed))
-        for e in engines:
-            on = (speed["engine"] == e).to_numpy()
-            for col, marker, kind in (("median_mixed_step_s", "o", "mixed"), ("median_decode_step_s", "s", "decode")):
-                ax.plot(x[on], speed.loc[on, col] * 1e3, marker=marker, ls="none", color=bd.color(e),
-                        fillstyle="full" if kind == "mixed" else "none", label=f"{e}, {kind} step")
-        bounds = np.flatnonzero(np.diff(speed["campaign"].to_numpy())) + 0.5
-        for b in bounds:
-            ax.axvline(b, color="0.6", lw=1, ls="--")
-        ax.set_xticks(x, [f"{r:g}" for r in speed["rate"]], fontsize=7)
-        ax.set_xlabel("runs in the order they ran (offered rate, requests/s); dashed: a new campaign")
-        ax.set_ylabel("median step (ms)")
-        ax.set_ylim(0, None)
-        ax.legend(fontsize=7, ncol=2)
-        ax.set_title(f"{n_sweep} requests: each run's median step by kind ({gpu})")
-        texts = []
-        spans = []
-        for (c, e), grp in speed.groupby(["campaign", "engine"]):
-            m = grp["median_mixed_step_s"]
-            lo, hi = f"{m.min() * 1e3:.3g}", f"{m.max() * 1e3:.3g}"
-            spans.append(f"campaign {c}, {e}: " + (f"{lo} ms" if lo == hi else f"{lo} to {hi} ms")
-                         + f" over {len(m)} run" + ("s" * (len(m) > 1)))
-        texts.append("Median mixed step by campaign and engine: " + "; ".join(spans) + ".")
-        clocked = speed[speed["gpu_samples"].fillna(0) > 0] if "gpu_samples" in speed else speed.iloc[0:0]
-        if len(clocked):
-            texts.append(f"{len(clocked)} of these runs (campaign{'s' * (clocked['campaign'].nunique() > 1)} "
-                   f"{', '.join(str(c) for c in sorted(clocked['campaign'].unique()))}) sampled the GPU every 2 s: its "
-                   f"SM clock never read below {clocked['gpu_sm_clock_mhz_min'].min():.0f} MHz (median of the runs' "
-                   f"medians {clocked['gpu_sm_clock_mhz_median'].median():.0f} MHz), the card ran at up to "
-                   f"{clocked['gpu_temp_c_max'].max():.0f} °C and a median {clocked['gpu_power_w_median'].median():.0f} W. "
-                   "Earlier campaigns did not sample the GPU, so whether their slower steps came from the GPU's clock "
-                   "or from the host is not in the rows.")
-        # Newer runs time the host's cost per kernel launch before and after (HostMeter).
-        probed = speed.dropna(subset=["host_launch_us_before"]) if "host_launch_us_before" in speed else speed.iloc[0:0]
-        if len(probed):
-            launch = probed[["host_launch_us_before", "host_launch_us_after"]].mean(axis=1)
-            corr = []
-            for e in engines:
-                on = probed["engine"] == e
-                if on.sum() >= 3:
-                    rho = launch[on].rank().corr(probed.loc[on, "median_mixed_step_s"].rank())
-                    corr.append(f"{e} {rho:+.2f} over {int(on.sum())} runs")
-            texts.append(f"{len(probed)} of these runs timed the host's cost per kernel launch before and after the run "
-                   f"(`launch_probe_us`): {launch.min():.3g} to {launch.max():.3g} µs per launch"
-                   + (f"; its rank correlation with the run's median mixed step: {'; '.join(corr)}." if corr else "."))
-        return fig, texts
-    return None, []
+
+def campaigns_label(v: Sweep) -> str:
+    """Which campaigns each engine's line of the older sweep came from, and the rates at which the
+    two engines' runs came from different campaigns (those ratios compare machines as well)."""
+    s = v.sweep[v.sweep["n_requests"] == v.n_sweep].assign(campaign=lambda d: d["git_commit"].map(bd.campaign_of))
+    lines = "; ".join(f"{e}: campaign{'s' * (g['campaign'].nunique() > 1)} "
+                      f"{', '.join(str(c) for c in sorted(g['campaign'].unique()))}" for e, g in s.groupby("engine"))
+    split = crossed_rates(v)
+    return (f"The {v.n_sweep}-request lines join rates measured in different campaigns ({lines}); the hollow markers "
+            "are rates outside a line's main campaign. "
+            + (f"At {', '.join(f'{r:g}' for r in split)}/s the two engines' runs came from different campaigns, so the "
+               "fused-vs-chunked column there (marked †) compares machines as well as engines." if split else
+               "At every rate both engines' runs came from one campaign."))
+
+
+def crossed_rates(v: Sweep) -> list[float]:
+    """Rates of the sweep's request count at which the engines' rows come from different campaigns."""
+    s = v.sweep[v.sweep["n_requests"] == v.n_sweep]
+    camp = s.assign(campaign=s["git_commit"].map(bd.campaign_of)).groupby("rate")["campaign"].nunique()
+    return [float(r) for r in camp.index[camp > 1]]
+
 
 def pool_figure(v: Sweep):
     gpu, pool, engines = v.gpu, v.pool, v.engines

@@ -314,40 +314,76 @@ def _headline(new: list[dict]) -> str:
 
 
 # ---------------------------------------------------------------------------- report
-def measured(out: Path, specs: list[RunSpec]) -> dict[RunSpec, float]:
-    """Each finished run's value (METRIC; of a closed run, its median row), by spec."""
-    values = {}
+def stored(out: Path, specs: list[RunSpec]) -> dict[RunSpec, dict]:
+    """Each finished run's row (of a closed run, its median row), by spec."""
+    found = {}
     for experiment in {s.experiment for s in specs}:
-        stored = {}
+        by_options = {}
         for r in rows.read_rows(out / "paired" / experiment):
             if r.get("stat", "median") == "median":
-                stored[tuple(sorted(stored_options(r).items()))] = r[METRIC[experiment]]
+                by_options[tuple(sorted(stored_options(r).items()))] = r
         for s in specs:
             key = tuple(sorted(s.resolved().options().items()))
-            if s.experiment == experiment and key in stored:
-                values[s] = stored[key]
-    return values
+            if s.experiment == experiment and key in by_options:
+                found[s] = by_options[key]
+    return found
+
+
+def measured(out: Path, specs: list[RunSpec]) -> dict[RunSpec, float]:
+    """Each finished run's value (METRIC; of a closed run, its median row), by spec."""
+    return {s: r[METRIC[s.experiment]] for s, r in stored(out, specs).items()}
+
+
+@dataclass(frozen=True)
+class Result:
+    """What the rows under OUT hold of one comparison: `runs`, the row of each of its runs that
+    finished (recorded warm-ups included), by spec."""
+    item: Pairs | Sweep
+    runs: dict
+
+    @property
+    def metric(self) -> str:
+        return METRIC[self.item.a.experiment]
+
+    def pairs(self) -> list[tuple[RunSpec, RunSpec]]:
+        """The complete pairs (A's spec, B's spec), in the plan's order; warm-ups are no pair's."""
+        return [(a, b) for a, b in self.item.pair_specs() if a in self.runs and b in self.runs]
+
+    def values(self) -> tuple[list[float], list[float]]:
+        """The metric of each complete pair's A run and B run."""
+        done = self.pairs()
+        return [self.runs[a][self.metric] for a, _ in done], [self.runs[b][self.metric] for _, b in done]
+
+    def comparison(self) -> paired.Comparison | None:
+        """A/B as a paired ratio with its bootstrap interval; None without a complete pair, or for
+        a sweep over values that are each a point of their own (rates)."""
+        if not self.pairs() or (isinstance(self.item, Sweep) and not self.item.pooled):
+            return None
+        return paired.compare_pairs(*self.values())
+
+
+def results(phase: str, out: Path, pairs: int = 5) -> list[Result]:
+    """Each comparison of the phase (its Pairs and Sweeps, in plan order) with the rows under OUT."""
+    items = [item for item in plan(phase, pairs) if isinstance(item, (Pairs, Sweep))]
+    found = stored(out, expand(items))
+    return [Result(item, {s: found[s] for s in item.specs() if s in found}) for item in items]
 
 
 def report(phase: str, out: Path, pairs: int = 5) -> list[str]:
     """One line per comparison of the phase, from the rows under OUT: A/B of the metric as a
     paired ratio with its bootstrap interval (a sweep over rates: each rate's pair)."""
     lines = []
-    for item in plan(phase, pairs):
-        if not isinstance(item, (Pairs, Sweep)):
-            continue
-        got = measured(out, [s for pair in item.pair_specs() for s in pair])
-        done = [(got[a], got[b], a) for a, b in item.pair_specs() if a in got and b in got]
+    for result in results(phase, out, pairs):
+        item = result.item
         what = f"{item.name}: {item.a.engine} / {item.b.engine}" if item.a.engine != item.b.engine else item.name
-        metric = METRIC[item.a.experiment]
-        if not done:
+        c = result.comparison()
+        if not result.pairs():
             lines.append(f"{what}: no complete pair yet")
-        elif isinstance(item, Sweep) and not item.pooled:
-            lines += [f"{what} at {getattr(s, item.option):g}: {metric} {x:.3g} / {y:.3g} = {x / y:.3g}"
-                      for x, y, s in done]
+        elif c is None:
+            lines += [f"{what} at {getattr(a, item.option):g}: {result.metric} {x:.3g} / {y:.3g} = {x / y:.3g}"
+                      for (a, _), x, y in zip(result.pairs(), *result.values())]
         else:
-            c = paired.compare_pairs([x for x, _, _ in done], [y for _, y, _ in done])
-            lines.append(f"{what}: {metric} {c.describe()}")
+            lines.append(f"{what}: {result.metric} {c.describe()}")
     return lines
 
 
@@ -376,5 +412,5 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["Pairs", "Sweep", "plan", "expand", "run_phase", "show_plan", "report", "measured", "PHASES",
-           "PART7", "PART9", "PART10", "PART10_OVERLAP"]
+__all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan", "report", "results", "measured",
+           "stored", "PHASES", "PART7", "PART9", "PART10", "PART10_OVERLAP"]

@@ -1,11 +1,88 @@
 """The sensitivity appendix (book/sensitivity.md): fusion's capacity gain across draws of the
-workload, and which runs ran on a slowed machine. The page calls these and shows what they return."""
+workload, from paired runs of the engine as it now stands and from the earlier eager runs
+(with which of those ran on a slowed machine). The page calls these and shows what they return."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
-from . import analysis as bd
+from . import analysis as bd, paired_page as pp
+
+
+# ---------------------------------------------------------------- the paired seeds
+def seeds_frame(result) -> pd.DataFrame:
+    """Per seed with a complete pair: the draw's longest prompts, each engine's served rate, the
+    fused / chunked ratio, the rate the draw's requests arrived at, and which engine ran first."""
+    runs = pp.runs_frame(result)
+    runs = runs[runs["complete"]]
+    out = []
+    for seed, g in runs.groupby("seed"):
+        e = g.set_index("engine")
+        out.append({"seed": int(seed), "n_long_prompts": int(e["n_long_prompts"].iloc[0]),
+                    "chunked": e.loc["chunked", "served_rate"], "fused": e.loc["fused", "served_rate"],
+                    "ratio": e.loc["fused", "served_rate"] / e.loc["chunked", "served_rate"],
+                    "arrived": bd.arrived_rate(int(g["n_requests"].iloc[0]), float(g["rate"].iloc[0]), int(seed)),
+                    "first": g.sort_values("timestamp")["engine"].iloc[0]})
+    return pd.DataFrame(out)
+
+
+def seeds_table(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({"seed": frame["seed"].astype(str), "longest prompts": frame["n_long_prompts"].astype(str),
+                         "arrived (req/s)": frame["arrived"].map(bd.sig3),
+                         "chunked (req/s)": frame["chunked"].map(bd.sig3), "fused (req/s)": frame["fused"].map(bd.sig3),
+                         "fused / chunked": frame["ratio"].map(lambda x: f"{x:.3f}×"), "ran first": frame["first"]})
+
+
+def seeds_figure(result):
+    """Each seed's fused / chunked ratio; the pooled median with its 95% interval as a band."""
+    frame, c = seeds_frame(result), result.comparison()
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.axhspan(c.lo, c.hi, color=bd.color("fused"), alpha=0.15, label="95% interval of the median")
+    ax.axhline(c.ratio, color=bd.color("fused"), lw=1.5, label=f"median over {c.n} seeds")
+    ax.axhline(1, color="0.5", ls="--", lw=1)
+    ax.plot(frame["seed"], frame["ratio"], "o", color="k", label="one seed (one pair)")
+    ax.set_xticks(frame["seed"])
+    ax.set_xlabel("mixed draw seed")
+    ax.set_ylabel("fused / chunked served rate (×)")
+    ax.set_title(f"Capacity across draws, paired runs ({pp.gpu(result)})")
+    ax.legend(fontsize=8, loc="upper left", ncol=3)
+    ax.set_ylim(min(frame["ratio"].min(), c.lo) - 0.05, max(frame["ratio"].max(), c.hi) + 0.1)
+    return fig
+
+
+def seeds_texts(result) -> dict[str, str]:
+    """The glued values of the paired seeds: GPU, configuration, offered and arrived rates, each
+    engine's median served rate, the pooled ratio with its interval, and the per-seed range."""
+    c = result.comparison()
+    if c is None:
+        return {}
+    frame = seeds_frame(result)
+    spec = result.item.a.resolved()
+    verdict = ("its interval excludes 1: over these draws the fused engine serves "
+               + ("more" if c.ratio > 1 else "less") if c.resolved else
+               "its interval includes 1: over these draws the two engines' capacities cannot be told apart")
+    saturated = frame["arrived"].min() > max(frame["chunked"].max(), frame["fused"].max())
+    return {"sens_gpu": pp.gpu(result), "sens_config": pp.item_configuration(result.item),
+            "sens_rate": f"{spec.rate:g}", "sens_requests": str(spec.n_requests), "sens_n": str(c.n),
+            "sens_arrived": f"{frame['arrived'].min():.3g} to {frame['arrived'].max():.3g}",
+            "sens_served": f"{min(frame['chunked'].min(), frame['fused'].min()):.3g} to "
+                           f"{max(frame['chunked'].max(), frame['fused'].max()):.3g}",
+            "sens_fused": f"{np.median(frame['fused']):.3g}", "sens_chunked": f"{np.median(frame['chunked']):.3g}",
+            "sens_saturated": ("every run is past saturation, so its served rate is that engine's capacity on that draw"
+                               if saturated else "not every run is past saturation, so not every served rate is a "
+                               "capacity"),
+            "sens_ratio": pp.comparison_text(c), "sens_verdict": verdict,
+            "sens_range": f"{frame['ratio'].min():.3f}× to {frame['ratio'].max():.3f}×"}
+
+
+# ---------------------------------------------------------------- the earlier eager runs
+def older_label(df: pd.DataFrame) -> str:
+    """What the earlier rows are: their configuration, offered rate and requests, and that each
+    engine's runs came in their own stretch of time."""
+    return (f"Configuration: {pp.row_configurations(df)}; {int(df['n_requests'].iloc[0])} requests offered at "
+            f"{df['rate'].iloc[0]:g}/s, measured on the {df['gpu'].iloc[0]}. Not paired: the engines' runs were not "
+            "interleaved, so a machine that slowed or sped up between them moved one engine only.")
 
 
 def has_step_medians(wide: pd.DataFrame) -> bool:
@@ -68,8 +145,7 @@ def campaign_note(df: pd.DataFrame) -> str:
         return ""
     return ("These rows come from more than one campaign (" + "; ".join(f"campaign {c}: {x}" for c, x in per.items())
             + "); both engines of a draw always ran in the same one, one after the other. The machine's step speed "
-            "differed between campaigns (the step columns, and the {doc}`arrivals` page's run-by-run figure), so "
-            "compare gains, not served rates, across them.")
+            "differed between campaigns (the step columns), so compare gains, not served rates, across them.")
 
 
 def prose(wide: pd.DataFrame) -> str:

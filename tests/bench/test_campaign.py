@@ -198,3 +198,31 @@ def test_report_pairs_closed_runs_by_their_median_rows(tmp_path, monkeypatch):
     assert {(s.engine, s.repeat): v for s, v in values.items()} == medians
     (line,) = campaign.report("closed", tmp_path)
     assert line.startswith("smoke closed: fused vs chunked: fused / chunked: output_throughput ") and "n=2" in line
+
+
+def test_results_pair_stored_rows_and_leave_out_warmups_and_unfinished_pairs(tmp_path, monkeypatch):
+    item = _smoke_pairs(3)
+    served = {("fused", 0): 99.0, ("chunked", 0): 1.0, ("fused", 1): 12.0, ("chunked", 1): 10.0,
+              ("fused", 2): 11.0, ("chunked", 2): 10.0, ("fused", 3): 13.0}  # pair 3's chunked run never finished
+    rows.append_rows(tmp_path / "paired" / "arrivals",
+                     [{**s.resolved().row_fields(), "served_rate": served[(s.engine, s.repeat)]}
+                      for s in item.specs() if (s.engine, s.repeat) in served])
+    monkeypatch.setitem(campaign.PHASES, "fast", lambda pairs: [item])
+    (result,) = campaign.results("fast", tmp_path)
+    assert len(result.runs) == 7  # every stored run, the warm-ups too
+    assert [(a.repeat, b.repeat) for a, b in result.pairs()] == [(1, 1), (2, 2)]
+    assert result.values() == ([12.0, 11.0], [10.0, 10.0])  # the warm-ups' 99 / 1 is no pair
+    c = result.comparison()
+    assert c.n == 2 and 1.1 <= c.ratio <= 1.2
+    (line,) = campaign.report("fast", tmp_path)
+    assert f"served_rate {c.describe()}" in line
+
+
+def test_a_sweep_over_rates_has_no_pooled_comparison():
+    a = RunSpec.build("arrivals", profile="smoke", engine="fused", rate=400.0, n_requests=6)
+    sweep = campaign.Sweep("smoke sweep", a, a.but(engine="chunked"), "rate", (400.0, 300.0))
+    runs = {s: {"served_rate": 5.0} for s in sweep.specs()}
+    assert len(campaign.Result(sweep, runs).pairs()) == 2
+    assert campaign.Result(sweep, runs).comparison() is None
+    pooled = dataclasses.replace(sweep, pooled=True)
+    assert campaign.Result(pooled, {s: {"served_rate": 5.0} for s in pooled.specs()}).comparison().n == 2
