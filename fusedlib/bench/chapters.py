@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..config import PRESETS
 from . import analysis as bd, grading as gr, steps
-from .predictions import Grade, by_key
+from .predictions import Grade, by_key, chapter_opening, for_chapter
 
 E = ("chunked", "fused")
 
@@ -331,3 +331,15 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         t |= {f"save_{key}": f"{s.loc[att, 'saved_ms']:.2f} ms", f"mixf_{key}": f"{s.loc[att, 'fused_mixed_ms']:.2f} ms",
               f"mixc_{key}": f"{s.loc[att, 'chunked_mixed_ms']:.2f} ms"}
     return grades, t
+
+
+def page_predictions(page: str, data=bd.DATA) -> str:
+    """The opening of an appendix page that grades set D's predictions (closed, peer,
+    sensitivity): each as written, with its grade from the campaign's rows, or pointed at the
+    open-predictions appendix while its rows are missing."""
+    from . import roofline as rf
+
+    preds = for_chapter(page)
+    keys = {p.key for p in preds}
+    grades = {k: g for k, g in gr.overlap_grades(by_key(), rf.measured_for_set_d(data)).items() if k in keys}
+    return chapter_opening(preds, grades)

@@ -27,3 +27,15 @@ def test_cheaper_says_which_way():
 def test_the_decomposition_adds_up_to_the_step(rows):
     terms, step = chapters.decomposition(rows)
     assert sum(terms.values()) == pytest.approx(step) and min(terms.values()) > 0
+
+
+def test_appendix_pages_open_with_the_set_d_predictions_they_grade(tmp_path):
+    """On the committed rows the closed and seeds pages grade D5 and D7; without the campaign's
+    rows each prediction points at the open-predictions appendix instead."""
+    from fusedlib.bench import chapters
+
+    closed = chapters.page_predictions("closed")
+    assert "**D5**" in closed and "*Graded " in closed
+    assert "**D7**" in chapters.page_predictions("sensitivity")
+    empty = chapters.page_predictions("closed", tmp_path)
+    assert "*Open*" in empty and "*Graded" not in empty
