@@ -57,8 +57,8 @@ SMOKE_PARAMETERS = {
     "05_arrivals": {"rates": [100, 400], "n_requests": 16, "small_pool_rates": [100], "capacity_runs": 2},
     "06_sensitivity": {"seeds": [0, 1], "long_shares": [0.0, 0.4], "n_requests": 16},
     "07_peer": {"batch_size": 16, "rates": [400.0], "n_requests": 16},
-    # Torch attention: a split-KV engine takes minutes on the Triton interpreter, and the
-    # engine's Triton attention is tested on its own (tests/test_model.py, tests/test_graphs.py).
+    # Torch attention: the split-KV step trace takes minutes on the Triton interpreter; the
+    # engine with split-KV attention is tested on a small batch in tests/test_model.py.
     "08_beyond": {"engines": ["fused"], "variants": [["torch", False, False]],
                   "profile_variants": [["torch", False, False]], "profiled_steps": 10},
 }
@@ -201,12 +201,11 @@ def test_every_page_runs_on_notebook_rows_and_shows_every_figure_and_table(smoke
         assert shown["tables"] >= tables, (page, shown["tables"])
 
 
-def check_writeup(html: Path, measured: bool = True) -> None:
-    """The writeup renders its prediction grades, its numbers pasted by glue; with the rows of
-    every configuration it shows (the committed data) its tables too."""
+def check_writeup(html: Path) -> None:
+    """The writeup renders its prediction grades and tables, its numbers pasted by glue."""
     body = article(html, "book/writeup")
     check_clean(body, "book/writeup")
-    assert body.count("<table") >= int(measured)
+    assert body.count("<table") >= 1
     assert "pasted-text" in body  # myst-nb glue put computed values into the prose
     assert "HELD" in body or "MISSED" in body, "no prediction verdicts on the writeup"
 
