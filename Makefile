@@ -48,8 +48,10 @@ book: $(STAMP)
 	@echo
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
 
+# Two worker processes (pytest-xdist); --dist loadgroup keeps the tests marked
+# xdist_group("notebooks") on one worker, so the notebooks execute once.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 # Each notebook's .py is the source: jupytext makes the .ipynb, papermill injects the
 # parameters and executes it; executed copies land in $(EXECUTED), rows in $(OUT_DIR).

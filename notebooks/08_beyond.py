@@ -33,6 +33,7 @@ variants = [["triton", True, False], ["triton-splitkv", False, False], ["triton-
             ["triton-splitkv", True, True]]
 # [attention, cuda_graphs, graph_chunks] profiled step by step
 profile_variants = [["triton", False, False], ["triton-splitkv", False, False], ["triton-splitkv", True, False]]
+profiled_steps = 120  # steps of each profiled run: the admission waves
 capacity_rate = 40.0  # requests/s, above both engines' capacity; 0 skips the capacity runs
 capacity_n = 400
 capacity_runs = 3  # runs per engine and configuration
@@ -68,7 +69,7 @@ summary[["engine", "attention", "cuda_graphs", "median_decode_step_s", "median_m
 
 # %%
 profiled = remote.run_map([RunSpec.build("step_profile", engine=e, profile=profile, attention=attention,
-                                         cuda_graphs=graphs, graph_chunks=chunks)
+                                         cuda_graphs=graphs, graph_chunks=chunks, profiled_steps=profiled_steps)
                            for attention, graphs, chunks in profile_variants if on_gpu or not graphs
                            for e in engines], **run)
 remote.save(profiled, "beyond/step_profile", out_dir)

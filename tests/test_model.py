@@ -61,3 +61,15 @@ def test_fused_ops_switch_reaches_every_layer():
     model = tiny_model(fused_ops=True)
     assert model.fused_ops and all(layer.fused_ops for layer in model.layers)
     assert not any(layer.fused_ops for layer in tiny_model().layers)
+
+
+def test_splitkv_decode_attention_generates_the_reference_tokens():
+    """The engine with split-KV decode attention (Triton, on the interpreter here) against
+    torch attention: prompt chunks, mixed and decode steps, token for token."""
+    g = torch.Generator().manual_seed(2)
+    prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (3, 20, 45)]
+    budgets = [5, 3, 6]
+    ref = Engine(tiny_model(), kind="fused", chunk_tokens=24, max_batch=4).generate(prompts, budgets)
+    got = Engine(tiny_model(), kind="fused", chunk_tokens=24, max_batch=4,
+                 attention="triton-splitkv").generate(prompts, budgets)
+    assert got == ref

@@ -300,17 +300,20 @@ def test_full_profile_needs_a_gpu(monkeypatch):
 
 
 def test_step_profile_names_each_steps_work(tmp_path):
-    spec = smoke("step_profile", engine="chunked", attention="torch", top_ops=5)
+    trace = runs.step_trace(smoke("step_trace", engine="chunked", attention="torch"))
+    planned = [(r["kind"], r["n_decode"]) for r in trace if r["record"] == "step"]
+    # A window of the steps, all but the last: only those are profiled and get rows.
+    spec = smoke("step_profile", engine="chunked", attention="torch", top_ops=5, profiled_steps=len(planned) - 1)
     got = runs.step_profile(spec, out=tmp_path / "p")
     steps = [r for r in got if r["record"] == "step"]
-    trace = runs.step_trace(smoke("step_trace", engine="chunked", attention="torch"))
+    assert [r["step"] for r in steps] == list(range(len(planned) - 1))
     # The same workload, the same plan: the profiled run takes the step trace's steps.
-    assert [(r["kind"], r["n_decode"]) for r in steps] == \
-        [(r["kind"], r["n_decode"]) for r in trace if r["record"] == "step"]
+    assert [(r["kind"], r["n_decode"]) for r in steps] == planned[:-1]
     assert all(r["profiled_wall_s"] > 0 for r in steps)
     assert all(r["n_kernels"] == 0 and r["device_s"] == 0 for r in steps)  # a CPU run launches no kernel
     ops = [r for r in got if r["record"] == "ops"]
     kinds = {r["kind"] for r in steps}
+    assert kinds == {"chunk", "mixed", "decode"}
     assert {(r["kind"], r["part"]) for r in ops} == {(k, p) for k in kinds for p in ("fastest quarter", "slowest quarter")}
     for r in ops:
         assert 0 < len(r["top_ops"]) <= 5 and all(o["self_cpu_s_per_step"] > 0 for o in r["top_ops"])
@@ -319,6 +322,3 @@ def test_step_profile_names_each_steps_work(tmp_path):
     fast = {r["kind"]: r["wall_s_median"] for r in ops if r["part"] == "fastest quarter"}
     assert all(slow[k] >= fast[k] for k in kinds)
     assert runs.step_profile(spec, out=tmp_path / "p") == []
-    # A window of steps: only those are profiled and get rows.
-    few = runs.step_profile(spec.but(profiled_steps=10))
-    assert [r["step"] for r in few if r["record"] == "step"] == list(range(10))
