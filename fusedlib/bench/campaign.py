@@ -181,11 +181,11 @@ def _peer(pairs: int) -> list:
 
 
 def _peer_open(pairs: int) -> list:
-    # ~7.5 min: transformers served 1.7 req/s at 40/s offered (236 s for 400 requests), so 200
-    # requests each: at 2/s (just past its capacity, ~120 s) and 1/s (under it, ~200 s), each
+    # ~4.5 min: transformers served 1.7 req/s at 40/s offered (236 s for 400 requests), so 100
+    # requests each: at 2/s (just past its capacity, ~60 s) and 1/s (under it, ~100 s), each
     # after 2 recorded warm-up batches (~30 s). The shorter first, so the driver's estimate of
     # the second starts it in the same command.
-    return [RunSpec.build("peer_arrivals", profile="full", rate=rate, n_requests=200, warmups=2)
+    return [RunSpec.build("peer_arrivals", profile="full", rate=rate, n_requests=100, warmups=2)
             for rate in (2.0, 1.0)]
 
 
