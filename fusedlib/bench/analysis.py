@@ -511,7 +511,8 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
     if same_machine_capacity(arrivals, beyond) is None:
         waiting["B11"] = ("eager and every-forward-graphed capacity runs of 400 requests at 40/s, both engines, "
                           "on one machine in one sitting; the paired campaign ran both configurations on one "
-                          "machine, but its eager pairs carry 200 arrivals, not the 400 this prediction names")
+                          "machine lease with 200 eager arrivals, and eager pairs of 400 arrivals on a later "
+                          "lease, so no single sitting holds both at the 400 this prediction names")
     roofline = DATA / "roofline"
     if not any(p.suffix in (".jsonl", ".csv") for p in roofline.glob("*")):  # glob of a missing folder: nothing
         for n in range(1, 7):

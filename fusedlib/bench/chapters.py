@@ -116,9 +116,9 @@ def paired_eager_texts(data=bd.DATA) -> dict[str, str]:
     from . import answer
 
     pc = answer.paired_capacity(data).set_index("comparison")
-    if "part 7: fused vs chunked" not in pc.index:
+    if not answer.eager_headline(pc):
         return {}
-    r = pc.loc["part 7: fused vs chunked"]
+    r = pc.loc[answer.eager_headline(pc)]
     return {"paired_fused": f"{r['a_median']:.3g} requests/s", "paired_chunked": f"{r['b_median']:.3g}",
             "paired_gain": answer.interval(r["ratio"], r["lo"], r["hi"]), "paired_n": str(int(r["n"])),
             "paired_arrivals": str(int(r["n_requests"]))}

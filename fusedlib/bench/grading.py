@@ -351,8 +351,8 @@ def _interval(r) -> str:
 
 
 def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
-    """D1-D5 and D7 on fusedlib.bench.roofline.measured_for_set_d (D6, against transformers,
-    needs the peer's 128 x 128 rows). A prediction whose rows are missing gets no grade."""
+    """D1-D7 on fusedlib.bench.roofline.measured_for_set_d. A prediction whose rows are
+    missing gets no grade."""
     out = {}
     ov, fc, seeds = m.get("overlap"), m.get("fused_vs_chunked_40"), m.get("seeds")
     past_knee = ""
@@ -394,6 +394,15 @@ def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         out["D5"] = Grade(cells, verdict(won and near),
                           f"mixed cells {'all' if won else 'not all'} resolved in fused's favour; uniform cells "
                           f"{'within' if near else 'not within'} {limit:.0%}")
+    peer = m.get("peer")
+    if peer is not None:
+        ours = peer[peer["engine"] != "transformers"]["times_peer"]
+        lo, hi = p["D6"].range(0)
+        target = 20.0
+        out["D6"] = Grade(f"{ours.min():.1f}x to {ours.max():.1f}x (our runs before and after the peer's)",
+                          verdict(bool(ours.between(lo, hi).all())),
+                          f"{'inside' if ours.between(lo, hi).all() else 'not inside'} the range; the {target:g}x "
+                          f"target {'met' if (ours >= target).all() else 'missed'}")
     if seeds is not None:
         lo, hi = p["D7"].fractions(0)
         ok = _in(seeds["ratio"] - 1, lo, hi) and bool(seeds["resolved"])

@@ -121,3 +121,33 @@ def _pair_index(item, spec: RunSpec) -> int:
         if spec in pair:
             return i
     raise ValueError(f"{item.name}: {spec} is in no pair of the plan")
+
+
+PEER_OPEN_COLUMNS = {"rate": "offered (req/s)", "n_requests": "requests", "served_rate": "served (req/s)",
+                     "queue_wait_median_s": "queue wait, median (s)", "ttft_median_s": "TTFT, median (s)",
+                     "itl_median_s": "token gap, median (s)", "e2e_median_s": "latency, median (s)",
+                     "warm-ups (s)": "warm-up batches (s)"}
+
+
+def peer_open_runs(data=None) -> pd.DataFrame:
+    """The campaign's open-loop peer runs (`<data>/paired/peer_arrivals`), one row per offered
+    rate, highest first, with the wall times of its recorded warm-up batches as text."""
+    from . import rows
+
+    df = pd.DataFrame(rows.read_rows((bd.DATA if data is None else data) / "paired/peer_arrivals"))
+    if df.empty:
+        return df
+    df["warm-ups (s)"] = [", ".join(f"{w:.0f}" for w in ws) for ws in df["warmup_wall_s"]]
+    return df.sort_values("rate", ascending=False).reset_index(drop=True)
+
+
+def peer_open_text(df: pd.DataFrame) -> str:
+    """What the open-loop peer rows say: whether requests waited in its queue, and what each
+    then took per token and end to end."""
+    waits = ", ".join(f"{w:.2f} s at {r:g}/s" for r, w in zip(df["rate"], df["queue_wait_median_s"]))
+    gaps = ", ".join(f"{g * 1e3:.0f} ms" for g in df["itl_median_s"])
+    return (f"The median request waited {waits} before transformers admitted it, so at these rates its queue "
+            f"stayed short; once admitted, the median gap between a request's tokens was {gaps}, and that gap, "
+            f"not the queue, sets the latency. The served rate counts every request over the span from the "
+            f"first arrival to the last token, so below capacity it reads under the offered rate by the last "
+            f"requests' latency.")

@@ -166,7 +166,7 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
                     "interleaved": interleaved, "n_requests": int(sub["n_requests"].iloc[0]),
                     "rate": float(sub["rate"].iloc[0])})
 
-    for part in ("part 7", "part 9"):
+    for part in ("part 7", "part 7, 400 arrivals", "part 9"):
         add(f"{part}: fused vs chunked", df[df["comparison"] == f"{part}: fused vs chunked"], "engine", "fused", "chunked")
     first = df[~named]
     add("part 10: fused vs chunked", first[first["attention"] == "triton-balanced"], "engine", "fused", "chunked")
@@ -264,12 +264,39 @@ def measured_for_predictions(data: Path) -> dict[str, float]:
             "gain_part9": float(cap.loc["part 9: fused vs chunked", "ratio"])}
 
 
+PEER_COMPARISON = "128 x 128: fused vs transformers"
+
+
+def peer_comparison(data: Path) -> pd.DataFrame:
+    """The campaign's peer phase: our fused engine (part 10 with overlap) closed on 128 mixed
+    prompts x 128 tokens, once before and once after transformers' continuous batching on the
+    same requests, in one run. One row per side and pass (our `repeat` 1 and 2, the peer's
+    run): median wall and output tokens/s over its measured passes, and `times_peer`, its
+    throughput over the peer's. Empty where the rows are missing."""
+    ours, peer = _frame(data, "paired/closed"), _frame(data, "paired/peer")
+    if ours.empty or peer.empty or "comparison" not in ours:
+        return pd.DataFrame()
+    ours = ours[(ours["comparison"] == PEER_COMPARISON) & (ours["stat"] == "median")]
+    peer = peer[(peer["workload"] == "mixed_fixed") & (peer["batch_size"] == 128) & (peer["stat"] == "median")]
+    if ours.empty or peer.empty:
+        return pd.DataFrame()
+    peer = peer.sort_values("timestamp").iloc[[-1]]
+    both = pd.concat([ours.sort_values("repeat"), peer], ignore_index=True)
+    out = both[["engine", "wall_s", "output_throughput", "n_output_tokens"]].copy()
+    out.insert(1, "pass", ["before the peer", "after the peer"][:len(ours)] + ["transformers' run"])
+    out["times_peer"] = out["output_throughput"] / float(peer["output_throughput"].iloc[0])
+    return out
+
+
 def measured_for_set_d(data: Path) -> dict:
     """What set D of data/predictions.yaml is graded on (fusedlib.bench.grading.overlap_grades):
     the campaign's comparisons with overlap (campaign_comparisons) and its step traces
     (overlap_steps). Keys are missing where the rows are."""
     c = campaign_comparisons(data)
     m = {}
+    peer = peer_comparison(data)
+    if len(peer):
+        m["peer"] = peer
     if not len(c):
         return m
 

@@ -134,3 +134,24 @@ def test_provenance_counts_a_sweeps_pairs_by_rate_and_a_closed_run_once(tmp_path
     sweep = prov.loc["part 10, the host one step ahead: 28 to 80/s"]
     assert (sweep["pairs"], sweep["order"]) == ("3", "alternating, one pair per rate")
     assert prov.loc["closed mixed b8: fused vs chunked", "pairs"] == "1"
+
+
+def test_the_headline_is_the_400_arrival_set_and_names_the_other(tmp_path):
+    from fusedlib.bench import rows
+
+    def pairs(comparison, n_requests, fused):
+        return [{"engine": e, "attention": "triton", "comparison": comparison, "repeat": i, "warmup": i == 0,
+                 "served_rate": v, "n_requests": n_requests, "rate": 40.0, "git_commit": "abc", "boot_id": "0123456789",
+                 "timestamp": f"2026-12-01T00:0{i}:00+00:00"}
+                for i, f in enumerate(fused) for e, v in (("fused", f), ("chunked", 10.0))]
+
+    rows.append_rows(tmp_path / "paired/arrivals", pairs("part 7: fused vs chunked", 200, [20.0, 15.0, 15.0, 15.0]))
+    pc = answer.paired_capacity(tmp_path).set_index("comparison")
+    assert answer.eager_headline(pc) == "part 7: fused vs chunked"
+    assert answer.paired_texts(pc)["gain_other"] == ""  # one set: nothing to set beside it
+    rows.append_rows(tmp_path / "paired/arrivals",
+                     pairs("part 7, 400 arrivals: fused vs chunked", 400, [20.0, 12.0, 12.0, 12.0]))
+    pc = answer.paired_capacity(tmp_path).set_index("comparison")
+    texts = answer.paired_texts(pc)
+    assert texts["gain"] == "+20%" and texts["gain_n"].endswith("of 400 arrivals at 40/s")
+    assert texts["gain_other"].startswith("The same comparison over 200 arrivals") and "do not overlap" in texts["gain_other"]

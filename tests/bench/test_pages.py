@@ -362,3 +362,17 @@ def test_appendix_pages_glue_every_key_from_the_committed_rows():
     for page, computed in texts.items():
         used = set(re.findall(r"\{glue:text\}`([^`]+)`", prose_of(page)))
         assert used and used <= set(computed), (page, used - set(computed))
+
+
+def test_peer_open_runs_list_each_rate_with_its_warmups(tmp_path):
+    from fusedlib.bench import paired_page, rows
+
+    rows.append_rows(tmp_path / "paired/peer_arrivals", [
+        {"rate": r, "n_requests": 100, "served_rate": s, "queue_wait_median_s": q, "itl_median_s": 0.1,
+         "ttft_median_s": 0.3, "e2e_median_s": 18.0, "warmup_wall_s": [30.2, 22.6]}
+        for r, s, q in ((1.0, 0.7, 0.06), (2.0, 1.2, 0.08))])
+    df = paired_page.peer_open_runs(tmp_path)
+    assert df["rate"].tolist() == [2.0, 1.0] and df["warm-ups (s)"].iloc[0] == "30, 23"
+    text = paired_page.peer_open_text(df)
+    assert "0.08 s at 2/s, 0.06 s at 1/s" in text and "100 ms, 100 ms" in text
+    assert paired_page.peer_open_runs(tmp_path / "none").empty

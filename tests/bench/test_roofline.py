@@ -189,3 +189,36 @@ def test_capacity_comparisons_add_the_seeds_with_overlap(overlap_data, data):
     c = roofline.capacity_comparisons(data).set_index("comparison")
     assert c.loc["part 10 + overlap seeds: fused vs chunked", "n"] == 8
     assert c.loc["part 10 + overlap seeds: fused vs chunked", "rate"] == 80.0
+
+
+def _peer_rows(data, ours_walls, peer_wall):
+    """The peer phase's rows: our two closed runs (the plan's specs) and the peer's."""
+    from fusedlib.bench import campaign
+
+    tokens = 16384
+    ours = [s.resolved() for s in campaign.expand(campaign.plan("peer")) if s.experiment == "closed"]
+    _write(data, "paired/closed", [
+        {**s.row_fields(), "stat": "median", "wall_s": w, "output_throughput": tokens / w, "n_output_tokens": tokens,
+         "timestamp": "2026-12-01T00:00:00+00:00"} for s, w in zip(ours, ours_walls)])
+    _write(data, "paired/peer", [
+        {"engine": "transformers", "workload": "mixed_fixed", "batch_size": 128, "stat": s, "wall_s": w,
+         "output_throughput": tokens / w, "n_output_tokens": tokens, "timestamp": "2026-12-01T00:00:00+00:00"}
+        for s, w in (("warmup", 80.0), ("median", peer_wall))])
+
+
+def test_peer_comparison_divides_each_of_our_runs_by_the_peers(tmp_path):
+    _peer_rows(tmp_path, (2.0, 2.5), 30.0)
+    t = roofline.peer_comparison(tmp_path)
+    assert t["pass"].tolist() == ["before the peer", "after the peer", "transformers' run"]
+    assert t["times_peer"].tolist() == pytest.approx([15.0, 12.0, 1.0])  # the peer's median, not its warm-up
+    assert roofline.peer_comparison(tmp_path / "none").empty
+
+
+@pytest.mark.parametrize("walls, verdict, target", [((2.0, 2.5), "HELD", "missed"), ((1.0, 1.2), "MISSED", "met"),
+                                                    ((3.5, 2.0), "MISSED", "missed")])
+def test_d6_grades_both_of_our_runs_against_the_range_and_the_target(tmp_path, walls, verdict, target):
+    from fusedlib.bench import grading, predictions
+
+    _peer_rows(tmp_path, walls, 30.0)  # 30/walls: 15x, 12x (held); 30x, 25x (over); 8.6x, 15x (one under)
+    g = grading.overlap_grades(predictions.by_key(), roofline.measured_for_set_d(tmp_path))["D6"]
+    assert g.verdict == verdict and f"20x target {target}" in g.why
