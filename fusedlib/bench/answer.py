@@ -354,7 +354,8 @@ def paired_figure(t: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     fc = t[t["comparison"].str.endswith("fused vs chunked")]
-    names = [c.split(":")[0].replace(" + overlap seeds", "\n+ overlap") for c in fc["comparison"]]
+    # "part 7, 400 arrivals" -> "part 7": the arrivals are in each tick's second line.
+    names = [c.split(":")[0].split(",")[0].replace(" + overlap seeds", "\n+ overlap") for c in fc["comparison"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [1.3, 1]})
     x = np.arange(len(fc))
     for i, (e, col) in enumerate((("chunked", "b_median"), ("fused", "a_median"))):
@@ -367,7 +368,7 @@ def paired_figure(t: pd.DataFrame):
     right.errorbar(x, fc["ratio"], yerr=[fc["ratio"] - fc["lo"], fc["hi"] - fc["ratio"]], fmt="o", color="black",
                    capsize=4)
     right.axhline(1, color="grey", lw=0.8, ls="--")
-    right.set_xticks(x, names, fontsize=7)
+    right.set_xticks(x, [f"{n}\n{r} arr." for n, r in zip(names, fc["n_requests"])], fontsize=7)
     right.set_xlim(-0.5, len(fc) - 0.5)
     right.set_ylabel("fused / chunked (×)")
     right.set_title("Ratio, 95% interval, ABBA pairs", fontsize=9)
