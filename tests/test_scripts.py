@@ -9,6 +9,7 @@ from fusedlib.bench.rows import append_rows, read_rows
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 import merge_campaign_rows  # noqa: E402
+import merge_paired_rows  # noqa: E402
 
 
 def test_merge_is_idempotent_and_copies_gpu_test_logs(tmp_path):
@@ -32,6 +33,27 @@ def test_campaign_script_phases_parse():
     text = (REPO / "scripts" / "h200_campaign.sh").read_text()
     for phase in ("calibrate)", "sweep)", "s2)", "s3)", "s4)", "s5)", "s6)", "s7)"):  # the phases the README cites
         assert f"  {phase}" in text
+
+
+def test_paired_merge_adds_each_row_once(tmp_path):
+    out, data = tmp_path / "camp", tmp_path / "data"
+    old = {"experiment": "arrivals", "engine": "fused", "repeat": 1, "served_rate": 30.0, "timestamp": "t0"}
+    append_rows(data / "arrivals", [old])
+    append_rows(out / "paired" / "arrivals", [old, {**old, "repeat": 2, "timestamp": "t1"}])  # seeded, then one new
+    append_rows(out / "paired" / "peer", [{"experiment": "peer", "engine": "transformers", "timestamp": "t2"}])
+    assert merge_paired_rows.merge(out, data) == {"arrivals": 1, "peer": 1}
+    assert merge_paired_rows.merge(out, data) == {"arrivals": 0, "peer": 0}
+    assert [r["repeat"] for r in read_rows(data / "arrivals")] == [1, 2]
+
+
+def test_device_campaign_skips_a_phase_without_time_and_still_packs_the_rows(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "LIMIT": "30"}  # under the 45 s a phase needs to start
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "device_campaign.sh"), str(out), "knees"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "campaign knees: not started" in (out / "campaign.log").read_text()
+    assert (out / "camp.tgz").stat().st_size > 0 and (tmp_path / ".camp" / "paired").is_dir()
 
 
 def _make_dry_run(target: str, **variables) -> list[str]:
