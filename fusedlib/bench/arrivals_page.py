@@ -190,9 +190,13 @@ def sweep_texts(sweep, pairs: list, seeds=None) -> dict[str, str]:
             continue
         a = r.item.a.resolved()
         key = f"arr_{pp.differing(r.item)[0]}" + ("_pool" if a.pool_gib else "")
-        t |= {key: pp.comparison_text(c), f"{key}_reading": reading(r), f"{key}_config": pp.item_configuration(r.item),
-              "arr_gpu": pp.gpu(r), "arr_requests": str(a.n_requests), "arr_rate": f"{a.rate:g}",
-              "arr_arrived": bd.sig3(bd.arrived_rate(a.n_requests, a.rate, a.seed))}
+        t |= {key: pp.comparison_text(c), f"{key}_reading": reading(r), f"{key}_config": pp.item_configuration(r.item)}
+        if a.pool_gib:
+            t[f"{key}_size"] = f"{a.pool_gib:g} GiB of KV cache, {a.n_requests} requests at {a.rate:g}/s"
+        # The section's opening describes the first comparison's runs; later ones name their own.
+        for k, v in (("arr_gpu", pp.gpu(r)), ("arr_requests", str(a.n_requests)), ("arr_rate", f"{a.rate:g}"),
+                     ("arr_arrived", bd.sig3(bd.arrived_rate(a.n_requests, a.rate, a.seed)))):
+            t.setdefault(k, v)
     runs = run_table(sweep) if sweep is not None else pd.DataFrame()
     if len(runs) and runs["complete"].any():
         k = knees(runs[runs["complete"] | runs["warmup"]])

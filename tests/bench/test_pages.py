@@ -354,10 +354,14 @@ def test_appendix_prose_speaks_of_the_engine_not_the_process(page):
 def test_appendix_pages_glue_every_key_from_the_committed_rows():
     import re
     data = bd.ROOT / "data"
-    results = {phase: paired_page.results(phase, data) for phase in ("closed", "part10", "knees", "sensitivity")}
+    results = {phase: paired_page.results(phase, data)
+               for phase in ("closed", "part10", "small_pool", "knees", "sensitivity")}
     (sweep,), (seeds,) = results["knees"], results["sensitivity"]
+    arrivals = arrivals_page.sweep_texts(sweep, results["part10"] + results["small_pool"], seeds)
+    # the section's opening names the first comparison's runs (400 arrivals), not the small pool's (200)
+    assert arrivals["arr_requests"] == "400" and arrivals["arr_engine_pool_size"].startswith("0.5 GiB")
     texts = {"closed.md": closed_page.paired_texts(results["closed"]),
-             "arrivals.md": arrivals_page.sweep_texts(sweep, results["part10"], seeds),
+             "arrivals.md": arrivals,
              "sensitivity.md": sensitivity_page.seeds_texts(seeds)}
     for page, computed in texts.items():
         used = set(re.findall(r"\{glue:text\}`([^`]+)`", prose_of(page)))
