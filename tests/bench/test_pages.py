@@ -380,3 +380,25 @@ def test_peer_open_runs_list_each_rate_with_its_warmups(tmp_path):
     text = paired_page.peer_open_text(df)
     assert "0.08 s at 2/s, 0.06 s at 1/s" in text and "100 ms, 100 ms" in text
     assert paired_page.peer_open_runs(tmp_path / "none").empty
+
+
+def test_every_code_reference_in_the_book_names_something_that_exists():
+    import importlib
+    import re
+
+    missing = []
+    for page in sorted((bd.ROOT / "book").glob("*.md")):
+        for ref in set(re.findall(r"`(fusedlib(?:\.[A-Za-z_]\w*)+)`", page.read_text())):
+            parts = ref.split(".")
+            for i in range(len(parts), 0, -1):  # the longest importable module, then attributes
+                try:
+                    obj, rest = importlib.import_module(".".join(parts[:i])), parts[i:]
+                    break
+                except ImportError:
+                    continue
+            try:
+                for name in rest:
+                    obj = getattr(obj, name)
+            except AttributeError:
+                missing.append(f"{page.name}: {ref}")
+    assert not missing, missing
