@@ -157,6 +157,7 @@ def smoke_rows(tmp_path_factory) -> Path:
     return out_dir
 
 
+@pytest.mark.slow(100)
 @pytest.mark.xdist_group("notebooks")
 def test_notebooks_write_rows_for_every_page(smoke_rows):
     for folder, _, _ in PAGES.values():
@@ -185,6 +186,7 @@ def smoke_pages(smoke_rows, tmp_path_factory) -> dict[str, dict]:
     return shown
 
 
+@pytest.mark.slow(100)  # the same as the test above: the two stay together, sharing smoke_rows
 @pytest.mark.xdist_group("notebooks")
 def test_every_page_runs_on_notebook_rows_and_shows_every_figure_and_table(smoke_pages):
     for page, shown in smoke_pages.items():
@@ -226,6 +228,7 @@ def check_chapters(html: Path) -> None:
     assert sum(counts.values()) <= ALL_CHAPTER_WORDS, counts
 
 
+@pytest.mark.slow(90)
 def test_book_from_committed_data(tmp_path):
     html = build(tmp_path)
     assert (html / "index.html").exists()
