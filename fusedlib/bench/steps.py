@@ -10,6 +10,8 @@ it runs.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -79,8 +81,11 @@ def lookup(table: pd.DataFrame, configuration: str, engine: str, column: str) ->
     return float(hit[column].iloc[0]) if len(hit) else np.nan
 
 
+@functools.lru_cache(maxsize=None)
 def model_bytes(model: str = "qwen2.5-1.5b", dtype: str = "float16") -> tuple[int, int, int]:
-    """(parameters, weight bytes, KV bytes per cached position across the model) of a preset."""
+    """(parameters, weight bytes, KV bytes per cached position across the model) of a preset.
+    Cached: a chapter page asks once per part, and each answer builds the model (on the meta
+    device)."""
     import torch
 
     from ..config import PRESETS
