@@ -204,8 +204,8 @@ def smoke_pages(smoke_rows, tmp_path_factory) -> dict[str, dict]:
     return shown
 
 
-# Third in line, after the book build: the second worker's first pick then comes after the
-# notebooks on the first worker, so the rows are ready (it would wait for them otherwise).
+# Third in line: xdist deals the first tests out alternately, two to each worker, so this one
+# follows the notebooks on their worker and finds the rows ready (elsewhere it would wait).
 @pytest.mark.slow(80)
 @pytest.mark.xdist_group("notebooks")
 def test_every_page_runs_on_notebook_rows_and_shows_every_figure_and_table(smoke_pages):
