@@ -48,8 +48,9 @@ book: $(STAMP)
 	@echo
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
 
-# Two worker processes (pytest-xdist); --dist loadgroup keeps the tests marked
-# xdist_group("notebooks") on one worker, so the notebooks execute once.
+# Two worker processes (pytest-xdist), longest tests first (tests/conftest.py). The notebooks
+# execute once whichever workers their two tests land on (the smoke_rows fixture in
+# tests/test_book.py): --dist loadgroup's xdist_group does not hold with pytest 9.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 

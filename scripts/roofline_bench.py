@@ -42,12 +42,17 @@ from pathlib import Path
 
 PROFILES = {
     # preset, dtype name, device, decode rows, decode context, chunk tokens, new prompt,
-    # attention contexts, timing iterations, profiled replays, census configurations
+    # attention contexts, timing iterations, profiled replays, census configurations, token
+    # counts of the small-op check
     "full": dict(preset="qwen2.5-1.5b", dtype="float16", device="cuda", rows=32, context=1088,
                  chunk=512, new_prompt=1600, attn_contexts=(1024, 2048, 4096), iters=50,
-                 replays=5, configs=(0, 1, 2, 3)),
-    "smoke": dict(preset="tiny", dtype="float32", device="cpu", rows=4, context=40, chunk=16,
-                  new_prompt=40, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3)),
+                 replays=5, configs=(0, 1, 2, 3), op_tokens=(1, 3, 17, 33, 100, 543)),
+    # Every section's code at the least work that still takes each path: prompts of two chunks,
+    # token counts under and over a 16-row and a 32-row tile (the interpreter runs a program
+    # per row, so 543 tokens cost most of the check).
+    "smoke": dict(preset="tiny", dtype="float32", device="cpu", rows=4, context=20, chunk=16,
+                  new_prompt=20, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3),
+                  op_tokens=(1, 3, 17, 33)),
 }
 TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
 BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
@@ -158,7 +163,7 @@ class Bench:
                         "max_rel_err": rel.max().item(), "ref_max_abs": expected.float().abs().max().item()})
 
         q_size, kv_size = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
-        for tokens in (1, 3, 17, 33, 100, 543):
+        for tokens in self.p["op_tokens"]:
             x, res = rand(tokens, cfg.hidden_size), rand(tokens, cfg.hidden_size)
             w = layer.input_layernorm.weight
             normed, _ = ops.add_rms_norm(x, res, w, cfg.rms_norm_eps)

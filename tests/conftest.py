@@ -14,3 +14,21 @@ use_interpreter_without_gpu(always=os.environ.get("FUSEDLIB_GPU_TESTS") != "1")
 # The tiny model's ops are too small to split across threads; on a busy 2-core machine
 # intra-op threads made it ~30x slower.
 torch.set_num_threads(1)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow(seconds): a long test and its rough CPU seconds here; the "
+                                       "longest run first (see pytest_collection_modifyitems)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest first. `make test` runs two xdist workers (--dist loadgroup); each takes the next
+    test in this order when it runs low (an xdist_group of several tests is queued ahead of
+    single tests), so the notebooks group and the book build start together, one on each
+    worker, and the short tests fill in behind them instead of one worker finishing a long
+    test alone at the end. The sort is stable: unmarked tests keep their order."""
+    def seconds(item):
+        mark = item.get_closest_marker("slow")
+        return mark.args[0] if mark else 0
+
+    items.sort(key=seconds, reverse=True)

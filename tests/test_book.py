@@ -16,9 +16,11 @@ One build (Sphinx, into a temporary folder), and the notebooks' rows through the
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -142,11 +144,28 @@ def test_notebooks_have_papermill_parameters():
         assert nb.metadata["kernelspec"]["name"] == "python3"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def smoke_rows(tmp_path_factory) -> Path:
-    """Execute every experiment notebook (papermill, smoke profile) into a fresh out_dir."""
-    tmp = tmp_path_factory.mktemp("run_all")
-    out_dir = tmp / "rows"
+    """Execute every experiment notebook (papermill, smoke profile) into a fresh out_dir, once
+    per test run: under xdist the two tests that read the rows may run on different workers
+    (pytest 9 ignores the xdist_group mark: xdist 3.8 sets item._nodeid, which pytest 9 no
+    longer reads), so the workers share one execution in the run's base temporary folder, the
+    second waiting on a lock until the first has written the rows."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder all of this run's workers share
+    tmp, out_dir = root / "run_all", root / "run_all" / "rows"
+    with open(root / "run_all.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (tmp / "done").exists():
+            shutil.rmtree(tmp, ignore_errors=True)  # what a failed attempt left
+            tmp.mkdir()
+            _execute_notebooks(tmp, out_dir)
+            (tmp / "done").touch()
+    return out_dir
+
+
+def _execute_notebooks(tmp: Path, out_dir: Path) -> None:
     for path in sorted((REPO / "notebooks").glob("*.py")):
         source = tmp / f"{path.stem}.ipynb"
         jupytext.write(jupytext.read(path), source)
@@ -154,9 +173,9 @@ def smoke_rows(tmp_path_factory) -> Path:
                       **SMOKE_PARAMETERS.get(path.stem, {})}
         papermill.execute_notebook(str(source), str(tmp / f"{path.stem}.out.ipynb"), parameters=parameters,
                                    kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
-    return out_dir
 
 
+@pytest.mark.slow(100)
 @pytest.mark.xdist_group("notebooks")
 def test_notebooks_write_rows_for_every_page(smoke_rows):
     for folder, _, _ in PAGES.values():
@@ -185,6 +204,9 @@ def smoke_pages(smoke_rows, tmp_path_factory) -> dict[str, dict]:
     return shown
 
 
+# Third in line: xdist deals the first tests out alternately, two to each worker, so this one
+# follows the notebooks on their worker and finds the rows ready (elsewhere it would wait).
+@pytest.mark.slow(80)
 @pytest.mark.xdist_group("notebooks")
 def test_every_page_runs_on_notebook_rows_and_shows_every_figure_and_table(smoke_pages):
     for page, shown in smoke_pages.items():
@@ -226,6 +248,7 @@ def check_chapters(html: Path) -> None:
     assert sum(counts.values()) <= ALL_CHAPTER_WORDS, counts
 
 
+@pytest.mark.slow(90)
 def test_book_from_committed_data(tmp_path):
     html = build(tmp_path)
     assert (html / "index.html").exists()

@@ -59,7 +59,7 @@ CPU_TRITON = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 
 @pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
                                                       pytest.param("fused", True, "triton-balanced",
-                                                                   marks=CPU_TRITON)])
+                                                                   marks=[CPU_TRITON, pytest.mark.slow(12)])])
 def test_static_piecewise_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward with prompt chunks through PackedGraphs' padded buckets, decode-only ones
     through DecodeGraphs: token for token what the plain engine generates (also with the

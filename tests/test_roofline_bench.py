@@ -4,11 +4,14 @@ is that every section ran and wrote rows with provenance and no error row."""
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from fusedlib.bench import rows
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "roofline_bench.py"
 
 
+@pytest.mark.slow(20)
 def test_smoke_run_writes_every_section(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("roofline_bench", SCRIPT)
     bench = importlib.util.module_from_spec(spec)

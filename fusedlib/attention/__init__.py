@@ -1,23 +1,30 @@
-"""Attention backends behind one interface (see base.py). `make_backend` resolves a name."""
-from __future__ import annotations
+"""Attention backends behind one interface (see base.py). `make_backend` resolves a name.
 
-from .base import AttentionBackend, AttentionMetadata, DecodeMeta, PrefillMeta
-from .torch_backend import TorchAttention
+The backends' names are plain data and their classes load on first use, so `fusedlib.config`
+and the harness's options read the names without importing torch (a book page that only reads
+rows does not pay for it)."""
+from importlib import import_module
 
 # Each Triton backend's decode kernel (see triton_backend.py); prefill is the same for all.
 TRITON_DECODE = {"triton": "rows", "triton-splitkv": "splitkv", "triton-balanced": "balanced"}
 BACKENDS = ("torch", *TRITON_DECODE)
+# Exported classes -> the module defining them.
+_CLASSES = {"AttentionBackend": "base", "AttentionMetadata": "base", "DecodeMeta": "base", "PrefillMeta": "base",
+            "TorchAttention": "torch_backend"}
 
 
-def make_backend(name: str) -> AttentionBackend:
+def __getattr__(name: str):
+    if name not in _CLASSES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_CLASSES[name]}", __name__), name)
+
+
+def make_backend(name: str) -> "AttentionBackend":
+    if name not in BACKENDS:
+        raise ValueError(f"unknown attention backend {name!r}; choose one of {BACKENDS}")
     if name == "torch":
-        return TorchAttention()
-    if name in TRITON_DECODE:
-        from .triton_backend import TritonAttention
-
-        return TritonAttention(decode_kernel=TRITON_DECODE[name])
-    raise ValueError(f"unknown attention backend {name!r}; choose one of {BACKENDS}")
+        return __getattr__("TorchAttention")()
+    return import_module(".triton_backend", __name__).TritonAttention(decode_kernel=TRITON_DECODE[name])
 
 
-__all__ = ["AttentionBackend", "AttentionMetadata", "DecodeMeta", "PrefillMeta",
-           "TorchAttention", "make_backend", "BACKENDS"]
+__all__ = [*_CLASSES, "make_backend", "BACKENDS"]

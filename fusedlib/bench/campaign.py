@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paired, rows, runs
+from . import paired, rows
 from .spec import RunSpec, stored_options
 
 
@@ -251,6 +251,8 @@ def result_set(out: Path, spec: RunSpec) -> Path:
 
 
 def _done(out: Path, spec: RunSpec) -> bool:
+    from . import runs  # torch and the engine: not for a page that reads results
+
     return runs.already_done(result_set(out, spec), spec.resolved())
 
 
@@ -278,6 +280,8 @@ def show_plan(phase: str, out: Path, pairs: int = 5) -> list[RunSpec]:
 def run_phase(phase: str, out: Path, limit_s: float, pairs: int = 5) -> int:
     """Run what is left of the phase; returns how many runs remain or failed (0: the phase
     is done). A run that raises is reported and skipped; running the phase again retries it."""
+    from . import runs  # torch and the engine: only where runs are made
+
     started = time.monotonic()
     longest = {}  # experiment -> the longest run seen, seconds: what the next one may take
     failed = 0

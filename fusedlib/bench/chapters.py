@@ -11,7 +11,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..config import PRESETS
 from . import analysis as bd, grading as gr, steps
 from .predictions import Grade, by_key, chapter_opening, for_chapter
 
@@ -55,6 +54,8 @@ def complete(texts: dict[str, str], page: str) -> dict[str, str]:
 def hardware(rows: gr.Rows) -> dict:
     """The floor of a full-batch pure decode step per engine (eager, per-row), with the weights'
     bytes, the KV bytes per position and the copy bandwidth it rests on."""
+    from ..config import PRESETS
+
     base = baseline(rows.traces)
     n_params, weight_bytes, kv_pos = steps.model_bytes(str(base["model"].iloc[0]), str(base["dtype"].iloc[0]))
     bw, bw_source = steps.copy_bandwidth(base, rows.layout)

@@ -41,9 +41,11 @@ REL_ERR_LIMIT = 1e-2
 # Decode contexts: the mixed workload's prompt lengths plus a generated part.
 MAX_GENERATED = 128
 PROFILES = {
-    # (model preset, prompt lengths, decode tokens per call)
-    "full": ("qwen2.5-1.5b", MIXED_LENGTHS, 32),
-    "smoke": ("tiny", (4, 16, 40), 8),
+    # (model preset, prompt lengths, decode tokens per call, most tokens generated so far)
+    "full": ("qwen2.5-1.5b", MIXED_LENGTHS, 32, MAX_GENERATED),
+    # Contexts still span several blocks and cross block edges; the interpreter's time grows
+    # with them.
+    "smoke": ("tiny", (4, 16, 40), 8, 24),
 }
 
 
@@ -130,7 +132,7 @@ def _compare(case: str, kernel: str, actual: torch.Tensor, expected: torch.Tenso
             "passed": (not has_nan) and rel < REL_ERR_LIMIT}
 
 
-def _gate_cases(prompt_lengths, decode_rows):
+def _gate_cases(prompt_lengths, decode_rows, max_generated=MAX_GENERATED):
     """(name, kind, spec) for prefill (chunks) and decode (context lengths) cases."""
     longest = max(prompt_lengths)
     chunk = min(512, longest)
@@ -146,14 +148,14 @@ def _gate_cases(prompt_lengths, decode_rows):
         ("prefill_single_token_prompts", "prefill", [(0, 1)] * 40),
         ("prefill_chunks_continuing_mid_block", "prefill",
          [(rng.randint(1, longest), rng.randint(1, 40)) for _ in range(12)]),
-        ("decode_mixed_contexts", "decode", mixed_decode_contexts(decode_rows, 0, prompt_lengths)),
+        ("decode_mixed_contexts", "decode", mixed_decode_contexts(decode_rows, 0, prompt_lengths, max_generated)),
         ("decode_edges", "decode",
-         ([1, 2, 15, 16, 17, 31, 33, longest, longest + 1, longest + MAX_GENERATED]
+         ([1, 2, 15, 16, 17, 31, 33, longest, longest + 1, longest + max_generated]
           * decode_rows)[:decode_rows]),
-        ("decode_all_long", "decode", [longest + MAX_GENERATED] * decode_rows),
+        ("decode_all_long", "decode", [longest + max_generated] * decode_rows),
         ("decode_one_request", "decode", [longest // 2 + 3]),
         ("decode_many_requests", "decode", mixed_decode_contexts(3 * decode_rows + 5, 1,
-                                                                   prompt_lengths)),
+                                                                   prompt_lengths, max_generated)),
     ]
 
 
@@ -162,7 +164,7 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
     """Every Triton path against the torch reference; one row per (case, kernel), then one
     row checking that the cases after the first of each kind compiled nothing new."""
     device = device or _default_device()
-    preset, prompt_lengths, decode_rows = PROFILES[profile]
+    preset, prompt_lengths, decode_rows, max_generated = PROFILES[profile]
     cfg = PRESETS[preset]
     shape = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
     scale = cfg.head_dim ** -0.5
@@ -171,7 +173,7 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
     rows_backend, packed_backend, splitkv_backend, balanced_backend = _backends()
     out, compiled_after_first = [], None
     seen_kinds = set()
-    for name, kind, spec in _gate_cases(prompt_lengths, decode_rows):
+    for name, kind, spec in _gate_cases(prompt_lengths, decode_rows, max_generated):
         if kind == "prefill":
             q, k, v, meta = prefill_case(spec, *shape, dtype, device, gen)
             expected = reference.prefill(q, k, v, meta, scale)
@@ -209,8 +211,9 @@ def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> flo
     """Median time of fn() in ms; on CUDA each call is timed by its own pair of events,
     after an L2 flush (outside the events) when `scratch` is given, so the KV comes from
     DRAM and the host has queued the call before its start event fires."""
-    # warm-up: compile, autotune nothing, fill caches (the CPU interpreter compiles nothing)
-    for _ in range(max(3, iters // 10) if device.startswith("cuda") else 1):
+    # warm-up: compile, autotune nothing, fill caches (none on the CPU: the interpreter
+    # compiles nothing and its times mean nothing)
+    for _ in range(max(3, iters // 10) if device.startswith("cuda") else 0):
         fn()
     times = []
     if device.startswith("cuda"):
@@ -255,11 +258,11 @@ def _bench_state(device: str | None, seed: int, iters: int, profile: str):
     """The layout bench's cache state: (device, iters, contexts, model cfg, q, k, v, meta,
     L2 flush buffer or None)."""
     device = device or _default_device()
-    preset, prompt_lengths, num_requests = PROFILES[profile]
+    preset, prompt_lengths, num_requests, max_generated = PROFILES[profile]
     cfg = PRESETS[preset]
     on_gpu = device.startswith("cuda")
     iters = iters if on_gpu else 1  # on the CPU interpreter the times mean nothing: one call checks the plumbing
-    contexts = mixed_decode_contexts(num_requests, seed, prompt_lengths)
+    contexts = mixed_decode_contexts(num_requests, seed, prompt_lengths, max_generated)
     gen = torch.Generator(device=device).manual_seed(seed)
     q, k, v, meta = decode_case(contexts, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
                                 torch.float16, device, gen)

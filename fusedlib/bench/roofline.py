@@ -16,9 +16,16 @@ from pathlib import Path
 import pandas as pd
 
 from . import paired, rows
-from ..config import PRESETS
 
-MODEL = PRESETS["qwen2.5-1.5b"]
+MODEL_NAME = "qwen2.5-1.5b"
+
+
+def _model():
+    # fusedlib.config on first use: importing it imports the engine's attention (torch), which
+    # a book page that only reads rows does not need
+    from ..config import PRESETS
+
+    return PRESETS[MODEL_NAME]
 # The census configurations: the part-9 engine and the part-10 one (the others are the
 # ablations between them).
 PART9, PART10 = "part9: reference ops, split-KV", "part10: fused ops, balanced"
@@ -111,7 +118,7 @@ def rates(data: Path) -> Rates:
 def floors(tokens: int, sampled: int, kv_tokens: int, kernels: float, r: Rates) -> dict:
     """The three floors of one step (seconds): `tokens` through the model, `sampled` of them
     through the vocabulary projection, `kv_tokens` of cache read."""
-    cfg = MODEL
+    cfg = _model()
     embed = cfg.vocab_size * cfg.hidden_size
     params = _parameters()
     weight_bytes = 2 * params  # fp16
@@ -124,7 +131,7 @@ def floors(tokens: int, sampled: int, kv_tokens: int, kernels: float, r: Rates) 
 
 
 def _parameters() -> int:
-    c = MODEL
+    c = _model()
     q, kv = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
     layer = c.hidden_size * (q + 2 * kv) + (q + 2 * kv) + q * c.hidden_size \
         + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size

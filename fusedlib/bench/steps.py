@@ -10,6 +10,8 @@ it runs.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -79,19 +81,36 @@ def lookup(table: pd.DataFrame, configuration: str, engine: str, column: str) ->
     return float(hit[column].iloc[0]) if len(hit) else np.nan
 
 
+# Bytes per element of the dtypes rows name (others are asked of torch).
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+def parameters(cfg) -> int:
+    """Parameters of fusedlib.model.Qwen2Model with this config, counted from the config (so a
+    page needs no torch): the embedding, per layer the fused QKV projection with its bias, the
+    output projection, the fused gate/up and the down projection and two norms, the final norm,
+    and the head when it is not tied. tests/bench/test_steps.py checks it against the model."""
+    q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+    layer = (cfg.hidden_size * (q + 2 * kv) + (q + 2 * kv) + q * cfg.hidden_size
+             + 3 * cfg.hidden_size * cfg.intermediate_size + 2 * cfg.hidden_size)
+    head = 0 if cfg.tie_word_embeddings else cfg.vocab_size * cfg.hidden_size
+    return cfg.vocab_size * cfg.hidden_size + cfg.num_layers * layer + cfg.hidden_size + head
+
+
+@functools.lru_cache(maxsize=None)
 def model_bytes(model: str = "qwen2.5-1.5b", dtype: str = "float16") -> tuple[int, int, int]:
     """(parameters, weight bytes, KV bytes per cached position across the model) of a preset."""
-    import torch
-
     from ..config import PRESETS
-    from ..model import Qwen2Model
 
     if model not in PRESETS:
         raise ValueError(f"unknown model {model!r}; presets: {sorted(PRESETS)}")
     cfg = PRESETS[model]
-    elem = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
-    with torch.device("meta"):
-        n_params = sum(p.numel() for p in Qwen2Model(cfg).parameters())
+    elem = ELEMENT_BYTES.get(dtype)
+    if elem is None:
+        import torch
+
+        elem = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
+    n_params = parameters(cfg)
     return n_params, n_params * elem, bd.kv_bytes_per_position(cfg, elem)
 
 

@@ -56,6 +56,7 @@ def test_smoke_arrivals_both_engines(tmp_path):
     assert "2 new rows" in proc.stdout
 
 
+@pytest.mark.slow(8)
 def test_killed_campaign_leaves_valid_rows_and_resumes(tmp_path, capfd):
     out = tmp_path / "campaign"
     rates = [50.0 + i for i in range(10)]  # 12 requests at ~50/s: ~0.25 s a run
@@ -160,6 +161,7 @@ def test_default_profile_follows_the_machine_and_smoke_rows_go_to_data_smoke(tmp
     assert (row["profile"], row["model"], row["n_requests"]) == ("smoke", "tiny", 4)
 
 
+@pytest.mark.slow(10)
 def test_help_examples_run_as_typed_on_a_cpu(tmp_path, capfd, monkeypatch):
     # The examples that do not say "on a GPU", with rows sent to a scratch folder.
     from fusedlib.bench import cli

@@ -80,6 +80,21 @@ def test_copy_bandwidth_prefers_the_traces_own_measurement():
 def test_model_bytes_of_the_full_model():
     n, weights, kv = steps.model_bytes()
     assert weights == 2 * n and kv == 28 * 2 * 2 * 128 * 2
+    assert n == 1_543_714_304  # Qwen2.5-1.5B, tied embeddings
+    assert steps.model_bytes("tiny", "float32")[1] == 4 * steps.model_bytes("tiny", "float32")[0]
+    assert steps.model_bytes("tiny", "float64")[1] == 8 * steps.model_bytes("tiny", "float64")[0]  # asks torch
+
+
+@pytest.mark.parametrize("preset", ["qwen2.5-1.5b", "tiny"])  # tied and untied head
+def test_parameters_counts_what_the_model_holds(preset):
+    import torch
+
+    from fusedlib.config import PRESETS
+    from fusedlib.model import Qwen2Model
+
+    with torch.device("meta"):
+        model = Qwen2Model(PRESETS[preset])
+    assert steps.parameters(PRESETS[preset]) == sum(p.numel() for p in model.parameters())
 
 
 def test_readable_summary_writes_ms_and_a_dash_for_no_second_forward():
