@@ -18,6 +18,7 @@ import yaml
 from . import analysis as bd, steps
 from .paired import compare_groups
 from .predictions import Grade, Prediction, side, verdict
+from .roofline import PEER_TARGET
 
 REFERENCE_PREDICTIONS = Path(__file__).resolve().parents[2] / "data" / "reference" / "predictions.yaml"
 E = ("chunked", "fused")
@@ -398,7 +399,7 @@ def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if peer is not None:
         ours = peer[peer["engine"] != "transformers"]["times_peer"]
         lo, hi = p["D6"].range(0)
-        target = 20.0
+        target = PEER_TARGET
         out["D6"] = Grade(f"{ours.min():.1f}x to {ours.max():.1f}x (our runs before and after the peer's)",
                           verdict(bool(ours.between(lo, hi).all())),
                           f"{'inside' if ours.between(lo, hi).all() else 'not inside'} the range; the {target:g}x "

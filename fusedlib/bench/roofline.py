@@ -272,6 +272,7 @@ def measured_for_predictions(data: Path) -> dict[str, float]:
 
 
 PEER_COMPARISON = "128 x 128: fused vs transformers"
+PEER_TARGET = 20.0  # part 10's target: our throughput over transformers' on these requests
 
 
 def peer_comparison(data: Path) -> pd.DataFrame:
