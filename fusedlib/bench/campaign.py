@@ -167,14 +167,16 @@ def _closed_phase(pairs: int) -> list:
             RunSpec.build("peer", profile="full", workload="mixed", batch_size=64, warmups=2, repeats=3)]
 
 
+PEER_COMPARISON = "128 x 128: fused vs transformers"
+
+
 def _peer(pairs: int) -> list:
     # ~5 min. Part 10's target: 128 mixed prompts x 128 new tokens, closed, our fused engine
     # before and after transformers' continuous batching on the same requests (ours: 4 passes
     # of ~3 s each time; the peer, from its b64 run scaled to twice the prompts and 1.6x the
     # output tokens: 2 warm-up and 3 measured passes of ~36 s, the first ~2.4x that).
-    name = "128 x 128: fused vs transformers"
-    ours = _closed(engine="fused", workload="mixed_fixed", batch_size=128, warmups=1, repeats=3, comparison=name,
-                   **PART10_OVERLAP)
+    ours = _closed(engine="fused", workload="mixed_fixed", batch_size=128, warmups=1, repeats=3,
+                   comparison=PEER_COMPARISON, **PART10_OVERLAP)
     return [ours.but(repeat=1),
             RunSpec.build("peer", profile="full", workload="mixed_fixed", batch_size=128, warmups=2, repeats=3),
             ours.but(repeat=2)]

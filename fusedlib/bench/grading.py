@@ -399,11 +399,10 @@ def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if peer is not None:
         ours = peer[peer["engine"] != "transformers"]["times_peer"]
         lo, hi = p["D6"].range(0)
-        target = PEER_TARGET
+        inside = bool(ours.between(lo, hi).all())
         out["D6"] = Grade(f"{ours.min():.1f}x to {ours.max():.1f}x (our runs before and after the peer's)",
-                          verdict(bool(ours.between(lo, hi).all())),
-                          f"{'inside' if ours.between(lo, hi).all() else 'not inside'} the range; the {target:g}x "
-                          f"target {'met' if (ours >= target).all() else 'missed'}")
+                          verdict(inside), f"{'inside' if inside else 'not inside'} the range; the {PEER_TARGET:g}x "
+                          f"target {'met' if (ours >= PEER_TARGET).all() else 'missed'}")
     if seeds is not None:
         lo, hi = p["D7"].fractions(0)
         ok = _in(seeds["ratio"] - 1, lo, hi) and bool(seeds["resolved"])

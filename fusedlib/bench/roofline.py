@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import paired, rows
+from . import paired, rows, steps
 
 MODEL_NAME = "qwen2.5-1.5b"
 
@@ -120,7 +120,7 @@ def floors(tokens: int, sampled: int, kv_tokens: int, kernels: float, r: Rates) 
     through the vocabulary projection, `kv_tokens` of cache read."""
     cfg = _model()
     embed = cfg.vocab_size * cfg.hidden_size
-    params = _parameters()
+    params = steps.parameters(cfg)
     weight_bytes = 2 * params  # fp16
     kv_bytes = kv_tokens * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * 2
     flops = 2 * (params - embed) * tokens + 2 * embed * sampled
@@ -128,14 +128,6 @@ def floors(tokens: int, sampled: int, kv_tokens: int, kernels: float, r: Rates) 
            "launch_s": kernels * r.launch_s}
     out["floor_s"] = max(out.values())
     return out
-
-
-def _parameters() -> int:
-    c = _model()
-    q, kv = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
-    layer = c.hidden_size * (q + 2 * kv) + (q + 2 * kv) + q * c.hidden_size \
-        + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size
-    return c.vocab_size * c.hidden_size + c.num_layers * layer + c.hidden_size
 
 
 def placed(data: Path) -> pd.DataFrame:
@@ -271,7 +263,6 @@ def measured_for_predictions(data: Path) -> dict[str, float]:
             "gain_part9": float(cap.loc["part 9: fused vs chunked", "ratio"])}
 
 
-PEER_COMPARISON = "128 x 128: fused vs transformers"
 PEER_TARGET = 20.0  # part 10's target: our throughput over transformers' on these requests
 
 
@@ -281,6 +272,8 @@ def peer_comparison(data: Path) -> pd.DataFrame:
     same requests, in one run. One row per side and pass (our `repeat` 1 and 2, the peer's
     run): median wall and output tokens/s over its measured passes, and `times_peer`, its
     throughput over the peer's. Empty where the rows are missing."""
+    from .campaign import PEER_COMPARISON
+
     ours, peer = _frame(data, "paired/closed"), _frame(data, "paired/peer")
     if ours.empty or peer.empty or "comparison" not in ours:
         return pd.DataFrame()
@@ -289,9 +282,11 @@ def peer_comparison(data: Path) -> pd.DataFrame:
     if ours.empty or peer.empty:
         return pd.DataFrame()
     peer = peer.sort_values("timestamp").iloc[[-1]]
-    both = pd.concat([ours.sort_values("repeat"), peer], ignore_index=True)
+    ours = ours.sort_values("repeat")
+    both = pd.concat([ours, peer], ignore_index=True)
     out = both[["engine", "wall_s", "output_throughput", "n_output_tokens"]].copy()
-    out.insert(1, "pass", ["before the peer", "after the peer"][:len(ours)] + ["transformers' run"])
+    out.insert(1, "pass", [{1: "before the peer", 2: "after the peer"}.get(r, f"run {r}") for r in ours["repeat"]]
+               + ["transformers' run"])
     out["times_peer"] = out["output_throughput"] / float(peer["output_throughput"].iloc[0])
     return out
 

@@ -1,7 +1,8 @@
 """Part 10's analysis on small hand-made rows with known answers."""
 import pytest
 
-from fusedlib.bench import roofline, rows
+from fusedlib.bench import roofline, rows, steps
+from fusedlib.config import PRESETS
 
 
 def _write(data, stem, new):
@@ -73,7 +74,7 @@ def test_prefill_sweep_compares_the_engine_shape_with_the_fastest(data):
 
 def test_floors_pick_the_largest_and_count_bytes_flops_and_launches():
     r = roofline.Rates(copy_Bps=4e12, gemm_flops=5e14, launch_s=1e-6)
-    params = roofline._parameters()
+    params = steps.parameters(PRESETS[roofline.MODEL_NAME])
     assert params == 1_543_714_304  # Qwen2.5-1.5B, tied embeddings
     f = roofline.floors(tokens=32, sampled=32, kv_tokens=1000, kernels=300, r=r)
     kv = 1000 * 28 * 2 * 2 * 128 * 2
