@@ -160,10 +160,16 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
         if not x:
             return  # this comparison has no rows here
         c = paired.compare_pairs(x, y)
+        # A comparison extended on a later machine lease pools its pairs (each pair's two runs
+        # share one lease); by_lease keeps each lease's own comparison beside the pooled one.
+        lease_of = sub["boot_id"].fillna("") if "boot_id" in sub else pd.Series("", index=sub.index)
+        per_lease = (paired.pair_runs(d.to_dict("records"), key, a, b, "served_rate")
+                     for _, d in sub.groupby(lease_of, sort=False))
+        leases = [paired.compare_pairs(*xy) for xy in per_lease if xy[0]]
         out.append({"comparison": label, "a_median": pd.Series(x).median(), "b_median": pd.Series(y).median(),
                     "ratio": c.ratio, "lo": c.lo, "hi": c.hi, "n": c.n, "resolved": c.resolved,
                     "interleaved": interleaved, "n_requests": int(sub["n_requests"].iloc[0]),
-                    "rate": float(sub["rate"].iloc[0])})
+                    "rate": float(sub["rate"].iloc[0]), "by_lease": leases})
 
     for part in ("part 7", "part 7, 400 arrivals", "part 9"):
         add(f"{part}: fused vs chunked", df[df["comparison"] == f"{part}: fused vs chunked"], "engine", "fused", "chunked")
@@ -180,7 +186,7 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
         out.append({"comparison": r["comparison"], "a_median": r["a"], "b_median": r["b"],
                     "ratio": r["ratio"], "lo": r["lo"], "hi": r["hi"], "n": r["n"], "resolved": r["resolved"],
                     "interleaved": True, "n_requests": int(runs["n_requests"].iloc[0]),
-                    "rate": float(runs["rate"].iloc[0])})
+                    "rate": float(runs["rate"].iloc[0]), "by_lease": []})
     return pd.DataFrame(out)
 
 

@@ -155,3 +155,26 @@ def test_the_headline_is_the_400_arrival_set_and_names_the_other(tmp_path):
     texts = answer.paired_texts(pc)
     assert texts["gain"] == "+20%" and texts["gain_n"].endswith("of 400 arrivals at 40/s")
     assert texts["gain_other"].startswith("The same comparison over 200 arrivals") and "do not overlap" in texts["gain_other"]
+
+
+def test_a_comparison_extended_on_a_second_lease_pools_its_pairs_and_shows_each_lease(tmp_path):
+    from fusedlib.bench import rows
+
+    def lease(boot, first_repeat, fused):
+        return [{"engine": e, "attention": "triton", "comparison": "part 7, 400 arrivals: fused vs chunked",
+                 "repeat": first_repeat + i, "warmup": first_repeat + i == 0, "served_rate": v, "n_requests": 400,
+                 "rate": 40.0, "git_commit": "abc", "boot_id": boot, "timestamp": f"2026-12-01T0{first_repeat}:0{i}:00"}
+                for i, f in enumerate(fused) for e, v in (("fused", f), ("chunked", 10.0))]
+
+    rows.append_rows(tmp_path / "paired/arrivals", lease("aaaaaaaaaa", 0, [30.0, 12.0, 12.0, 12.0]))
+    pc = answer.paired_capacity(tmp_path).set_index("comparison")
+    assert answer.paired_texts(pc)["gain_leases"] == ""  # one lease: nothing to split
+    rows.append_rows(tmp_path / "paired/arrivals", lease("bbbbbbbbbb", 4, [14.0, 14.0]))
+    pc = answer.paired_capacity(tmp_path).set_index("comparison")
+    row = pc.loc["part 7, 400 arrivals: fused vs chunked"]
+    assert row["n"] == 5 and [c.n for c in row["by_lease"]] == [3, 2]  # the first lease's warm-up is no pair
+    text = answer.paired_texts(pc)["gain_leases"]
+    assert text.startswith("Its pairs ran on 2 machine leases (3 on the first gave +20% [+20%, +20%]; "
+                           "2 on the second gave +40% [+40%, +40%])")
+    provenance = answer.paired_provenance(tmp_path)
+    assert provenance["machine (boot)"].tolist() == ["aaaaaaaa", "bbbbbbbb"]
