@@ -325,6 +325,7 @@ def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
 # What each paired comparison of data/paired measures, as the book names it.
 PAIRED_LABELS = {"part 7: fused vs chunked": "part 7: eager, per-row attention",
                  "part 7, 400 arrivals: fused vs chunked": "part 7: eager, per-row attention",
+                 "decode graphs: fused vs chunked": "part 9: decode graphs, split-KV",
                  "part 9: fused vs chunked": "part 9: every forward graphed, split-KV",
                  "part 10: fused vs chunked": "part 10: fused ops, balanced decode, graphed",
                  "fused: part 10 vs part 9": "fused engine: part 10 over part 9",

@@ -98,10 +98,11 @@ def _closed(**options) -> RunSpec:
     return RunSpec.build("closed", **{"profile": "full", "warmups": 1, "repeats": 1, **options})
 
 
-# The configurations the book's parts compare: part 7 (eager), part 9 (every forward graphed,
-# split-KV decode), part 10 (part 9 plus the fused small ops and the balanced decode kernel),
+# The configurations the book's parts compare: part 7 (eager), part 9's decode graphs (the
+# decode-only forward graphed, split-KV decode), part 9 (every forward graphed, split-KV decode), part 10 (part 9 plus the fused small ops and the balanced decode kernel),
 # and part 10 with the host's work off the critical path (overlap), the engine part 10 ends on.
 PART7 = dict(attention="triton", fused_ops=False)
+DECODE_GRAPHS = dict(attention="triton-splitkv", cuda_graphs=True, graph_chunks=False, fused_ops=False)
 PART9 = dict(attention="triton-splitkv", cuda_graphs=True, graph_chunks=True, fused_ops=False)
 PART10 = dict(attention="triton-balanced", cuda_graphs=True, graph_chunks=True, fused_ops=True)
 PART10_OVERLAP = dict(PART10, overlap=True)
@@ -231,9 +232,22 @@ def _eager(pairs: int) -> list:
     return [_gate(PART7), _fused_vs_chunked("part 7, 400 arrivals", PART7, pairs)]
 
 
+def _decode_graphs(pairs: int) -> list:
+    # ~4.5 min: the middle configuration of part 9 (decode-only forwards graphed, mixed ones
+    # eager), 200 arrivals a run as part 7's first set: 12 runs of ~20 s (400-arrival runs of
+    # this configuration served ~11 req/s, 36-52 s each), after its gate.
+    return [_gate(DECODE_GRAPHS), _fused_vs_chunked("decode graphs", DECODE_GRAPHS, pairs, n_requests=200)]
+
+
+def _gates(pairs: int) -> list:
+    # ~2.5 min: every configuration the book reports, checked at one commit (run it with OUT
+    # holding no gate rows: a stored gate is not run again).
+    return [_gate(cfg) for cfg in (PART7, DECODE_GRAPHS, PART9, PART10, PART10_OVERLAP)]
+
+
 PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed_phase, "peer": _peer,
           "peer_open": _peer_open, "knees": _knees, "small_pool": _small_pool, "sensitivity": _sensitivity,
-          "eager": _eager}
+          "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
@@ -421,4 +435,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan", "report", "results", "measured",
-           "stored", "PHASES", "PART7", "PART9", "PART10", "PART10_OVERLAP"]
+           "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP"]

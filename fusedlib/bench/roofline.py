@@ -171,7 +171,7 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
                     "interleaved": interleaved, "n_requests": int(sub["n_requests"].iloc[0]),
                     "rate": float(sub["rate"].iloc[0]), "by_lease": leases})
 
-    for part in ("part 7", "part 7, 400 arrivals", "part 9"):
+    for part in ("part 7", "part 7, 400 arrivals", "decode graphs", "part 9"):
         add(f"{part}: fused vs chunked", df[df["comparison"] == f"{part}: fused vs chunked"], "engine", "fused", "chunked")
     first = df[~named]
     add("part 10: fused vs chunked", first[first["attention"] == "triton-balanced"], "engine", "fused", "chunked")

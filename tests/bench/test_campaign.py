@@ -103,7 +103,15 @@ def test_the_new_phases_measure_part_10_with_overlap_where_the_brief_says():
     seeds = {s.seed for s in campaign.expand(campaign.plan("sensitivity"))}
     assert len(seeds) >= 5
     assert {s.rate for s in campaign.expand(campaign.plan("peer_open"))} >= {1.0, 2.0}
-    assert all(s.n_requests == 400 for s in campaign.expand(campaign.plan("eager")))
+    eager = campaign.expand(campaign.plan("eager"))
+    assert [s.experiment for s in eager[:1]] == ["gates"] and not eager[0].cuda_graphs  # part 7's gate first
+    assert all(s.n_requests == 400 for s in eager if s.experiment == "arrivals")
+    decode_graphs = campaign.expand(campaign.plan("decode_graphs"))
+    assert all(s.cuda_graphs and not s.graph_chunks and s.attention == "triton-splitkv" for s in decode_graphs)
+    # every configuration the book reports, gated at one commit
+    gates = campaign.expand(campaign.plan("gates"))
+    assert all(s.experiment == "gates" for s in gates)
+    assert len({(s.attention, s.cuda_graphs, s.graph_chunks, s.fused_ops, s.overlap) for s in gates}) == 5
 
 
 def test_rows_of_the_phases_already_run_still_count_as_done():
