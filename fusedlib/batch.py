@@ -91,7 +91,7 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
         pos += range(c.start, c.start + c.length)
         token_seq += [i] * c.length
         slots += span_slots(r, c.start, c.start + c.length, block_size)
-        if c.finishes_prompt:
+        if c.start + c.length == r.prompt_len:  # the chunk finishes its prompt: sample its last position
             logit_idx.append(len(ids) - 1)
             samplers.append(r)
     n_prefill = len(ids)

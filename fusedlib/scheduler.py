@@ -63,10 +63,6 @@ class Chunk:
     start: int  # first prompt position of the chunk
     length: int
 
-    @property
-    def finishes_prompt(self) -> bool:
-        return self.start + self.length == self.request.prompt_len
-
 
 @dataclass
 class StepPlan:
@@ -86,11 +82,6 @@ class StepPlan:
     @property
     def num_chunk_tokens(self) -> int:
         return sum(c.length for c in self.chunks)
-
-    @property
-    def requests(self) -> list[Request]:
-        """Everyone in the plan, once each."""
-        return list({id(r): r for r in [c.request for c in self.chunks] + self.decodes}.values())
 
 
 class Scheduler:
@@ -120,9 +111,7 @@ class Scheduler:
         decodes = [r for r in self.running if not r.prefilling]
         chunks, budget = [], self.chunk_tokens
         for r in self.running:
-            if budget == 0:
-                break
-            if r.prefilling:
+            if r.prefilling and budget > 0:
                 n = min(r.prompt_len - r.num_cached, budget)
                 chunks.append(Chunk(r, r.num_cached, n))
                 budget -= n
@@ -164,7 +153,8 @@ class Scheduler:
         """Steps raised: retire every request in their plans with `error` and free their
         blocks; returns them. A request that already has all its tokens on the host is not
         failed. Requests outside the plans (waiting, or prefilling past the chunk budget) go on."""
-        seen = {id(r): r for p in plans for r in p.requests}.values()
+        # Everyone in the plans, once each.
+        seen = {id(r): r for p in plans for r in [c.request for c in p.chunks] + p.decodes}.values()
         failed = [r for r in seen if r.finished is None]
         for r in seen:
             self.pool.free(r.blocks)
