@@ -42,10 +42,6 @@ KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel
 DECODE_KERNELS = ("rows", "packed", "splitkv", "balanced")
 
 
-def _on_interpreter() -> bool:
-    return not isinstance(packed_attention_kernel, triton.runtime.JITFunction)
-
-
 def _dot_precision(dtype: torch.dtype) -> str:
     # fp32 inputs would otherwise go through TF32 on the GPU (~1e-3 relative error).
     return "ieee" if dtype == torch.float32 else "tf32"
@@ -55,13 +51,9 @@ def _dot_precision(dtype: torch.dtype) -> str:
 def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
     """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
     tiles, 'rows' = one single-position tile per token."""
-    if layout == "packed":
-        starts = torch.arange(0, num_tokens, BLOCK_M, dtype=torch.int32)
-        ends = torch.clamp(starts + BLOCK_M, max=num_tokens)
-    else:
-        starts = torch.arange(num_tokens, dtype=torch.int32)
-        ends = starts + 1
-    return torch.stack([starts, ends], dim=1).to(device)
+    height = BLOCK_M if layout == "packed" else 1
+    starts = torch.arange(0, num_tokens, height, dtype=torch.int32)
+    return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
 @dataclass(frozen=True)
@@ -103,7 +95,7 @@ class TritonAttention:
     @staticmethod
     def num_compiled() -> int:
         """Compiled variants across this backend's kernels (0 on the interpreter)."""
-        if _on_interpreter():
+        if not isinstance(packed_attention_kernel, triton.runtime.JITFunction):  # the interpreter
             return 0
         # device_caches: device -> tuple whose first item is the {key: kernel} cache
         # (a 4-tuple in triton 3.6, a 5-tuple in 3.7).
@@ -138,8 +130,7 @@ class TritonAttention:
         positions = block_tables if positions is None else positions
         context_lens = block_tables if context_lens is None else context_lens
         num_heads, head_dim = q.shape[1], q.shape[2]
-        grid = (tiles.shape[0], num_heads)
-        packed_attention_kernel[grid](
+        packed_attention_kernel[(tiles.shape[0], num_heads)](
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
             scale * LOG2E,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1),
