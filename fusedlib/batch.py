@@ -43,8 +43,7 @@ def _to_device(data: list, dtype: torch.dtype, device: torch.device) -> torch.Te
 
 
 def _block_table(requests: list[Request], device) -> torch.Tensor:
-    width = max(len(r.blocks) for r in requests)
-    width = -(-width // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
+    width = -(-max(len(r.blocks) for r in requests) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
     rows = [r.blocks + [0] * (width - len(r.blocks)) for r in requests]
     return _to_device(rows, torch.int32, device)
 
@@ -113,10 +112,9 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
 
     prefill = None
     if chunks:
-        cu = [0, *accumulate(c.length for c in chunks)]
-        ctx = [c.start + c.length for c in chunks]
         prefill = PrefillMeta(
-            num_tokens=n_prefill, cu_seqlens_q=i32(cu), context_lens=i32(ctx),
+            num_tokens=n_prefill, cu_seqlens_q=i32([0, *accumulate(c.length for c in chunks)]),
+            context_lens=i32([c.start + c.length for c in chunks]),
             block_tables=_block_table([c.request for c in chunks], device),
             token_seq=i32(token_seq), positions=i32(pos[:n_prefill]))
     decode = None
