@@ -128,9 +128,8 @@ class DecoderLayer(nn.Module):
             # and the k/v cache write, all from one read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
             qkv = F.linear(x, attn.qkv_proj.weight)
-            q = ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
-                                    slot_mapping, attn.num_heads, attn.num_kv_heads)
-            return q, residual
+            return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
+                                       slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
         return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
 

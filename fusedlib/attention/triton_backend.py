@@ -47,6 +47,13 @@ def _dot_precision(dtype: torch.dtype) -> str:
     return "ieee" if dtype == torch.float32 else "tf32"
 
 
+def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
+    """The stride arguments both attention kernels take, in their order: token and head of q
+    and out, block, slot and head of each cache, and the block table's row stride."""
+    return (q.stride(0), q.stride(1), out.stride(0), out.stride(1), *k_cache.stride()[:3],
+            *v_cache.stride()[:3], block_tables.stride(0))
+
+
 @functools.lru_cache(maxsize=None)
 def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
     """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
@@ -80,16 +87,14 @@ class TritonAttention:
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        tiles = _tile_table("packed", q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
+        return self._packed(q, k_cache, v_cache, "packed", scale, meta.block_tables, out,
                             token_seq=meta.token_seq, positions=meta.positions)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel in ("splitkv", "balanced"):
             return self._split_decode(q, k_cache, v_cache, meta, scale, out)
-        tiles = _tile_table(self.decode_kernel, q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
+        return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta.block_tables, out,
                             context_lens=meta.context_lens)
 
     @staticmethod
@@ -119,11 +124,13 @@ class TritonAttention:
                              f"{q.dtype} with unit head_dim stride")
         return out
 
-    def _packed(self, q, k_cache, v_cache, tiles, scale, block_tables, out, *,
+    def _packed(self, q, k_cache, v_cache, layout: str, scale, block_tables, out, *,
                 token_seq=None, positions=None, context_lens=None) -> torch.Tensor:
+        """The packed kernel over the query tiles of `layout` (see `_tile_table`)."""
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
+        tiles = _tile_table(layout, q.shape[0], q.device)
         decode_rows = context_lens is not None
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
         token_seq = block_tables if token_seq is None else token_seq
@@ -132,11 +139,7 @@ class TritonAttention:
         num_heads, head_dim = q.shape[1], q.shape[2]
         packed_attention_kernel[(tiles.shape[0], num_heads)](
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
-            scale * LOG2E,
-            q.stride(0), q.stride(1), out.stride(0), out.stride(1),
-            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-            block_tables.stride(0),
+            scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=PACKED_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
             DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
@@ -194,10 +197,7 @@ class TritonAttention:
         splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
             q, k_cache, v_cache, partials, out,
             meta.context_lens, meta.block_tables, scale * LOG2E, num_splits, split_tiles,
-            q.stride(0), q.stride(1), out.stride(0), out.stride(1),
-            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-            meta.block_tables.stride(0),
+            *_strides(q, out, k_cache, v_cache, meta.block_tables),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
             DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
