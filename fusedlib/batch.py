@@ -96,12 +96,10 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
     n_prefill = len(ids)
     for r in decodes:
         p = r.prompt_len + r.num_generated - 1  # the newest token is fed back at its position
-        if r.pending:
+        if r.pending:  # its newest token is still on the device: a placeholder, overwritten below
             fed_rows.append(len(ids))
             fed_from.append(in_transit.index[id(r)])
-            ids.append(0)  # overwritten on the device below
-        else:
-            ids.append(r.output[-1])
+        ids.append(0 if r.pending else r.output[-1])
         pos.append(p)
         slots += span_slots(r, p, p + 1, block_size)
         logit_idx.append(len(ids) - 1)

@@ -121,16 +121,15 @@ class Engine:
         check_count("max_new_tokens", max_new_tokens)
         if len(prompt) == 0:
             raise ValueError("empty prompt: a request needs at least one prompt token")
-        vocab = self.model.config.vocab_size
-        bad = [t for t in prompt if not 0 <= t < vocab]
+        cfg = self.model.config
+        bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
         if bad:
-            raise ValueError(f"token id {bad[0]!r} is outside the vocabulary [0, {vocab})")
+            raise ValueError(f"token id {bad[0]!r} is outside the vocabulary [0, {cfg.vocab_size})")
         total = len(prompt) + max_new_tokens
-        limit = self.model.config.max_position_embeddings
-        if total > limit:
+        if total > cfg.max_position_embeddings:
             raise ValueError(f"prompt ({len(prompt)}) + max_new_tokens ({max_new_tokens}) = {total} "
-                             f"exceeds the model's maximum length {limit}")
-        need = self.pool.blocks_for(len(prompt) + max_new_tokens - 1)
+                             f"exceeds the model's maximum length {cfg.max_position_embeddings}")
+        need = self.pool.blocks_for(total - 1)
         if need > self.pool.num_blocks:
             raise ValueError(f"request needs {need} KV blocks but the whole pool has "
                              f"{self.pool.num_blocks}: it could never be admitted")

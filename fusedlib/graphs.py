@@ -47,12 +47,10 @@ class _StaticInputs:
         smallest that holds the batch."""
         n = batch.num_tokens
         bucket = next(b for b in self.buckets if b >= n)
-        self.input_ids[:n].copy_(batch.input_ids)
-        self.positions[:n].copy_(batch.positions)
-        self.slot_mapping[:n].copy_(batch.meta.slot_mapping)
-        self.input_ids[n:bucket] = 0
-        self.positions[n:bucket] = 0
-        self.slot_mapping[n:bucket] = self.pad_slot
+        for static, live, pad in ((self.input_ids, batch.input_ids, 0), (self.positions, batch.positions, 0),
+                                  (self.slot_mapping, batch.meta.slot_mapping, self.pad_slot)):
+            static[:n].copy_(live)
+            static[n:bucket] = pad
         return n, bucket
 
     def _capture(self, pieces: int) -> None:
