@@ -143,10 +143,7 @@ class Scheduler:
         this step's reads. `record` stamps `finished` when the last token reaches the host."""
         for c in plan.chunks:
             c.request.num_cached += c.length
-        for r in self.running:
-            if r.done:
-                self.pool.free(r.blocks)
-                r.blocks = []
+        self._release(r for r in self.running if r.done)
         self.running = [r for r in self.running if not r.done]
 
     def fail(self, plans: list[StepPlan], error: str, now: float) -> list[Request]:
@@ -156,10 +153,14 @@ class Scheduler:
         # Everyone in the plans, once each.
         seen = {id(r): r for p in plans for r in [c.request for c in p.chunks] + p.decodes}.values()
         failed = [r for r in seen if r.finished is None]
-        for r in seen:
-            self.pool.free(r.blocks)
-            r.blocks = []
+        self._release(seen)
         for r in failed:
             r.error, r.finished, r.pending = error, now, 0
         self.running = [r for r in self.running if r.finished is None]
         return failed
+
+    def _release(self, requests) -> None:
+        """Their blocks back to the pool."""
+        for r in requests:
+            self.pool.free(r.blocks)
+            r.blocks = []
