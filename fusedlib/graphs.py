@@ -168,11 +168,11 @@ class PackedGraphs(_StaticInputs):
                 cos, sin = model.rotary(self.positions[:n], hidden.dtype)
             else:
                 residual, _, cos, sin = carry
-                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual)
+                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops)
             if i == len(layers):
                 return model.head(hidden, residual, self.logit_indices)
             q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
-                                                  self.slot_mapping[:n])
+                                                  self.slot_mapping[:n], model.fused_ops)
             return residual, q, cos, sin
 
     def handles(self, batch: Batch) -> bool:

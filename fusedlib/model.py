@@ -113,15 +113,15 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(cfg)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
-        self.fused_ops = False  # set for every layer by Qwen2Model.fused_ops
 
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping):
+    # Both parts take the model's `fused_ops` switch (see Qwen2Model).
+    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
         step's keys and values go to the cache. `residual` is None before the first layer."""
         attn, norm = self.self_attn, self.input_layernorm
-        if self.fused_ops:
+        if fused_ops:
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
             # and the k/v cache write, all from one read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
@@ -131,10 +131,10 @@ class DecoderLayer(nn.Module):
         residual = hidden if residual is None else hidden + residual
         return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
 
-    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor):
+    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool):
         """(hidden, residual): the MLP's output, and the stream it is to be added to."""
         o = self.self_attn.o_proj(attn_out)
-        if self.fused_ops:
+        if fused_ops:
             # The attention output joins the stream inside the norm; SiLU and the multiply
             # are one kernel between the two MLP GEMMs.
             norm = self.post_attention_layernorm
@@ -153,18 +153,9 @@ class Qwen2Model(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
+        # Fused Triton ops (True) or the PyTorch reference (False) outside attention: read at
+        # every forward, by the head and by each layer part it is passed to.
         self.fused_ops = False
-
-    @property
-    def fused_ops(self) -> bool:
-        """Fused Triton ops (True) or the PyTorch reference (False) outside attention."""
-        return self._fused_ops
-
-    @fused_ops.setter
-    def fused_ops(self, value: bool) -> None:
-        self._fused_ops = bool(value)
-        for layer in self.layers:
-            layer.fused_ops = self._fused_ops
 
     @property
     def device(self) -> torch.device:
@@ -185,9 +176,10 @@ class Qwen2Model(nn.Module):
         cos, sin = self.rotary(positions, hidden.dtype)
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
-            q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping)
+            q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
+                                              self.fused_ops)
             attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
-            hidden, residual = layer.post_attention(attn_out, residual)
+            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops)
         return self.head(hidden, residual, logit_indices)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
