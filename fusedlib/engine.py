@@ -255,9 +255,7 @@ class Engine:
         """A CUDA event recorded on the current stream (no host wait); None on CPU."""
         if self.model.device.type != "cuda":
             return None
-        event = torch.cuda.Event(enable_timing=timing)
-        event.record()
-        return event
+        return torch.cuda.current_stream().record_event(torch.cuda.Event(enable_timing=timing))
 
     def _send_to_host(self, plan: StepPlan, requests: list[Request], tokens: torch.Tensor) -> InTransit:
         # non_blocking into pinned memory: the copy queues behind the forward, the host goes on.
