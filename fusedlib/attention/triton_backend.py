@@ -87,15 +87,13 @@ class TritonAttention:
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        return self._packed(q, k_cache, v_cache, "packed", scale, meta.block_tables, out,
-                            token_seq=meta.token_seq, positions=meta.positions)
+        return self._packed(q, k_cache, v_cache, "packed", scale, meta, out)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel in ("splitkv", "balanced"):
             return self._split_decode(q, k_cache, v_cache, meta, scale, out)
-        return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta.block_tables, out,
-                            context_lens=meta.context_lens)
+        return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta, out)
 
     @staticmethod
     def num_compiled() -> int:
@@ -124,18 +122,19 @@ class TritonAttention:
                              f"{q.dtype} with unit head_dim stride")
         return out
 
-    def _packed(self, q, k_cache, v_cache, layout: str, scale, block_tables, out, *,
-                token_seq=None, positions=None, context_lens=None) -> torch.Tensor:
-        """The packed kernel over the query tiles of `layout` (see `_tile_table`)."""
+    def _packed(self, q, k_cache, v_cache, layout: str, scale, meta, out) -> torch.Tensor:
+        """The packed kernel over the query tiles of `layout` (see `_tile_table`): prompt
+        chunks (`meta` a PrefillMeta: token_seq and positions) or decode rows (a DecodeMeta:
+        context lengths)."""
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
         tiles = _tile_table(layout, q.shape[0], q.device)
-        decode_rows = context_lens is not None
+        decode_rows = isinstance(meta, DecodeMeta)
+        block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
-        token_seq = block_tables if token_seq is None else token_seq
-        positions = block_tables if positions is None else positions
-        context_lens = block_tables if context_lens is None else context_lens
+        token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
+                                              else (meta.token_seq, meta.positions, block_tables))
         num_heads, head_dim = q.shape[1], q.shape[2]
         packed_attention_kernel[(tiles.shape[0], num_heads)](
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
