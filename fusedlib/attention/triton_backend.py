@@ -29,12 +29,8 @@ from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_dec
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
-SPLITKV_BLOCK_N = 64  # default keys per inner iteration of a split-KV program
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
-# Default: split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
-# bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
-PROGRAMS_PER_SM = 8
 REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
@@ -66,10 +62,12 @@ def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Ten
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
-    block_n: int = SPLITKV_BLOCK_N
+    block_n: int = 64  # keys per inner iteration of a split-KV program
+    # Split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
+    # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
     # Below num_pairs / num_sms this gives one split per (request, KV head): split-KV
     # decode then normalises in place and launches no reduce.
-    programs_per_sm: float = PROGRAMS_PER_SM
+    programs_per_sm: float = 8
     num_warps: int = 4
     num_stages: int = 2
 
