@@ -74,8 +74,7 @@ class Attention(nn.Module):
         attention paths then read everything from the cache."""
         qkv = self.qkv_proj(x).view(-1, self.num_heads + 2 * self.num_kv_heads, self.head_dim)
         q, k, v = qkv.split([self.num_heads, self.num_kv_heads, self.num_kv_heads], dim=1)
-        q = q * cos + _rotate_half(q) * sin
-        k = k * cos + _rotate_half(k) * sin
+        q, k = (x * cos + _rotate_half(x) * sin for x in (q, k))
         k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, k)
         v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, v)
         return q
@@ -188,5 +187,4 @@ class Qwen2Model(nn.Module):
             x = ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices)
         else:
             x = self.norm((hidden + residual)[logit_indices])
-        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(x, weight).float()
+        return F.linear(x, self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight).float()

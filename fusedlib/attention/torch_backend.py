@@ -14,8 +14,8 @@ def _gather(cache: torch.Tensor, block_table: torch.Tensor, length: int) -> torc
     """The first `length` positions of one request: [length, kv_heads, head_dim]."""
     block_size = cache.shape[1]
     n_blocks = (length + block_size - 1) // block_size
-    blocks = cache[block_table[:n_blocks].long()]  # [n_blocks, block_size, kvh, d]
-    return blocks.reshape(-1, *cache.shape[2:])[:length]
+    # [n_blocks, block_size, kvh, d] -> [n_blocks * block_size, kvh, d] -> the first `length`
+    return cache[block_table[:n_blocks].long()].reshape(-1, *cache.shape[2:])[:length]
 
 
 def _attend(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
@@ -36,8 +36,7 @@ class TorchAttention:
                 out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(q) if out is None else out
         cu = meta.cu_seqlens_q.tolist()
-        for i, length in enumerate(meta.context_lens.tolist()):
-            s, e = cu[i], cu[i + 1]
+        for i, (s, e, length) in enumerate(zip(cu, cu[1:], meta.context_lens.tolist())):
             out[s:e] = _attend(q[s:e], k_cache, v_cache, meta.block_tables[i], length,
                                meta.positions[s:e].long(), scale)
         return out
