@@ -43,8 +43,7 @@ def _to_device(data: list, dtype: torch.dtype, device: torch.device) -> torch.Te
 
 
 def _block_table(requests: list[Request], device) -> torch.Tensor:
-    width = max(len(r.blocks) for r in requests)
-    width = -(-width // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
+    width = -(-max(len(r.blocks) for r in requests) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
     rows = [r.blocks + [0] * (width - len(r.blocks)) for r in requests]
     return _to_device(rows, torch.int32, device)
 
@@ -91,18 +90,16 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
         pos += range(c.start, c.start + c.length)
         token_seq += [i] * c.length
         slots += span_slots(r, c.start, c.start + c.length, block_size)
-        if c.finishes_prompt:
+        if c.start + c.length == r.prompt_len:  # the chunk finishes its prompt: sample its last position
             logit_idx.append(len(ids) - 1)
             samplers.append(r)
     n_prefill = len(ids)
     for r in decodes:
         p = r.prompt_len + r.num_generated - 1  # the newest token is fed back at its position
-        if r.pending:
+        if r.pending:  # its newest token is still on the device: a placeholder, overwritten below
             fed_rows.append(len(ids))
             fed_from.append(in_transit.index[id(r)])
-            ids.append(0)  # overwritten on the device below
-        else:
-            ids.append(r.output[-1])
+        ids.append(0 if r.pending else r.output[-1])
         pos.append(p)
         slots += span_slots(r, p, p + 1, block_size)
         logit_idx.append(len(ids) - 1)
@@ -113,10 +110,9 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
 
     prefill = None
     if chunks:
-        cu = [0, *accumulate(c.length for c in chunks)]
-        ctx = [c.start + c.length for c in chunks]
         prefill = PrefillMeta(
-            num_tokens=n_prefill, cu_seqlens_q=i32(cu), context_lens=i32(ctx),
+            num_tokens=n_prefill, cu_seqlens_q=i32([0, *accumulate(c.length for c in chunks)]),
+            context_lens=i32([c.start + c.length for c in chunks]),
             block_tables=_block_table([c.request for c in chunks], device),
             token_seq=i32(token_seq), positions=i32(pos[:n_prefill]))
     decode = None

@@ -100,8 +100,7 @@ class Engine:
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
         self._in_flight: InTransit | None = None  # with overlap: the step whose tokens are in transit
-        self.graphs: DecodeGraphs | None = None
-        self.chunk_graphs: PackedGraphs | None = None
+        self.graphs = self.chunk_graphs = None  # the warm-up runs eagerly; the graphs come after it
         if config.warmup:
             self._warmup()
         if config.cuda_graphs:
@@ -122,16 +121,15 @@ class Engine:
         check_count("max_new_tokens", max_new_tokens)
         if len(prompt) == 0:
             raise ValueError("empty prompt: a request needs at least one prompt token")
-        vocab = self.model.config.vocab_size
-        bad = [t for t in prompt if not 0 <= t < vocab]
+        cfg = self.model.config
+        bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
         if bad:
-            raise ValueError(f"token id {bad[0]!r} is outside the vocabulary [0, {vocab})")
+            raise ValueError(f"token id {bad[0]!r} is outside the vocabulary [0, {cfg.vocab_size})")
         total = len(prompt) + max_new_tokens
-        limit = self.model.config.max_position_embeddings
-        if total > limit:
+        if total > cfg.max_position_embeddings:
             raise ValueError(f"prompt ({len(prompt)}) + max_new_tokens ({max_new_tokens}) = {total} "
-                             f"exceeds the model's maximum length {limit}")
-        need = self.pool.blocks_for(len(prompt) + max_new_tokens - 1)
+                             f"exceeds the model's maximum length {cfg.max_position_embeddings}")
+        need = self.pool.blocks_for(total - 1)
         if need > self.pool.num_blocks:
             raise ValueError(f"request needs {need} KV blocks but the whole pool has "
                              f"{self.pool.num_blocks}: it could never be admitted")
@@ -139,8 +137,7 @@ class Engine:
 
     def add_request(self, prompt: Sequence[int], max_new_tokens: int,
                     arrival: float | None = None) -> Request:
-        prompt = self.validate(prompt, max_new_tokens)
-        req = Request(self._next_rid, prompt, max_new_tokens,
+        req = Request(self._next_rid, self.validate(prompt, max_new_tokens), max_new_tokens,
                       arrival=self.clock() if arrival is None else arrival)
         self._next_rid += 1
         self.scheduler.add(req)
@@ -184,13 +181,11 @@ class Engine:
             requests = [r for owners, _ in sampled for r in owners]
             tokens = sampled[0][1] if len(sampled) == 1 else torch.cat([t for _, t in sampled])
             previous, self._in_flight = self._in_flight, self._send_to_host(plan, requests, tokens)
-            if previous is not None:
-                try:
-                    self._receive(previous)  # step n's tokens, while the GPU runs step n + 1
-                except Exception as error:
-                    raise self._failure([previous.plan, plan], error) from error  # n + 1 read them
-            if not self.scheduler.has_work():
-                self._drain()  # no step follows to overlap with: the tokens are due now
+            if previous is not None:  # step n's tokens, while the GPU runs step n + 1 (which read them)
+                self._commit(previous, [previous.plan, plan])
+            if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
+                launched, self._in_flight = self._in_flight, None
+                self._commit(launched, [plan])
             end = self.clock()
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards),
                             start, end - start, decode_kv, chunk_kv,
@@ -260,14 +255,11 @@ class Engine:
         """A CUDA event recorded on the current stream (no host wait); None on CPU."""
         if self.model.device.type != "cuda":
             return None
-        event = torch.cuda.Event(enable_timing=timing)
-        event.record()
-        return event
+        return torch.cuda.current_stream().record_event(torch.cuda.Event(enable_timing=timing))
 
     def _send_to_host(self, plan: StepPlan, requests: list[Request], tokens: torch.Tensor) -> InTransit:
         # non_blocking into pinned memory: the copy queues behind the forward, the host goes on.
-        host = tokens.to("cpu", non_blocking=True)
-        return InTransit(plan, requests, tokens, host, self._event(timing=False))
+        return InTransit(plan, requests, tokens, tokens.to("cpu", non_blocking=True), self._event(timing=False))
 
     def _receive(self, launched: InTransit) -> None:
         """Wait for a launched step's tokens and commit them. Each token is stamped with the
@@ -276,14 +268,12 @@ class Engine:
             launched.copied.synchronize()
         self.num_finished += self.scheduler.record(launched.requests, launched.host.tolist(), self.clock())
 
-    def _drain(self) -> None:
-        """Receive the in-flight step's tokens now."""
-        launched, self._in_flight = self._in_flight, None
-        if launched is not None:
-            try:
-                self._receive(launched)
-            except Exception as error:
-                raise self._failure([launched.plan], error) from error
+    def _commit(self, launched: InTransit, plans: list[StepPlan]) -> None:
+        """Receive a launched step's tokens; if that raises, the requests of `plans` fail."""
+        try:
+            self._receive(launched)
+        except Exception as error:
+            raise self._failure(plans, error) from error
 
     def _failure(self, plans: list[StepPlan], error: Exception) -> RequestsFailed:
         """Fail every request of `plans` (see RequestsFailed). Tokens still in flight from an
@@ -307,8 +297,7 @@ class Engine:
         return logits.argmax(dim=-1)
 
     def _num_compiled(self) -> int:
-        count = getattr(self.backend, "num_compiled", None)
-        return count() if count is not None else 0
+        return getattr(self.backend, "num_compiled", lambda: 0)()  # the torch backend compiles nothing
 
     def kernels_compiled_since_construction(self) -> int:
         """Triton kernel variants compiled after the warm-up: 0 means no measured step paid
@@ -319,19 +308,16 @@ class Engine:
         """Run real forwards through every step shape the engine can reach (chunk-only with a
         continuing chunk, mixed, decode-only), so kernels compile here and not in a measured
         step. The warm-up's requests, steps and blocks are then forgotten."""
-        vocab = self.model.config.vocab_size
         # Longer than one chunk, so a chunk continues an earlier one; small enough to fit alone
         # in the pool (the tiny-pool gate builds pools of a few dozen blocks).
         n = min(self.config.chunk_tokens + 3, self.pool.num_blocks * self.pool.block_size - 2,
                 self.model.config.max_position_embeddings - 3)
-        long_prompt = [i % vocab for i in range(max(n, 1))]
-        self.add_request(long_prompt, 3)
+        self.add_request([i % self.model.config.vocab_size for i in range(max(n, 1))], 3)
         self.add_request([1, 2, 3], 3)
         self.step()  # chunk-only: a full budget, the long prompt's first chunk
         self.add_request([4, 5], 2)
         self.run_until_done()
         assert self.pool.num_free_blocks == self.pool.num_blocks
-        self.num_finished = 0
-        self._next_rid = 0
+        self.num_finished = self._next_rid = 0
         if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)

@@ -27,38 +27,11 @@ DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32)  # decode rows
 PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks
 
 
-def _capture(buckets, pieces: int, piece):
-    """Capture `piece(n, i, carry) -> carry` for i in range(pieces) and every bucket size n,
-    each piece its own graph, in one memory pool; piece i + 1 reads piece i's outputs, which
-    stay alive (and at fixed addresses) as the returned outputs. Every piece runs once on a
-    side stream first, so kernels compile and allocators warm outside capture. Returns
-    ({n: [graph per piece]}, {n: [outputs per piece]})."""
-    mempool = torch.cuda.graph_pool_handle()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for n in buckets:
-            carry = None
-            for i in range(pieces):
-                carry = piece(n, i, carry)
-    torch.cuda.current_stream().wait_stream(stream)
-    graphs, outputs = {}, {}
-    for n in reversed(buckets):  # largest first, so smaller ones reuse its memory
-        graphs[n], outputs[n], carry = [], [], None
-        for i in range(pieces):
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=mempool):
-                carry = piece(n, i, carry)
-            graphs[n].append(graph)
-            outputs[n].append(carry)
-    torch.cuda.synchronize()
-    return graphs, outputs
-
-
 class _StaticInputs:
     """What every graphed forward shares: static token inputs for up to `size` tokens, the
     bucket sizes a step is padded up to, and the padding rule (token 0 at position 0, its
-    key and value written to the pool's scratch block)."""
+    key and value written to the pool's scratch block). A subclass cuts its forward into
+    pieces, `_segment(n, i, carry)`, which `_capture` records and `_piece` replays."""
 
     def __init__(self, model, pool, backend, capture: bool, size: int, buckets):
         self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
@@ -74,13 +47,44 @@ class _StaticInputs:
         smallest that holds the batch."""
         n = batch.num_tokens
         bucket = next(b for b in self.buckets if b >= n)
-        self.input_ids[:n].copy_(batch.input_ids)
-        self.positions[:n].copy_(batch.positions)
-        self.slot_mapping[:n].copy_(batch.meta.slot_mapping)
-        self.input_ids[n:bucket] = 0
-        self.positions[n:bucket] = 0
-        self.slot_mapping[n:bucket] = self.pad_slot
+        for static, live, pad in ((self.input_ids, batch.input_ids, 0), (self.positions, batch.positions, 0),
+                                  (self.slot_mapping, batch.meta.slot_mapping, self.pad_slot)):
+            static[:n].copy_(live)
+            static[n:bucket] = pad
         return n, bucket
+
+    def _capture(self, pieces: int) -> None:
+        """Capture `self._segment(n, i, carry) -> carry` for i in range(pieces) and every bucket
+        size n, each piece its own graph, in one memory pool; piece i + 1 reads piece i's
+        outputs, which stay alive (and at fixed addresses) in `self.outputs`. Every piece runs
+        once on a side stream first, so kernels compile and allocators warm outside capture.
+        Sets `self.graphs` ({n: [graph per piece]}) and `self.outputs` ({n: [outputs per piece]})."""
+        mempool = torch.cuda.graph_pool_handle()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for n in self.buckets:
+                carry = None
+                for i in range(pieces):
+                    carry = self._segment(n, i, carry)
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graphs, self.outputs = {}, {}
+        for n in reversed(self.buckets):  # largest first, so smaller ones reuse its memory
+            self.graphs[n], self.outputs[n], carry = [], [], None
+            for i in range(pieces):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=mempool):
+                    carry = self._segment(n, i, carry)
+                self.graphs[n].append(graph)
+                self.outputs[n].append(carry)
+        torch.cuda.synchronize()
+
+    def _piece(self, bucket: int, i: int, carry):
+        """Piece i of a `bucket`-token forward: its graph replayed, or (capture=False) run eagerly."""
+        if not self.capture:
+            return self._segment(bucket, i, carry)
+        self.graphs[bucket][i].replay()
+        return self.outputs[bucket][i]
 
 
 class DecodeGraphs(_StaticInputs):
@@ -88,30 +92,23 @@ class DecodeGraphs(_StaticInputs):
                  buckets=DECODE_BUCKETS):
         super().__init__(model, pool, backend, capture, max_batch, buckets)
         device = model.device
-        max_len = min(model.config.max_position_embeddings, pool.num_blocks * pool.block_size)
-        width = -(-pool.blocks_for(max_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
-        self.max_context_len = max_len
+        self.max_context_len = min(model.config.max_position_embeddings, pool.num_blocks * pool.block_size)
+        width = -(-pool.blocks_for(self.max_context_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
         # Decode metadata; rows past the live batch keep these padding values.
         self.context_lens = torch.ones(max_batch, dtype=torch.int32, device=device)
         self.block_tables = torch.full((max_batch, width), pool.scratch_block, dtype=torch.int32,
                                        device=device)
         self.logit_indices = torch.arange(max_batch, device=device)
-        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self.logits: dict[int, torch.Tensor] = {}
         if capture:
-            self._capture_all()
+            self._capture(1)
 
-    def _forward(self, n: int) -> torch.Tensor:
+    def _segment(self, n: int, i: int = 0, carry=None) -> torch.Tensor:
+        """The whole decode forward at n rows: the one piece (`i` and `carry` are unused)."""
         meta = AttentionMetadata(self.slot_mapping[:n], None,
                                  DecodeMeta(n, self.context_lens[:n], self.block_tables[:n],
                                             self.max_context_len))
         return self.model(self.input_ids[:n], self.positions[:n], meta, self.pool.kv,
                           self.backend, self.logit_indices[:n])
-
-    def _capture_all(self) -> None:
-        graphs, outputs = _capture(self.buckets, 1, lambda n, i, carry: self._forward(n))
-        self.graphs = {n: g[0] for n, g in graphs.items()}
-        self.logits = {n: o[0] for n, o in outputs.items()}
 
     def handles(self, batch: Batch) -> bool:
         return batch.meta.prefill is None and batch.num_tokens <= self.buckets[-1]
@@ -125,10 +122,7 @@ class DecodeGraphs(_StaticInputs):
         # Rows a larger step left behind become padding again.
         self.context_lens[n:bucket] = 1
         self.block_tables[n:bucket] = self.pool.scratch_block
-        if self.capture:
-            self.graphs[bucket].replay()
-            return self.logits[bucket][:n]
-        return self._forward(bucket)[:n]
+        return self._piece(bucket, 0, None)[:n]
 
 
 class PackedGraphs(_StaticInputs):
@@ -154,15 +148,12 @@ class PackedGraphs(_StaticInputs):
         top = chunk_tokens + max_batch  # a step's most tokens: a full chunk budget plus every decode
         super().__init__(model, pool, backend, capture, top, buckets)
         cfg, device = model.config, model.device
-        self.max_logits = max_batch
         self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
         # One attention output buffer per layer: segment i reads layer i-1's.
         self.attn = torch.zeros(cfg.num_layers, top, cfg.num_heads * cfg.head_dim,
                                 dtype=model.dtype, device=device)
-        self.graphs: dict[int, list[torch.cuda.CUDAGraph]] = {}
-        self.outputs: dict[int, list[tuple]] = {}  # per bucket, per segment: (residual, q, cos, sin) or logits
-        if capture:
-            self._capture_all()
+        if capture:  # per bucket, per segment, the outputs are (residual, q, cos, sin), or logits
+            self._capture(len(model.layers) + 1)
 
     # ---- the forward, cut at attention ------------------------------------------------
     def _segment(self, n: int, i: int, carry=None):
@@ -170,27 +161,23 @@ class PackedGraphs(_StaticInputs):
         finishes layer i-1 (from its attention buffer) and projects layer i; i = L finishes
         the last layer and applies the head. Returns (residual, q, cos, sin), or logits
         for i = L."""
-        model, kv = self.model, self.pool.kv
-        layers = model.layers
+        model, kv, layers = self.model, self.pool.kv, self.model.layers
         with torch.inference_mode():
             if i == 0:
                 hidden, residual = model.embed_tokens(self.input_ids[:n]), None
                 cos, sin = model.rotary(self.positions[:n], hidden.dtype)
             else:
                 residual, _, cos, sin = carry
-                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual)
+                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops)
             if i == len(layers):
                 return model.head(hidden, residual, self.logit_indices)
             q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
-                                                  self.slot_mapping[:n])
+                                                  self.slot_mapping[:n], model.fused_ops)
             return residual, q, cos, sin
-
-    def _capture_all(self) -> None:
-        self.graphs, self.outputs = _capture(self.buckets, len(self.model.layers) + 1, self._segment)
 
     def handles(self, batch: Batch) -> bool:
         return (batch.meta.prefill is not None and batch.num_tokens <= self.buckets[-1]
-                and batch.logit_indices.shape[0] <= self.max_logits)
+                and batch.logit_indices.shape[0] <= self.logit_indices.shape[0])
 
     def run(self, batch: Batch) -> torch.Tensor:
         """Logits of a batch with prompt chunks, through the smallest bucket that holds it."""
@@ -201,14 +188,11 @@ class PackedGraphs(_StaticInputs):
         layers, kv = self.model.layers, self.pool.kv
         carry = None
         for i in range(len(layers) + 1):
-            if self.capture:
-                self.graphs[bucket][i].replay()
-                carry = self.outputs[bucket][i]
-            else:
-                carry = self._segment(bucket, i, carry)
-            if i < len(layers):  # attention of layer i, eagerly, on the live tokens only,
-                q = carry[1]      # straight into the static buffer the next segment reads
+            carry = self._piece(bucket, i, carry)
+            if i < len(layers):
+                # Attention of layer i (q is carry[1]), eagerly, on the live tokens only, straight
+                # into the static buffer the next segment reads.
                 with torch.inference_mode():
-                    layers[i].self_attn.attend(q[:n], kv[i, 0], kv[i, 1], batch.meta, self.backend,
+                    layers[i].self_attn.attend(carry[1][:n], kv[i, 0], kv[i, 1], batch.meta, self.backend,
                                                out=self.attn[i, :n])
         return carry[:s]

@@ -36,10 +36,8 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Variance in fp32, as transformers does, so fp16 runs match it.
-        dtype = x.dtype
         x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(dtype)
+        return self.weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
 
 class RotaryEmbedding(nn.Module):
@@ -67,20 +65,16 @@ class Attention(nn.Module):
         super().__init__()
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         self.q_size = cfg.num_heads * cfg.head_dim
-        self.kv_size = cfg.num_kv_heads * cfg.head_dim
-        self.qkv_proj = nn.Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size, bias=True)
+        self.qkv_proj = nn.Linear(cfg.hidden_size, (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim, bias=True)
         self.o_proj = nn.Linear(self.q_size, cfg.hidden_size, bias=False)
         self.scale = cfg.head_dim ** -0.5
 
     def project(self, x, cos, sin, k_cache, v_cache, slot_mapping: torch.Tensor) -> torch.Tensor:
         """q for every position, after writing this step's keys/values to the cache first: both
         attention paths then read everything from the cache."""
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(-1, self.num_heads, self.head_dim)
-        k = k.view(-1, self.num_kv_heads, self.head_dim)
-        v = v.view(-1, self.num_kv_heads, self.head_dim)
-        q = q * cos + _rotate_half(q) * sin
-        k = k * cos + _rotate_half(k) * sin
+        qkv = self.qkv_proj(x).view(-1, self.num_heads + 2 * self.num_kv_heads, self.head_dim)
+        q, k, v = qkv.split([self.num_heads, self.num_kv_heads, self.num_kv_heads], dim=1)
+        q, k = (x * cos + _rotate_half(x) * sin for x in (q, k))
         k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, k)
         v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, v)
         return q
@@ -103,12 +97,11 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.intermediate = cfg.intermediate_size
         self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
         return self.down_proj(F.silu(gate) * up)
 
 
@@ -119,29 +112,28 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(cfg)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
-        self.fused_ops = False  # set for every layer by Qwen2Model.fused_ops
 
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping):
+    # Both parts take the model's `fused_ops` switch (see Qwen2Model).
+    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
         step's keys and values go to the cache. `residual` is None before the first layer."""
         attn, norm = self.self_attn, self.input_layernorm
-        if self.fused_ops:
+        if fused_ops:
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
             # and the k/v cache write, all from one read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
             qkv = F.linear(x, attn.qkv_proj.weight)
-            q = ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
-                                    slot_mapping, attn.num_heads, attn.num_kv_heads)
-            return q, residual
+            return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
+                                       slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
         return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
 
-    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor):
+    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool):
         """(hidden, residual): the MLP's output, and the stream it is to be added to."""
         o = self.self_attn.o_proj(attn_out)
-        if self.fused_ops:
+        if fused_ops:
             # The attention output joins the stream inside the norm; SiLU and the multiply
             # are one kernel between the two MLP GEMMs.
             norm = self.post_attention_layernorm
@@ -160,18 +152,9 @@ class Qwen2Model(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
+        # Fused Triton ops (True) or the PyTorch reference (False) outside attention: read at
+        # every forward, by the head and by each layer part it is passed to.
         self.fused_ops = False
-
-    @property
-    def fused_ops(self) -> bool:
-        """Fused Triton ops (True) or the PyTorch reference (False) outside attention."""
-        return self._fused_ops
-
-    @fused_ops.setter
-    def fused_ops(self, value: bool) -> None:
-        self._fused_ops = bool(value)
-        for layer in self.layers:
-            layer.fused_ops = self._fused_ops
 
     @property
     def device(self) -> torch.device:
@@ -192,9 +175,10 @@ class Qwen2Model(nn.Module):
         cos, sin = self.rotary(positions, hidden.dtype)
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
-            q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping)
+            q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
+                                              self.fused_ops)
             attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
-            hidden, residual = layer.post_attention(attn_out, residual)
+            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops)
         return self.head(hidden, residual, logit_indices)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
@@ -203,5 +187,4 @@ class Qwen2Model(nn.Module):
             x = ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices)
         else:
             x = self.norm((hidden + residual)[logit_indices])
-        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(x, weight).float()
+        return F.linear(x, self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight).float()

@@ -33,14 +33,12 @@ class KVPool:
         self.bytes_per_block = (cfg.num_layers * 2 * block_size * cfg.num_kv_heads * cfg.head_dim
                                 * torch.empty((), dtype=dtype).element_size())
         if num_blocks is None:
-            if pool_gib is None:
-                if device.type == "cuda":
-                    free, _ = torch.cuda.mem_get_info(device)
-                    budget = free * GPU_FREE_FRACTION
-                else:
-                    budget = CPU_DEFAULT_GIB * 2**30
-            else:
+            if pool_gib is not None:
                 budget = pool_gib * 2**30
+            elif device.type == "cuda":
+                budget = torch.cuda.mem_get_info(device)[0] * GPU_FREE_FRACTION  # of the free bytes
+            else:
+                budget = CPU_DEFAULT_GIB * 2**30
             num_blocks = int(budget // self.bytes_per_block)
         if num_blocks < 1:
             raise ValueError(f"KV pool of {num_blocks} blocks: size it with at least one block")

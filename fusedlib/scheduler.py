@@ -63,10 +63,6 @@ class Chunk:
     start: int  # first prompt position of the chunk
     length: int
 
-    @property
-    def finishes_prompt(self) -> bool:
-        return self.start + self.length == self.request.prompt_len
-
 
 @dataclass
 class StepPlan:
@@ -86,11 +82,6 @@ class StepPlan:
     @property
     def num_chunk_tokens(self) -> int:
         return sum(c.length for c in self.chunks)
-
-    @property
-    def requests(self) -> list[Request]:
-        """Everyone in the plan, once each."""
-        return list({id(r): r for r in [c.request for c in self.chunks] + self.decodes}.values())
 
 
 class Scheduler:
@@ -120,9 +111,7 @@ class Scheduler:
         decodes = [r for r in self.running if not r.prefilling]
         chunks, budget = [], self.chunk_tokens
         for r in self.running:
-            if budget == 0:
-                break
-            if r.prefilling:
+            if r.prefilling and budget > 0:
                 n = min(r.prompt_len - r.num_cached, budget)
                 chunks.append(Chunk(r, r.num_cached, n))
                 budget -= n
@@ -154,22 +143,24 @@ class Scheduler:
         this step's reads. `record` stamps `finished` when the last token reaches the host."""
         for c in plan.chunks:
             c.request.num_cached += c.length
-        for r in self.running:
-            if r.done:
-                self.pool.free(r.blocks)
-                r.blocks = []
+        self._release(r for r in self.running if r.done)
         self.running = [r for r in self.running if not r.done]
 
     def fail(self, plans: list[StepPlan], error: str, now: float) -> list[Request]:
         """Steps raised: retire every request in their plans with `error` and free their
         blocks; returns them. A request that already has all its tokens on the host is not
         failed. Requests outside the plans (waiting, or prefilling past the chunk budget) go on."""
-        seen = {id(r): r for p in plans for r in p.requests}.values()
+        # Everyone in the plans, once each.
+        seen = {id(r): r for p in plans for r in [c.request for c in p.chunks] + p.decodes}.values()
         failed = [r for r in seen if r.finished is None]
-        for r in seen:
-            self.pool.free(r.blocks)
-            r.blocks = []
+        self._release(seen)
         for r in failed:
             r.error, r.finished, r.pending = error, now, 0
         self.running = [r for r in self.running if r.finished is None]
         return failed
+
+    def _release(self, requests) -> None:
+        """Their blocks back to the pool."""
+        for r in requests:
+            self.pool.free(r.blocks)
+            r.blocks = []

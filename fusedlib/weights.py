@@ -73,10 +73,7 @@ def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     files = sorted(path.glob("*.safetensors"))
     if not files:
         raise ValueError(f"{path} holds no .safetensors files")
-    tensors: dict[str, torch.Tensor] = {}
-    for f in files:
-        tensors.update(load_file(str(f)))
-    return tensors
+    return {name: tensor for f in files for name, tensor in load_file(str(f)).items()}
 
 
 def from_hf_state_dict(hf: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch.Tensor]:
@@ -86,14 +83,10 @@ def from_hf_state_dict(hf: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[st
         sd["lm_head.weight"] = hf["lm_head.weight"]
     for i in range(cfg.num_layers):
         src, dst = f"model.layers.{i}.", f"layers.{i}."
-        attn = src + "self_attn."
         for kind in ("weight", "bias"):
             sd[dst + f"self_attn.qkv_proj.{kind}"] = torch.cat(
-                [hf[attn + f"{p}_proj.{kind}"] for p in ("q", "k", "v")], dim=0)
-        sd[dst + "self_attn.o_proj.weight"] = hf[attn + "o_proj.weight"]
-        sd[dst + "mlp.gate_up_proj.weight"] = torch.cat(
-            [hf[src + "mlp.gate_proj.weight"], hf[src + "mlp.up_proj.weight"]], dim=0)
-        sd[dst + "mlp.down_proj.weight"] = hf[src + "mlp.down_proj.weight"]
-        sd[dst + "input_layernorm.weight"] = hf[src + "input_layernorm.weight"]
-        sd[dst + "post_attention_layernorm.weight"] = hf[src + "post_attention_layernorm.weight"]
+                [hf[src + f"self_attn.{p}_proj.{kind}"] for p in ("q", "k", "v")], dim=0)
+        sd[dst + "mlp.gate_up_proj.weight"] = torch.cat([hf[src + f"mlp.{p}_proj.weight"] for p in ("gate", "up")])
+        for name in ("self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"):
+            sd[dst + f"{name}.weight"] = hf[src + f"{name}.weight"]  # the same name, less "model."
     return sd

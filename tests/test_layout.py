@@ -14,10 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "fusedlib"
-# Issue 12 aims at 1,500. The engine is at 1,597 code lines once split-KV and balanced
-# decode share one kernel pair; what remains above the aim is the configurations parts 7-9
-# keep selectable. Lower the budget as the engine shrinks; never raise it to fit a change.
-CODE_LINE_BUDGET = 1_600
+# Issue 12 aims at 1,500, and the engine is there: 1,500 code lines with every configuration
+# of parts 7-10 still selectable. Lower the budget as the engine shrinks; never raise it to
+# fit a change.
+CODE_LINE_BUDGET = 1_500
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
 

@@ -58,10 +58,18 @@ def test_fused_ops_and_reference_generate_the_same_tokens():
         assert fused == ref, kind
 
 
-def test_fused_ops_switch_reaches_every_layer():
-    model = tiny_model(fused_ops=True)
-    assert model.fused_ops and all(layer.fused_ops for layer in model.layers)
-    assert not any(layer.fused_ops for layer in tiny_model().layers)
+def test_fused_ops_switch_reaches_every_layer(monkeypatch):
+    """The model passes its switch to every layer part: with it on, each layer's two norms
+    run as the fused add + norm op; with it off, none does."""
+    from fusedlib import ops
+
+    calls, real = [], ops.add_rms_norm
+    monkeypatch.setattr(ops, "add_rms_norm", lambda *args: calls.append(1) or real(*args))
+    for fused in (True, False):
+        calls.clear()
+        model = tiny_model(fused_ops=fused)
+        Engine(model, warmup=False).generate([[1, 2, 3]], 1)
+        assert model.fused_ops == fused and len(calls) == (2 * model.config.num_layers if fused else 0)
 
 
 def test_splitkv_decode_attention_generates_the_reference_tokens():

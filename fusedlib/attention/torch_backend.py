@@ -14,16 +14,17 @@ def _gather(cache: torch.Tensor, block_table: torch.Tensor, length: int) -> torc
     """The first `length` positions of one request: [length, kv_heads, head_dim]."""
     block_size = cache.shape[1]
     n_blocks = (length + block_size - 1) // block_size
-    blocks = cache[block_table[:n_blocks].long()]  # [n_blocks, block_size, kvh, d]
-    return blocks.reshape(-1, *cache.shape[2:])[:length]
+    # [n_blocks, block_size, kvh, d] -> [n_blocks * block_size, kvh, d] -> the first `length`
+    return cache[block_table[:n_blocks].long()].reshape(-1, *cache.shape[2:])[:length]
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor,
-            scale: float) -> torch.Tensor:
-    """q [m, h, d] at absolute positions q_pos; k, v [L, kvh, d]; causal by position."""
-    group = q.shape[1] // k.shape[1]
-    k = k.float().repeat_interleave(group, dim=1)
-    v = v.float().repeat_interleave(group, dim=1)
+def _attend(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+            length: int, q_pos: torch.Tensor, scale: float) -> torch.Tensor:
+    """q [m, h, d] at absolute positions q_pos against the first `length` keys and values of
+    one request (its `block_table`); causal by position."""
+    group = q.shape[1] // k_cache.shape[2]
+    k = _gather(k_cache, block_table, length).float().repeat_interleave(group, dim=1)
+    v = _gather(v_cache, block_table, length).float().repeat_interleave(group, dim=1)
     scores = torch.einsum("mhd,lhd->hml", q.float(), k) * scale
     key_pos = torch.arange(k.shape[0], device=q.device)
     scores.masked_fill_(key_pos[None, None, :] > q_pos[None, :, None], float("-inf"))
@@ -35,20 +36,15 @@ class TorchAttention:
                 out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(q) if out is None else out
         cu = meta.cu_seqlens_q.tolist()
-        lens = meta.context_lens.tolist()
-        for i, length in enumerate(lens):
-            s, e = cu[i], cu[i + 1]
-            k = _gather(k_cache, meta.block_tables[i], length)
-            v = _gather(v_cache, meta.block_tables[i], length)
-            out[s:e] = _attend(q[s:e], k, v, meta.positions[s:e].long(), scale)
+        for i, (s, e, length) in enumerate(zip(cu, cu[1:], meta.context_lens.tolist())):
+            out[s:e] = _attend(q[s:e], k_cache, v_cache, meta.block_tables[i], length,
+                               meta.positions[s:e].long(), scale)
         return out
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(q) if out is None else out
         for i, length in enumerate(meta.context_lens.tolist()):
-            k = _gather(k_cache, meta.block_tables[i], length)
-            v = _gather(v_cache, meta.block_tables[i], length)
-            pos = torch.tensor([length - 1], device=q.device)
-            out[i : i + 1] = _attend(q[i : i + 1], k, v, pos, scale)
+            out[i : i + 1] = _attend(q[i : i + 1], k_cache, v_cache, meta.block_tables[i], length,
+                                     torch.tensor([length - 1], device=q.device), scale)
         return out

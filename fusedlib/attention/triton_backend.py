@@ -29,12 +29,8 @@ from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_dec
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
-SPLITKV_BLOCK_N = 64  # default keys per inner iteration of a split-KV program
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
-# Default: split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
-# bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
-PROGRAMS_PER_SM = 8
 REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
@@ -42,35 +38,36 @@ KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel
 DECODE_KERNELS = ("rows", "packed", "splitkv", "balanced")
 
 
-def _on_interpreter() -> bool:
-    return not isinstance(packed_attention_kernel, triton.runtime.JITFunction)
-
-
 def _dot_precision(dtype: torch.dtype) -> str:
     # fp32 inputs would otherwise go through TF32 on the GPU (~1e-3 relative error).
     return "ieee" if dtype == torch.float32 else "tf32"
+
+
+def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
+    """The stride arguments both attention kernels take, in their order: token and head of q
+    and out, block, slot and head of each cache, and the block table's row stride."""
+    return (q.stride(0), q.stride(1), out.stride(0), out.stride(1), *k_cache.stride()[:3],
+            *v_cache.stride()[:3], block_tables.stride(0))
 
 
 @functools.lru_cache(maxsize=None)
 def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
     """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
     tiles, 'rows' = one single-position tile per token."""
-    if layout == "packed":
-        starts = torch.arange(0, num_tokens, BLOCK_M, dtype=torch.int32)
-        ends = torch.clamp(starts + BLOCK_M, max=num_tokens)
-    else:
-        starts = torch.arange(num_tokens, dtype=torch.int32)
-        ends = starts + 1
-    return torch.stack([starts, ends], dim=1).to(device)
+    height = BLOCK_M if layout == "packed" else 1
+    starts = torch.arange(0, num_tokens, height, dtype=torch.int32)
+    return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
-    block_n: int = SPLITKV_BLOCK_N
+    block_n: int = 64  # keys per inner iteration of a split-KV program
+    # Split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
+    # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
     # Below num_pairs / num_sms this gives one split per (request, KV head): split-KV
     # decode then normalises in place and launches no reduce.
-    programs_per_sm: float = PROGRAMS_PER_SM
+    programs_per_sm: float = 8
     num_warps: int = 4
     num_stages: int = 2
 
@@ -88,22 +85,18 @@ class TritonAttention:
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        tiles = _tile_table("packed", q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
-                            token_seq=meta.token_seq, positions=meta.positions)
+        return self._packed(q, k_cache, v_cache, "packed", scale, meta, out)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel in ("splitkv", "balanced"):
             return self._split_decode(q, k_cache, v_cache, meta, scale, out)
-        tiles = _tile_table(self.decode_kernel, q.shape[0], q.device)
-        return self._packed(q, k_cache, v_cache, tiles, scale, meta.block_tables, out,
-                            context_lens=meta.context_lens)
+        return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta, out)
 
     @staticmethod
     def num_compiled() -> int:
         """Compiled variants across this backend's kernels (0 on the interpreter)."""
-        if _on_interpreter():
+        if not isinstance(packed_attention_kernel, triton.runtime.JITFunction):  # the interpreter
             return 0
         # device_caches: device -> tuple whose first item is the {key: kernel} cache
         # (a 4-tuple in triton 3.6, a 5-tuple in 3.7).
@@ -127,25 +120,23 @@ class TritonAttention:
                              f"{q.dtype} with unit head_dim stride")
         return out
 
-    def _packed(self, q, k_cache, v_cache, tiles, scale, block_tables, out, *,
-                token_seq=None, positions=None, context_lens=None) -> torch.Tensor:
+    def _packed(self, q, k_cache, v_cache, layout: str, scale, meta, out) -> torch.Tensor:
+        """The packed kernel over the query tiles of `layout` (see `_tile_table`): prompt
+        chunks (`meta` a PrefillMeta: token_seq and positions) or decode rows (a DecodeMeta:
+        context lengths)."""
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
-        decode_rows = context_lens is not None
+        tiles = _tile_table(layout, q.shape[0], q.device)
+        decode_rows = isinstance(meta, DecodeMeta)
+        block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
-        token_seq = block_tables if token_seq is None else token_seq
-        positions = block_tables if positions is None else positions
-        context_lens = block_tables if context_lens is None else context_lens
+        token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
+                                              else (meta.token_seq, meta.positions, block_tables))
         num_heads, head_dim = q.shape[1], q.shape[2]
-        grid = (tiles.shape[0], num_heads)
-        packed_attention_kernel[grid](
+        packed_attention_kernel[(tiles.shape[0], num_heads)](
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
-            scale * LOG2E,
-            q.stride(0), q.stride(1), out.stride(0), out.stride(1),
-            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-            block_tables.stride(0),
+            scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=PACKED_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
             DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
@@ -203,10 +194,7 @@ class TritonAttention:
         splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
             q, k_cache, v_cache, partials, out,
             meta.context_lens, meta.block_tables, scale * LOG2E, num_splits, split_tiles,
-            q.stride(0), q.stride(1), out.stride(0), out.stride(1),
-            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-            meta.block_tables.stride(0),
+            *_strides(q, out, k_cache, v_cache, meta.block_tables),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
             DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,

@@ -9,5 +9,3 @@ agree to rounding and both match transformers in fp32.
 from .activation import silu_mul
 from .norm import add_rms_norm, rms_norm_rows
 from .rotary import rotary_to_cache
-
-__all__ = ["add_rms_norm", "rms_norm_rows", "rotary_to_cache", "silu_mul"]

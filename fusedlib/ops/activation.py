@@ -30,7 +30,6 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
     tokens, intermediate = gate_up.shape[0], gate_up.shape[1] // 2
     out = torch.empty(tokens, intermediate, dtype=gate_up.dtype, device=gate_up.device)
     if tokens:
-        grid = (tokens, triton.cdiv(intermediate, SILU_MUL_BLOCK))
-        silu_mul_kernel[grid](gate_up, out, intermediate, gate_up.stride(0), out.stride(0),
-                              BLOCK=SILU_MUL_BLOCK, num_warps=4)
+        silu_mul_kernel[(tokens, triton.cdiv(intermediate, SILU_MUL_BLOCK))](
+            gate_up, out, intermediate, gate_up.stride(0), out.stride(0), BLOCK=SILU_MUL_BLOCK, num_warps=4)
     return out

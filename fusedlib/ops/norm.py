@@ -57,11 +57,10 @@ def _check(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor)
 
 
 def _launch(x, residual, weight, eps, out, residual_out, rows):
-    num_rows = out.shape[0]
-    if num_rows == 0:
+    if out.shape[0] == 0:
         return
     block = triton.next_power_of_2(x.shape[1])
-    add_rms_norm_kernel[(num_rows,)](
+    add_rms_norm_kernel[(out.shape[0],)](
         x, x if residual is None else residual, weight, out,
         out if residual_out is None else residual_out,
         x if rows is None else rows,

@@ -114,8 +114,7 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Ten
     rotary_to_cache_kernel[(tokens,)](
         qkv, qkv if bias is None else bias, cos, sin, slot_mapping, q, k_cache, v_cache,
         qkv.stride(0), cos.stride(0), sin.stride(0), q.stride(0),
-        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        *k_cache.stride()[:3], *v_cache.stride()[:3],
         NUM_HEADS=num_heads, NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim,
         BLOCK_HQ=triton.next_power_of_2(num_heads), BLOCK_HKV=triton.next_power_of_2(num_kv_heads),
         KV_BLOCK_SIZE=k_cache.shape[1], HAS_BIAS=bias is not None, num_warps=4,
