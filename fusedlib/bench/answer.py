@@ -284,10 +284,13 @@ def _leases_text(by_lease: list) -> str:
     if len(by_lease) < 2:
         return ""
     each = "; ".join(f"{c.n} on the {ORDINALS[i]} gave {interval(c.ratio, c.lo, c.hi)}" for i, c in enumerate(by_lease))
-    return (f"Its pairs ran on {len(by_lease)} machine leases ({each}): each pair's two runs share a lease, so "
-            "the pairs pool. The later pairs were added because the first lease's interval was wider than ±10 "
-            "points; stopping once an interval is narrow enough favours a narrow one, so read the pooled interval "
-            "as a little optimistic.")
+    text = (f"Its pairs ran on {len(by_lease)} machine leases ({each}): each pair's two runs share a lease, so "
+            "the pairs pool.")
+    if (by_lease[0].hi - by_lease[0].lo) / 2 > 0.10:
+        text += (" The first lease's interval was wider than ±10 points, which is why the later pairs ran; "
+                 "stopping once an interval is narrow enough favours a narrow one, so read the pooled interval "
+                 "as a little optimistic.")
+    return text
 
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
