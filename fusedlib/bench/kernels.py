@@ -273,11 +273,16 @@ def _bench_state(device: str | None, seed: int, iters: int, profile: str):
 
 
 def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 200,
-                        profile: str = "full") -> list[dict]:
-    """One attention call over the decode tokens of one mixed cache state, three ways."""
+                        profile: str = "full", rounds: int = 5) -> list[dict]:
+    """One attention call over the decode tokens of one mixed cache state, four ways, timed
+    in `rounds` rounds of `iters` calls per kernel. The kernels alternate within a round and
+    the order reverses from one round to the next (A B C D, D C B A, ...), so a drift of the
+    machine lands on every kernel alike; each round gives one row per kernel, and a kernel's
+    ratio to "rows" pairs the two by round (`steps.layout_table`)."""
     device, iters, contexts, cfg, q, k, v, meta, scratch = _bench_state(device, seed, iters,
                                                                         profile)
     on_gpu = scratch is not None
+    rounds = rounds if on_gpu else 1
     num_requests = len(contexts)
     scale = cfg.head_dim ** -0.5
     rows_backend, packed_backend, splitkv_backend, balanced_backend = _backends()
@@ -290,22 +295,27 @@ def decode_layout_bench(device: str | None = None, seed: int = 0, iters: int = 2
     bandwidth = copy_bandwidth(device, 2**30 if on_gpu else 2**24)
     kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
     floor_ms = kv_bytes / bandwidth * 1e3
-    times = {name: _median_ms(fn, device, iters, scratch) for name, fn in calls.items()}
-    back_to_back = {name: _median_ms(fn, device, iters, None) for name, fn in calls.items()}
-    host = {name: _host_ms(fn, iters) for name, fn in calls.items()}
     info = provenance()
-    return [{
-        "kernel": name, "profile": profile, "seed": seed, "iters": iters,
-        "num_requests": num_requests, "context_sum": sum(contexts),
-        "context_max": max(contexts), "contexts": " ".join(map(str, contexts)),
-        "median_ms": times[name], "median_ms_back_to_back": back_to_back[name],
-        "host_ms": host[name],
-        "kv_bytes": kv_bytes, "copy_bandwidth_gbs": bandwidth / 1e9,
-        "kv_bytes_floor_ms": floor_ms, "bandwidth_fraction": floor_ms / times[name],
-        "ratio_vs_rows": times[name] / times["rows"],
-        "ratio_packed_over_rows": times["packed"] / times["rows"],
-        **info,
-    } for name in calls]
+    out = []
+    for round_ in range(rounds):
+        order = list(calls) if round_ % 2 == 0 else list(calls)[::-1]
+        times = {name: _median_ms(calls[name], device, iters, scratch) for name in order}
+        back_to_back = {name: _median_ms(calls[name], device, iters, None) for name in order}
+        host = {name: _host_ms(calls[name], iters) for name in order}
+        out += [{
+            "kernel": name, "profile": profile, "seed": seed, "iters": iters, "round": round_,
+            "rounds": rounds, "order": " ".join(order),
+            "num_requests": num_requests, "context_sum": sum(contexts),
+            "context_max": max(contexts), "contexts": " ".join(map(str, contexts)),
+            "median_ms": times[name], "median_ms_back_to_back": back_to_back[name],
+            "host_ms": host[name],
+            "kv_bytes": kv_bytes, "copy_bandwidth_gbs": bandwidth / 1e9,
+            "kv_bytes_floor_ms": floor_ms, "bandwidth_fraction": floor_ms / times[name],
+            "ratio_vs_rows": times[name] / times["rows"],
+            "ratio_packed_over_rows": times["packed"] / times["rows"],
+            **info,
+        } for name in calls]
+    return out
 
 
 SWEEP = [(block_n, per_sm, 4, 2) for block_n in (32, 64, 128) for per_sm in (2, 4, 8, 16)] + [

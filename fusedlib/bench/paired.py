@@ -43,7 +43,8 @@ class Comparison:
 
     @property
     def resolved(self) -> bool:
-        return self.lo > 1.0 or self.hi < 1.0
+        # One pair has no spread, so its "interval" is a point and resolves nothing.
+        return self.n > 1 and (self.lo > 1.0 or self.hi < 1.0)
 
     @property
     def change(self) -> float:

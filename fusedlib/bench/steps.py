@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import analysis as bd
+from .paired import compare_pairs
 
 FULL_ROWS = 32  # the decode batch: a pure decode step with every row busy
 # (attention, cuda_graphs, graph_chunks, label), in the order the chapters introduce them.
@@ -173,6 +174,25 @@ def attention_floor_s(layout: pd.DataFrame, kv_pos_bytes_per_layer: float, bandw
 def kernel_ms(layout: pd.DataFrame) -> dict[str, float]:
     """The layout bench's median time per kernel (one layer's decode attention), ms."""
     return {k: float(v) for k, v in layout.groupby("kernel")["median_ms"].median().items()}
+
+
+def layout_table(layout: pd.DataFrame) -> pd.DataFrame:
+    """The layout bench per kernel, in the order it ran: the medians over its rounds (L2
+    flushed, back to back, host) and its time over the "rows" kernel's as a `Comparison`
+    (`ratio_vs_rows`), each round's two times a pair. Rows from before the bench ran in
+    rounds count as one round."""
+    df = layout.assign(round=layout["round"].fillna(0) if "round" in layout else 0)
+    rows_ms = df[df["kernel"] == "rows"].set_index("round")["median_ms"]
+    out = []
+    for kernel, k in df.groupby("kernel", sort=False):
+        k = k.set_index("round")
+        both = k.index.intersection(rows_ms.index)
+        out.append({"kernel": kernel, "rounds": len(k), "median_ms": k["median_ms"].median(),
+                    **{c: k[c].median() for c in ("median_ms_back_to_back", "host_ms") if c in k},
+                    "kv_bytes_floor_ms": k["kv_bytes_floor_ms"].median(),
+                    "bandwidth_fraction": k["kv_bytes_floor_ms"].median() / k["median_ms"].median(),
+                    "ratio_vs_rows": compare_pairs(k.loc[both, "median_ms"], rows_ms[both])})
+    return pd.DataFrame(out)
 
 
 def readable_summary(table: pd.DataFrame) -> pd.DataFrame:

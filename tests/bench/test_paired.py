@@ -61,3 +61,8 @@ def test_pair_runs_skips_warmups_and_orders_by_pair():
     ]
     a, b = paired.pair_runs(rows, "engine", "fused", "chunked", "served")
     assert a == [11.0, 12.0] and b == [10.0, 10.5]
+
+
+def test_one_pair_resolves_nothing():
+    assert not paired.compare_pairs([2.0], [1.0]).resolved
+    assert paired.compare_pairs([2.0, 2.1], [1.0, 1.0]).resolved

@@ -101,3 +101,23 @@ def test_readable_summary_writes_ms_and_a_dash_for_no_second_forward():
     table = steps.summary(steps.combined_traces(pd.concat([trace("chunked"), trace("fused")]), pd.DataFrame()))
     r = steps.readable_summary(table).set_index("engine")
     assert r.loc["fused", "mixed: 2nd forward (ms)"] == "—" and r.loc["chunked", "mixed (ms)"] == "20.0"
+
+
+def test_layout_table_pairs_each_kernel_with_rows_by_round():
+    # Round 2 ran slow for every kernel alike: paired by round, splitkv stays at half of rows.
+    rows = [{"kernel": k, "round": r, "median_ms": ms * (3 if r == 2 else 1), "kv_bytes_floor_ms": 0.01,
+             "median_ms_back_to_back": ms / 2, "host_ms": 0.02}
+            for r in range(5) for k, ms in (("rows", 0.2), ("splitkv", 0.1))]
+    t = steps.layout_table(pd.DataFrame(rows)).set_index("kernel")
+    assert list(t.index) == ["rows", "splitkv"] and (t["rounds"] == 5).all()
+    c = t.loc["splitkv", "ratio_vs_rows"]
+    assert (c.ratio, c.lo, c.hi, c.n) == (0.5, 0.5, 0.5, 5) and c.resolved
+    assert t.loc["splitkv", "median_ms"] == 0.1 and t.loc["rows", "ratio_vs_rows"].ratio == 1.0
+    assert t.loc["splitkv", "bandwidth_fraction"] == pytest.approx(0.1)
+
+
+def test_layout_table_reads_rows_from_before_rounds_as_one_round():
+    t = steps.layout_table(pd.DataFrame([{"kernel": "rows", "median_ms": 0.2, "kv_bytes_floor_ms": 0.01},
+                                         {"kernel": "packed", "median_ms": 0.6, "kv_bytes_floor_ms": 0.01}]))
+    c = t.set_index("kernel").loc["packed", "ratio_vs_rows"]
+    assert c.n == 1 and c.ratio == pytest.approx(3.0) and not c.resolved
