@@ -202,15 +202,25 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
 
 
 # ------------------------------------------------------------------------------ bench
-def _flush_l2(scratch: torch.Tensor | None) -> None:
+# GPU cycles of the hold before a call timed without an L2 flush: ~0.3 ms at the H200's
+# 1,980 MHz, longer than the host takes to enqueue any call timed here (under 0.1 ms).
+HOLD_CYCLES = 600_000
+
+
+def _hold(scratch: torch.Tensor | None) -> None:
+    """Keep the GPU busy before a timed call so the host has queued the call by the time its
+    start event fires: an L2 flush when `scratch` is given, else a spin that leaves L2 warm."""
     if scratch is not None:
         scratch.zero_()
+    else:
+        torch.cuda._sleep(HOLD_CYCLES)
 
 
 def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> float:
-    """Median time of fn() in ms; on CUDA each call is timed by its own pair of events,
-    after an L2 flush (outside the events) when `scratch` is given, so the KV comes from
-    DRAM and the host has queued the call before its start event fires."""
+    """Median time of fn() in ms; on CUDA each call is timed by its own pair of events, after
+    a hold outside the events (`_hold`: an L2 flush when `scratch` is given, so the KV comes
+    from DRAM). Without the hold a call shorter than its host enqueue time would be timed at
+    the host's pace."""
     # warm-up: compile, autotune nothing, fill caches (none on the CPU: the interpreter
     # compiles nothing and its times mean nothing)
     for _ in range(max(3, iters // 10) if device.startswith("cuda") else 0):
@@ -220,7 +230,7 @@ def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> flo
         start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         for i in range(iters):
-            _flush_l2(scratch)
+            _hold(scratch)
             start[i].record()
             fn()
             end[i].record()
