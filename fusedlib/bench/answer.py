@@ -345,7 +345,7 @@ def paired_capacity(data: Path = bd.DATA) -> pd.DataFrame:
 
     if not rowsio.read_rows(Path(data) / "paired/arrivals"):
         return pd.DataFrame(columns=["comparison", "label", "a_median", "b_median", "ratio", "lo", "hi", "n",
-                                     "resolved", "interleaved", "n_requests", "rate", "by_lease"])
+                                     "resolved", "interleaved", "n_requests", "rate", "by_lease", "boots"])
     t = roofline.capacity_comparisons(data)
     return t.assign(label=[PAIRED_LABELS.get(c, c) for c in t["comparison"]])
 

@@ -228,17 +228,23 @@ def part9(rows: gr.Rows) -> tuple[dict[str, Grade | None], dict[str, str]]:
     return grades, texts
 
 
+PART9_PAIRED = ("part 7: fused vs chunked", "part 9: fused vs chunked")  # eager, every forward graphed
+DECODE_GRAPHS_PAIRED = "decode graphs: fused vs chunked"
+
+
 def graphed_capacity_texts(speed: dict[str, float], data=bd.DATA) -> dict[str, str]:
-    """Eager (part 7) against every forward graphed (part 9) from the one paired campaign that
+    """Eager (part 7) against every forward graphed (part 9) from the paired comparisons that
     ran both: each engine's graphed capacity over its eager one, what the step trace's speed-up
-    would predict, and fusion's paired gain in each configuration."""
+    would predict, fusion's paired gain in each configuration and the machine leases the pairs
+    ran on; with decode graphs alone, fusion's paired gain (decode_graphs_texts)."""
     from . import answer
 
     pc = answer.paired_capacity(data).set_index("comparison")
-    eager, graphed = "part 7: fused vs chunked", "part 9: fused vs chunked"
+    eager, graphed = PART9_PAIRED
     if not {eager, graphed} <= set(pc.index):
         return {}
     e, g = pc.loc[eager], pc.loc[graphed]
+    boots = set(e["boots"]) | set(g["boots"])
     cap = {"fused": (e["a_median"], g["a_median"]), "chunked": (e["b_median"], g["b_median"])}
     return {"eager_cap_fused": f"{e['a_median']:.3g} requests/s", "eager_cap_chunked": f"{e['b_median']:.3g}",
             "eager_arrivals": f"{int(e['n_requests'])}", "graphed_arrivals": f"{int(g['n_requests'])}",
@@ -248,8 +254,30 @@ def graphed_capacity_texts(speed: dict[str, float], data=bd.DATA) -> dict[str, s
             "gain_eager": answer.interval(e["ratio"], e["lo"], e["hi"]),
             "gain_graphed": answer.interval(g["ratio"], g["lo"], g["hi"]),
             "pairs": f"{int(min(e['n'], g['n']))}",
+            "graphed_lease": "one machine lease" if len(boots) == 1 else f"{len(boots)} machine leases",
             "gain_shrank": ("smaller" if g["hi"] < e["lo"] else "smaller by the medians, though the intervals overlap"
-                            if g["ratio"] < e["ratio"] else "no smaller")}
+                            if g["ratio"] < e["ratio"] else "no smaller"),
+            **decode_graphs_texts(pc)}
+
+
+def decode_graphs_texts(pc: pd.DataFrame) -> dict[str, str]:
+    """Fusion's paired gain with decode graphs alone (answer.paired_capacity, indexed by
+    comparison): its interval, pairs and arrivals, whether it is resolved, and whether its pairs
+    ran on the machine lease (boot_id) of the eager and every-forward-graphed pairs; empty
+    without its rows."""
+    from . import answer
+
+    if DECODE_GRAPHS_PAIRED not in pc.index:
+        return {}
+    d = pc.loc[DECODE_GRAPHS_PAIRED]
+    mine = set(d["boots"])
+    others = set().union(*(pc.loc[c, "boots"] for c in PART9_PAIRED if c in pc.index))
+    lease = ("a machine lease not recorded" if not mine or not others else
+             "the same machine lease" + "s" * (len(mine) > 1) if mine == others else
+             "another machine lease" if not mine & others else "partly another machine lease")
+    return {"dg_gain": answer.interval(d["ratio"], d["lo"], d["hi"]), "dg_pairs": str(int(d["n"])),
+            "dg_arrivals": str(int(d["n_requests"])), "dg_lease": lease,
+            "dg_resolved": "resolved" if d["resolved"] else "not resolved, the interval includes no change"}
 
 
 def capacity_table(configs: pd.DataFrame) -> pd.DataFrame:

@@ -169,7 +169,7 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
         out.append({"comparison": label, "a_median": pd.Series(x).median(), "b_median": pd.Series(y).median(),
                     "ratio": c.ratio, "lo": c.lo, "hi": c.hi, "n": c.n, "resolved": c.resolved,
                     "interleaved": interleaved, "n_requests": int(sub["n_requests"].iloc[0]),
-                    "rate": float(sub["rate"].iloc[0]), "by_lease": leases})
+                    "rate": float(sub["rate"].iloc[0]), "by_lease": leases, "boots": _boots(sub)})
 
     for part in ("part 7", "part 7, 400 arrivals", "decode graphs", "part 9"):
         add(f"{part}: fused vs chunked", df[df["comparison"] == f"{part}: fused vs chunked"], "engine", "fused", "chunked")
@@ -186,8 +186,13 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
         out.append({"comparison": r["comparison"], "a_median": r["a"], "b_median": r["b"],
                     "ratio": r["ratio"], "lo": r["lo"], "hi": r["hi"], "n": r["n"], "resolved": r["resolved"],
                     "interleaved": True, "n_requests": int(runs["n_requests"].iloc[0]),
-                    "rate": float(runs["rate"].iloc[0]), "by_lease": []})
+                    "rate": float(runs["rate"].iloc[0]), "by_lease": [], "boots": _boots(runs)})
     return pd.DataFrame(out)
+
+
+def _boots(runs: pd.DataFrame) -> tuple[str, ...]:
+    """The machine boots (boot_id: one per machine lease) a comparison's runs ran on, in order."""
+    return tuple(runs["boot_id"].dropna().unique()) if "boot_id" in runs else ()
 
 
 def campaign_comparisons(data: Path, phases=("part10", "closed", "knees", "sensitivity")) -> pd.DataFrame:

@@ -39,3 +39,30 @@ def test_appendix_pages_open_with_the_set_d_predictions_they_grade(tmp_path):
     assert "**D7**" in chapters.page_predictions("sensitivity")
     empty = chapters.page_predictions("closed", tmp_path)
     assert "*Open*" in empty and "*Graded" not in empty
+
+
+def test_part9_capacity_texts_name_each_comparisons_lease_and_the_decode_graphs_verdict(tmp_path):
+    """The eager and every-forward-graphed pairs on one lease, decode graphs on another (by
+    boot_id): the texts say which, and decode graphs' unresolved gain says so with its interval."""
+    from fusedlib.bench import rows as rowsio
+
+    def pairs(comparison, boot, fused, chunked, n_requests=200, first=0):
+        return [{"engine": e, "attention": "triton", "comparison": comparison, "repeat": first + i,
+                 "warmup": first + i == 0, "served_rate": v, "n_requests": n_requests, "rate": 40.0,
+                 "git_commit": "abc", "boot_id": boot, "timestamp": f"2026-12-01T0{first}:0{i}:00+00:00"}
+                for i, (f, c) in enumerate(zip(fused, chunked)) for e, v in (("fused", f), ("chunked", c))]
+
+    def texts():
+        return chapters.graphed_capacity_texts({"fused": 2.5, "chunked": 2.5}, data=tmp_path)
+
+    arrivals = tmp_path / "paired/arrivals"
+    rowsio.append_rows(arrivals, pairs("part 7: fused vs chunked", "aaaa", [9.0] * 4, [6.0] * 4)
+                       + pairs("part 9: fused vs chunked", "aaaa", [22.0] * 4, [17.0] * 4, n_requests=400))
+    assert texts()["graphed_lease"] == "one machine lease" and "dg_gain" not in texts()  # no decode-graphs rows
+    rowsio.append_rows(arrivals, pairs("decode graphs: fused vs chunked", "bbbb", [9.0, 8.0, 11.0, 10.0], [10.0] * 4))
+    t = texts()
+    assert (t["dg_lease"], t["dg_pairs"], t["dg_arrivals"]) == ("another machine lease", "3", "200")
+    assert t["dg_gain"] == "+0% [-20%, +10%]" and t["dg_resolved"].startswith("not resolved")
+    rowsio.append_rows(arrivals, pairs("decode graphs: fused vs chunked", "aaaa", [15.0] * 3, [10.0] * 3, first=4))
+    t = texts()
+    assert t["dg_lease"] == "partly another machine lease" and t["dg_pairs"] == "6"
