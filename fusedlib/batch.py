@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from itertools import accumulate
 
 import torch
 
@@ -110,11 +109,8 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
 
     prefill = None
     if chunks:
-        prefill = PrefillMeta(
-            num_tokens=n_prefill, cu_seqlens_q=i32([0, *accumulate(c.length for c in chunks)]),
-            context_lens=i32([c.start + c.length for c in chunks]),
-            block_tables=_block_table([c.request for c in chunks], device),
-            token_seq=i32(token_seq), positions=i32(pos[:n_prefill]))
+        prefill = PrefillMeta(num_tokens=n_prefill, block_tables=_block_table([c.request for c in chunks], device),
+                              token_seq=i32(token_seq), positions=i32(pos[:n_prefill]))
     decode = None
     if decodes:
         ctx = [p + 1 for p in pos[n_prefill:]]

@@ -102,6 +102,7 @@ class EngineConfig:
     attention: str = "torch"
     cuda_graphs: bool = False  # decode-only forwards replay from CUDA graphs
     graph_chunks: bool = False  # forwards with prompt chunks replay piecewise (needs cuda_graphs)
+    whole_graphs: bool = False  # forwards with prompt chunks replay whole, attention inside (instead)
     warmup: bool = True  # run every step shape once at construction, so no measured step compiles
     # Launch step n + 1 before reading step n's sampled tokens back: the host plans and packs
     # while the GPU runs, and decode rows read their input tokens on the device.
@@ -121,11 +122,14 @@ class EngineConfig:
             raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
         if self.num_blocks is not None and self.pool_gib is not None:
             raise ValueError("give the pool size as num_blocks or pool_gib, not both")
-        for name in ("cuda_graphs", "graph_chunks", "warmup", "overlap"):
+        for name in ("cuda_graphs", "graph_chunks", "whole_graphs", "warmup", "overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.graph_chunks and not self.cuda_graphs:
-            raise ValueError("graph_chunks (piecewise graphs for forwards with prompt chunks) needs cuda_graphs")
+        for name in ("graph_chunks", "whole_graphs"):
+            if getattr(self, name) and not self.cuda_graphs:
+                raise ValueError(f"{name} (graphs for forwards with prompt chunks) needs cuda_graphs")
+        if self.graph_chunks and self.whole_graphs:
+            raise ValueError("graph forwards with prompt chunks piecewise (graph_chunks) or whole (whole_graphs), not both")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

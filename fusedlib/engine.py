@@ -29,7 +29,7 @@ import torch
 from .attention import make_backend
 from .batch import Batch, InTransit, pack
 from .config import EngineConfig, check_count
-from .graphs import DecodeGraphs, PackedGraphs
+from .graphs import PackedGraphs, WholeGraphs
 from .model import Qwen2Model
 from .pool import KVPool
 from .scheduler import Request, Scheduler, StepPlan
@@ -104,7 +104,8 @@ class Engine:
         if config.warmup:
             self._warmup()
         if config.cuda_graphs:
-            self.graphs = DecodeGraphs(model, self.pool, self.backend, config.max_batch)
+            self.graphs = WholeGraphs(model, self.pool, self.backend, config.max_batch,
+                                      config.chunk_tokens if config.whole_graphs else 0)
         if config.graph_chunks:
             self.chunk_graphs = PackedGraphs(model, self.pool, self.backend, config.max_batch, config.chunk_tokens)
         self._compiled_at_construction = self._num_compiled()

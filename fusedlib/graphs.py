@@ -1,17 +1,19 @@
-"""CUDA graphs: decode-only forwards whole, forwards with prompt chunks piecewise.
+"""CUDA graphs: whole forwards, or forwards with prompt chunks piecewise.
 
 On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of the
 roughly thousand small kernels faster than Python can launch the next. A CUDA graph
 records those launches once and replays them with one call. A graph needs fixed shapes
-and fixed addresses, so decode steps are padded up to a few batch-size buckets and their
-inputs are copied into static buffers before each replay. Padding rows decode token 0 at
-position 0 against the pool's scratch block, which no request owns, so they can never
-touch a real request's keys; their logits are dropped.
+and fixed addresses, so forwards are padded up to a few bucket sizes and their inputs are
+copied into static buffers before each replay. Padding positions feed token 0 at position
+0 and write their key and value to the pool's scratch block, which no request owns, so
+they can never touch a real request's keys; their logits are dropped.
 
-`DecodeGraphs` graphs decode-only forwards whole: every decode forward of the chunked
-engine and the decode-only steps of the fused one. A forward with prompt chunks has a
-token count and a tile layout that change every step; `PackedGraphs` (with
-`graph_chunks`) pads its token count to a bucket and graphs everything but attention.
+`WholeGraphs` graphs forwards whole, attention included: every decode-only forward (the
+chunked engine's and the fused one's decode-only steps) and, given a chunk budget, every
+forward with prompt chunks as well, each attention launch's grid fixed per bucket and its
+metadata read from static buffers. `PackedGraphs` (part 9's `graph_chunks`) graphs a
+forward with prompt chunks piecewise: it pads the token count to a bucket and graphs
+everything but attention, which runs eagerly between the pieces.
 
 `capture=False` keeps every buffer and padding rule but runs the forward eagerly: the
 CPU tests check the static path against the plain one with it.
@@ -20,45 +22,61 @@ from __future__ import annotations
 
 import torch
 
-from .attention.base import AttentionMetadata, DecodeMeta
+from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
 from .batch import BLOCK_TABLE_ALIGN, Batch
 
 DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32)  # decode rows
-PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks
+PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks (whole: its chunk positions)
+
+
+def _sizes(buckets, top: int) -> list[int]:
+    """The bucket sizes under `top`, and `top` itself, ascending."""
+    return sorted({b for b in buckets if b < top} | {top})
+
+
+def _counts(batch: Batch) -> tuple[int, int]:
+    """(chunk positions, decode rows) of a batch."""
+    prefill, decode = batch.meta.prefill, batch.meta.decode
+    return (prefill.num_tokens if prefill else 0), (decode.num_tokens if decode else 0)
+
+
+def _stage(items, at: int = 0, width: int | None = None) -> None:
+    """Each (static, live, pad): `live`'s rows (and columns) copied into `static` from row `at`
+    on, and the rows after them up to `at + width` (the end if None), which a larger step may
+    have filled, turned back into padding."""
+    for static, live, pad in items:
+        n = 0 if live is None else live.shape[0]
+        if n:
+            (static[at:at + n, :live.shape[1]] if live.dim() == 2 else static[at:at + n]).copy_(live)
+        static[at + n:None if width is None else at + width] = pad
 
 
 class _StaticInputs:
-    """What every graphed forward shares: static token inputs for up to `size` tokens, the
-    bucket sizes a step is padded up to, and the padding rule (token 0 at position 0, its
-    key and value written to the pool's scratch block). A subclass cuts its forward into
-    pieces, `_segment(n, i, carry)`, which `_capture` records and `_piece` replays."""
+    """What every graphed forward shares: static token inputs for up to `size` tokens and
+    the padding rule (token 0 at position 0, its key and value written to the pool's
+    scratch block). A subclass sets `buckets`, the shapes a forward is padded up to, and
+    cuts its forward into pieces, `_segment(bucket, i, carry)`, which `_capture` records
+    and `_piece` replays."""
 
-    def __init__(self, model, pool, backend, capture: bool, size: int, buckets):
+    def __init__(self, model, pool, backend, capture: bool, size: int):
         self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
-        self.buckets = sorted({b for b in buckets if b < size} | {size})
         self.pad_slot = pool.scratch_block * pool.block_size
         self.input_ids = torch.zeros(size, dtype=torch.int64, device=model.device)
         self.positions = torch.zeros(size, dtype=torch.int64, device=model.device)
         self.slot_mapping = torch.full((size,), self.pad_slot, dtype=torch.int64, device=model.device)
 
-    def _stage(self, batch: Batch) -> tuple[int, int]:
-        """Copy the batch's n tokens into the static inputs and turn rows n..bucket (which a
-        larger step may have filled) back into padding; returns (n, bucket), the bucket the
-        smallest that holds the batch."""
-        n = batch.num_tokens
-        bucket = next(b for b in self.buckets if b >= n)
-        for static, live, pad in ((self.input_ids, batch.input_ids, 0), (self.positions, batch.positions, 0),
-                                  (self.slot_mapping, batch.meta.slot_mapping, self.pad_slot)):
-            static[:n].copy_(live)
-            static[n:bucket] = pad
-        return n, bucket
+    def _put(self, batch: Batch, live: slice, at: int, width: int) -> None:
+        """The batch's tokens `live` into the static rows from `at` on, padding up to `at + width`."""
+        _stage(((self.input_ids, batch.input_ids[live], 0), (self.positions, batch.positions[live], 0),
+                (self.slot_mapping, batch.meta.slot_mapping[live], self.pad_slot)), at, width)
 
     def _capture(self, pieces: int) -> None:
         """Capture `self._segment(n, i, carry) -> carry` for i in range(pieces) and every bucket
-        size n, each piece its own graph, in one memory pool; piece i + 1 reads piece i's
+        n, each piece its own graph, in one memory pool; piece i + 1 reads piece i's
         outputs, which stay alive (and at fixed addresses) in `self.outputs`. Every piece runs
         once on a side stream first, so kernels compile and allocators warm outside capture.
-        Sets `self.graphs` ({n: [graph per piece]}) and `self.outputs` ({n: [outputs per piece]})."""
+        Sets `self.graphs` ({bucket: [graph per piece]}) and `self.outputs` ({bucket: [outputs
+        per piece]})."""
         mempool = torch.cuda.graph_pool_handle()
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -69,7 +87,7 @@ class _StaticInputs:
                     carry = self._segment(n, i, carry)
         torch.cuda.current_stream().wait_stream(stream)
         self.graphs, self.outputs = {}, {}
-        for n in reversed(self.buckets):  # largest first, so smaller ones reuse its memory
+        for n in reversed(self.buckets):  # largest first (buckets ascend), so smaller ones reuse its memory
             self.graphs[n], self.outputs[n], carry = [], [], None
             for i in range(pieces):
                 graph = torch.cuda.CUDAGraph()
@@ -87,42 +105,77 @@ class _StaticInputs:
         return self.outputs[bucket][i]
 
 
-class DecodeGraphs(_StaticInputs):
-    def __init__(self, model, pool, backend, max_batch: int, capture: bool = True,
-                 buckets=DECODE_BUCKETS):
-        super().__init__(model, pool, backend, capture, max_batch, buckets)
-        device = model.device
+class WholeGraphs(_StaticInputs):
+    """CUDA graphs of whole forwards, attention included.
+
+    A forward is laid out in two padded parts: its prompt-chunk positions first, padded up to
+    a chunk bucket (none in a decode-only forward), then its decode rows, padded up to a
+    decode bucket (beside chunks: none, or all `max_batch` rows). Each (chunk bucket, decode bucket)
+    pair is one graph, so both attention launches have a fixed grid, and everything they
+    read that changes from step to step (which chunk a position is in, its position, block
+    tables, context lengths) is copied into static buffers first. Padding chunk positions
+    form one extra chunk (index `max_batch`) on the scratch block; chunk slots no live chunk
+    uses are empty; padding decode rows read the one key they wrote there.
+
+    With `chunk_tokens` 0 only decode-only forwards are graphed (part 9's decode graphs).
+    """
+
+    def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int = 0, capture: bool = True,
+                 decode_buckets=DECODE_BUCKETS, chunk_buckets=PACKED_BUCKETS):
+        super().__init__(model, pool, backend, capture, chunk_tokens + max_batch)
+        # Beside chunks, no decode rows (the chunked engine's chunk forwards) or all of them.
+        self.buckets = [(0, d) for d in _sizes(decode_buckets, max_batch)] + (
+            [(c, d) for c in _sizes(chunk_buckets, chunk_tokens) for d in (0, max_batch)] if chunk_tokens else [])
+        device, scratch = model.device, pool.scratch_block
         self.max_context_len = min(model.config.max_position_embeddings, pool.num_blocks * pool.block_size)
         width = -(-pool.blocks_for(self.max_context_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
-        # Decode metadata; rows past the live batch keep these padding values.
-        self.context_lens = torch.ones(max_batch, dtype=torch.int32, device=device)
-        self.block_tables = torch.full((max_batch, width), pool.scratch_block, dtype=torch.int32,
-                                       device=device)
-        self.logit_indices = torch.arange(max_batch, device=device)
+
+        def ints(*shape: int, fill: int) -> torch.Tensor:
+            return torch.full(shape, fill, dtype=torch.int32, device=device)
+
+        # Decode rows; then the chunks, up to max_batch live ones and the padding chunk last.
+        self.context_lens, self.block_tables = ints(max_batch, fill=1), ints(max_batch, width, fill=scratch)
+        self.chunk_tables = ints(max_batch + 1, width, fill=scratch)
+        self.token_seq, self.chunk_positions = ints(chunk_tokens, fill=max_batch), ints(chunk_tokens, fill=0)
+        self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
+        self.rows = torch.arange(chunk_tokens + max_batch, device=device)
         if capture:
             self._capture(1)
 
-    def _segment(self, n: int, i: int = 0, carry=None) -> torch.Tensor:
-        """The whole decode forward at n rows: the one piece (`i` and `carry` are unused)."""
-        meta = AttentionMetadata(self.slot_mapping[:n], None,
-                                 DecodeMeta(n, self.context_lens[:n], self.block_tables[:n],
-                                            self.max_context_len))
-        return self.model(self.input_ids[:n], self.positions[:n], meta, self.pool.kv,
-                          self.backend, self.logit_indices[:n])
+    def _segment(self, bucket: tuple[int, int], i: int = 0, carry=None) -> torch.Tensor:
+        """The whole forward at (chunk positions, decode rows) = `bucket`: the one piece
+        (`i` and `carry` are unused)."""
+        c, d = bucket
+        prefill = PrefillMeta(c, self.chunk_tables, self.token_seq[:c], self.chunk_positions[:c]) if c else None
+        decode = DecodeMeta(d, self.context_lens[:d], self.block_tables[:d], self.max_context_len) if d else None
+        # A decode-only forward has a logit per row; one with chunks up to one per request.
+        return self.model(self.input_ids[:c + d], self.positions[:c + d], AttentionMetadata(
+            self.slot_mapping[:c + d], prefill, decode), self.pool.kv, self.backend, self.logit_indices[:None if c else d])
+
+    def _bucket(self, batch: Batch) -> tuple[int, int] | None:
+        c, d = _counts(batch)
+        fits = (b for b in self.buckets if (b[0] > 0) == (c > 0) and (b[1] > 0) == (d > 0) and b[0] >= c and b[1] >= d)
+        return next(fits, None) if batch.logit_indices.shape[0] <= self.logit_indices.shape[0] else None
 
     def handles(self, batch: Batch) -> bool:
-        return batch.meta.prefill is None and batch.num_tokens <= self.buckets[-1]
+        return self._bucket(batch) is not None
 
     def run(self, batch: Batch) -> torch.Tensor:
-        """Logits of a decode-only batch, through the smallest bucket that holds it."""
-        n, bucket = self._stage(batch)
-        decode = batch.meta.decode
-        self.context_lens[:n].copy_(decode.context_lens)
-        self.block_tables[:n, :decode.block_tables.shape[1]].copy_(decode.block_tables)
-        # Rows a larger step left behind become padding again.
-        self.context_lens[n:bucket] = 1
-        self.block_tables[n:bucket] = self.pool.scratch_block
-        return self._piece(bucket, 0, None)[:n]
+        """Logits of the batch, through the smallest bucket that holds it."""
+        (c, d), (c_pad, d_pad) = _counts(batch), self._bucket(batch)
+        prefill, decode, scratch = batch.meta.prefill, batch.meta.decode, self.pool.scratch_block
+        self._put(batch, slice(c, c + d), c_pad, d_pad)
+        _stage(((self.context_lens, decode and decode.context_lens, 1),
+                (self.block_tables, decode and decode.block_tables, scratch)))
+        if c_pad:
+            self._put(batch, slice(0, c), 0, c_pad)
+            _stage(((self.chunk_tables, prefill.block_tables, scratch),
+                    (self.token_seq, prefill.token_seq, self.chunk_tables.shape[0] - 1),
+                    (self.chunk_positions, prefill.positions, 0)))
+        # Logit rows: the chunks' (before c) stay where they are, the decode rows' move to c_pad.
+        s = batch.logit_indices.shape[0]
+        _stage(((self.logit_indices, torch.cat([batch.logit_indices[:s - d], self.rows[c_pad:c_pad + d]]), 0),))
+        return self._piece((c_pad, d_pad), 0, None)[:s]
 
 
 class PackedGraphs(_StaticInputs):
@@ -146,7 +199,8 @@ class PackedGraphs(_StaticInputs):
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int, capture: bool = True,
                  buckets=PACKED_BUCKETS):
         top = chunk_tokens + max_batch  # a step's most tokens: a full chunk budget plus every decode
-        super().__init__(model, pool, backend, capture, top, buckets)
+        super().__init__(model, pool, backend, capture, top)
+        self.buckets = _sizes(buckets, top)
         cfg, device = model.config, model.device
         self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
         # One attention output buffer per layer: segment i reads layer i-1's.
@@ -181,10 +235,11 @@ class PackedGraphs(_StaticInputs):
 
     def run(self, batch: Batch) -> torch.Tensor:
         """Logits of a batch with prompt chunks, through the smallest bucket that holds it."""
-        n, bucket = self._stage(batch)
+        n = batch.num_tokens
+        bucket = next(b for b in self.buckets if b >= n)
+        self._put(batch, slice(0, n), 0, bucket)
         s = batch.logit_indices.shape[0]
-        self.logit_indices[:s].copy_(batch.logit_indices)
-        self.logit_indices[s:] = 0
+        _stage(((self.logit_indices, batch.logit_indices, 0),))
         layers, kv = self.model.layers, self.pool.kv
         carry = None
         for i in range(len(layers) + 1):

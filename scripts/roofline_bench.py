@@ -7,11 +7,11 @@ and the other sections still run):
   ops_check      each fused op against the PyTorch reference in the model dtype on ragged
                  token counts; balanced and split-KV decode against the torch reference
   step_check     one mixed step's logits (512 chunk tokens + 31 decode rows) with the fused
-                 ops on and off on the same Batch (and the graphed run against eager):
-                 max |diff| and argmax agreement outside ties
+                 ops on and off on the same Batch (and the piecewise- and whole-graphed runs
+                 against eager): max |diff| and argmax agreement outside ties
   census         torch.profiler over graph replays of a 32-row decode step (context ~1.1k)
                  and of the mixed step, per configuration (fused ops off/on, attention
-                 split-KV/balanced): kernels per step and per layer, kernel time, GPU time per
+                 split-KV/balanced, the mixed step piecewise or one graph; `--configs`): kernels per step and per layer, kernel time, GPU time per
                  step (CUDA events, median) and wall per step; census_kernels has the names
   attention      decode attention at 32 rows x {1k, 2k, 4k} context, L2 flushed: split-KV as
                  the graphs launch it (split length from the pool's longest context) and as
@@ -46,12 +46,12 @@ PROFILES = {
     # counts of the small-op check
     "full": dict(preset="qwen2.5-1.5b", dtype="float16", device="cuda", rows=32, context=1088,
                  chunk=512, new_prompt=1600, attn_contexts=(1024, 2048, 4096), iters=50,
-                 replays=5, configs=(0, 1, 2, 3), op_tokens=(1, 3, 17, 33, 100, 543)),
+                 replays=5, configs=(0, 1, 2, 3, 4), op_tokens=(1, 3, 17, 33, 100, 543)),
     # Every section's code at the least work that still takes each path: prompts of two chunks,
     # token counts under and over a 16-row and a 32-row tile (the interpreter runs a program
     # per row, so 543 tokens cost most of the check).
     "smoke": dict(preset="tiny", dtype="float32", device="cpu", rows=4, context=20, chunk=16,
-                  new_prompt=20, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3),
+                  new_prompt=20, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3, 4),
                   op_tokens=(1, 3, 17, 33)),
 }
 TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
@@ -207,7 +207,7 @@ class Bench:
     def step_check(self) -> None:
         torch = self.torch
         from fusedlib.attention import make_backend
-        from fusedlib.graphs import PackedGraphs
+        from fusedlib.graphs import PackedGraphs, WholeGraphs
 
         model, batch, kv = self.model, self.mixed_batch, self.engine.pool.kv
         backend = make_backend("triton-balanced")
@@ -220,9 +220,14 @@ class Bench:
                                capture=self.on_gpu, buckets=(self.p["chunk"] + self.p["rows"],))
         logits["graphed"] = graphed.run(batch)  # fused ops on, as the loop left them
         del graphed
+        whole = WholeGraphs(model, self.engine.pool, backend, self.p["rows"], self.p["chunk"], capture=self.on_gpu,
+                            decode_buckets=(self.p["rows"],), chunk_buckets=(self.p["chunk"],))
+        logits["whole"] = whole.run(batch)
+        del whole
         out = []
         for name, ref, other in (("fused_ops_on_vs_off", logits[False], logits[True]),
-                                 ("graphed_vs_eager_fused", logits[True], logits["graphed"])):
+                                 ("graphed_vs_eager_fused", logits[True], logits["graphed"]),
+                                 ("whole_graphed_vs_eager_fused", logits[True], logits["whole"])):
             top2 = ref.topk(2, dim=-1).values
             clear = (top2[:, 0] - top2[:, 1]) > TIE_GAP
             agree = other.argmax(-1) == ref.argmax(-1)
@@ -244,21 +249,26 @@ class Bench:
         from torch.profiler import ProfilerActivity, profile
 
         from fusedlib.attention import make_backend
-        from fusedlib.graphs import DecodeGraphs, PackedGraphs
+        from fusedlib.graphs import WholeGraphs, PackedGraphs
 
         model, pool, p = self.model, self.engine.pool, self.p
         layers = model.config.num_layers
         rows, names = [], []
-        configs = [("part9: reference ops, split-KV", False, "triton-splitkv"),
-                   ("reference ops, balanced", False, "triton-balanced"),
-                   ("fused ops, split-KV", True, "triton-splitkv"),
-                   ("part10: fused ops, balanced", True, "triton-balanced")]
-        for label, fused, attention in (configs[i] for i in p["configs"]):
+        # (label, fused ops, attention, mixed step as one graph): the mixed step replays
+        # piecewise (attention eager between 29 pieces) or whole; decode steps are whole in all.
+        configs = [("part9: reference ops, split-KV", False, "triton-splitkv", False),
+                   ("reference ops, balanced", False, "triton-balanced", False),
+                   ("fused ops, split-KV", True, "triton-splitkv", False),
+                   ("part10: fused ops, balanced", True, "triton-balanced", False),
+                   ("part10 whole: fused ops, balanced, whole graphs", True, "triton-balanced", True)]
+        for label, fused, attention, whole in (configs[i] for i in self.configs):
             model.fused_ops = fused
             backend = make_backend(attention)
-            decode = DecodeGraphs(model, pool, backend, p["rows"], capture=self.on_gpu, buckets=(p["rows"],))
-            mixed = PackedGraphs(model, pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
-                                 buckets=(p["chunk"] + p["rows"],))
+            decode = WholeGraphs(model, pool, backend, p["rows"], capture=self.on_gpu, decode_buckets=(p["rows"],))
+            mixed = (WholeGraphs(model, pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
+                                 decode_buckets=(p["rows"],), chunk_buckets=(p["chunk"],)) if whole else
+                     PackedGraphs(model, pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
+                                  buckets=(p["chunk"] + p["rows"],)))
             for step, run in (("decode", lambda: decode.run(self.decode_batch)),
                               ("mixed", lambda: mixed.run(self.mixed_batch))):
                 for _ in range(3 if self.on_gpu else 1):
@@ -282,6 +292,7 @@ class Bench:
                 gpu_ms, wall_ms = self._time_step(run)
                 kernels_per_step = len(kernels) / p["replays"]
                 rows.append({"config": label, "step": step, "fused_ops": fused, "attention": attention,
+                             "whole_graphs": whole,
                              "tokens": (self.decode_batch if step == "decode" else self.mixed_batch).num_tokens,
                              "kernels_per_step": kernels_per_step,
                              "kernels_per_layer": kernels_per_step / layers,
@@ -333,7 +344,7 @@ class Bench:
         scale = cfg.head_dim ** -0.5
         bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
         scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
-        pool_max = cfg.max_position_embeddings  # what DecodeGraphs passes as max_context_len
+        pool_max = cfg.max_position_embeddings  # what WholeGraphs passes as max_context_len
         sweep = BALANCED_SWEEP if self.on_gpu else SMOKE_SWEEP
         out = []
         for context, q, k, v, meta, kv_bytes in self._decode_cases():
@@ -454,6 +465,7 @@ class Bench:
         from fusedlib.attention.torch_backend import TorchAttention
         from fusedlib.attention.triton_backend import LOG2E, _dot_precision
         from fusedlib.attention.triton_kernels import packed_attention_kernel
+        from fusedlib.attention.base import chunk_spans
         from fusedlib.bench.kernels import _median_ms, prefill_case
 
         cfg, dev, p = self.model.config, self.device, self.p
@@ -463,8 +475,7 @@ class Bench:
         sweep = PREFILL_SWEEP if self.on_gpu else SMOKE_PREFILL_SWEEP
         gen = torch.Generator(device=dev).manual_seed(2)
         meta = self.mixed_batch.meta.prefill
-        setup_chunks = [(int(c) - int(n), int(n)) for c, n in zip(
-            meta.context_lens.tolist(), (meta.cu_seqlens_q[1:] - meta.cu_seqlens_q[:-1]).tolist())]
+        setup_chunks = [(int(meta.positions[s]), e - s) for s, e in chunk_spans(meta)]
         cases = {"first chunk": [(0, chunk)], "chunk after 2 chunks": [(2 * chunk, chunk)],
                  "setup mixed step": setup_chunks}
         out = []
@@ -574,8 +585,10 @@ def main(argv=None) -> int:
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
     parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm")
+    parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
+    bench.configs = tuple(int(i) for i in args.configs.split(",")) if args.configs else bench.p["configs"]
     t0 = time.perf_counter()
     bench.run_section("setup", bench.setup)
     if not hasattr(bench, "engine"):

@@ -297,12 +297,12 @@ def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap(overl
 def test_overlap_feeds_the_graphs_static_buffers(kind):
     """With overlap, decode rows' tokens arrive on the device: through the graphs' static
     buffers (eager here, capture=False) the tokens are still the plain engine's."""
-    from fusedlib.graphs import DecodeGraphs, PackedGraphs
+    from fusedlib.graphs import PackedGraphs, WholeGraphs
 
     prompts, budgets = _prompts(7, seed=2), [2 + i % 5 for i in range(7)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4).generate(prompts, budgets)
     engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4, overlap=True)
-    engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 4, capture=False)
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 4, capture=False)
     engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 4, 32, capture=False)
     used = []
     for graphs in (engine.graphs, engine.chunk_graphs):

@@ -1,5 +1,5 @@
-"""The CUDA-graph paths' static buffers and padding (decode-only forwards, and the piecewise
-path for forwards with prompt chunks), checked on CPU with each graph replaced by an eager
+"""The CUDA-graph paths' static buffers and padding (whole forwards, decode-only or with
+prompt chunks, and the piecewise path for forwards with prompt chunks), checked on CPU with each graph replaced by an eager
 run over the same buffers (capture=False). Capture itself needs a GPU: test_graphs_on_gpu
 runs there (FUSEDLIB_GPU_TESTS=1) and is skipped elsewhere."""
 import os
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fusedlib.engine import Engine
-from fusedlib.graphs import DecodeGraphs, PackedGraphs
+from fusedlib.graphs import PackedGraphs, WholeGraphs
 from tests.helpers import tiny_model
 
 
@@ -24,21 +24,20 @@ def test_static_decode_path_gives_the_same_tokens(kind):
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
     engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8)
     engine.pool.poison_freed = True
-    engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False,
-                                 buckets=(1, 2, 4))
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False,
+                                decode_buckets=(1, 2, 4))
     used = []
     real_run = engine.graphs.run
-    engine.graphs.run = lambda batch: used.append(batch.num_tokens) or real_run(batch)
+    engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
     assert engine.generate(prompts, budgets) == plain
-    buckets = engine.graphs.buckets
-    assert buckets == [1, 2, 4, 8]
-    assert {next(b for b in buckets if b >= n) for n in used} == set(buckets)  # every bucket replayed
+    assert engine.graphs.buckets == [(0, 1), (0, 2), (0, 4), (0, 8)]  # decode only: no chunk budget
+    assert set(used) == set(engine.graphs.buckets)  # every bucket replayed
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 
 def test_padding_rows_write_only_the_scratch_block():
     engine = Engine(tiny_model(), kind="fused", chunk_tokens=64, max_batch=8)
-    graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
+    graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
     reqs = [engine.add_request(p, 5) for p in _prompts(3)]
     engine.step()  # prefill all three
     before = engine.pool.kv.clone()
@@ -62,13 +61,13 @@ CPU_TRITON = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
                                                                    marks=[CPU_TRITON, pytest.mark.slow(12)])])
 def test_static_piecewise_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward with prompt chunks through PackedGraphs' padded buckets, decode-only ones
-    through DecodeGraphs: token for token what the plain engine generates (also with the
+    through WholeGraphs: token for token what the plain engine generates (also with the
     fused ops and balanced decode attention, whose launch shape the graphs must fix)."""
     prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
     engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8, attention=attention)
     engine.pool.poison_freed = True
-    engine.graphs = DecodeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
     engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
                                        buckets=(32, 36))
     used = []
@@ -83,6 +82,54 @@ def test_static_piecewise_path_gives_the_same_tokens(kind, fused_ops, attention)
     # fused engine's add decodes, and reach every bucket.
     assert took == ({32} if kind == "chunked" else set(buckets))
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+@pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
+                                                      pytest.param("fused", True, "triton-balanced",
+                                                                   marks=[CPU_TRITON, pytest.mark.slow(12)])])
+def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
+    """Every forward through WholeGraphs' two padded parts, attention included (chunk
+    positions padded to a chunk bucket beside none or all 8 decode rows, or decode rows alone):
+    token for token what the plain engine generates."""
+    prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
+    plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
+    engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8, attention=attention)
+    engine.pool.poison_freed = True
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
+                                chunk_buckets=(28,))
+    used = []
+    real_run = engine.graphs.run
+    engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
+    assert engine.generate(prompts, budgets) == plain
+    assert [b for b in engine.graphs.buckets if b[0]] == [(28, 0), (28, 8), (32, 0), (32, 8)]
+    # The fused engine's chunks ride beside decode rows; the chunked engine's forwards are one kind.
+    beside = 8 if kind == "fused" else 0
+    assert {(28, beside), (32, beside)} <= set(used) and any(b[0] == 0 for b in used)
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+def test_whole_padding_writes_only_the_scratch_block():
+    """Two prompts' chunks padded up to 64 positions beside 3 decode rows padded up to 8: the
+    logits are the plain forward's and only owned blocks and the scratch block change."""
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=64, max_batch=8)
+    graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, 64, capture=False)
+    prompts = _prompts(5)
+    reqs = [engine.add_request(p, 5) for p in prompts[:3]]
+    engine.step()  # prefill three: they decode next
+    reqs += [engine.add_request(p[:9], 5) for p in prompts[3:]]
+    plan = engine.scheduler.plan(0.0)
+    batch = engine._pack(plan.chunks, plan.decodes)
+    assert len(plan.chunks) == 2 and len(plan.decodes) == 3 and graphs._bucket(batch) == (64, 8)
+    before = engine.pool.kv.clone()
+    logits = graphs.run(batch)
+    want = engine.model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend,
+                        batch.logit_indices)
+    assert logits.shape == want.shape == (5, engine.model.config.vocab_size)
+    assert torch.allclose(logits, want, atol=1e-5)
+    changed = (engine.pool.kv != before).flatten(3).any(-1)
+    owned = {b for r in reqs for b in r.blocks} | {engine.pool.scratch_block}
+    assert set(changed.any(0).any(0).nonzero().flatten().tolist()) <= owned
+    assert changed[:, :, engine.pool.scratch_block].all()
 
 
 def test_piecewise_padding_writes_only_the_scratch_block():
@@ -109,6 +156,8 @@ def test_graphs_refused_without_cuda_or_with_torch_attention():
         Engine(tiny_model(), cuda_graphs=True)
     with pytest.raises(ValueError, match="graph_chunks"):
         Engine(tiny_model(), graph_chunks=True)
+    with pytest.raises(ValueError, match="whole_graphs"):
+        Engine(tiny_model(), whole_graphs=True)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
@@ -121,9 +170,12 @@ def test_graphs_on_gpu(fused_ops, attention):
     model.fused_ops = fused_ops
     prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
     outs = {}
-    for graphs, chunks in ((False, False), (True, False), (True, True)):
+    for graphs, chunks, whole in ((False, False, False), (True, False, False), (True, True, False),
+                                  (True, False, True)):
         engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8,
-                        cuda_graphs=graphs, graph_chunks=chunks)
-        outs[graphs, chunks] = engine.generate(prompts, budgets)
-    assert outs[True, False] == outs[False, False]
-    assert outs[True, True] == outs[False, False]
+                        cuda_graphs=graphs, graph_chunks=chunks, whole_graphs=whole)
+        outs[graphs, chunks, whole] = engine.generate(prompts, budgets)
+        assert engine.pool.num_free_blocks == engine.pool.num_blocks
+    plain = outs[False, False, False]
+    assert outs[True, False, False] == plain and outs[True, True, False] == plain
+    assert outs[True, False, True] == plain

@@ -20,12 +20,18 @@ import torch
 
 @dataclass
 class PrefillMeta:
+    # A chunk is a run of consecutive positions of one request; its keys end at its last position.
     num_tokens: int  # chunk positions at the head of the packed sequence
-    cu_seqlens_q: torch.Tensor  # int32 [n+1]: chunk i owns q[cu[i]:cu[i+1]]
-    context_lens: torch.Tensor  # int32 [n]: KV length of request i after this chunk
     block_tables: torch.Tensor  # int32 [n, max_blocks]: the request's blocks, in order
     token_seq: torch.Tensor  # int32 [num_tokens]: which chunk (0..n-1) each position is in
     positions: torch.Tensor  # int32 [num_tokens]: absolute position (= its key index)
+
+
+def chunk_spans(meta: PrefillMeta) -> list[tuple[int, int]]:
+    """[start, end) of each chunk in the packed positions: the runs of one `token_seq` value."""
+    seq = meta.token_seq.tolist()
+    starts = [i for i in range(len(seq)) if i == 0 or seq[i] != seq[i - 1]]
+    return list(zip(starts, starts[1:] + [len(seq)]))
 
 
 @dataclass

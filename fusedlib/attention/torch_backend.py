@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import DecodeMeta, PrefillMeta
+from .base import DecodeMeta, PrefillMeta, chunk_spans
 
 
 def _gather(cache: torch.Tensor, block_table: torch.Tensor, length: int) -> torch.Tensor:
@@ -35,10 +35,10 @@ class TorchAttention:
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(q) if out is None else out
-        cu = meta.cu_seqlens_q.tolist()
-        for i, (s, e, length) in enumerate(zip(cu, cu[1:], meta.context_lens.tolist())):
-            out[s:e] = _attend(q[s:e], k_cache, v_cache, meta.block_tables[i], length,
-                               meta.positions[s:e].long(), scale)
+        for s, e in chunk_spans(meta):
+            positions = meta.positions[s:e].long()
+            out[s:e] = _attend(q[s:e], k_cache, v_cache, meta.block_tables[meta.token_seq[s]],
+                               int(positions[-1]) + 1, positions, scale)
         return out
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,

@@ -106,6 +106,9 @@ DECODE_GRAPHS = dict(attention="triton-splitkv", cuda_graphs=True, graph_chunks=
 PART9 = dict(attention="triton-splitkv", cuda_graphs=True, graph_chunks=True, fused_ops=False)
 PART10 = dict(attention="triton-balanced", cuda_graphs=True, graph_chunks=True, fused_ops=True)
 PART10_OVERLAP = dict(PART10, overlap=True)
+# Part 10's last step: every forward one CUDA graph, attention inside (no eager attention
+# launches between graph pieces), host one step ahead.
+PART10_WHOLE = dict(PART10_OVERLAP, graph_chunks=False, whole_graphs=True)
 
 # What a run's rows give a comparison: the served rate of an open-loop run, the output
 # throughput of a closed run's median row (both: larger is faster).
@@ -169,6 +172,7 @@ def _closed_phase(pairs: int) -> list:
 
 
 PEER_COMPARISON = "128 x 128: fused vs transformers"
+PEER_WHOLE_COMPARISON = "128 x 128, whole graphs: fused vs transformers"
 
 
 def _peer(pairs: int) -> list:
@@ -242,12 +246,32 @@ def _decode_graphs(pairs: int) -> list:
 def _gates(pairs: int) -> list:
     # ~2.5 min: every configuration the book reports, checked at one commit (run it with OUT
     # holding no gate rows: a stored gate is not run again), the engine the series ends on first.
-    return [_gate(cfg) for cfg in (PART10_OVERLAP, PART10, PART9, DECODE_GRAPHS, PART7)]
+    return [_gate(cfg) for cfg in (PART10_WHOLE, PART10_OVERLAP, PART10, PART9, DECODE_GRAPHS, PART7)]
+
+
+def _whole(pairs: int) -> list:
+    # ~8 min: gate (~35 s on a fresh lease: model load and compiles), two step traces (~15 s),
+    # then two comparisons past both knees (80/s offered, where part 10 + overlap served ~40
+    # req/s, 400 requests: runs of ~11 s, 12 each with the warm-ups, ~2.5 min a comparison).
+    return [_gate(PART10_WHOLE), *(_step_trace(engine, PART10_WHOLE) for engine in ("chunked", "fused")),
+            Pairs("part 10: whole vs piecewise graphs", _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_WHOLE),
+                  _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_OVERLAP), pairs),
+            _fused_vs_chunked("part 10 whole graphs", PART10_WHOLE, pairs, rate=SATURATING_RATE)]
+
+
+def _peer_whole(pairs: int) -> list:
+    # ~5 min, as `peer`, with the engine the series ends on.
+    ours = _closed(engine="fused", workload="mixed_fixed", batch_size=128, warmups=1, repeats=3,
+                   comparison=PEER_WHOLE_COMPARISON, **PART10_WHOLE)
+    return [ours.but(repeat=1),
+            RunSpec.build("peer", profile="full", workload="mixed_fixed", batch_size=128, warmups=2, repeats=3),
+            ours.but(repeat=2)]
 
 
 PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed_phase, "peer": _peer,
           "peer_open": _peer_open, "knees": _knees, "small_pool": _small_pool, "sensitivity": _sensitivity,
-          "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates}
+          "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
+          "whole": _whole, "peer_whole": _peer_whole}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
@@ -435,4 +459,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan", "report", "results", "measured",
-           "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP"]
+           "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP", "PART10_WHOLE"]

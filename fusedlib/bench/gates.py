@@ -183,7 +183,7 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
 def _setup(model: Qwen2Model, graphs: dict) -> dict:
     """What a gate ran on besides attention: the model's ops and the engine's graphs."""
     return {"fused_ops": model.fused_ops, "cuda_graphs": graphs.get("cuda_graphs", False),
-            "graph_chunks": graphs.get("graph_chunks", False), "overlap": graphs.get("overlap", False)}
+            **{name: graphs.get(name, False) for name in ("graph_chunks", "whole_graphs", "overlap")}}
 
 
 def run_all(model: Qwen2Model, attentions=("torch",), with_transformers: bool | None = None,
@@ -191,7 +191,7 @@ def run_all(model: Qwen2Model, attentions=("torch",), with_transformers: bool | 
     """Gates 1-4 for each attention backend, then gate 5. Gate 5 is defined in fp32: in fp16,
     transformers and we round differently and greedy tokens drift apart for reasons that are
     not bugs, so by default it runs only for an fp32 model. `graphs` (cuda_graphs,
-    graph_chunks, overlap) go to every engine the gates build: graph padding changes the
+    graph_chunks, whole_graphs, overlap) go to every engine the gates build: graph padding changes the
     arithmetic and overlap the order of host work, so such a configuration is gated as itself. The mixed-step gate calls the model
     directly, so graphs do not apply to it (the model's fused_ops do)."""
     if with_transformers is None:

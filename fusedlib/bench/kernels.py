@@ -86,16 +86,12 @@ def prefill_case(chunks, num_heads, num_kv_heads, head_dim, dtype, device, gen):
     k_cache, v_cache, tables = build_cache(context_lens, num_kv_heads, head_dim, dtype,
                                            device, gen)
     lengths = [length for _, length in chunks]
-    cu = [0]
-    for length in lengths:
-        cu.append(cu[-1] + length)
     i32 = dict(dtype=torch.int32, device=device)
     meta = PrefillMeta(
-        num_tokens=cu[-1], cu_seqlens_q=torch.tensor(cu, **i32),
-        context_lens=torch.tensor(context_lens, **i32), block_tables=tables,
+        num_tokens=sum(lengths), block_tables=tables,
         token_seq=torch.cat([torch.full((n,), i, **i32) for i, n in enumerate(lengths)]),
         positions=torch.cat([torch.arange(c, c + n, **i32) for c, n in chunks]))
-    q = torch.randn(cu[-1], num_heads, head_dim, generator=gen, device=device).to(dtype)
+    q = torch.randn(sum(lengths), num_heads, head_dim, generator=gen, device=device).to(dtype)
     return q, k_cache, v_cache, meta
 
 

@@ -58,8 +58,9 @@ def configuration(spec: RunSpec, leave_out=()) -> str:
     words = []
     if "attention" not in leave_out:
         words.append(f"{s.attention} attention")
-    if not {"cuda_graphs", "graph_chunks"} & set(leave_out):
-        words.append("every forward in CUDA graphs" if s.graph_chunks else
+    if not {"cuda_graphs", "graph_chunks", "whole_graphs"} & set(leave_out):
+        words.append("every forward a whole CUDA graph" if s.whole_graphs else
+                     "every forward in CUDA graphs" if s.graph_chunks else
                      "decode forwards in CUDA graphs" if s.cuda_graphs else "eager (no CUDA graphs)")
     if "fused_ops" not in leave_out:
         words.append("fused small ops" if s.fused_ops else "unfused small ops")

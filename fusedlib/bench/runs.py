@@ -67,7 +67,7 @@ def make_engine(spec: RunSpec, **engine_kw) -> Engine:
         torch.cuda.empty_cache()
     return Engine(model, kind=spec.engine, max_batch=spec.max_batch, chunk_tokens=spec.chunk_tokens,
                   attention=spec.attention, cuda_graphs=spec.cuda_graphs, graph_chunks=spec.graph_chunks,
-                  overlap=spec.overlap, **engine_kw)
+                  whole_graphs=spec.whole_graphs, overlap=spec.overlap, **engine_kw)
 
 
 def spec_workload(spec: RunSpec, name: str, n: int, seed: int, vocab_size: int) -> workloads.Workload:
@@ -400,8 +400,8 @@ def gates(spec: RunSpec, out=None) -> list[dict]:
     model = model_for(spec)
     model.fused_ops = spec.fused_ops
     reports = checks.run_all(model, attentions=attentions, cuda_graphs=spec.cuda_graphs,
-                             graph_chunks=spec.graph_chunks, overlap=spec.overlap)
-    own = ("attention", "fused_ops", "cuda_graphs", "graph_chunks", "overlap")
+                             graph_chunks=spec.graph_chunks, whole_graphs=spec.whole_graphs, overlap=spec.overlap)
+    own = ("attention", "fused_ops", "cuda_graphs", "graph_chunks", "whole_graphs", "overlap")
     which = {k: v for k, v in spec.row_fields().items() if k not in own}  # each report names its own
     prov = telemetry.provenance()
     return store(out, [{**which, **row, **prov} for row in checks.report_rows(reports)])

@@ -33,7 +33,8 @@ from ..config import PRESETS
 # 4: adds overlap (rows before it waited for each step's tokens before planning the next); closed
 #    and sensitivity take repeat, warmup and comparison (ABBA campaigns), so the passes inside one
 #    closed run, numbered `repeat` in closed and peer rows before, are numbered `pass`.
-SCHEMA_VERSION = 4
+# 5: adds whole_graphs (rows before it graphed forwards with prompt chunks piecewise or not at all).
+SCHEMA_VERSION = 5
 
 
 class SpecError(ValueError):
@@ -89,11 +90,11 @@ WORKLOADS = ("mixed", "p256", "mixed_fixed")
 
 # Experiments by the name their rows carry, and the options each takes (besides profile).
 _ENGINE_SETUP = ("engine", "model", "attention", "max_batch", "chunk_tokens", "cuda_graphs", "graph_chunks",
-                 "fused_ops", "overlap")
+                 "whole_graphs", "fused_ops", "overlap")
 # What places a run in an ABBA campaign (campaign.py): its number, whether it is a warm-up, its comparison.
 _PAIRED = ("repeat", "warmup", "comparison")
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
-    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "fused_ops", "overlap"),
+    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "whole_graphs", "fused_ops", "overlap"),
     "kernel_gate": (),
     "layout_bench": (),
     "splitkv_sweep": (),
@@ -171,6 +172,9 @@ OPTIONS = {o.name: o for o in [
     Option("cuda_graphs", False, _BOOL, "replay decode-only forwards from CUDA graphs (needs a GPU)"),
     Option("graph_chunks", False, _BOOL,
            "with cuda_graphs: also replay forwards with prompt chunks piecewise (attention eager)"),
+    Option("whole_graphs", False, _BOOL,
+           "with cuda_graphs, instead of graph_chunks: replay forwards with prompt chunks as one "
+           "graph each, attention inside (EngineConfig.whole_graphs)", before=False),
     Option("fused_ops", None, _BOOL,
            "the fused small-op kernels (add+RMSNorm, rotary+cache write, SiLU*mul) or the reference "
            "PyTorch ops of parts 7-9 (default: the profile's, full fused, smoke reference)", before=False),
@@ -232,6 +236,7 @@ class RunSpec:
     chunk_tokens: int | None
     cuda_graphs: bool
     graph_chunks: bool
+    whole_graphs: bool
     fused_ops: bool
     overlap: bool
     workload: str
@@ -271,8 +276,11 @@ class RunSpec:
             if name not in takes and value != opt.default:
                 raise SpecError(name, f"does not apply to {experiment}")
         spec = cls(experiment=experiment, **{name: options.get(name, opt.default) for name, opt in OPTIONS.items()})
-        if spec.graph_chunks and not spec.cuda_graphs:
-            raise SpecError("graph_chunks", "needs cuda_graphs")
+        for name in ("graph_chunks", "whole_graphs"):
+            if getattr(spec, name) and not spec.cuda_graphs:
+                raise SpecError(name, "needs cuda_graphs")
+        if spec.graph_chunks and spec.whole_graphs:
+            raise SpecError("whole_graphs", "and graph_chunks exclude each other (whole or piecewise)")
         if spec.rate is None and experiment in ("arrivals", "peer_arrivals"):
             raise SpecError("rate", f"{experiment} needs a rate")
         return spec

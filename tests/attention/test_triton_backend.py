@@ -51,18 +51,12 @@ def make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=0):
     context_lens = [cached + length for cached, length in chunks]
     k_cache, v_cache, block_tables = make_cache(context_lens, num_kv_heads, dtype, seed)
     lengths = [length for _, length in chunks]
-    cu = [0]
-    for length in lengths:
-        cu.append(cu[-1] + length)
     token_seq = torch.cat([torch.full((n,), i, dtype=torch.int32) for i, n in enumerate(lengths)])
     positions = torch.cat([torch.arange(c, c + n, dtype=torch.int32) for c, n in chunks])
-    meta = PrefillMeta(
-        num_tokens=cu[-1], cu_seqlens_q=torch.tensor(cu, dtype=torch.int32, device=DEVICE),
-        context_lens=torch.tensor(context_lens, dtype=torch.int32, device=DEVICE),
-        block_tables=block_tables, token_seq=token_seq.to(DEVICE),
-        positions=positions.to(DEVICE))
+    meta = PrefillMeta(num_tokens=sum(lengths), block_tables=block_tables, token_seq=token_seq.to(DEVICE),
+                       positions=positions.to(DEVICE))
     gen = torch.Generator().manual_seed(seed + 1)
-    q = torch.randn(cu[-1], num_heads, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
+    q = torch.randn(sum(lengths), num_heads, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
     return q, k_cache, v_cache, meta
 
 

@@ -111,7 +111,18 @@ def test_the_new_phases_measure_part_10_with_overlap_where_the_brief_says():
     # every configuration the book reports, gated at one commit
     gates = campaign.expand(campaign.plan("gates"))
     assert all(s.experiment == "gates" for s in gates)
-    assert len({(s.attention, s.cuda_graphs, s.graph_chunks, s.fused_ops, s.overlap) for s in gates}) == 5
+    assert len({(s.attention, s.cuda_graphs, s.graph_chunks, s.whole_graphs, s.fused_ops, s.overlap)
+                for s in gates}) == 6
+    assert gates[0].whole_graphs and gates[0].overlap  # the engine the series ends on, first
+    # whole graphs against piecewise, and fused against chunked with them, both past the knees
+    whole = campaign.expand(campaign.plan("whole"))
+    assert [s.experiment for s in whole[:3]] == ["gates", "step_trace", "step_trace"] and whole[0].whole_graphs
+    arrivals = [s for s in whole if s.experiment == "arrivals"]
+    assert {s.rate for s in arrivals} == {campaign.SATURATING_RATE}
+    assert {(s.whole_graphs, s.graph_chunks, s.engine) for s in arrivals} == {
+        (True, False, "fused"), (False, True, "fused"), (True, False, "chunked")}
+    target = campaign.expand(campaign.plan("peer_whole"))
+    assert [s.experiment for s in target] == ["closed", "peer", "closed"] and target[0].whole_graphs
 
 
 def test_rows_of_the_phases_already_run_still_count_as_done():
@@ -142,7 +153,7 @@ def _smoke(spec: RunSpec) -> RunSpec:
     if "fused_ops" in given:
         changes["fused_ops"] = None
     if given.get("cuda_graphs"):
-        changes.update(cuda_graphs=False, graph_chunks=False)
+        changes.update(cuda_graphs=False, graph_chunks=False, whole_graphs=False)
     if given.get("rate") is not None:
         changes["rate"] = given["rate"] * 10
     if "n_requests" in given:
