@@ -216,14 +216,22 @@ def _small_pool(pairs: int) -> list:
     return [_fused_vs_chunked("small pool", PART10_OVERLAP, pairs, pool_gib=0.5, n_requests=200)]
 
 
+def _seeds(name: str, cfg: dict) -> Sweep:
+    return Sweep(name, RunSpec.build("sensitivity", profile="full", engine="fused", rate=SATURATING_RATE, **cfg),
+                 RunSpec.build("sensitivity", profile="full", engine="chunked", rate=SATURATING_RATE, **cfg),
+                 "seed", tuple(range(8)), pooled=True)
+
+
 def _sensitivity(pairs: int) -> list:
     # ~3.5 min: capacity at 80/s offered (past both knees) on 8 draws (seeds), fused and chunked
     # on each, 18 runs of ~10 s with the warm-ups. The pair ratios over seeds give the gain with
     # its spread over draws.
-    return [Sweep("part 10 + overlap seeds: fused vs chunked",
-                  RunSpec.build("sensitivity", profile="full", engine="fused", rate=SATURATING_RATE, **PART10_OVERLAP),
-                  RunSpec.build("sensitivity", profile="full", engine="chunked", rate=SATURATING_RATE, **PART10_OVERLAP),
-                  "seed", tuple(range(8)), pooled=True)]
+    return [_seeds("part 10 + overlap seeds: fused vs chunked", PART10_OVERLAP)]
+
+
+def _seeds_whole(pairs: int) -> list:
+    # ~3.5 min, as `sensitivity`, with the engine the series ends on.
+    return [_seeds("part 10 whole graphs seeds: fused vs chunked", PART10_WHOLE)]
 
 
 def _eager(pairs: int) -> list:
@@ -271,7 +279,7 @@ def _peer_whole(pairs: int) -> list:
 PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed_phase, "peer": _peer,
           "peer_open": _peer_open, "knees": _knees, "small_pool": _small_pool, "sensitivity": _sensitivity,
           "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
-          "whole": _whole, "peer_whole": _peer_whole}
+          "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
