@@ -175,6 +175,13 @@ PEER_COMPARISON = "128 x 128: fused vs transformers"
 PEER_WHOLE_COMPARISON = "128 x 128, whole graphs: fused vs transformers"
 
 
+def _closed_whole(pairs: int) -> list:
+    # ~4 min: the closed cells with the engine the series ends on (no peer run); whole graphs
+    # take part 10 + overlap's ~1.2-3 s passes down a little, so 60 runs of ~4 s with construction.
+    return [_fused_vs_chunked(f"closed whole graphs {workload} b{batch}", PART10_WHOLE, pairs, make=_closed,
+                              workload=workload, batch_size=batch) for workload, batch in CLOSED_CELLS]
+
+
 def _peer(pairs: int) -> list:
     # ~5 min. Part 10's target: 128 mixed prompts x 128 new tokens, closed, our fused engine
     # before and after transformers' continuous batching on the same requests (ours: 4 passes
@@ -279,7 +286,8 @@ def _peer_whole(pairs: int) -> list:
 PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed_phase, "peer": _peer,
           "peer_open": _peer_open, "knees": _knees, "small_pool": _small_pool, "sensitivity": _sensitivity,
           "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
-          "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole}
+          "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole,
+          "closed_whole": _closed_whole}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
