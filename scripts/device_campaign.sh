@@ -7,6 +7,7 @@
 # A command may run 10 minutes: phases stop starting runs at LIMIT s (default 540) and a run
 # still going at HARD s (default 575) is killed, so the rows always come back. PAIRS (default 5)
 # is each comparison's pairs: more extend the same ABBA order, and the stored runs are kept.
+# Set FUSEDLIB_GIT_COMMIT to the commit sent: the device's copy of .git can be older than its tree.
 set -u
 out=$1; shift
 limit=${LIMIT:-540}; hard=${HARD:-575}; pairs=${PAIRS:-5}

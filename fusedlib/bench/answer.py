@@ -317,7 +317,8 @@ def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
                              f"{'overlap' if overlap else 'do not overlap'}, and the estimate is the set with the "
                              "longer runs, in which one slow stretch of the host weighs less.")
     for key, name in (("p9", "part 9: fused vs chunked"), ("p10", "part 10: fused vs chunked"),
-                      ("p10o", "part 10 + overlap seeds: fused vs chunked")):
+                      ("p10o", "part 10 + overlap seeds: fused vs chunked"),
+                      ("p10w", "part 10 whole graphs seeds: fused vs chunked")):
         if name in pc.index:
             r = pc.loc[name]
             out |= {f"{key}_fused": f"{r['a_median']:.1f} requests/s", f"{key}_gain": interval(r["ratio"], r["lo"], r["hi"]),
@@ -335,7 +336,10 @@ PAIRED_LABELS = {"part 7: fused vs chunked": "part 7: eager, per-row attention",
                  "part 10: overlap vs not": "fused engine, part 10: the host one step ahead or not",
                  "part 10 + overlap: fused vs chunked": "part 10, the host one step ahead: at 40/s",
                  "part 10 + overlap seeds: fused vs chunked": "part 10, the host one step ahead: 8 seeds at 80/s",
-                 "part 10 + overlap sweep: fused vs chunked": "part 10, the host one step ahead: 28 to 80/s"}
+                 "part 10 + overlap sweep: fused vs chunked": "part 10, the host one step ahead: 28 to 80/s",
+                 "part 10: whole vs piecewise graphs": "fused engine, part 10: every forward one graph or piecewise",
+                 "part 10 whole graphs: fused vs chunked": "part 10, every forward one graph: at 80/s",
+                 "part 10 whole graphs seeds: fused vs chunked": "part 10, every forward one graph: 8 seeds at 80/s"}
 
 
 def paired_capacity(data: Path = bd.DATA) -> pd.DataFrame:
@@ -375,7 +379,8 @@ def paired_figure(t: pd.DataFrame):
 
     fc = t[t["comparison"].str.endswith("fused vs chunked")]
     # "part 7, 400 arrivals" -> "part 7": the arrivals are in each tick's second line.
-    names = [c.split(":")[0].split(",")[0].replace(" + overlap seeds", "\n+ overlap") for c in fc["comparison"]]
+    names = [c.split(":")[0].split(",")[0].replace(" + overlap seeds", "\n+ overlap").replace(" whole graphs", "\nwhole")
+             for c in fc["comparison"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2), gridspec_kw={"width_ratios": [1.3, 1]})
     x = np.arange(len(fc))
     for i, (e, col) in enumerate((("chunked", "b_median"), ("fused", "a_median"))):

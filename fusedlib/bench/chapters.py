@@ -359,16 +359,57 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     for key, att in (("p7", "triton"), ("p9", "triton-splitkv"), ("p10", "triton-balanced")):
         t |= {f"save_{key}": f"{s.loc[att, 'saved_ms']:.2f} ms", f"mixf_{key}": f"{s.loc[att, 'fused_mixed_ms']:.2f} ms",
               f"mixc_{key}": f"{s.loc[att, 'chunked_mixed_ms']:.2f} ms"}
-    return grades, t
+    set_e = rf.measured_for_set_e(data)
+    grades |= {k: g for k, g in gr.whole_graph_grades(by_key(), set_e).items() if k != "E4"}  # E4: the peer page
+    return grades, t | whole_graph_texts(set_e)
+
+
+def whole_graph_texts(m: dict) -> dict[str, str]:
+    """The glued texts of part 10's whole-graph section, from roofline.measured_for_set_e."""
+    from . import answer, roofline as rf
+
+    t = {}
+    if "census" in m:
+        c = m["census"]
+        for key, cfg in (("pw", rf.PART10), ("w", rf.WHOLE)):
+            row = c.loc[(cfg, "mixed")]
+            t |= {f"{key}_mix_gpu": f"{row['gpu_ms_median']:.2f} ms", f"{key}_mix_wall": f"{row['wall_ms_median']:.2f} ms",
+                  f"{key}_mix_kernels": f"{row['kernels_per_step']:,.0f}"}
+        t["w_dec_gpu"] = f"{c.loc[(rf.WHOLE, 'decode'), 'gpu_ms_median']:.2f} ms"
+    for key in ("whole_vs_piecewise", "fused_vs_chunked", "seeds"):
+        if key in m:
+            r = m[key]
+            t |= {f"cap_{key}": f"{answer.interval(r['ratio'], r['lo'], r['hi'])} ({int(r['n'])} "
+                                f"{'draws' if key == 'seeds' else 'pairs'})",
+                  f"capa_{key}": f"{r['a']:.1f} requests/s", f"capb_{key}": f"{r['b']:.1f} requests/s"}
+    if "closed" in m:
+        closed = m["closed"]
+        t |= {"closed_w_lo": f"{closed['ratio'].min() - 1:+.0%}", "closed_w_hi": f"{closed['ratio'].max() - 1:+.0%}",
+              "closed_w_resolved": f"{int(closed['resolved'].sum())} of {len(closed)}"}
+    if "peer" in m:
+        ours = m["peer"][m["peer"]["engine"] != "transformers"]["times_peer"]
+        t["peer_w"] = f"{ours.min():.1f}× to {ours.max():.1f}×"
+    if "steps" in m:
+        st = m["steps"]
+        for key, whole in (("pw", False), ("w", True)):
+            if (whole, "fused") in st.index and (whole, "chunked") in st.index:
+                f, c = st.loc[(whole, "fused"), "mixed_gpu_ms"], st.loc[(whole, "chunked"), "mixed_gpu_ms"]
+                t |= {f"{key}_st_mixf": f"{f:.2f} ms", f"{key}_st_mixc": f"{c:.2f} ms", f"{key}_st_save": f"{c - f:+.2f} ms"}
+    if "gates" in m:
+        g = m["gates"]
+        t["gates_w"] = f"{int(g['passed'].astype(bool).sum())} of {len(g)}"
+    return t
 
 
 def page_predictions(page: str, data=bd.DATA) -> str:
-    """The opening of an appendix page that grades set D's predictions (closed, peer,
+    """The opening of an appendix page that grades set D's and E's predictions (closed, peer,
     sensitivity): each as written, with its grade from the campaign's rows, or pointed at the
     open-predictions appendix while its rows are missing."""
     from . import roofline as rf
 
     preds = for_chapter(page)
     keys = {p.key for p in preds}
-    grades = {k: g for k, g in gr.overlap_grades(by_key(), rf.measured_for_set_d(data)).items() if k in keys}
+    grades = gr.overlap_grades(by_key(), rf.measured_for_set_d(data)) | gr.whole_graph_grades(
+        by_key(), rf.measured_for_set_e(data))
+    grades = {k: g for k, g in grades.items() if k in keys}
     return chapter_opening(preds, grades)

@@ -83,9 +83,10 @@ def verdict(done: list, cs: list) -> str:
             f"on the other {'batch' if other == 1 else f'{other} batches'} these runs cannot tell the engines apart")
 
 
-def paired_texts(results: list) -> dict[str, str]:
-    """The glued values of the paired section: GPU, configuration, pairs, how many ratios are
-    resolved, their range, the widest interval, and the run-to-run range of the mixed step."""
+def paired_texts(results: list, key: str = "closed") -> dict[str, str]:
+    """The glued values of a paired section (keys start with `key`): GPU, configuration, pairs,
+    how many ratios are resolved, their range, the widest interval, and the run-to-run range of
+    the mixed step."""
     done = [r for r in results if r.comparison() is not None]
     if not done:
         return {}
@@ -95,13 +96,14 @@ def paired_texts(results: list) -> dict[str, str]:
     steps = mixed_step_ms(done)
     share = pd.concat([pp.runs_frame(r) for r in done]).query("complete and engine == 'fused'")
     share = share["n_mixed_steps"] / share["n_steps"]
-    return {"closed_gpu": pp.gpu(done[0]), "closed_config": pp.item_configuration(done[0].item),
-            "closed_pairs": str(ns[0]) if len(ns) == 1 else f"{ns[0]} to {ns[-1]}",
-            "closed_verdict": verdict(done, cs),
-            "closed_range": f"{min(c.ratio for c in cs):.3f}× to {max(c.ratio for c in cs):.3f}×",
-            "closed_widest": f"{cell(widest[0])}, {pp.ratio_text(widest[1])}",
-            "closed_mixed_share": f"{bd.pct(share.min(), False)} to {bd.pct(share.max(), False)}",
-            **{f"closed_mixed_{e}": f"{lo:.2f} to {hi:.2f} ms" for e, (lo, hi) in steps.items()}}
+    texts = {"gpu": pp.gpu(done[0]), "config": pp.item_configuration(done[0].item),
+             "pairs": str(ns[0]) if len(ns) == 1 else f"{ns[0]} to {ns[-1]}",
+             "verdict": verdict(done, cs),
+             "range": f"{min(c.ratio for c in cs):.3f}× to {max(c.ratio for c in cs):.3f}×",
+             "widest": f"{cell(widest[0])}, {pp.ratio_text(widest[1])}",
+             "mixed_share": f"{bd.pct(share.min(), False)} to {bd.pct(share.max(), False)}",
+             **{f"mixed_{e}": f"{lo:.2f} to {hi:.2f} ms" for e, (lo, hi) in steps.items()}}
+    return {f"{key}_{k}": v for k, v in texts.items()}
 
 
 # ---------------------------------------------------------------- the earlier eager runs

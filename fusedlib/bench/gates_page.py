@@ -50,13 +50,18 @@ def configurations(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame()
     df = rows.copy()
-    df["overlap"] = df["overlap"].fillna(False).astype(bool) if "overlap" in df else False
+    for flag in ("cuda_graphs", "graph_chunks", "whole_graphs", "overlap"):
+        df[flag] = df[flag].fillna(False).astype(bool) if flag in df else False
     out = []
-    for (attention, fused_ops, commit), g in df.groupby(["attention", "fused_ops", "git_commit"], sort=False):
-        graphs, overlap = bool(g["cuda_graphs"].astype(bool).any()), bool(g["overlap"].any())
+    # One gates run writes its rows at once: one timestamp per configuration gated.
+    for (attention, fused_ops, commit, _), g in df.groupby(["attention", "fused_ops", "git_commit", "timestamp"],
+                                                          sort=False):
+        graphs = ("every forward, one graph each" if g["whole_graphs"].any() else
+                  "every forward, chunks piecewise" if g["graph_chunks"].any() else
+                  "decode forwards" if g["cuda_graphs"].any() else "none")
         fvc = g[g["gate"] == "fused_vs_chunked"]
         out.append({"attention": attention, "fused ops": "yes" if fused_ops else "no",
-                    "CUDA graphs": "every forward" if graphs else "none", "overlap": "yes" if overlap else "no",
+                    "CUDA graphs": graphs, "overlap": "yes" if g["overlap"].any() else "no",
                     "gates passed": f"{int(g['passed'].astype(bool).sum())} of {len(g)}",
                     "tie flips tolerated": str(int(fvc["flip_locations"].sum())) if len(fvc) else "",
                     "code version": commit})

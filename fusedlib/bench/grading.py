@@ -411,6 +411,49 @@ def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     return out
 
 
+def whole_graph_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """E1-E5 on fusedlib.bench.roofline.measured_for_set_e. A prediction whose rows are
+    missing gets no grade."""
+    from .roofline import PART10, PEER_TARGET, WHOLE
+
+    out = {}
+    census = m.get("census")
+    if census is not None:
+        whole, piecewise = census.loc[(WHOLE, "mixed")], census.loc[(PART10, "mixed")]
+        gpu, host = whole["gpu_ms_median"], whole["wall_ms_median"] - whole["gpu_ms_median"]
+        (lo, hi), (limit,) = p["E1"].range(0), p["E1"].range(1)
+        out["E1"] = Grade(f"{gpu:.2f} ms GPU, {whole['wall_ms_median']:.2f} ms wall", verdict(_in(gpu, lo, hi) and host <= limit),
+                          f"GPU time {side(gpu, lo, hi)} the range, wall {host:+.2f} ms beyond it "
+                          f"({'within' if host <= limit else 'not within'} {limit:g} ms); the piecewise step in the "
+                          f"same run took {piecewise['gpu_ms_median']:.2f} ms GPU, {piecewise['wall_ms_median']:.2f} ms wall")
+    for key, name in (("E2", "whole_vs_piecewise"), ("E3", "fused_vs_chunked")):
+        r = m.get(name)
+        if r is None:
+            continue
+        if key == "E2":
+            lo, hi = p[key].fractions(0)
+            ok, where = _in(r["ratio"] - 1, lo, hi) and bool(r["resolved"]), side(r["ratio"] - 1, lo, hi)
+        else:
+            lo, hi = p[key].range(0)
+            ok, where = _in(r["ratio"], lo, hi), side(r["ratio"], lo, hi)
+        out[key] = Grade(_interval(r), verdict(ok), f"{where} the range, {'resolved' if r['resolved'] else 'not resolved'}; "
+                         f"{r['a']:.3g} against {r['b']:.3g} requests/s")
+    peer = m.get("peer")
+    if peer is not None:
+        ours = peer[peer["engine"] != "transformers"]["times_peer"]
+        lo, hi = p["E4"].range(0)
+        inside = bool(ours.between(lo, hi).all())
+        out["E4"] = Grade(f"{ours.min():.1f}x to {ours.max():.1f}x (our runs before and after the peer's)",
+                          verdict(inside), f"{'inside' if inside else 'not inside'} the range; the {PEER_TARGET:g}x "
+                          f"target {'met' if (ours >= PEER_TARGET).all() else 'missed'}")
+    gates = m.get("gates")
+    if gates is not None:
+        passed = int(gates["passed"].astype(bool).sum())
+        out["E5"] = Grade(f"{passed} of {len(gates)} gates pass", verdict(passed == len(gates)),
+                          f"at {', '.join(sorted(gates['git_commit'].unique()))}")
+    return out
+
+
 # ---------------------------------------------------------------- the reference's own predictions
 
 def reference_predictions(path: Path = REFERENCE_PREDICTIONS) -> list[dict]:

@@ -59,7 +59,7 @@ def configuration(spec: RunSpec, leave_out=()) -> str:
     if "attention" not in leave_out:
         words.append(f"{s.attention} attention")
     if not {"cuda_graphs", "graph_chunks", "whole_graphs"} & set(leave_out):
-        words.append("every forward a whole CUDA graph" if s.whole_graphs else
+        words.append("every forward one CUDA graph" if s.whole_graphs else
                      "every forward in CUDA graphs" if s.graph_chunks else
                      "decode forwards in CUDA graphs" if s.cuda_graphs else "eager (no CUDA graphs)")
     if "fused_ops" not in leave_out:

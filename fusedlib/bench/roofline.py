@@ -29,6 +29,8 @@ def _model():
 # The census configurations: the part-9 engine and the part-10 one (the others are the
 # ablations between them).
 PART9, PART10 = "part9: reference ops, split-KV", "part10: fused ops, balanced"
+# Part 10's last census configuration: the mixed step as one graph, attention inside.
+WHOLE = "part10 whole: fused ops, balanced, whole graphs"
 DECODE_CONTEXT = 1088  # the census's decode rows' context (scripts/roofline_bench.py, full)
 
 
@@ -48,6 +50,18 @@ def census(data: Path) -> pd.DataFrame:
     df = first_run(_frame(data, "roofline/census"))
     return df[["config", "step", "tokens", "kernels_per_step", "kernels_per_layer", "gpu_ms_median",
                "wall_ms_median"]].reset_index(drop=True)
+
+
+def whole_census(data: Path) -> pd.DataFrame:
+    """The census run that measured whole graphs: PART10 (mixed step piecewise) and WHOLE (one
+    graph) side by side, one machine and one commit. Empty where that run's rows are missing."""
+    df = _frame(data, "roofline/census")
+    if df.empty or not (df["config"] == WHOLE).any():
+        return pd.DataFrame()
+    commit = df[df["config"] == WHOLE].sort_values("timestamp")["git_commit"].iloc[-1]
+    run = df[(df["git_commit"] == commit) & df["config"].isin([PART10, WHOLE])]
+    return run[["config", "step", "kernels_per_step", "kernels_per_layer", "gpu_ms_median",
+                "wall_ms_median"]].reset_index(drop=True)
 
 
 def attention_fraction(data: Path) -> pd.DataFrame:
@@ -146,8 +160,9 @@ def placed(data: Path) -> pd.DataFrame:
 
 
 def capacity_comparisons(data: Path) -> pd.DataFrame:
-    """Fused vs chunked capacity at 40/s per part, and part 10's fused engine against part
-    9's, as paired ratios with bootstrap intervals (fusedlib.bench.paired). Runs without a
+    """Fused vs chunked capacity per part (at 40/s; with overlap and whole graphs offered 80/s,
+    where 40/s no longer saturates), part 10's fused engine against part 9's, and whole graphs
+    against piecewise, as paired ratios with bootstrap intervals (fusedlib.bench.paired). Runs without a
     comparison name are the first phase's: its part-10 pairs are ABBA-interleaved, but its
     part-10-vs-part-9 runs were not (the part-10 side ran first), so that row says so."""
     df = _frame(data, "paired/arrivals")
@@ -177,12 +192,16 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
     add("part 10: fused vs chunked", first[first["attention"] == "triton-balanced"], "engine", "fused", "chunked")
     fused = first[first["engine"] == "fused"]
     add("fused: part 10 vs part 9", fused, "attention", "triton-balanced", "triton-splitkv", interleaved=False)
+    # Whole graphs (the whole phase), offered 80/s: against piecewise, and fused against chunked.
+    name = "part 10: whole vs piecewise graphs"
+    add(name, df[df["comparison"] == name], "whole_graphs", True, False)
+    name = "part 10 whole graphs: fused vs chunked"
+    add(name, df[df["comparison"] == name], "engine", "fused", "chunked")
     # With overlap both engines keep up with 40/s, so their capacities were measured offered
     # 80/s, one pair per workload draw (seed), alternating which engine ran first.
-    seeds = campaign_comparisons(data, phases=("sensitivity",))
-    if len(seeds):
-        r = seeds.iloc[0]
-        runs = _frame(data, "paired/sensitivity")
+    sensitivity = _frame(data, "paired/sensitivity")
+    for _, r in campaign_comparisons(data, phases=("sensitivity", "seeds_whole")).iterrows():
+        runs = sensitivity[sensitivity["comparison"] == r["comparison"]]
         out.append({"comparison": r["comparison"], "a_median": r["a"], "b_median": r["b"],
                     "ratio": r["ratio"], "lo": r["lo"], "hi": r["hi"], "n": r["n"], "resolved": r["resolved"],
                     "interleaved": True, "n_requests": int(runs["n_requests"].iloc[0]),
@@ -229,10 +248,30 @@ def overlap_steps(data: Path) -> pd.DataFrame:
     per engine and overlap, the median decode and mixed step, wall and between CUDA events."""
     df = _frame(data, "paired/step_trace")
     s = df[(df["record"] == "summary") & df.get("overlap", pd.Series(index=df.index, dtype=object)).notna()]
+    if "whole_graphs" in s:  # the part10 phase's traces: piecewise graphs, with and without overlap
+        s = s[~s["whole_graphs"].fillna(False).astype(bool)]
     s = s[s["git_commit"] == s.sort_values("timestamp")["git_commit"].iloc[-1]] if len(s) else s
     cols = {"median_decode_step_s": "decode_ms", "median_decode_step_gpu_s": "decode_gpu_ms",
             "median_mixed_step_s": "mixed_ms", "median_mixed_step_gpu_s": "mixed_gpu_ms"}
     out = s[["engine", "overlap", *cols]].rename(columns=cols)
+    out[list(cols.values())] *= 1e3
+    return out.reset_index(drop=True)
+
+
+def graphed_steps(data: Path) -> pd.DataFrame:
+    """Part 10's step traces with the host one step ahead, forwards with prompt chunks graphed
+    piecewise and whole: per (whole_graphs, engine), the newest trace's median decode and mixed
+    step, wall and between CUDA events (with overlap a step's wall ends when its tokens are
+    read, a step later, so the GPU span is the one to compare)."""
+    df = _frame(data, "paired/step_trace")
+    if df.empty or "overlap" not in df:
+        return pd.DataFrame()
+    s = df[(df["record"] == "summary") & df["overlap"].fillna(False).astype(bool)].copy()
+    s["whole_graphs"] = s["whole_graphs"].fillna(False).astype(bool) if "whole_graphs" in s else False
+    s = s.sort_values("timestamp").drop_duplicates(["whole_graphs", "engine"], keep="last")
+    cols = {"median_decode_step_s": "decode_ms", "median_mixed_step_s": "mixed_ms",
+            "median_mixed_step_gpu_s": "mixed_gpu_ms"}
+    out = s[["whole_graphs", "engine", *cols]].rename(columns=cols)
     out[list(cols.values())] *= 1e3
     return out.reset_index(drop=True)
 
@@ -277,19 +316,21 @@ def measured_for_predictions(data: Path) -> dict[str, float]:
 PEER_TARGET = 20.0  # part 10's target: our throughput over transformers' on these requests
 
 
-def peer_comparison(data: Path) -> pd.DataFrame:
-    """The campaign's peer phase: our fused engine (part 10 with overlap) closed on 128 mixed
-    prompts x 128 tokens, once before and once after transformers' continuous batching on the
-    same requests, in one run. One row per side and pass (our `repeat` 1 and 2, the peer's
-    run): median wall and output tokens/s over its measured passes, and `times_peer`, its
-    throughput over the peer's. Empty where the rows are missing."""
+def peer_comparison(data: Path, comparison: str | None = None) -> pd.DataFrame:
+    """A campaign peer phase (`peer`, or `peer_whole` with comparison=PEER_WHOLE_COMPARISON):
+    our fused engine closed on 128 mixed prompts x 128 tokens, once before and once after
+    transformers' continuous batching on the same requests, in one lease. One row per side and
+    pass (our `repeat` 1 and 2, the peer's run on the same machine boot): median wall and output
+    tokens/s over its measured passes, and `times_peer`, its throughput over the peer's. Empty
+    where the rows are missing."""
     from .campaign import PEER_COMPARISON
 
     ours, peer = _frame(data, "paired/closed"), _frame(data, "paired/peer")
     if ours.empty or peer.empty or "comparison" not in ours:
         return pd.DataFrame()
-    ours = ours[(ours["comparison"] == PEER_COMPARISON) & (ours["stat"] == "median")]
+    ours = ours[(ours["comparison"] == (comparison or PEER_COMPARISON)) & (ours["stat"] == "median")]
     peer = peer[(peer["workload"] == "mixed_fixed") & (peer["batch_size"] == 128) & (peer["stat"] == "median")]
+    peer = peer[peer["boot_id"].isin(ours["boot_id"])] if "boot_id" in peer else peer
     if ours.empty or peer.empty:
         return pd.DataFrame()
     peer = peer.sort_values("timestamp").iloc[[-1]]
@@ -333,4 +374,41 @@ def measured_for_set_d(data: Path) -> dict:
     steps = overlap_steps(data)
     if len(steps):
         m["steps"] = steps.set_index(["engine", "overlap"])
+    return m
+
+
+def measured_for_set_e(data: Path) -> dict:
+    """What set E of data/predictions.yaml (whole-forward graphs) is graded on
+    (fusedlib.bench.grading.whole_graph_grades): the census run with both mixed-step paths, the
+    whole phase's comparisons past the knees, the seeds, the closed cells, the peer and the
+    gates of the whole-graphed configuration. Keys are missing where the rows are."""
+    from .campaign import PEER_WHOLE_COMPARISON
+
+    m = {}
+    census_run = whole_census(data)
+    if len(census_run):
+        m["census"] = census_run.set_index(["config", "step"])
+    c = campaign_comparisons(data, phases=("whole", "seeds_whole", "closed_whole"))
+    for key, name in (("whole_vs_piecewise", "part 10: whole vs piecewise graphs"),
+                      ("fused_vs_chunked", "part 10 whole graphs: fused vs chunked"),
+                      ("seeds", "part 10 whole graphs seeds: fused vs chunked")):
+        row = c[c["comparison"] == name] if len(c) else c
+        if len(row):
+            m[key] = row.iloc[0]
+    if len(c) and (c["phase"] == "closed_whole").any():
+        m["closed"] = c[c["phase"] == "closed_whole"]
+    peer = peer_comparison(data, PEER_WHOLE_COMPARISON)
+    if len(peer):
+        m["peer"] = peer
+    traces = graphed_steps(data)
+    if len(traces):
+        m["steps"] = traces.set_index(["whole_graphs", "engine"])
+    gates = _frame(data, "paired/gates")
+    if "whole_graphs" in gates:
+        whole = gates[gates["whole_graphs"].fillna(False).astype(bool)]
+        # the gate run of the whole-graphed configuration: its mixed-step gate calls the model
+        # directly (no graphs), so that row reads whole_graphs False; it is the same run's
+        run = gates[gates["git_commit"].isin(whole["git_commit"]) & gates["boot_id"].isin(whole["boot_id"])]
+        if len(whole):
+            m["gates"] = run
     return m

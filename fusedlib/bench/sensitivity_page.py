@@ -51,9 +51,10 @@ def seeds_figure(result):
     return fig
 
 
-def seeds_texts(result) -> dict[str, str]:
-    """The glued values of the paired seeds: GPU, configuration, offered and arrived rates, each
-    engine's median served rate, the pooled ratio with its interval, and the per-seed range."""
+def seeds_texts(result, key: str = "sens") -> dict[str, str]:
+    """The glued values of the paired seeds (keys start with `key`): GPU, configuration, offered
+    and arrived rates, each engine's median served rate, the pooled ratio with its interval, and
+    the per-seed range."""
     c = result.comparison()
     if c is None:
         return {}
@@ -63,17 +64,18 @@ def seeds_texts(result) -> dict[str, str]:
                + ("more" if c.ratio > 1 else "less") if c.resolved else
                "its interval includes 1: over these draws the two engines' capacities cannot be told apart")
     saturated = frame["arrived"].min() > max(frame["chunked"].max(), frame["fused"].max())
-    return {"sens_gpu": pp.gpu(result), "sens_config": pp.item_configuration(result.item),
-            "sens_rate": f"{spec.rate:g}", "sens_requests": str(spec.n_requests), "sens_n": str(c.n),
-            "sens_arrived": f"{frame['arrived'].min():.3g} to {frame['arrived'].max():.3g}",
-            "sens_served": f"{min(frame['chunked'].min(), frame['fused'].min()):.3g} to "
-                           f"{max(frame['chunked'].max(), frame['fused'].max()):.3g}",
-            "sens_fused": f"{np.median(frame['fused']):.3g}", "sens_chunked": f"{np.median(frame['chunked']):.3g}",
-            "sens_saturated": ("every run is past saturation, so its served rate is that engine's capacity on that draw"
-                               if saturated else "not every run is past saturation, so not every served rate is a "
-                               "capacity"),
-            "sens_ratio": pp.comparison_text(c), "sens_verdict": verdict,
-            "sens_range": f"{frame['ratio'].min():.3f}× to {frame['ratio'].max():.3f}×"}
+    texts = {"gpu": pp.gpu(result), "config": pp.item_configuration(result.item),
+             "rate": f"{spec.rate:g}", "requests": str(spec.n_requests), "n": str(c.n),
+             "arrived": f"{frame['arrived'].min():.3g} to {frame['arrived'].max():.3g}",
+             "served": f"{min(frame['chunked'].min(), frame['fused'].min()):.3g} to "
+                       f"{max(frame['chunked'].max(), frame['fused'].max()):.3g}",
+             "fused": f"{np.median(frame['fused']):.3g}", "chunked": f"{np.median(frame['chunked']):.3g}",
+             "saturated": ("every run is past saturation, so its served rate is that engine's capacity on that draw"
+                           if saturated else "not every run is past saturation, so not every served rate is a "
+                           "capacity"),
+             "ratio": pp.comparison_text(c), "verdict": verdict,
+             "range": f"{frame['ratio'].min():.3f}× to {frame['ratio'].max():.3f}×"}
+    return {f"{key}_{k}": v for k, v in texts.items()}
 
 
 # ---------------------------------------------------------------- the earlier eager runs

@@ -128,18 +128,28 @@ def test_gate_configurations_count_each_gates_run():
 
     from fusedlib.bench import gates_page
 
+    # Two runs at commit b with the same attention and ops (one with whole graphs), one at a.
     rows = pd.DataFrame([
         {"gate": "fused_vs_chunked", "passed": True, "attention": "triton-balanced", "fused_ops": True,
-         "cuda_graphs": True, "overlap": True, "flip_locations": 2, "git_commit": "b"},
+         "cuda_graphs": True, "graph_chunks": True, "overlap": True, "flip_locations": 2, "git_commit": "b",
+         "timestamp": "t1"},
         {"gate": "mixed_step", "passed": False, "attention": "triton-balanced", "fused_ops": True,
-         "cuda_graphs": False, "overlap": False, "git_commit": "b"},
+         "cuda_graphs": False, "overlap": False, "git_commit": "b", "timestamp": "t1"},
+        {"gate": "fused_vs_chunked", "passed": True, "attention": "triton-balanced", "fused_ops": True,
+         "cuda_graphs": True, "whole_graphs": True, "overlap": True, "flip_locations": 1, "git_commit": "b",
+         "timestamp": "t2"},
         {"gate": "tiny_pool", "passed": True, "attention": "triton-splitkv", "fused_ops": False,
-         "cuda_graphs": True, "git_commit": "a"}])
-    t = gates_page.configurations(rows).set_index("attention")
-    assert t.loc["triton-balanced", "gates passed"] == "1 of 2"
-    assert (t.loc["triton-balanced", "overlap"], t.loc["triton-balanced", "CUDA graphs"]) == ("yes", "every forward")
-    assert t.loc["triton-balanced", "tie flips tolerated"] == "2"
-    assert (t.loc["triton-splitkv", "overlap"], t.loc["triton-splitkv", "tie flips tolerated"]) == ("no", "")
+         "cuda_graphs": True, "git_commit": "a", "timestamp": "t0"}])
+    t = gates_page.configurations(rows)
+    assert len(t) == 3
+    first, whole = t.iloc[0], t.iloc[1]
+    assert (first["gates passed"], first["overlap"], first["CUDA graphs"]) == ("1 of 2", "yes", "every forward, chunks piecewise")
+    assert (first["tie flips tolerated"], whole["tie flips tolerated"]) == ("2", "1")
+    assert whole["CUDA graphs"] == "every forward, one graph each" and whole["gates passed"] == "1 of 1"
+    split = t.iloc[2]
+    assert (split["CUDA graphs"], split["overlap"], split["tie flips tolerated"]) == ("decode forwards", "no", "")
+
+
 # ---------------------------------------------------------------- the paired runs (campaign.Result fixtures)
 def result(item, fields, order=None) -> campaign.Result:
     """A comparison whose every run (warm-ups too) has a row: its options, the H200, a timestamp in
@@ -355,14 +365,16 @@ def test_appendix_pages_glue_every_key_from_the_committed_rows():
     import re
     data = bd.ROOT / "data"
     results = {phase: paired_page.results(phase, data)
-               for phase in ("closed", "part10", "small_pool", "knees", "sensitivity")}
+               for phase in ("closed", "part10", "small_pool", "knees", "sensitivity", "closed_whole", "seeds_whole")}
     (sweep,), (seeds,) = results["knees"], results["sensitivity"]
     arrivals = arrivals_page.sweep_texts(sweep, results["part10"] + results["small_pool"], seeds)
     # the section's opening names the first comparison's runs (400 arrivals), not the small pool's (200)
     assert arrivals["arr_requests"] == "400" and arrivals["arr_engine_pool_size"].startswith("0.5 GiB")
-    texts = {"closed.md": closed_page.paired_texts(results["closed"]),
+    (seeds_whole,) = results["seeds_whole"]
+    texts = {"closed.md": closed_page.paired_texts(results["closed"])
+             | closed_page.paired_texts(results["closed_whole"], "closedw"),
              "arrivals.md": arrivals,
-             "sensitivity.md": sensitivity_page.seeds_texts(seeds)}
+             "sensitivity.md": sensitivity_page.seeds_texts(seeds) | sensitivity_page.seeds_texts(seeds_whole, "sensw")}
     for page, computed in texts.items():
         used = set(re.findall(r"\{glue:text\}`([^`]+)`", prose_of(page)))
         assert used and used <= set(computed), (page, used - set(computed))

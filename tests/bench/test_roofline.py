@@ -223,3 +223,86 @@ def test_d6_grades_both_of_our_runs_against_the_range_and_the_target(tmp_path, w
     _peer_rows(tmp_path, walls, 30.0)  # 30/walls: 15x, 12x (held); 30x, 25x (over); 8.6x, 15x (one under)
     g = grading.overlap_grades(predictions.by_key(), roofline.measured_for_set_d(tmp_path))["D6"]
     assert g.verdict == verdict and f"20x target {target}" in g.why
+
+
+@pytest.fixture
+def whole_data(tmp_path):
+    """Rows of the whole-graph phases: whole graphs 10% over piecewise, fused 5% over chunked at
+    80/s, 15% over 8 seeds and 10% in every closed cell; a census run beside an earlier one; step
+    traces with overlap both ways; the whole-graphed configuration's gate run; the peer."""
+    def whole(s):
+        return 42.0 if s.engine == "chunked" else 44.1 if s.whole_graphs else 40.1
+
+    for phase, value in (("whole", whole), ("seeds_whole", lambda s: 46.0 if s.engine == "fused" else 40.0),
+                         ("closed_whole", lambda s: 1100.0 if s.engine == "fused" else 1000.0)):
+        for experiment, new in _campaign_rows(phase, value).items():
+            _write(tmp_path, f"paired/{experiment}", new)
+    census = [{"config": config, "step": step, "tokens": 32, "kernels_per_step": 320, "kernels_per_layer": 320 / 28,
+               "gpu_ms_median": gpu, "wall_ms_median": wall, "git_commit": commit, "timestamp": ts}
+              for commit, ts, rows_ in (
+                  ("aaa", "2026-11-30T10:00:00+00:00", ((roofline.PART10, "mixed", 4.8, 5.0),)),
+                  ("ccc", "2026-12-01T10:00:00+00:00", ((roofline.PART10, "mixed", 8.0, 7.9),
+                                                        (roofline.WHOLE, "mixed", 4.4, 4.5),
+                                                        (roofline.WHOLE, "decode", 2.1, 2.4))))
+              for config, step, gpu, wall in rows_]
+    _write(tmp_path, "roofline/census", census)
+    _write(tmp_path, "paired/step_trace", [
+        {"record": "summary", "engine": engine, "overlap": True, "whole_graphs": w, "attention": "triton-balanced",
+         "median_decode_step_s": 2e-3, "median_mixed_step_s": ms / 1e3, "median_mixed_step_gpu_s": ms / 1e3,
+         "timestamp": "2026-12-01T10:00:00+00:00"}
+        for w, engine, ms in ((True, "fused", 5.5), (True, "chunked", 6.7), (False, "fused", 8.8),
+                              (False, "chunked", 7.2))])
+    _write(tmp_path, "paired/gates", [
+        {"gate": g, "passed": True, "attention": "triton-balanced", "whole_graphs": g != "mixed_step",
+         "overlap": g != "mixed_step", "git_commit": "ccc", "boot_id": "b2"}
+        for g in ("fused_vs_chunked", "mixed_step", "tiny_pool", "poisoning")]
+        + [{"gate": "tiny_pool", "passed": True, "attention": "triton", "whole_graphs": False, "git_commit": "ddd",
+            "boot_id": "b2"}])
+    return tmp_path
+
+
+def test_set_e_reads_the_census_run_with_whole_graphs_and_the_phases(whole_data):
+    m = roofline.measured_for_set_e(whole_data)
+    assert m["census"].loc[(roofline.PART10, "mixed"), "gpu_ms_median"] == 8.0  # the run with WHOLE, not the first
+    assert m["whole_vs_piecewise"]["ratio"] == pytest.approx(44.1 / 40.1) and m["whole_vs_piecewise"]["resolved"]
+    assert m["fused_vs_chunked"]["ratio"] == pytest.approx(44.1 / 42.0)
+    assert m["seeds"]["n"] == 8 and m["seeds"]["ratio"] == pytest.approx(1.15)
+    assert len(m["closed"]) == 5 and m["closed"]["ratio"].tolist() == pytest.approx([1.1] * 5)
+    assert len(m["gates"]) == 4  # the whole-graphed run's four gates, its eager mixed-step gate included
+    assert m["steps"].loc[(True, "fused"), "mixed_gpu_ms"] == pytest.approx(5.5)
+    c = roofline.capacity_comparisons(whole_data).set_index("comparison")
+    assert c.loc["part 10 whole graphs seeds: fused vs chunked", "ratio"] == pytest.approx(1.15)
+    assert c.loc["part 10: whole vs piecewise graphs", "n"] == 5
+
+
+def test_set_e_grades(whole_data):
+    from fusedlib.bench import chapters, grading, predictions
+
+    g = grading.whole_graph_grades(predictions.by_key(), roofline.measured_for_set_e(whole_data))
+    assert g["E1"].verdict == "HELD" and "8.00 ms GPU" in g["E1"].why  # 4.4 ms, 0.1 ms host
+    assert g["E2"].verdict == "MISSED" and g["E2"].why.startswith("above")  # +10% against +2..+8%
+    assert g["E3"].verdict == "HELD"  # 1.05 in 1.00..1.10
+    assert g["E5"].verdict == "HELD" and "E4" not in g  # no peer rows here
+    texts = chapters.whole_graph_texts(roofline.measured_for_set_e(whole_data))
+    assert (texts["w_st_mixf"], texts["w_st_save"], texts["pw_st_save"]) == ("5.50 ms", "+1.20 ms", "-1.60 ms")
+    assert texts["closed_w_resolved"] == "5 of 5" and texts["gates_w"] == "4 of 4"
+    rows.append_rows(whole_data / "paired/gates", [{"gate": "poisoning", "passed": False, "attention": "triton-balanced",
+                                                    "whole_graphs": True, "git_commit": "ccc", "boot_id": "b2"}])
+    g = grading.whole_graph_grades(predictions.by_key(), roofline.measured_for_set_e(whole_data))
+    assert g["E5"].verdict == "MISSED" and g["E5"].measured == "4 of 5 gates pass"
+
+
+def test_the_peer_comparison_takes_the_peer_run_of_our_runs_machine(tmp_path):
+    from fusedlib.bench import campaign
+
+    ours = [s.resolved() for s in campaign.expand(campaign.plan("peer_whole")) if s.experiment == "closed"]
+    _write(tmp_path, "paired/closed", [
+        {**s.row_fields(), "stat": "median", "wall_s": 2.0, "output_throughput": 8000.0, "n_output_tokens": 16384,
+         "boot_id": "b2", "timestamp": "2026-12-01T10:00:00+00:00"} for s in ours])
+    _write(tmp_path, "paired/peer", [
+        {"engine": "transformers", "workload": "mixed_fixed", "batch_size": 128, "stat": "median",
+         "output_throughput": tp, "boot_id": boot, "timestamp": ts}
+        for boot, tp, ts in (("b2", 800.0, "2026-12-01T10:01:00+00:00"), ("b3", 400.0, "2026-12-01T12:00:00+00:00"))])
+    t = roofline.peer_comparison(tmp_path, campaign.PEER_WHOLE_COMPARISON)
+    assert t["times_peer"].tolist() == pytest.approx([10.0, 10.0, 1.0])  # b2's peer run, not b3's later one
+    assert roofline.peer_comparison(tmp_path).empty  # no runs of the piecewise comparison
