@@ -335,12 +335,19 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         t |= {"pre_first": f"{first['engine_us']:.1f} µs ({first['engine_tflops']:.0f} TFLOP/s)",
               "pre_first_sdpa": f"{first['sdpa_us']:.1f} µs"}
     census_all = pd.DataFrame(rf.rows.read_rows(data / "roofline/census"))
-    variant = census_all[~census_all["git_commit"].isin(rf.first_run(census_all)["git_commit"])]
+    later = census_all[~census_all["git_commit"].isin(rf.first_run(census_all)["git_commit"])]
+    whole_runs = later[later["config"] == rf.WHOLE]["git_commit"]
+    variant = later[~later["git_commit"].isin(whole_runs)]
     variant = variant[(variant["config"] == rf.PART10) & (variant["step"] == "decode")]
     if len(variant):  # the in-kernel split merge main reverted
         t["variant_per_layer"] = f"{variant['kernels_per_layer'].iloc[-1]:.1f}"
     for r in rf.capacity_comparisons(data).itertuples():
-        key = r.comparison.split(":")[0].replace(" + overlap seeds", "o").replace(" ", "") if "fused vs chunked" in r.comparison else "p10vp9"
+        if "fused vs chunked" in r.comparison:
+            key = r.comparison.split(":")[0].replace(" + overlap seeds", "o").replace(" ", "")
+        elif r.comparison == "fused: part 10 vs part 9":
+            key = "p10vp9"
+        else:  # whole vs piecewise graphs: whole_graph_texts
+            continue
         t |= {f"cap_{key}": f"{r.ratio - 1:+.0%} [{r.lo - 1:+.0%}, {r.hi - 1:+.0%}], n = {r.n} pairs",
               f"capa_{key}": f"{r.a_median:.1f} requests/s", f"capb_{key}": f"{r.b_median:.1f} requests/s",
               f"capn_{key}": str(r.n_requests)}
@@ -376,6 +383,9 @@ def whole_graph_texts(m: dict) -> dict[str, str]:
             t |= {f"{key}_mix_gpu": f"{row['gpu_ms_median']:.2f} ms", f"{key}_mix_wall": f"{row['wall_ms_median']:.2f} ms",
                   f"{key}_mix_kernels": f"{row['kernels_per_step']:,.0f}"}
         t["w_dec_gpu"] = f"{c.loc[(rf.WHOLE, 'decode'), 'gpu_ms_median']:.2f} ms"
+    if "whole_runs" in m:
+        served = m["whole_runs"]
+        t["w_spread"] = f"{(served.max() - served.min()) / served.median():.1%}"
     for key in ("whole_vs_piecewise", "fused_vs_chunked", "seeds"):
         if key in m:
             r = m[key]

@@ -389,6 +389,12 @@ def measured_for_set_e(data: Path) -> dict:
     if len(census_run):
         m["census"] = census_run.set_index(["config", "step"])
     c = campaign_comparisons(data, phases=("whole", "seeds_whole", "closed_whole"))
+    arrivals = _frame(data, "paired/arrivals")
+    if "whole_graphs" in arrivals:  # the whole-graphed side of whole vs piecewise: its measured runs
+        runs = arrivals[(arrivals["comparison"] == "part 10: whole vs piecewise graphs")
+                        & arrivals["whole_graphs"].fillna(False).astype(bool) & ~arrivals["warmup"].astype(bool)]
+        if len(runs):
+            m["whole_runs"] = runs["served_rate"]
     for key, name in (("whole_vs_piecewise", "part 10: whole vs piecewise graphs"),
                       ("fused_vs_chunked", "part 10 whole graphs: fused vs chunked"),
                       ("seeds", "part 10 whole graphs seeds: fused vs chunked")):

@@ -66,3 +66,15 @@ def test_part9_capacity_texts_name_each_comparisons_lease_and_the_decode_graphs_
     rowsio.append_rows(arrivals, pairs("decode graphs: fused vs chunked", "aaaa", [15.0] * 3, [10.0] * 3, first=4))
     t = texts()
     assert t["dg_lease"] == "partly another machine lease" and t["dg_pairs"] == "6"
+
+
+def test_part10_grades_its_own_predictions_and_each_capacity_text_reads_its_own_comparison():
+    from fusedlib.bench import roofline
+
+    grades, texts = chapters.part10()
+    assert {p.key for p in predictions.for_chapter(10)} == set(grades)
+    cap = roofline.capacity_comparisons(chapters.bd.DATA).set_index("comparison")
+    assert texts["capb_p10vp9"] == f"{cap.loc['fused: part 10 vs part 9', 'b_median']:.1f} requests/s"
+    assert texts["capa_whole_vs_piecewise"] == f"{cap.loc['part 10: whole vs piecewise graphs', 'a_median']:.1f} requests/s"
+    for key, text in texts.items():
+        assert isinstance(text, str) and text and "nan" not in text.split() and "`" not in text, (key, text)
