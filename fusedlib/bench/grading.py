@@ -351,6 +351,17 @@ def _interval(r) -> str:
     return f"{bd.pct(r['ratio'] - 1)} [{bd.pct(r['lo'] - 1)}, {bd.pct(r['hi'] - 1)}], n = {int(r['n'])}"
 
 
+def _peer_grade(p: Prediction, peer: pd.DataFrame) -> Grade:
+    """Both of our runs (before and after the peer's) against the prediction's range of times
+    transformers' throughput, and against part 10's target."""
+    ours = peer[peer["engine"] != "transformers"]["times_peer"]
+    lo, hi = p.range(0)
+    inside = bool(ours.between(lo, hi).all())
+    return Grade(f"{ours.min():.1f}x to {ours.max():.1f}x (our runs before and after the peer's)", verdict(inside),
+                 f"{'inside' if inside else 'not inside'} the range; the {PEER_TARGET:g}x target "
+                 f"{'met' if (ours >= PEER_TARGET).all() else 'missed'}")
+
+
 def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """D1-D7 on fusedlib.bench.roofline.measured_for_set_d. A prediction whose rows are
     missing gets no grade."""
@@ -395,14 +406,8 @@ def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         out["D5"] = Grade(cells, verdict(won and near),
                           f"mixed cells {'all' if won else 'not all'} resolved in fused's favour; uniform cells "
                           f"{'within' if near else 'not within'} {limit:.0%}")
-    peer = m.get("peer")
-    if peer is not None:
-        ours = peer[peer["engine"] != "transformers"]["times_peer"]
-        lo, hi = p["D6"].range(0)
-        inside = bool(ours.between(lo, hi).all())
-        out["D6"] = Grade(f"{ours.min():.1f}x to {ours.max():.1f}x (our runs before and after the peer's)",
-                          verdict(inside), f"{'inside' if inside else 'not inside'} the range; the {PEER_TARGET:g}x "
-                          f"target {'met' if (ours >= PEER_TARGET).all() else 'missed'}")
+    if m.get("peer") is not None:
+        out["D6"] = _peer_grade(p["D6"], m["peer"])
     if seeds is not None:
         lo, hi = p["D7"].fractions(0)
         ok = _in(seeds["ratio"] - 1, lo, hi) and bool(seeds["resolved"])
@@ -414,7 +419,7 @@ def overlap_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
 def whole_graph_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """E1-E5 on fusedlib.bench.roofline.measured_for_set_e. A prediction whose rows are
     missing gets no grade."""
-    from .roofline import PART10, PEER_TARGET, WHOLE
+    from .roofline import PART10, WHOLE
 
     out = {}
     census = m.get("census")
@@ -438,14 +443,8 @@ def whole_graph_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
             ok, where = _in(r["ratio"], lo, hi), side(r["ratio"], lo, hi)
         out[key] = Grade(_interval(r), verdict(ok), f"{where} the range, {'resolved' if r['resolved'] else 'not resolved'}; "
                          f"{r['a']:.3g} against {r['b']:.3g} requests/s")
-    peer = m.get("peer")
-    if peer is not None:
-        ours = peer[peer["engine"] != "transformers"]["times_peer"]
-        lo, hi = p["E4"].range(0)
-        inside = bool(ours.between(lo, hi).all())
-        out["E4"] = Grade(f"{ours.min():.1f}x to {ours.max():.1f}x (our runs before and after the peer's)",
-                          verdict(inside), f"{'inside' if inside else 'not inside'} the range; the {PEER_TARGET:g}x "
-                          f"target {'met' if (ours >= PEER_TARGET).all() else 'missed'}")
+    if m.get("peer") is not None:
+        out["E4"] = _peer_grade(p["E4"], m["peer"])
     gates = m.get("gates")
     if gates is not None:
         passed = int(gates["passed"].astype(bool).sum())
