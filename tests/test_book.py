@@ -50,7 +50,7 @@ PAGES = {
     "book/beyond": ("beyond", 2, 2),
 }
 # One chapter per part of the series, in order; each within its word budget.
-CHAPTERS = ["book/writeup", "book/splitkv", "book/graphs", "book/roofline"]
+CHAPTERS = ["book/writeup", "book/splitkv", "book/graphs", "book/roofline", "book/whole"]
 CHAPTER_WORDS, ALL_CHAPTER_WORDS = 1500, 6000
 MAX_CELL_LINES = 40
 

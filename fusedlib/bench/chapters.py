@@ -366,13 +366,37 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     for key, att in (("p7", "triton"), ("p9", "triton-splitkv"), ("p10", "triton-balanced")):
         t |= {f"save_{key}": f"{s.loc[att, 'saved_ms']:.2f} ms", f"mixf_{key}": f"{s.loc[att, 'fused_mixed_ms']:.2f} ms",
               f"mixc_{key}": f"{s.loc[att, 'chunked_mixed_ms']:.2f} ms"}
-    set_e = rf.measured_for_set_e(data)
-    grades |= {k: g for k, g in gr.whole_graph_grades(by_key(), set_e).items() if k != "E4"}  # E4: the peer page
-    return grades, t | whole_graph_texts(set_e)
+    return grades, t
+
+
+# Set E (every forward one graph) is graded in its own chapter, book/whole.md, but E4 on the peer page.
+WHOLE_SET = "E"
+
+
+def part10_predictions() -> list:
+    """Part 10's predictions but set E's, which book/whole.md opens with."""
+    return [p for p in for_chapter(10) if not p.key.startswith(WHOLE_SET)]
+
+
+def whole_graph_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(WHOLE_SET)]
+
+
+def whole_graphs(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
+    """The whole-graph chapter's grades (set E but E4) and glued texts: its own, from
+    roofline.measured_for_set_e, and the part-10 texts it cites (the earlier lease's census and
+    seeds, the weight read, the mixed step's FLOP floor)."""
+    from . import roofline as rf
+
+    _, part10_texts = part10(data)
+    m = rf.measured_for_set_e(data)
+    grades = {k: g for k, g in gr.whole_graph_grades(by_key(), m).items() if k != "E4"}
+    cited = ("p10_mixed_gpu", "capa_part10o", "cap_part10o", "weights_ms", "mix_flops")
+    return grades, {k: part10_texts[k] for k in cited if k in part10_texts} | whole_graph_texts(m)
 
 
 def whole_graph_texts(m: dict) -> dict[str, str]:
-    """The glued texts of part 10's whole-graph section, from roofline.measured_for_set_e."""
+    """The glued texts of the whole-graph chapter, from roofline.measured_for_set_e."""
     from . import answer, roofline as rf
 
     t = {}
@@ -381,7 +405,8 @@ def whole_graph_texts(m: dict) -> dict[str, str]:
         for key, cfg in (("pw", rf.PART10), ("w", rf.WHOLE)):
             row = c.loc[(cfg, "mixed")]
             t |= {f"{key}_mix_gpu": f"{row['gpu_ms_median']:.2f} ms", f"{key}_mix_wall": f"{row['wall_ms_median']:.2f} ms",
-                  f"{key}_mix_kernels": f"{row['kernels_per_step']:,.0f}"}
+                  f"{key}_mix_kernels": f"{row['kernels_per_step']:,.0f}",
+                  f"{key}_mix_kernel_ms": f"{row['kernel_us_per_step'] / 1e3:.2f} ms"}
         t["w_dec_gpu"] = f"{c.loc[(rf.WHOLE, 'decode'), 'gpu_ms_median']:.2f} ms"
     if "whole_runs" in m:
         served = m["whole_runs"]

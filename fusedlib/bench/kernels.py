@@ -183,7 +183,9 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
                        "decode_balanced": balanced_backend.decode(q, k, v, meta, scale)}
         for kernel, actual in results.items():
             out.append({**_compare(name, kernel, actual, expected),
-                        "num_tokens": q.shape[0], "max_context_len": int(meta.context_lens.max())})
+                        "num_tokens": q.shape[0],
+                        # a chunk's keys end at its last position
+                        "max_context_len": int(meta.positions.max() + 1 if kind == "prefill" else meta.context_lens.max())})
         seen_kinds.add(kind)
         if compiled_after_first is None and seen_kinds == {"prefill", "decode"}:
             compiled_after_first = rows_backend.num_compiled()

@@ -60,7 +60,7 @@ def whole_census(data: Path) -> pd.DataFrame:
         return pd.DataFrame()
     commit = df[df["config"] == WHOLE].sort_values("timestamp")["git_commit"].iloc[-1]
     run = df[(df["git_commit"] == commit) & df["config"].isin([PART10, WHOLE])]
-    return run[["config", "step", "kernels_per_step", "kernels_per_layer", "gpu_ms_median",
+    return run[["config", "step", "kernels_per_step", "kernels_per_layer", "kernel_us_per_step", "gpu_ms_median",
                 "wall_ms_median"]].reset_index(drop=True)
 
 

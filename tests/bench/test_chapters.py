@@ -72,9 +72,19 @@ def test_part10_grades_its_own_predictions_and_each_capacity_text_reads_its_own_
     from fusedlib.bench import roofline
 
     grades, texts = chapters.part10()
-    assert {p.key for p in predictions.for_chapter(10)} == set(grades)
+    assert {p.key for p in chapters.part10_predictions()} == set(grades)
     cap = roofline.capacity_comparisons(chapters.bd.DATA).set_index("comparison")
     assert texts["capb_p10vp9"] == f"{cap.loc['fused: part 10 vs part 9', 'b_median']:.1f} requests/s"
     assert texts["capa_whole_vs_piecewise"] == f"{cap.loc['part 10: whole vs piecewise graphs', 'a_median']:.1f} requests/s"
+    for key, text in texts.items():
+        assert isinstance(text, str) and text and "nan" not in text.split() and "`" not in text, (key, text)
+
+
+def test_the_whole_graph_chapter_grades_set_e_but_the_peers_and_cites_part_10():
+    grades, texts = chapters.whole_graphs()
+    assert set(grades) == {p.key for p in chapters.whole_graph_predictions()} - {"E4"} == {"E1", "E2", "E3", "E5"}
+    assert not {p.key for p in chapters.part10_predictions()} & {p.key for p in chapters.whole_graph_predictions()}
+    _, part10 = chapters.part10()
+    assert texts["p10_mixed_gpu"] == part10["p10_mixed_gpu"] and texts["w_mix_gpu"].endswith(" ms")
     for key, text in texts.items():
         assert isinstance(text, str) and text and "nan" not in text.split() and "`" not in text, (key, text)
