@@ -267,6 +267,9 @@ def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, 
 # every other capacity run, and twice the length of a run over 200, so one slow stretch of the
 # host weighs half as much) where they ran, else its first pairs, over 200 arrivals.
 EAGER_COMPARISONS = ("part 7, 400 arrivals: fused vs chunked", "part 7: fused vs chunked")
+# The comparisons of every forward as one graph (book/whole.md), offered 80/s.
+WHOLE_COMPARISONS = ("part 10: whole vs piecewise graphs", "part 10 whole graphs: fused vs chunked",
+                     "part 10 whole graphs seeds: fused vs chunked")
 
 
 def eager_headline(pc: pd.DataFrame) -> str | None:
