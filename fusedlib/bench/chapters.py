@@ -407,7 +407,12 @@ def whole_graph_texts(m: dict) -> dict[str, str]:
             t |= {f"{key}_mix_gpu": f"{row['gpu_ms_median']:.2f} ms", f"{key}_mix_wall": f"{row['wall_ms_median']:.2f} ms",
                   f"{key}_mix_kernels": f"{row['kernels_per_step']:,.0f}",
                   f"{key}_mix_kernel_ms": f"{row['kernel_us_per_step'] / 1e3:.2f} ms"}
-        t["w_dec_gpu"] = f"{c.loc[(rf.WHOLE, 'decode'), 'gpu_ms_median']:.2f} ms"
+        piecewise = c.loc[(rf.PART10, "mixed")]
+        t["pw_idle"] = f"{1 - piecewise['kernel_us_per_step'] / 1e3 / piecewise['gpu_ms_median']:.0%}"
+        last = m["census_last"]
+        for key, cfg in (("pw", rf.PART10), ("w", rf.WHOLE)):
+            row = last.loc[(cfg, "mixed")]
+            t[f"{key}_mix_again"] = f"{row['gpu_ms_median']:.2f} ms of GPU time and {row['wall_ms_median']:.2f} ms wall"
     if "whole_runs" in m:
         served = m["whole_runs"]
         t["w_spread"] = f"{(served.max() - served.min()) / served.median():.1%}"

@@ -238,12 +238,15 @@ def whole_data(tmp_path):
         for experiment, new in _campaign_rows(phase, value).items():
             _write(tmp_path, f"paired/{experiment}", new)
     census = [{"config": config, "step": step, "tokens": 32, "kernels_per_step": 320, "kernels_per_layer": 320 / 28,
-               "gpu_ms_median": gpu, "wall_ms_median": wall, "git_commit": commit, "timestamp": ts}
-              for commit, ts, rows_ in (
-                  ("aaa", "2026-11-30T10:00:00+00:00", ((roofline.PART10, "mixed", 4.8, 5.0),)),
-                  ("ccc", "2026-12-01T10:00:00+00:00", ((roofline.PART10, "mixed", 8.0, 7.9),
-                                                        (roofline.WHOLE, "mixed", 4.4, 4.5),
-                                                        (roofline.WHOLE, "decode", 2.1, 2.4))))
+               "kernel_us_per_step": 4000.0, "gpu_ms_median": gpu, "wall_ms_median": wall, "git_commit": commit,
+               "boot_id": boot, "timestamp": ts}
+              for commit, boot, ts, rows_ in (
+                  ("aaa", "b0", "2026-11-30T10:00:00+00:00", ((roofline.PART10, "mixed", 4.8, 5.0),)),
+                  ("ccc", "b1", "2026-12-01T10:00:00+00:00", ((roofline.PART10, "mixed", 8.0, 7.9),
+                                                              (roofline.WHOLE, "mixed", 4.4, 4.5),
+                                                              (roofline.WHOLE, "decode", 2.1, 2.4))),
+                  ("ddd", "b2", "2026-12-01T12:00:00+00:00", ((roofline.PART10, "mixed", 7.0, 7.5),
+                                                              (roofline.WHOLE, "mixed", 4.3, 4.9))))
               for config, step, gpu, wall in rows_]
     _write(tmp_path, "roofline/census", census)
     _write(tmp_path, "paired/step_trace", [
@@ -263,7 +266,8 @@ def whole_data(tmp_path):
 
 def test_set_e_reads_the_census_run_with_whole_graphs_and_the_phases(whole_data):
     m = roofline.measured_for_set_e(whole_data)
-    assert m["census"].loc[(roofline.PART10, "mixed"), "gpu_ms_median"] == 8.0  # the run with WHOLE, not the first
+    assert m["census"].loc[(roofline.PART10, "mixed"), "gpu_ms_median"] == 8.0  # the first run with WHOLE
+    assert m["census_last"].loc[(roofline.WHOLE, "mixed"), "gpu_ms_median"] == 4.3  # and the latest
     assert m["whole_vs_piecewise"]["ratio"] == pytest.approx(44.1 / 40.1) and m["whole_vs_piecewise"]["resolved"]
     assert m["fused_vs_chunked"]["ratio"] == pytest.approx(44.1 / 42.0)
     assert m["seeds"]["n"] == 8 and m["seeds"]["ratio"] == pytest.approx(1.15)
@@ -285,6 +289,7 @@ def test_set_e_grades(whole_data):
     assert g["E5"].verdict == "HELD" and "E4" not in g  # no peer rows here
     texts = chapters.whole_graph_texts(roofline.measured_for_set_e(whole_data))
     assert (texts["w_st_mixf"], texts["w_st_save"], texts["pw_st_save"]) == ("5.50 ms", "+1.20 ms", "-1.60 ms")
+    assert (texts["pw_idle"], texts["w_mix_again"]) == ("50%", "4.30 ms of GPU time and 4.90 ms wall")
     assert texts["closed_w_resolved"] == "5 of 5" and texts["gates_w"] == "4 of 4"
     rows.append_rows(whole_data / "paired/gates", [{"gate": "poisoning", "passed": False, "attention": "triton-balanced",
                                                     "whole_graphs": True, "git_commit": "ccc", "boot_id": "b2"}])
