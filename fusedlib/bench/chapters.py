@@ -342,12 +342,12 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     if len(variant):  # the in-kernel split merge main reverted
         t["variant_per_layer"] = f"{variant['kernels_per_layer'].iloc[-1]:.1f}"
     for r in rf.capacity_comparisons(data).itertuples():
+        if r.comparison in answer.WHOLE_COMPARISONS:  # the whole-graph chapter's: whole_graph_texts
+            continue
         if "fused vs chunked" in r.comparison:
             key = r.comparison.split(":")[0].replace(" + overlap seeds", "o").replace(" ", "")
-        elif r.comparison == "fused: part 10 vs part 9":
+        else:  # fused: part 10 vs part 9
             key = "p10vp9"
-        else:  # whole vs piecewise graphs: whole_graph_texts
-            continue
         t |= {f"cap_{key}": f"{r.ratio - 1:+.0%} [{r.lo - 1:+.0%}, {r.hi - 1:+.0%}], n = {r.n} pairs",
               f"capa_{key}": f"{r.a_median:.1f} requests/s", f"capb_{key}": f"{r.b_median:.1f} requests/s",
               f"capn_{key}": str(r.n_requests)}
