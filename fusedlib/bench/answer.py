@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 from . import analysis as bd
+from .campaign import WHOLE_FUSED_VS_CHUNKED, WHOLE_SEEDS, WHOLE_VS_PIECEWISE
 from .paired import Comparison, compare_groups
 
 REFERENCE = Path(__file__).resolve().parents[2] / "data" / "reference" / "a10.yaml"
@@ -268,8 +269,7 @@ def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, 
 # host weighs half as much) where they ran, else its first pairs, over 200 arrivals.
 EAGER_COMPARISONS = ("part 7, 400 arrivals: fused vs chunked", "part 7: fused vs chunked")
 # The comparisons of every forward as one graph (book/whole.md), offered 80/s.
-WHOLE_COMPARISONS = ("part 10: whole vs piecewise graphs", "part 10 whole graphs: fused vs chunked",
-                     "part 10 whole graphs seeds: fused vs chunked")
+WHOLE_COMPARISONS = (WHOLE_VS_PIECEWISE, WHOLE_FUSED_VS_CHUNKED, WHOLE_SEEDS)
 
 
 def eager_headline(pc: pd.DataFrame) -> str | None:
@@ -321,7 +321,7 @@ def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
                              "longer runs, in which one slow stretch of the host weighs less.")
     for key, name in (("p9", "part 9: fused vs chunked"), ("p10", "part 10: fused vs chunked"),
                       ("p10o", "part 10 + overlap seeds: fused vs chunked"),
-                      ("p10w", "part 10 whole graphs seeds: fused vs chunked")):
+                      ("p10w", WHOLE_SEEDS)):
         if name in pc.index:
             r = pc.loc[name]
             out |= {f"{key}_fused": f"{r['a_median']:.1f} requests/s", f"{key}_gain": interval(r["ratio"], r["lo"], r["hi"]),
@@ -340,9 +340,9 @@ PAIRED_LABELS = {"part 7: fused vs chunked": "part 7: eager, per-row attention",
                  "part 10 + overlap: fused vs chunked": "part 10, the host one step ahead: at 40/s",
                  "part 10 + overlap seeds: fused vs chunked": "part 10, the host one step ahead: 8 seeds at 80/s",
                  "part 10 + overlap sweep: fused vs chunked": "part 10, the host one step ahead: 28 to 80/s",
-                 "part 10: whole vs piecewise graphs": "fused engine, part 10: every forward one graph or piecewise",
-                 "part 10 whole graphs: fused vs chunked": "part 10, every forward one graph: at 80/s",
-                 "part 10 whole graphs seeds: fused vs chunked": "part 10, every forward one graph: 8 seeds at 80/s"}
+                 WHOLE_VS_PIECEWISE: "fused engine, part 10: every forward one graph or piecewise",
+                 WHOLE_FUSED_VS_CHUNKED: "part 10, every forward one graph: at 80/s",
+                 WHOLE_SEEDS: "part 10, every forward one graph: 8 seeds at 80/s"}
 
 
 def paired_capacity(data: Path = bd.DATA) -> pd.DataFrame:

@@ -109,6 +109,11 @@ PART10_OVERLAP = dict(PART10, overlap=True)
 # Part 10's last step: every forward one CUDA graph, attention inside (no eager attention
 # launches between graph pieces), host one step ahead.
 PART10_WHOLE = dict(PART10_OVERLAP, graph_chunks=False, whole_graphs=True)
+# Its comparisons, by the names their rows carry (the book reads them by these names).
+WHOLE_PART = "part 10 whole graphs"
+WHOLE_VS_PIECEWISE = "part 10: whole vs piecewise graphs"
+WHOLE_FUSED_VS_CHUNKED = f"{WHOLE_PART}: fused vs chunked"
+WHOLE_SEEDS = f"{WHOLE_PART} seeds: fused vs chunked"
 
 # What a run's rows give a comparison: the served rate of an open-loop run, the output
 # throughput of a closed run's median row (both: larger is faster).
@@ -243,7 +248,7 @@ def _sensitivity(pairs: int) -> list:
 
 def _seeds_whole(pairs: int) -> list:
     # ~3.5 min, as `sensitivity`, with the engine the series ends on.
-    return [_seeds("part 10 whole graphs seeds: fused vs chunked", PART10_WHOLE)]
+    return [_seeds(WHOLE_SEEDS, PART10_WHOLE)]
 
 
 def _eager(pairs: int) -> list:
@@ -274,9 +279,9 @@ def _whole(pairs: int) -> list:
     # then two comparisons past both knees (80/s offered, where part 10 + overlap served ~40
     # req/s, 400 requests: runs of ~11 s, 12 each with the warm-ups, ~2.5 min a comparison).
     return [_gate(PART10_WHOLE), *(_step_trace(engine, PART10_WHOLE) for engine in ("chunked", "fused")),
-            Pairs("part 10: whole vs piecewise graphs", _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_WHOLE),
+            Pairs(WHOLE_VS_PIECEWISE, _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_WHOLE),
                   _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_OVERLAP), pairs),
-            _fused_vs_chunked("part 10 whole graphs", PART10_WHOLE, pairs, rate=SATURATING_RATE)]
+            _fused_vs_chunked(WHOLE_PART, PART10_WHOLE, pairs, rate=SATURATING_RATE)]
 
 
 def _peer_whole(pairs: int) -> list:
@@ -477,4 +482,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan", "report", "results", "measured",
-           "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP", "PART10_WHOLE"]
+           "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP", "PART10_WHOLE",
+           "WHOLE_VS_PIECEWISE", "WHOLE_FUSED_VS_CHUNKED", "WHOLE_SEEDS"]

@@ -195,10 +195,10 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
     fused = first[first["engine"] == "fused"]
     add("fused: part 10 vs part 9", fused, "attention", "triton-balanced", "triton-splitkv", interleaved=False)
     # Whole graphs (the whole phase), offered 80/s: against piecewise, and fused against chunked.
-    name = "part 10: whole vs piecewise graphs"
-    add(name, df[df["comparison"] == name], "whole_graphs", True, False)
-    name = "part 10 whole graphs: fused vs chunked"
-    add(name, df[df["comparison"] == name], "engine", "fused", "chunked")
+    from .campaign import WHOLE_FUSED_VS_CHUNKED, WHOLE_VS_PIECEWISE
+
+    add(WHOLE_VS_PIECEWISE, df[df["comparison"] == WHOLE_VS_PIECEWISE], "whole_graphs", True, False)
+    add(WHOLE_FUSED_VS_CHUNKED, df[df["comparison"] == WHOLE_FUSED_VS_CHUNKED], "engine", "fused", "chunked")
     # With overlap both engines keep up with 40/s, so their capacities were measured offered
     # 80/s, one pair per workload draw (seed), alternating which engine ran first.
     sensitivity = _frame(data, "paired/sensitivity")
@@ -384,7 +384,7 @@ def measured_for_set_e(data: Path) -> dict:
     (fusedlib.bench.grading.whole_graph_grades): the census run with both mixed-step paths, the
     whole phase's comparisons past the knees, the seeds, the closed cells, the peer and the
     gates of the whole-graphed configuration. Keys are missing where the rows are."""
-    from .campaign import PEER_WHOLE_COMPARISON
+    from .campaign import PEER_WHOLE_COMPARISON, WHOLE_FUSED_VS_CHUNKED, WHOLE_SEEDS, WHOLE_VS_PIECEWISE
 
     m = {}
     census_run = whole_census(data)
@@ -394,13 +394,12 @@ def measured_for_set_e(data: Path) -> dict:
     c = campaign_comparisons(data, phases=("whole", "seeds_whole", "closed_whole"))
     arrivals = _frame(data, "paired/arrivals")
     if "whole_graphs" in arrivals:  # the whole-graphed side of whole vs piecewise: its measured runs
-        runs = arrivals[(arrivals["comparison"] == "part 10: whole vs piecewise graphs")
+        runs = arrivals[(arrivals["comparison"] == WHOLE_VS_PIECEWISE)
                         & arrivals["whole_graphs"].fillna(False).astype(bool) & ~arrivals["warmup"].astype(bool)]
         if len(runs):
             m["whole_runs"] = runs["served_rate"]
-    for key, name in (("whole_vs_piecewise", "part 10: whole vs piecewise graphs"),
-                      ("fused_vs_chunked", "part 10 whole graphs: fused vs chunked"),
-                      ("seeds", "part 10 whole graphs seeds: fused vs chunked")):
+    for key, name in (("whole_vs_piecewise", WHOLE_VS_PIECEWISE), ("fused_vs_chunked", WHOLE_FUSED_VS_CHUNKED),
+                      ("seeds", WHOLE_SEEDS)):
         row = c[c["comparison"] == name] if len(c) else c
         if len(row):
             m[key] = row.iloc[0]
