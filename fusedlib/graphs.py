@@ -148,9 +148,11 @@ class WholeGraphs(_StaticInputs):
         c, d = bucket
         prefill = PrefillMeta(c, self.chunk_tables, self.token_seq[:c], self.chunk_positions[:c]) if c else None
         decode = DecodeMeta(d, self.context_lens[:d], self.block_tables[:d], self.max_context_len) if d else None
-        # A decode-only forward has a logit per row; one with chunks up to one per request.
+        # A decode-only forward has a logit per row, in order (so nothing is staged for them);
+        # one with chunks up to one per request, at rows staged per step.
         return self.model(self.input_ids[:c + d], self.positions[:c + d], AttentionMetadata(
-            self.slot_mapping[:c + d], prefill, decode), self.pool.kv, self.backend, self.logit_indices[:None if c else d])
+            self.slot_mapping[:c + d], prefill, decode), self.pool.kv, self.backend,
+            self.logit_indices if c else self.rows[:d])
 
     def _bucket(self, batch: Batch) -> tuple[int, int] | None:
         c, d = _counts(batch)
@@ -167,14 +169,14 @@ class WholeGraphs(_StaticInputs):
         self._put(batch, slice(c, c + d), c_pad, d_pad)
         _stage(((self.context_lens, decode and decode.context_lens, 1),
                 (self.block_tables, decode and decode.block_tables, scratch)))
+        s = batch.logit_indices.shape[0]
         if c_pad:
             self._put(batch, slice(0, c), 0, c_pad)
+            # Logit rows: the chunks' (before c) stay where they are, the decode rows' move to c_pad.
             _stage(((self.chunk_tables, prefill.block_tables, scratch),
                     (self.token_seq, prefill.token_seq, self.chunk_tables.shape[0] - 1),
-                    (self.chunk_positions, prefill.positions, 0)))
-        # Logit rows: the chunks' (before c) stay where they are, the decode rows' move to c_pad.
-        s = batch.logit_indices.shape[0]
-        _stage(((self.logit_indices, torch.cat([batch.logit_indices[:s - d], self.rows[c_pad:c_pad + d]]), 0),))
+                    (self.chunk_positions, prefill.positions, 0),
+                    (self.logit_indices, torch.cat([batch.logit_indices[:s - d], self.rows[c_pad:c_pad + d]]), 0)))
         return self._piece((c_pad, d_pad), 0, None)[:s]
 
 
@@ -222,11 +224,12 @@ class PackedGraphs(_StaticInputs):
                 cos, sin = model.rotary(self.positions[:n], hidden.dtype)
             else:
                 residual, _, cos, sin = carry
-                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops)
+                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops,
+                                                                  model.small_m_gemms)
             if i == len(layers):
                 return model.head(hidden, residual, self.logit_indices)
             q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
-                                                  self.slot_mapping[:n], model.fused_ops)
+                                                  self.slot_mapping[:n], model.fused_ops, model.small_m_gemms)
             return residual, q, cos, sin
 
     def handles(self, batch: Batch) -> bool:

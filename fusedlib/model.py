@@ -15,7 +15,10 @@ The residual stream travels as two tensors, `hidden` (the last sub-layer's outpu
 happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks how each layer
 piece runs: the fused Triton ops of `fusedlib.ops` (a handful of kernels between the
 GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kernels, as in
-parts 7-9 of the series; the default on CPU). Both do the same arithmetic.
+parts 7-9 of the series; the default on CPU). Both do the same arithmetic. On the fused
+path `Qwen2Model.small_m_gemms` runs the q/k/v, output and down projections of a batch of
+at most 64 rows (a decode step) as one split-K Triton launch each, the MLP's SiLU * up
+computed inside the down projection's (part 10); larger batches stay on cuBLAS.
 """
 from __future__ import annotations
 
@@ -115,8 +118,9 @@ class DecoderLayer(nn.Module):
 
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
-    # Both parts take the model's `fused_ops` switch (see Qwen2Model).
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool):
+    # Both parts take the model's `fused_ops` and `small_m_gemms` switches (see Qwen2Model).
+    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool,
+                      small_m_gemms: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
         step's keys and values go to the cache. `residual` is None before the first layer."""
         attn, norm = self.self_attn, self.input_layernorm
@@ -124,22 +128,23 @@ class DecoderLayer(nn.Module):
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
             # and the k/v cache write, all from one read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
-            qkv = F.linear(x, attn.qkv_proj.weight)
+            qkv = ops.linear(x, attn.qkv_proj.weight, small_m_gemms)
             return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
                                        slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
         return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
 
-    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool):
+    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool,
+                       small_m_gemms: bool):
         """(hidden, residual): the MLP's output, and the stream it is to be added to."""
-        o = self.self_attn.o_proj(attn_out)
         if fused_ops:
             # The attention output joins the stream inside the norm; SiLU and the multiply
-            # are one kernel between the two MLP GEMMs.
-            norm = self.post_attention_layernorm
+            # are one kernel between the two MLP GEMMs, or part of the down projection's.
+            norm, mlp = self.post_attention_layernorm, self.mlp
+            o = ops.linear(attn_out, self.self_attn.o_proj.weight, small_m_gemms)
             x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
-            return self.mlp.down_proj(ops.silu_mul(self.mlp.gate_up_proj(x))), residual
-        residual = residual + o
+            return ops.linear(mlp.gate_up_proj(x), mlp.down_proj.weight, small_m_gemms, silu_mul=True), residual
+        residual = residual + self.self_attn.o_proj(attn_out)
         return self.mlp(self.post_attention_layernorm(residual)), residual
 
 
@@ -155,6 +160,7 @@ class Qwen2Model(nn.Module):
         # Fused Triton ops (True) or the PyTorch reference (False) outside attention: read at
         # every forward, by the head and by each layer part it is passed to.
         self.fused_ops = False
+        self.small_m_gemms = False
 
     @property
     def device(self) -> torch.device:
@@ -176,9 +182,9 @@ class Qwen2Model(nn.Module):
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
             q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
-                                              self.fused_ops)
+                                              self.fused_ops, self.small_m_gemms)
             attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
-            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops)
+            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.small_m_gemms)
         return self.head(hidden, residual, logit_indices)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:

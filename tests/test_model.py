@@ -47,15 +47,18 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
 @pytest.mark.slow(10)
 def test_fused_ops_and_reference_generate_the_same_tokens():
     """A whole generation (prompt chunks, mixed and decode steps, both engines' step kinds)
-    with the fused ops and balanced decode attention against the reference path."""
+    with the fused ops and balanced decode attention, with and without the split-K GEMMs of
+    small batches (every step here has at most 64 rows but the first), against the
+    reference path."""
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (1, 5, 17, 40, 3)]
     budgets = [6, 3, 9, 4, 7]
     for kind in ("fused", "chunked"):
         ref = Engine(tiny_model(), kind=kind, chunk_tokens=24, max_batch=4).generate(prompts, budgets)
-        fused = Engine(tiny_model(fused_ops=True), kind=kind, chunk_tokens=24, max_batch=4,
-                       attention="triton-balanced").generate(prompts, budgets)
-        assert fused == ref, kind
+        for small_m_gemms in (False, True):
+            fused = Engine(tiny_model(fused_ops=True, small_m_gemms=small_m_gemms), kind=kind, chunk_tokens=24,
+                           max_batch=4, attention="triton-balanced").generate(prompts, budgets)
+            assert fused == ref, (kind, small_m_gemms)
 
 
 def test_fused_ops_switch_reaches_every_layer(monkeypatch):
@@ -70,6 +73,23 @@ def test_fused_ops_switch_reaches_every_layer(monkeypatch):
         model = tiny_model(fused_ops=fused)
         Engine(model, warmup=False).generate([[1, 2, 3]], 1)
         assert model.fused_ops == fused and len(calls) == (2 * model.config.num_layers if fused else 0)
+
+
+def test_small_m_gemms_switch_reaches_every_layer(monkeypatch):
+    """With the switch on, a decode-sized forward runs the q/k/v, output and down
+    projections of every layer through the split-K kernel (the down one with the
+    activation inside); a forward of more than SMALL_M_MAX rows runs none of them."""
+    from fusedlib.ops import gemm
+
+    calls, real = [], gemm.small_m_linear
+    monkeypatch.setattr(gemm, "small_m_linear", lambda *args: calls.append(args[2]) or real(*args))
+    for prompt_len, small_m_gemms in ((3, True), (gemm.SMALL_M_MAX + 1, True), (3, False)):
+        calls.clear()
+        model = tiny_model(fused_ops=True, small_m_gemms=small_m_gemms)
+        Engine(model, warmup=False, chunk_tokens=128).generate([list(range(1, prompt_len + 1))], 1)
+        layers = model.config.num_layers
+        assert calls == ([False, False, True] * layers if prompt_len <= gemm.SMALL_M_MAX and small_m_gemms
+                         else []), (prompt_len, small_m_gemms)
 
 
 def test_splitkv_decode_attention_generates_the_reference_tokens():
