@@ -370,12 +370,12 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 
 
 # Set E (every forward one graph) is graded in its own chapter, book/whole.md, but E4 on the peer page.
-WHOLE_SET = "E"
+WHOLE_SET, GEMM_SET = "E", "F"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but set E's, which book/whole.md opens with."""
-    return [p for p in for_chapter(10) if not p.key.startswith(WHOLE_SET)]
+    """Part 10's predictions but sets E's and F's, which book/whole.md grades."""
+    return [p for p in for_chapter(10) if not p.key.startswith((WHOLE_SET, GEMM_SET))]
 
 
 def whole_graph_predictions() -> list:

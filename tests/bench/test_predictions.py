@@ -42,10 +42,11 @@ def test_the_books_predictions_load_with_every_quote_in_its_text():
     sets = pr.load()
     keys = [p.key for s in sets for p in s.predictions]
     assert keys == [f"A{i}" for i in range(1, 8)] + [f"B{i}" for i in range(1, 12)] + [f"C{i}" for i in range(1, 7)] \
-        + [f"D{i}" for i in range(1, 8)] + [f"E{i}" for i in range(1, 6)]
+        + [f"D{i}" for i in range(1, 8)] + [f"E{i}" for i in range(1, 6)] \
+        + [f"F{i}" for i in range(1, 8)]
     for s in sets:
         for p in s.predictions:
-            assert p.date == ("2026-12-01" if s.id in ("D", "E") else "2026-11-30")
+            assert p.date == {"D": "2026-12-01", "E": "2026-12-01", "F": "2026-12-02"}.get(s.id, "2026-11-30")
             assert p.chapter in (7, 8, 9, 10, "closed", "peer", "sensitivity")
 
 
