@@ -225,11 +225,11 @@ class PackedGraphs(_StaticInputs):
             else:
                 residual, _, cos, sin = carry
                 hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops,
-                                                                  model.small_m_gemms)
+                                                                  model.gate_up_silu)
             if i == len(layers):
                 return model.head(hidden, residual, self.logit_indices)
             q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
-                                                  self.slot_mapping[:n], model.fused_ops, model.small_m_gemms)
+                                                  self.slot_mapping[:n], model.fused_ops)
             return residual, q, cos, sin
 
     def handles(self, batch: Batch) -> bool:

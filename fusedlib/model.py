@@ -16,9 +16,9 @@ happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks how ea
 piece runs: the fused Triton ops of `fusedlib.ops` (a handful of kernels between the
 GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kernels, as in
 parts 7-9 of the series; the default on CPU). Both do the same arithmetic. On the fused
-path `Qwen2Model.small_m_gemms` runs the q/k/v, output and down projections of a batch of
-at most 64 rows (a decode step) as one split-K Triton launch each, the MLP's SiLU * up
-computed inside the down projection's (part 10); larger batches stay on cuBLAS.
+path `Qwen2Model.gate_up_silu` runs the gate_up projection of a batch of at most 64 rows (a
+decode step) as one Triton launch with SiLU(gate) * up in its epilogue (part 10); larger
+batches stay on cuBLAS, followed by the activation kernel.
 """
 from __future__ import annotations
 
@@ -118,9 +118,8 @@ class DecoderLayer(nn.Module):
 
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
-    # Both parts take the model's `fused_ops` and `small_m_gemms` switches (see Qwen2Model).
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool,
-                      small_m_gemms: bool):
+    # Both parts take the model's `fused_ops` switch (see Qwen2Model).
+    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
         step's keys and values go to the cache. `residual` is None before the first layer."""
         attn, norm = self.self_attn, self.input_layernorm
@@ -128,23 +127,24 @@ class DecoderLayer(nn.Module):
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
             # and the k/v cache write, all from one read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
-            qkv = ops.linear(x, attn.qkv_proj.weight, small_m_gemms)
+            qkv = F.linear(x, attn.qkv_proj.weight)
             return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
                                        slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
         return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
 
     def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool,
-                       small_m_gemms: bool):
-        """(hidden, residual): the MLP's output, and the stream it is to be added to."""
+                       gate_up_silu: bool):
+        """(hidden, residual): the MLP's output, and the stream it is to be added to.
+        `gate_up_silu` is the model's switch of that name (see Qwen2Model)."""
+        o = self.self_attn.o_proj(attn_out)
         if fused_ops:
             # The attention output joins the stream inside the norm; SiLU and the multiply
-            # are one kernel between the two MLP GEMMs, or part of the down projection's.
+            # are one kernel between the two MLP GEMMs, or the gate_up GEMM's epilogue.
             norm, mlp = self.post_attention_layernorm, self.mlp
-            o = ops.linear(attn_out, self.self_attn.o_proj.weight, small_m_gemms)
             x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
-            return ops.linear(mlp.gate_up_proj(x), mlp.down_proj.weight, small_m_gemms, silu_mul=True), residual
-        residual = residual + self.self_attn.o_proj(attn_out)
+            return mlp.down_proj(ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)), residual
+        residual = residual + o
         return self.mlp(self.post_attention_layernorm(residual)), residual
 
 
@@ -160,7 +160,7 @@ class Qwen2Model(nn.Module):
         # Fused Triton ops (True) or the PyTorch reference (False) outside attention: read at
         # every forward, by the head and by each layer part it is passed to.
         self.fused_ops = False
-        self.small_m_gemms = False
+        self.gate_up_silu = False
 
     @property
     def device(self) -> torch.device:
@@ -182,9 +182,9 @@ class Qwen2Model(nn.Module):
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
             q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
-                                              self.fused_ops, self.small_m_gemms)
+                                              self.fused_ops)
             attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
-            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.small_m_gemms)
+            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.gate_up_silu)
         return self.head(hidden, residual, logit_indices)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:

@@ -20,9 +20,10 @@ from .model import Qwen2Model, RotaryEmbedding
 
 def load_model(name_or_path: str, device: str | torch.device = "cpu",
                dtype: torch.dtype = torch.float32, seed: int = 0,
-               fused_ops: bool | None = None, small_m_gemms: bool | None = None) -> Qwen2Model:
+               fused_ops: bool | None = None, gate_up_silu: bool | None = None) -> Qwen2Model:
     """`fused_ops`: the model's fused Triton ops (see model.py); None means on for CUDA.
-    `small_m_gemms`: its split-K GEMMs for decode-sized batches; None means as `fused_ops`."""
+    `gate_up_silu`: its gate_up GEMM with the activation inside, for decode-sized batches;
+    None means as `fused_ops`."""
     if name_or_path in PRESETS:
         model = random_model(PRESETS[name_or_path], device=device, dtype=dtype, seed=seed)
     else:
@@ -37,7 +38,7 @@ def load_model(name_or_path: str, device: str | torch.device = "cpu",
         model.to(dtype)
     model.rotary.float()  # the cos/sin table stays fp32; it is cast per use
     model.fused_ops = model.device.type == "cuda" if fused_ops is None else fused_ops
-    model.small_m_gemms = model.fused_ops if small_m_gemms is None else small_m_gemms
+    model.gate_up_silu = model.fused_ops if gate_up_silu is None else gate_up_silu
     return model.eval()
 
 

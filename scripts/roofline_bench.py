@@ -25,10 +25,10 @@ and the other sections still run):
                  causal work, beside torch's SDPA on the first chunk
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
-  small_gemm     the decode step's four projections at `rows` rows: cuBLAS (the down one
-                 after the SiLU*up kernel) against the split-K kernel of fusedlib.ops.gemm
-                 over a sweep of launch shapes; graph replays, each layer's weights its own
-                 copy so L2 holds none of them (as in a step); GB/s and the copy fraction
+  gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
+                 and the SiLU*up kernel against fusedlib.ops.gemm's one kernel over a sweep
+                 of launch shapes; graph replays, each layer's weight its own copy so L2
+                 holds none of them (as in a step); GB/s of the weight, the copy fraction
 
 Random weights with the Qwen2.5-1.5B config. `--smoke` runs every section with the tiny
 model on the CPU (Triton interpreter) so a unit test keeps the script working; its numbers
@@ -69,13 +69,11 @@ SMOKE_SWEEP = [(16, 2, 4, 2), (32, 8, 4, 2), (16, 0.25, 4, 2)]
 PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
                  for block_n in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
-# The split-K GEMM's launch shapes: (block_n, block_k, programs_per_sm, min_k_iterations,
-# warps, stages); the first is SmallGemmConfig's default.
-SMALL_GEMM_SWEEP = [(64, 128, 2, 4, 4, 4)] + [
-    (block_n, block_k, per_sm, min_iters, 4, stages)
-    for block_n in (32, 64, 128) for block_k in (64, 128) for per_sm in (1, 2, 4)
-    for min_iters, stages in ((2, 4),)]
-SMOKE_SMALL_GEMM_SWEEP = [(64, 128, 2, 4, 4, 4), (32, 64, 4, 2, 4, 4)]
+# The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
+# first is GateUpConfig's default.
+GATE_UP_SWEEP = [(32, 64, 4, 4)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
+                                    for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
+SMOKE_GATE_UP_SWEEP = [(32, 64, 4, 4), (16, 32, 4, 2)]
 
 
 def _sync(device) -> None:
@@ -129,9 +127,9 @@ class Bench:
         from fusedlib.weights import load_model
 
         p = self.p
-        # The split-K GEMMs off unless a section turns them on (census, step_check, small_gemm).
+        # The one-kernel gate_up + activation off unless a section turns it on.
         self.model = load_model(p["preset"], device=self.device, dtype=self.dtype, fused_ops=True,
-                                small_m_gemms=False)
+                                gate_up_silu=False)
         cfg = self.model.config
         engine = Engine(self.model, kind="fused", attention="triton-balanced", max_batch=p["rows"],
                         chunk_tokens=p["chunk"], pool_gib=6 if self.on_gpu else 0.05, warmup=False)
@@ -237,18 +235,18 @@ class Bench:
                             decode_buckets=(self.p["rows"],), chunk_buckets=(self.p["chunk"],))
         logits["whole"] = whole.run(batch)
         del whole
-        # The decode step (32 rows) with the split-K GEMMs against cuBLAS, eager.
+        # The decode step (32 rows) with gate_up + activation in one kernel against cuBLAS, eager.
         decode = self.decode_batch
-        for small in (False, True):
-            model.small_m_gemms = small
-            logits["decode", small] = model(decode.input_ids, decode.positions, decode.meta, kv, backend,
-                                            decode.logit_indices)
-        model.small_m_gemms = False
+        for one_kernel in (False, True):
+            model.gate_up_silu = one_kernel
+            logits["decode", one_kernel] = model(decode.input_ids, decode.positions, decode.meta, kv, backend,
+                                                 decode.logit_indices)
+        model.gate_up_silu = False
         out = []
         for name, ref, other in (("fused_ops_on_vs_off", logits[False], logits[True]),
                                  ("graphed_vs_eager_fused", logits[True], logits["graphed"]),
                                  ("whole_graphed_vs_eager_fused", logits[True], logits["whole"]),
-                                 ("decode_small_m_gemms_vs_cublas", logits["decode", False],
+                                 ("decode_gate_up_silu_vs_cublas", logits["decode", False],
                                   logits["decode", True])):
             top2 = ref.topk(2, dim=-1).values
             clear = (top2[:, 0] - top2[:, 1]) > TIE_GAP
@@ -276,17 +274,18 @@ class Bench:
         model, pool, p = self.model, self.engine.pool, self.p
         layers = model.config.num_layers
         rows, names = [], []
-        # (label, fused ops, attention, mixed step as one graph, split-K GEMMs): the mixed step
-        # replays piecewise (attention eager between 29 pieces) or whole; decode steps are
-        # whole in all. The split-K GEMMs serve the decode step only (the mixed one has 543 rows).
+        # (label, fused ops, attention, mixed step as one graph, gate_up + activation in one
+        # kernel): the mixed step replays piecewise (attention eager between 29 pieces) or
+        # whole; decode steps are whole in all. The one kernel serves the decode step only (the
+        # mixed one has 543 rows).
         configs = [("part9: reference ops, split-KV", False, "triton-splitkv", False, False),
                    ("reference ops, balanced", False, "triton-balanced", False, False),
                    ("fused ops, split-KV", True, "triton-splitkv", False, False),
                    ("part10: fused ops, balanced", True, "triton-balanced", False, False),
                    ("part10 whole: fused ops, balanced, whole graphs", True, "triton-balanced", True, False),
-                   ("part10 gemm: whole graphs, split-K GEMMs", True, "triton-balanced", True, True)]
-        for label, fused, attention, whole, small in (configs[i] for i in self.configs):
-            model.fused_ops, model.small_m_gemms = fused, small
+                   ("part10 gate_up: whole graphs, gate_up+SiLU one kernel", True, "triton-balanced", True, True)]
+        for label, fused, attention, whole, one_kernel in (configs[i] for i in self.configs):
+            model.fused_ops, model.gate_up_silu = fused, one_kernel
             backend = make_backend(attention)
             decode = WholeGraphs(model, pool, backend, p["rows"], capture=self.on_gpu, decode_buckets=(p["rows"],))
             mixed = (WholeGraphs(model, pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
@@ -316,7 +315,7 @@ class Bench:
                 gpu_ms, wall_ms = self._time_step(run)
                 kernels_per_step = len(kernels) / p["replays"]
                 rows.append({"config": label, "step": step, "fused_ops": fused, "attention": attention,
-                             "whole_graphs": whole, "small_m_gemms": small,
+                             "whole_graphs": whole, "gate_up_silu": one_kernel,
                              "tokens": (self.decode_batch if step == "decode" else self.mixed_batch).num_tokens,
                              "kernels_per_step": kernels_per_step,
                              "kernels_per_layer": kernels_per_step / layers,
@@ -330,7 +329,7 @@ class Bench:
             del decode, mixed
             if self.on_gpu:
                 torch.cuda.empty_cache()
-        model.fused_ops, model.small_m_gemms = True, False
+        model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)
 
@@ -603,69 +602,59 @@ class Bench:
         sq = next(r for r in out if r["gemm"] == "square" and not r["l2_flushed"])
         self.summary.append(("fp16 GEMM 8192^3", f"{sq['tflops']:.0f} TFLOP/s"))
 
-    def small_gemm(self) -> None:
+    def gate_up(self) -> None:
         torch = self.torch
         import torch.nn.functional as F
 
         from fusedlib import ops
         from fusedlib.bench.kernels import _median_ms, copy_bandwidth
-        from fusedlib.ops.gemm import SmallGemmConfig, split_k
+        from fusedlib.ops.gemm import GateUpConfig
 
         cfg, dev, dt, m = self.model.config, self.device, self.dtype, self.p["rows"]
-        layer = self.model.layers[0]
+        weight = self.model.layers[0].mlp.gate_up_proj.weight
+        n, k = weight.shape
         bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
-        sweep = SMALL_GEMM_SWEEP if self.on_gpu else SMOKE_SMALL_GEMM_SWEEP
-        # (name, weight, activation inside): the decode step's projections as the model runs them
-        shapes = [("qkv", layer.self_attn.qkv_proj.weight, False), ("o_proj", layer.self_attn.o_proj.weight, False),
-                  ("gate_up", layer.mlp.gate_up_proj.weight, False), ("down", layer.mlp.down_proj.weight, True)]
-        gen = torch.Generator(device=dev).manual_seed(3)
+        sweep = GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP
+        # One copy per layer, rotated through, so every call reads its weight from HBM.
+        copies = [weight.clone() for _ in range(cfg.num_layers if self.on_gpu else 2)]
+        x = torch.randn(m, k, generator=torch.Generator(device=dev).manual_seed(3), device=dev).to(dt)
+        reference = ops.silu_mul(F.linear(x, weight))
+        variants = [("cublas + silu_mul kernel", None, lambda w: ops.silu_mul(F.linear(x, w)))]
+        variants += [("one kernel", GateUpConfig(*shape),
+                      lambda w, c=GateUpConfig(*shape): ops.gate_up_silu(x, w, True, c)) for shape in sweep]
         out = []
-        for name, weight, silu in shapes:
-            n, k = weight.shape
-            # One copy per layer, rotated through, so every call reads its weight from HBM.
-            copies = [weight.clone() for _ in range(cfg.num_layers if self.on_gpu else 2)]
-            x = torch.randn(m, 2 * k if silu else k, generator=gen, device=dev).to(dt)
-            cublas = (lambda w: F.linear(ops.silu_mul(x), w)) if silu else (lambda w: F.linear(x, w))
-            reference = cublas(weight)
-            variants = [("cublas" + (" + silu_mul kernel" if silu else ""), None, cublas)]
-            variants += [("split-K", SmallGemmConfig(*shape),
-                          lambda w, c=SmallGemmConfig(*shape): ops.small_m_linear(x, w, silu, c)) for shape in sweep]
-            for kernel, config, one in variants:
-                row = {"gemm": name, "m": m, "n": n, "k": k, "silu_mul": silu, "kernel": kernel,
-                       "layers": len(copies), "weight_bytes": n * k * weight.element_size(),
-                       "copy_bandwidth_gbs": bandwidth / 1e9}
-                if config is not None:
-                    row.update(block_n=config.block_n, block_k=config.block_k,
-                               programs_per_sm=config.programs_per_sm, min_k_iterations=config.min_k_iterations,
-                               num_warps=config.num_warps, num_stages=config.num_stages,
-                               split_k=split_k(n, k, torch.device(dev), config))
-                try:
-                    row["max_abs_err_vs_cublas"] = (one(weight).float() - reference.float()).abs().max().item()
-                    every_layer = lambda: [one(w) for w in copies]  # noqa: E731
-                    call = self._graphed(every_layer) if self.on_gpu else every_layer
-                    ms = _median_ms(call, dev, self.p["iters"], None) / len(copies)
-                    row.update(us_per_call=ms * 1e3, gbs=row["weight_bytes"] / ms / 1e6,
-                               fraction_of_copy=row["weight_bytes"] / (ms / 1e3) / bandwidth)
-                except Exception as exc:  # a launch shape the compiler rejects is a result
-                    row["error"] = repr(exc)[:300]
-                out.append(row)
-            del copies
-        self.write("small_gemm", out)
-        for name, *_ in shapes:
-            mine = [r for r in out if r["gemm"] == name and "us_per_call" in r]
-            base = next(r for r in mine if r["kernel"].startswith("cublas"))
-            best = min((r for r in mine if r["kernel"] == "split-K"), key=lambda r: r["us_per_call"])
-            self.summary.append((f"small gemm {name} {m} rows",
-                                 f"cuBLAS {base['us_per_call']:.1f} us ({base['fraction_of_copy']:.0%}), split-K best "
-                                 f"{best['us_per_call']:.1f} us ({best['fraction_of_copy']:.0%}; N{best['block_n']} "
-                                 f"K{best['block_k']} {best['programs_per_sm']}/SM x{best['split_k']})"))
+        for kernel, config, one in variants:
+            row = {"gemm": "gate_up", "m": m, "n": n, "k": k, "kernel": kernel, "layers": len(copies),
+                   "weight_bytes": n * k * weight.element_size(), "copy_bandwidth_gbs": bandwidth / 1e9}
+            if config is not None:
+                row.update(block_n=config.block_n, block_k=config.block_k, num_warps=config.num_warps,
+                           num_stages=config.num_stages)
+            try:
+                row["max_abs_err_vs_cublas"] = (one(weight).float() - reference.float()).abs().max().item()
+                every_layer = lambda: [one(w) for w in copies]  # noqa: E731
+                ms = _median_ms(self._graphed(every_layer) if self.on_gpu else every_layer, dev,
+                                self.p["iters"], None) / len(copies)
+                row.update(us_per_call=ms * 1e3, gbs=row["weight_bytes"] / ms / 1e6,
+                           fraction_of_copy=row["weight_bytes"] / (ms / 1e3) / bandwidth)
+            except Exception as exc:  # a launch shape the compiler rejects is a result
+                row["error"] = repr(exc)[:300]
+            out.append(row)
+        self.write("gate_up", out)
+        timed = [r for r in out if "us_per_call" in r]
+        base = next(r for r in timed if r["kernel"].startswith("cublas"))
+        best = min((r for r in timed if r["kernel"] == "one kernel"), key=lambda r: r["us_per_call"])
+        self.summary.append((f"gate_up {m} rows",
+                             f"cuBLAS + kernel {base['us_per_call']:.1f} us ({base['fraction_of_copy']:.0%}), one kernel "
+                             f"default {out[1].get('us_per_call', float('nan')):.1f} us, best {best['us_per_call']:.1f} us "
+                             f"({best['fraction_of_copy']:.0%}; N{best['block_n']} K{best['block_k']} "
+                             f"{best['num_warps']}w{best['num_stages']}s)"))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,small_gemm")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")

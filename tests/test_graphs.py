@@ -161,15 +161,15 @@ def test_graphs_refused_without_cuda_or_with_torch_attention():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
-@pytest.mark.parametrize("fused_ops,small_m_gemms,attention", [(False, False, "triton"),
-                                                               (True, False, "triton-balanced"),
-                                                               (True, True, "triton-balanced")])
-def test_graphs_on_gpu(fused_ops, small_m_gemms, attention):
+@pytest.mark.parametrize("fused_ops,gate_up_silu,attention", [(False, False, "triton"),
+                                                              (True, False, "triton-balanced"),
+                                                              (True, True, "triton-balanced")])
+def test_graphs_on_gpu(fused_ops, gate_up_silu, attention):
     from fusedlib.config import PRESETS
     from fusedlib.weights import random_model
 
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
-    model.fused_ops, model.small_m_gemms = fused_ops, small_m_gemms
+    model.fused_ops, model.gate_up_silu = fused_ops, gate_up_silu
     prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
     outs = {}
     for graphs, chunks, whole in ((False, False, False), (True, False, False), (True, True, False),

@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "fusedlib"
 # Issue 12 aimed at 1,500, and the engine got there with every configuration of parts 7-10
 # selectable. Whole-forward graphs (part 10) came after it, beside part 9's piecewise path,
-# which stays selectable: 1,525 lines. The split-K GEMM of decode-sized batches (part 10's
-# kernel count and the small projections' fixed cost, ops/gemm.py, 118 lines) took it to
-# 1,647. Lower the budget as the engine shrinks.
-CODE_LINE_BUDGET = 1_650
+# which stays selectable: 1,525 lines. The gate_up GEMM with the activation in its epilogue
+# (ops/gemm.py, part 10's decode step) and its switch took it to 1,596. Lower the budget as
+# the engine shrinks.
+CODE_LINE_BUDGET = 1_600
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
 

@@ -47,18 +47,17 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
 @pytest.mark.slow(10)
 def test_fused_ops_and_reference_generate_the_same_tokens():
     """A whole generation (prompt chunks, mixed and decode steps, both engines' step kinds)
-    with the fused ops and balanced decode attention, with and without the split-K GEMMs of
-    small batches (every step here has at most 64 rows but the first), against the
-    reference path."""
+    with the fused ops and balanced decode attention, with and without the gate_up GEMM's
+    activation epilogue (every step here has at most 64 rows), against the reference path."""
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (1, 5, 17, 40, 3)]
     budgets = [6, 3, 9, 4, 7]
     for kind in ("fused", "chunked"):
         ref = Engine(tiny_model(), kind=kind, chunk_tokens=24, max_batch=4).generate(prompts, budgets)
-        for small_m_gemms in (False, True):
-            fused = Engine(tiny_model(fused_ops=True, small_m_gemms=small_m_gemms), kind=kind, chunk_tokens=24,
+        for gate_up_silu in (False, True):
+            fused = Engine(tiny_model(fused_ops=True, gate_up_silu=gate_up_silu), kind=kind, chunk_tokens=24,
                            max_batch=4, attention="triton-balanced").generate(prompts, budgets)
-            assert fused == ref, (kind, small_m_gemms)
+            assert fused == ref, (kind, gate_up_silu)
 
 
 def test_fused_ops_switch_reaches_every_layer(monkeypatch):
@@ -75,21 +74,23 @@ def test_fused_ops_switch_reaches_every_layer(monkeypatch):
         assert model.fused_ops == fused and len(calls) == (2 * model.config.num_layers if fused else 0)
 
 
-def test_small_m_gemms_switch_reaches_every_layer(monkeypatch):
-    """With the switch on, a decode-sized forward runs the q/k/v, output and down
-    projections of every layer through the split-K kernel (the down one with the
-    activation inside); a forward of more than SMALL_M_MAX rows runs none of them."""
+def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
+    """With the switch on, every layer of a decode-sized forward asks for the one-kernel
+    gate_up + activation; off, or past SMALL_M_MAX rows, every layer takes cuBLAS and the
+    activation kernel."""
+    from fusedlib import ops
     from fusedlib.ops import gemm
 
-    calls, real = [], gemm.small_m_linear
-    monkeypatch.setattr(gemm, "small_m_linear", lambda *args: calls.append(args[2]) or real(*args))
-    for prompt_len, small_m_gemms in ((3, True), (gemm.SMALL_M_MAX + 1, True), (3, False)):
-        calls.clear()
-        model = tiny_model(fused_ops=True, small_m_gemms=small_m_gemms)
+    asked, launched, real = [], [], ops.gate_up_silu
+    monkeypatch.setattr(ops, "gate_up_silu", lambda x, w, one: asked.append(one) or real(x, w, one))
+    monkeypatch.setattr(gemm.activation, "silu_mul", lambda t, real=gemm.activation.silu_mul: launched.append(1) or real(t))
+    for prompt_len, switch in ((3, True), (gemm.SMALL_M_MAX + 1, True), (3, False)):
+        asked.clear(), launched.clear()
+        model = tiny_model(fused_ops=True, gate_up_silu=switch)
         Engine(model, warmup=False, chunk_tokens=128).generate([list(range(1, prompt_len + 1))], 1)
         layers = model.config.num_layers
-        assert calls == ([False, False, True] * layers if prompt_len <= gemm.SMALL_M_MAX and small_m_gemms
-                         else []), (prompt_len, small_m_gemms)
+        assert asked == [switch] * layers, (prompt_len, switch)
+        assert len(launched) == (0 if switch and prompt_len <= gemm.SMALL_M_MAX else layers), (prompt_len, switch)
 
 
 def test_splitkv_decode_attention_generates_the_reference_tokens():

@@ -24,19 +24,17 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel
+from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
+                             splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
-MERGE_BLOCK_S = 16  # split partials the in-kernel merge reads per iteration
-# Arrival counters of split-KV decode, one per (request, KV head): allocated once per
-# device at this size so a captured CUDA graph never sees them move.
-MAX_SPLIT_PAIRS = 1 << 16
+REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
-KERNELS = (packed_attention_kernel, splitkv_decode_kernel)
+KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
 DECODE_KERNELS = ("rows", "packed", "splitkv", "balanced")
 
 
@@ -61,13 +59,6 @@ def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Ten
     return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
-@functools.lru_cache(maxsize=None)
-def _arrival_counters(device: torch.device) -> torch.Tensor:
-    """Zeroed int32 counters the split-KV programs count themselves in on; each merging
-    program sets its counter back to zero (see `splitkv_decode_kernel`)."""
-    return torch.zeros(MAX_SPLIT_PAIRS, dtype=torch.int32, device=device)
-
-
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
@@ -75,7 +66,7 @@ class SplitKVConfig:
     # Split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
     # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
     # Below num_pairs / num_sms this gives one split per (request, KV head): split-KV
-    # decode then normalises in place and merges nothing.
+    # decode then normalises in place and launches no reduce.
     programs_per_sm: float = 8
     num_warps: int = 4
     num_stages: int = 2
@@ -197,19 +188,22 @@ class TritonAttention:
             num_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
             split_tiles = 0
         one_split = num_splits == 1
-        if num_reqs * num_kv_heads > MAX_SPLIT_PAIRS:
-            raise ValueError(f"split-KV decode serves at most {MAX_SPLIT_PAIRS} (request, KV head) "
-                             f"pairs per launch, got {num_reqs * num_kv_heads}")
         partials = out if one_split else torch.empty(
             num_reqs, num_heads, num_splits, head_dim + PARTIAL_EXTRA.value,
             dtype=torch.float32, device=q.device)
         splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
-            q, k_cache, v_cache, partials, out, _arrival_counters(q.device),
+            q, k_cache, v_cache, partials, out,
             meta.context_lens, meta.block_tables, scale * LOG2E, num_splits, split_tiles,
             *_strides(q, out, k_cache, v_cache, meta.block_tables),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, BLOCK_S=MERGE_BLOCK_S,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
+        )
+        if one_split:  # the decode kernel wrote the output itself
+            return out
+        splitkv_reduce_kernel[(num_reqs, num_heads)](
+            partials, meta.context_lens, out, num_splits, split_tiles, out.stride(0), out.stride(1),
+            HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

@@ -1,6 +1,6 @@
 """Triton kernels for attention over the paged KV cache (see base.py for the layout).
 
-Two kernels:
+Two kernels and a reduce:
 
 * `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
   range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
@@ -8,12 +8,11 @@ Two kernels:
   requests; the program then walks every request it touches, one after the other, over
   that request's KV blocks. With one tile per decode request ("rows" layout) each program
   holds one valid row and BLOCK_M - 1 masked ones. Same code, the layout is data.
-* `splitkv_decode_kernel`: flash-decoding. One program per (request, KV head, KV
-  split); its query tile is the GQA group's query heads (padded to BLOCK_H for tl.dot),
-  so no query row is wasted and long contexts are spread over many programs. Each split
-  writes a partial (max, sum, acc) and counts itself in on an arrival counter; the last
-  program of a (request, KV head) to arrive merges the partials and stores the output,
-  so no reduce kernel is launched (with one split the program normalises in place). Where the
+* `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
+  (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
+  BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
+  many programs. Each split writes a partial (max, sum, acc); the reduce merges them, or
+  with one split the decode kernel normalises and stores the output itself. Where the
   splits fall is a runtime argument: one length for the whole step, chosen on the host
   ("splitkv"), or each request's context cut into its own equal splits on the device
   ("balanced", whose launch shape depends on the request count alone).
@@ -142,8 +141,7 @@ def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.conste
 def splitkv_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr,
     partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA] (unused when ONE_SPLIT)
-    out_ptr,  # [n, H, HEAD_DIM]
-    arrivals_ptr,  # int32 [n * KV heads], zero between launches (unused when ONE_SPLIT)
+    out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
     context_lens_ptr, block_tables_ptr,
     qk_scale,
     max_splits,  # the grid's splits per (request, KV head)
@@ -158,8 +156,7 @@ def splitkv_decode_kernel(
     BLOCK_N: tl.constexpr,  # keys per iteration: BLOCK_N / KV_BLOCK_SIZE whole cache blocks
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
-    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no merge
-    BLOCK_S: tl.constexpr,  # split partials the merge reads per iteration
+    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
 ):
     """Flash-decoding over the paged cache: one program per (request, KV head, split).
 
@@ -170,14 +167,7 @@ def splitkv_decode_kernel(
     ones still gets spread over many programs and the grid depends only on the request
     count (a CUDA graph captured once serves any context lengths); with `split_tiles` > 0
     ("splitkv") every split has the length the host derived from the step's longest
-    context. Splits past a request's end store nothing; the merge reads only the used ones.
-
-    The merge needs no second launch: every program of a (request, KV head) adds one to
-    its arrival counter after its partial is stored, and the one that sees the count reach
-    `max_splits` is the last, so every partial is written; it merges them and sets the
-    counter back to zero for the next layer. The counter's atomic is acquire-release at
-    GPU scope and the barriers order the whole program's stores before it and its loads
-    after it; the partials are read through L2 (.cg), where the other programs wrote them."""
+    context. Splits past a request's end store nothing; the reduce reads only the used ones."""
     req = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
@@ -225,39 +215,47 @@ def splitkv_decode_kernel(
                  + offs_d[None, :], (acc / l_i[:, None]).to(out_ptr.dtype.element_ty),
                  mask=head_valid[:, None])
     else:
-        partial_row = HEAD_DIM + PARTIAL_EXTRA
         row_ptr = partials_ptr + ((req * num_heads + heads) * max_splits + split).to(tl.int64) \
-            * partial_row
+            * (HEAD_DIM + PARTIAL_EXTRA)
         store = head_valid & (split < used)
         tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=store[:, None])
         tl.store(row_ptr + HEAD_DIM, m_i, mask=store)
         tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=store)
-        tl.debug_barrier()
-        counter = arrivals_ptr + req * tl.num_programs(1) + kv_head
-        if tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == max_splits - 1:
-            tl.debug_barrier()
-            offs_s = tl.arange(0, BLOCK_S)
-            for h in tl.static_range(GROUP):
-                head = kv_head * GROUP + h
-                head_ptr = partials_ptr + ((req * num_heads + head) * max_splits).to(tl.int64) \
-                    * partial_row
-                m = tl.full([1], NEG_BIG, tl.float32)
-                total = tl.zeros([1], tl.float32)
-                merged = tl.zeros([HEAD_DIM], tl.float32)
-                for first in range(0, used, BLOCK_S):
-                    valid = first + offs_s < used
-                    split_ptr = head_ptr + (first + offs_s).to(tl.int64) * partial_row
-                    m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG, cache_modifier=".cg")
-                    sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0, cache_modifier=".cg")
-                    acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0,
-                                    cache_modifier=".cg")
-                    m_new = tl.maximum(m, tl.max(m_s, axis=0))
-                    keep = tl.exp2(m - m_new)
-                    take = tl.where(valid, tl.exp2(m_s - m_new), 0.0)
-                    total = total * keep + tl.sum(sum_s * take, axis=0)
-                    merged = merged * keep + tl.sum(acc_s * take[:, None], axis=0)
-                    m = m_new
-                # Every request has at least one key, so total > 0.
-                tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,
-                         (merged / total).to(out_ptr.dtype.element_ty))
-            tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit(do_not_specialize=["max_splits", "split_tiles"])
+def splitkv_reduce_kernel(
+    partials_ptr, context_lens_ptr, out_ptr,
+    max_splits, split_tiles,  # the decode kernel's
+    stride_o_tok, stride_o_head,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # the decode kernel's, to recount the request's used splits
+    BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
+):
+    """Merge one (request, head)'s used split partials, BLOCK_S at a time."""
+    req = tl.program_id(0)
+    head = tl.program_id(1)
+    row = req * tl.num_programs(1) + head
+    context_len = tl.load(context_lens_ptr + req)
+    _, _, used = _split_range(context_len, 0, max_splits, split_tiles, BLOCK_N)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    m = tl.full([1], NEG_BIG, tl.float32)
+    total = tl.zeros([1], tl.float32)
+    acc = tl.zeros([HEAD_DIM], tl.float32)
+    for first in range(0, used, BLOCK_S):
+        valid = first + offs_s < used
+        split_ptr = partials_ptr + (row * max_splits + first + offs_s).to(tl.int64) \
+            * (HEAD_DIM + PARTIAL_EXTRA)
+        m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG)
+        sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0)
+        acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0)
+        m_new = tl.maximum(m, tl.max(m_s, axis=0))
+        keep = tl.exp2(m - m_new)
+        take = tl.where(valid, tl.exp2(m_s - m_new), 0.0)
+        total = total * keep + tl.sum(sum_s * take, axis=0)
+        acc = acc * keep + tl.sum(acc_s * take[:, None], axis=0)
+        m = m_new
+    # Every request has at least one key, so total > 0.
+    tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,
+             (acc / total).to(out_ptr.dtype.element_ty))

@@ -114,12 +114,11 @@ WHOLE_PART = "part 10 whole graphs"
 WHOLE_VS_PIECEWISE = "part 10: whole vs piecewise graphs"
 WHOLE_FUSED_VS_CHUNKED = f"{WHOLE_PART}: fused vs chunked"
 WHOLE_SEEDS = f"{WHOLE_PART} seeds: fused vs chunked"
-# And with the split-K GEMMs of decode-sized batches (the step's small projections in one
-# launch each, the MLP's activation inside the down projection's).
-PART10_GEMM = dict(PART10_WHOLE, small_m_gemms=True)
-GEMM_PART = "part 10 split-K GEMMs"
-GEMM_VS_CUBLAS = "part 10: split-K GEMMs vs cuBLAS"
-GEMM_FUSED_VS_CHUNKED = f"{GEMM_PART}: fused vs chunked"
+# And with decode-sized batches' gate_up GEMM carrying the MLP's activation in its epilogue.
+PART10_GATE_UP = dict(PART10_WHOLE, gate_up_silu=True)
+GATE_UP_PART = "part 10 gate_up+SiLU"
+GATE_UP_VS_CUBLAS = "part 10: gate_up+SiLU in one kernel vs cuBLAS"
+GATE_UP_FUSED_VS_CHUNKED = f"{GATE_UP_PART}: fused vs chunked"
 
 # What a run's rows give a comparison: the served rate of an open-loop run, the output
 # throughput of a closed run's median row (both: larger is faster).
@@ -184,7 +183,7 @@ def _closed_phase(pairs: int) -> list:
 
 PEER_COMPARISON = "128 x 128: fused vs transformers"
 PEER_WHOLE_COMPARISON = "128 x 128, whole graphs: fused vs transformers"
-PEER_GEMM_COMPARISON = "128 x 128, split-K GEMMs: fused vs transformers"
+PEER_GATE_UP_COMPARISON = "128 x 128, gate_up+SiLU: fused vs transformers"
 
 
 def _closed_whole(pairs: int) -> list:
@@ -278,7 +277,7 @@ def _decode_graphs(pairs: int) -> list:
 def _gates(pairs: int) -> list:
     # ~2.5 min: every configuration the book reports, checked at one commit (run it with OUT
     # holding no gate rows: a stored gate is not run again), the engine the series ends on first.
-    return [_gate(cfg) for cfg in (PART10_GEMM, PART10_WHOLE, PART10_OVERLAP, PART10, PART9, DECODE_GRAPHS, PART7)]
+    return [_gate(cfg) for cfg in (PART10_GATE_UP, PART10_WHOLE, PART10_OVERLAP, PART10, PART9, DECODE_GRAPHS, PART7)]
 
 
 def _whole(pairs: int) -> list:
@@ -291,18 +290,19 @@ def _whole(pairs: int) -> list:
             _fused_vs_chunked(WHOLE_PART, PART10_WHOLE, pairs, rate=SATURATING_RATE)]
 
 
-def _gemm(pairs: int) -> list:
-    # ~8 min, as `whole`: gate, two step traces, then the split-K GEMMs against cuBLAS (both
-    # whole-graphed, fused) and fused vs chunked with them, past both knees (80/s offered).
-    return [_gate(PART10_GEMM), *(_step_trace(engine, PART10_GEMM) for engine in ("chunked", "fused")),
-            Pairs(GEMM_VS_CUBLAS, _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_GEMM),
+def _gate_up(pairs: int) -> list:
+    # ~8 min, as `whole`: gate, two step traces, then the one-kernel gate_up + activation
+    # against cuBLAS and the activation kernel (both whole-graphed, fused) and fused vs chunked
+    # with it, past both knees (80/s offered).
+    return [_gate(PART10_GATE_UP), *(_step_trace(engine, PART10_GATE_UP) for engine in ("chunked", "fused")),
+            Pairs(GATE_UP_VS_CUBLAS, _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_GATE_UP),
                   _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_WHOLE), pairs),
-            _fused_vs_chunked(GEMM_PART, PART10_GEMM, pairs, rate=SATURATING_RATE)]
+            _fused_vs_chunked(GATE_UP_PART, PART10_GATE_UP, pairs, rate=SATURATING_RATE)]
 
 
-def _peer_gemm(pairs: int) -> list:
-    # ~5 min, as `peer_whole`, with the split-K GEMMs (OUT holding no peer rows).
-    return _peer_bracket(PEER_GEMM_COMPARISON, PART10_GEMM)
+def _peer_gate_up(pairs: int) -> list:
+    # ~5 min, as `peer_whole`, with gate_up+SiLU (OUT holding no peer rows).
+    return _peer_bracket(PEER_GATE_UP_COMPARISON, PART10_GATE_UP)
 
 
 def _peer_whole(pairs: int) -> list:
@@ -315,7 +315,7 @@ PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed
           "peer_open": _peer_open, "knees": _knees, "small_pool": _small_pool, "sensitivity": _sensitivity,
           "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
           "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole,
-          "closed_whole": _closed_whole, "gemm": _gemm, "peer_gemm": _peer_gemm}
+          "closed_whole": _closed_whole, "gate_up": _gate_up, "peer_gate_up": _peer_gate_up}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
@@ -504,5 +504,5 @@ if __name__ == "__main__":
 
 __all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan", "report", "results", "measured",
            "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP", "PART10_WHOLE",
-           "WHOLE_VS_PIECEWISE", "WHOLE_FUSED_VS_CHUNKED", "WHOLE_SEEDS", "PART10_GEMM", "GEMM_VS_CUBLAS",
-           "GEMM_FUSED_VS_CHUNKED", "PEER_GEMM_COMPARISON"]
+           "WHOLE_VS_PIECEWISE", "WHOLE_FUSED_VS_CHUNKED", "WHOLE_SEEDS", "PART10_GATE_UP", "GATE_UP_VS_CUBLAS",
+           "GATE_UP_FUSED_VS_CHUNKED", "PEER_GATE_UP_COMPARISON"]

@@ -182,7 +182,7 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
 
 def _setup(model: Qwen2Model, graphs: dict) -> dict:
     """What a gate ran on besides attention: the model's ops and the engine's graphs."""
-    return {"fused_ops": model.fused_ops, "small_m_gemms": model.small_m_gemms,
+    return {"fused_ops": model.fused_ops, "gate_up_silu": model.gate_up_silu,
             "cuda_graphs": graphs.get("cuda_graphs", False),
             **{name: graphs.get(name, False) for name in ("graph_chunks", "whole_graphs", "overlap")}}
 

@@ -62,7 +62,7 @@ def make_engine(spec: RunSpec, **engine_kw) -> Engine:
     # give it back first, or the new default pool (a fraction of *free* memory) shrinks.
     model = model_for(spec)  # first: loading leaves its own scratch in the allocator
     # The cached model is shared: every engine sets its ops.
-    model.fused_ops, model.small_m_gemms = spec.fused_ops, spec.small_m_gemms
+    model.fused_ops, model.gate_up_silu = spec.fused_ops, spec.gate_up_silu
     gc.collect()
     if spec.profile_spec.device == "cuda":
         torch.cuda.empty_cache()
@@ -399,10 +399,10 @@ def gates(spec: RunSpec, out=None) -> list[dict]:
     spec = check_here(spec)
     attentions = (spec.attention,) if spec.attention else tuple(dict.fromkeys(["torch", spec.profile_spec.attention]))
     model = model_for(spec)
-    model.fused_ops, model.small_m_gemms = spec.fused_ops, spec.small_m_gemms
+    model.fused_ops, model.gate_up_silu = spec.fused_ops, spec.gate_up_silu
     reports = checks.run_all(model, attentions=attentions, cuda_graphs=spec.cuda_graphs,
                              graph_chunks=spec.graph_chunks, whole_graphs=spec.whole_graphs, overlap=spec.overlap)
-    own = ("attention", "fused_ops", "small_m_gemms", "cuda_graphs", "graph_chunks", "whole_graphs", "overlap")
+    own = ("attention", "fused_ops", "gate_up_silu", "cuda_graphs", "graph_chunks", "whole_graphs", "overlap")
     which = {k: v for k, v in spec.row_fields().items() if k not in own}  # each report names its own
     prov = telemetry.provenance()
     return store(out, [{**which, **row, **prov} for row in checks.report_rows(reports)])

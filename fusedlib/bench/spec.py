@@ -34,7 +34,7 @@ from ..config import PRESETS
 #    and sensitivity take repeat, warmup and comparison (ABBA campaigns), so the passes inside one
 #    closed run, numbered `repeat` in closed and peer rows before, are numbered `pass`.
 # 5: adds whole_graphs (rows before it graphed forwards with prompt chunks piecewise or not at all).
-# 6: adds small_m_gemms (rows before it ran every GEMM on cuBLAS).
+# 6: adds gate_up_silu (rows before it ran the gate_up GEMM on cuBLAS and SiLU*up as its own kernel).
 SCHEMA_VERSION = 6
 
 
@@ -91,11 +91,11 @@ WORKLOADS = ("mixed", "p256", "mixed_fixed")
 
 # Experiments by the name their rows carry, and the options each takes (besides profile).
 _ENGINE_SETUP = ("engine", "model", "attention", "max_batch", "chunk_tokens", "cuda_graphs", "graph_chunks",
-                 "whole_graphs", "fused_ops", "small_m_gemms", "overlap")
+                 "whole_graphs", "fused_ops", "gate_up_silu", "overlap")
 # What places a run in an ABBA campaign (campaign.py): its number, whether it is a warm-up, its comparison.
 _PAIRED = ("repeat", "warmup", "comparison")
 EXPERIMENTS: dict[str, tuple[str, ...]] = {
-    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "whole_graphs", "fused_ops", "small_m_gemms",
+    "gates": ("model", "attention", "cuda_graphs", "graph_chunks", "whole_graphs", "fused_ops", "gate_up_silu",
               "overlap"),
     "kernel_gate": (),
     "layout_bench": (),
@@ -180,10 +180,9 @@ OPTIONS = {o.name: o for o in [
     Option("fused_ops", None, _BOOL,
            "the fused small-op kernels (add+RMSNorm, rotary+cache write, SiLU*mul) or the reference "
            "PyTorch ops of parts 7-9 (default: the profile's, full fused, smoke reference)", before=False),
-    Option("small_m_gemms", False, _BOOL,
-           "on the fused_ops path (nothing without it): the q/k/v, output and down projections of batches of at most 64 rows as "
-           "one split-K Triton launch each, SiLU*up inside the down one (Qwen2Model.small_m_gemms)",
-           before=False),
+    Option("gate_up_silu", False, _BOOL,
+           "on the fused_ops path (nothing without it): the gate_up GEMM of batches of at most 64 rows "
+           "as one Triton launch with SiLU*up in its epilogue (Qwen2Model.gate_up_silu)", before=False),
     Option("overlap", False, _BOOL,
            "plan, pack and launch step n+1 before reading step n's tokens back, so host work runs "
            "while the GPU works (EngineConfig.overlap)", before=False),
@@ -244,7 +243,7 @@ class RunSpec:
     graph_chunks: bool
     whole_graphs: bool
     fused_ops: bool
-    small_m_gemms: bool
+    gate_up_silu: bool
     overlap: bool
     workload: str
     batch_size: int

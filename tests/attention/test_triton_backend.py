@@ -15,7 +15,7 @@ import torch
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
-from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention, _arrival_counters
+from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
 ON_INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
@@ -140,11 +140,11 @@ def test_splitkv_any_split_count(num_sms):
 
 @pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (64, 16), (64, 64)])
 def test_balanced_any_split_count(num_sms, block_n):
-    """One split per request (normalised in place, no merge), a few, and more splits than
-    a short request has tiles (those store nothing and the merge must skip them); tiles of
-    one and several cache blocks.
-    The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the merge reads
-    per iteration."""
+    """One split per request (normalised in the decode kernel, no reduce), a few, and more
+    splits than a short request has tiles (those store nothing and the reduce must skip
+    them); tiles of one and several cache blocks.
+    The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
+    merges per iteration."""
     q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [600], 4, 2, torch.float32, seed=5)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
     backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,
@@ -186,18 +186,6 @@ def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
     assert written.tolist() == [[n] * 4 for n in expected]
     # The premise: the two plans differ for the 100-key request (1 split against 4).
     assert expected[2] == (1 if kernel == "splitkv" else 4)
-
-
-def test_arrival_counters_are_zero_after_every_launch():
-    """The last program of each (request, KV head) resets its counter, so the next launch
-    (the next layer, another step's shape) merges at the right arrival again."""
-    backend = TritonAttention(decode_kernel="balanced", num_sms=64, splitkv=SplitKVConfig(block_n=16))
-    for seed, contexts in ((1, DECODE_CONTEXTS + [600]), (2, [300, 7])):
-        q, k_cache, v_cache, meta = make_decode(contexts, 4, 2, torch.float32, seed=seed)
-        assert backend.max_splits(meta.max_context_len, len(contexts) * 2, torch.device(DEVICE)) > 1
-        assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE),
-                     TorchAttention().decode(q, k_cache, v_cache, meta, SCALE), torch.float32)
-        assert int(_arrival_counters(q.device).abs().sum()) == 0
 
 
 def test_balanced_launch_shape_ignores_context_lengths():
@@ -278,12 +266,12 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
     from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N,
-                                                   MERGE_BLOCK_S, SplitKVConfig)
+                                                   REDUCE_BLOCK_S, SplitKVConfig)
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
     INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
-                  "block_tables_ptr", "rows_ptr", "arrivals_ptr"}
+                  "block_tables_ptr", "rows_ptr"}
     INT64 = {"slot_mapping_ptr"}
     FP32 = {"partials_ptr"}
 
@@ -315,12 +303,11 @@ GPU_COMPILE = textwrap.dedent("""
                 HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
                 HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4)
         compile_for_arch(activation.silu_mul_kernel, dtype, dict(BLOCK=activation.SILU_MUL_BLOCK), 4)
-        gemm_cfg = gemm.SmallGemmConfig()
-        for silu_mul, rows in ((False, 16), (True, 32), (False, 64)):
-            compile_for_arch(gemm.small_m_linear_kernel, dtype, dict(
-                K_PER_SPLIT=4 * gemm_cfg.block_k, SPLIT_K=3, SILU_MUL=silu_mul, BLOCK_M=rows,
-                BLOCK_N=gemm_cfg.block_n, BLOCK_K=gemm_cfg.block_k, DOT_PRECISION=precision),
-                gemm_cfg.num_warps, gemm_cfg.num_stages)
+        gate_up = gemm.GateUpConfig()
+        for rows in (16, 32, 64):
+            compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
+                BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
+                gate_up.num_warps, gate_up.num_stages)
         compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
             NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
             BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
@@ -332,8 +319,10 @@ GPU_COMPILE = textwrap.dedent("""
         for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
-                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split,
-                BLOCK_S=MERGE_BLOCK_S), splitkv.num_warps, splitkv.num_stages)
+                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
+                splitkv.num_warps, splitkv.num_stages)
+        compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(
+            HEAD_DIM=head_dim, BLOCK_N=splitkv.block_n, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
 
 

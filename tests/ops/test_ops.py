@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from fusedlib import ops
 from fusedlib.ops import gemm
-from fusedlib.ops.gemm import SMALL_M_MAX, SmallGemmConfig, split_k
+from fusedlib.ops.gemm import SMALL_M_MAX, GateUpConfig
 from fusedlib.model import RMSNorm, RotaryEmbedding, _rotate_half
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -108,43 +108,37 @@ def test_rotary_to_cache(tokens, dtype, heads, kv_heads, head_dim):
             .view(2, -1, kv_heads, head_dim)[:, slots]).any()
 
 
-GEMM_CONFIGS = {  # one split; K cut into two uneven runs; eight runs
-    "one split": SmallGemmConfig(block_n=64, block_k=32, programs_per_sm=1, min_k_iterations=16),
-    "a few splits": SmallGemmConfig(block_n=32, block_k=32, programs_per_sm=3, min_k_iterations=3),
-    "many splits": SmallGemmConfig(block_n=64, block_k=16, programs_per_sm=8, min_k_iterations=1),
+GATE_UP_CONFIGS = {  # the default tile; a narrow one with K in several short steps
+    "default": GateUpConfig(),
+    "narrow": GateUpConfig(block_n=16, block_k=32),
 }
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("silu_mul", [False, True], ids=["plain", "silu_mul"])
-@pytest.mark.parametrize("config", GEMM_CONFIGS, ids=list(GEMM_CONFIGS))
+@pytest.mark.parametrize("config", GATE_UP_CONFIGS)
 @pytest.mark.parametrize("tokens", [1, 17, 64])
-def test_small_m_linear_matches_torch(tokens, config, silu_mul, dtype):
-    """Ragged rows (a 64-row tile holding 1 or 17), a ragged last weight tile (N = 200) and
-    K not a multiple of block_k (300), against F.linear of the reference activation."""
-    n, k, cfg = 200, 300, GEMM_CONFIGS[config]
-    x = rand(tokens, 2 * k if silu_mul else k, dtype=dtype, seed=tokens)
-    weight = rand(n, k, dtype=dtype, seed=7, scale=0.1)
-    if silu_mul:
-        gate, up = x.split(k, dim=-1)
-        expected = F.linear(F.silu(gate) * up, weight)
-    else:
-        expected = F.linear(x, weight)
-    assert_close(ops.small_m_linear(x, weight, silu_mul, cfg), expected, dtype, config)
-    splits = split_k(n, k, torch.device(DEVICE), cfg)
-    assert (splits == 1) == (config == "one split") and (splits > 4) == (config == "many splits")
-    # Every tile's last program set its arrival counter back, for the next launch.
-    assert int(gemm._arrival_counters(x.device).abs().sum()) == 0
+def test_gate_up_silu_matches_the_reference(tokens, config, dtype):
+    """Ragged rows (a 64-row tile holding 1 or 17), a ragged last column tile
+    (intermediate 100) and K not a multiple of block_k (300), against the reference's
+    gate_up projection, F.silu and product, each rounded to the model dtype."""
+    intermediate, k = 100, 300
+    x = rand(tokens, k, dtype=dtype, seed=tokens)
+    weight = rand(2 * intermediate, k, dtype=dtype, seed=7, scale=0.1)
+    gate, up = F.linear(x, weight).chunk(2, dim=-1)
+    assert_close(ops.gate_up_silu(x, weight, True, GATE_UP_CONFIGS[config]), F.silu(gate) * up, dtype, config)
 
 
-def test_linear_takes_the_split_k_kernel_for_small_batches_only(monkeypatch):
-    calls = []
-    monkeypatch.setattr(gemm, "small_m_linear", lambda *a: calls.append(a[0].shape[0]) or F.linear(a[0], a[1]))
-    weight = rand(8, 16, dtype=torch.float32, seed=1)
-    for rows, small_m in ((SMALL_M_MAX, True), (SMALL_M_MAX + 1, True), (3, False)):
-        x = rand(rows, 16, dtype=torch.float32, seed=rows)
-        assert_close(ops.linear(x, weight, small_m), F.linear(x, weight), torch.float32, str(rows))
-    assert calls == [SMALL_M_MAX]
+def test_gate_up_silu_takes_one_kernel_for_small_batches_only(monkeypatch):
+    launches = []
+    real = gemm.gate_up_silu_kernel
+    monkeypatch.setattr(gemm, "gate_up_silu_kernel", type("Spy", (), {
+        "__getitem__": lambda self, grid: launches.append(grid) or real[grid]})())
+    weight = rand(16, 8, dtype=torch.float32, seed=1)
+    for rows, one_kernel in ((SMALL_M_MAX, True), (SMALL_M_MAX + 1, True), (3, False)):
+        x = rand(rows, 8, dtype=torch.float32, seed=rows)
+        gate, up = F.linear(x, weight).chunk(2, dim=-1)
+        assert_close(ops.gate_up_silu(x, weight, one_kernel), F.silu(gate) * up, torch.float32, str(rows))
+    assert len(launches) == 1
 
 
 def test_bad_shapes_name_the_problem():
@@ -153,10 +147,8 @@ def test_bad_shapes_name_the_problem():
         ops.add_rms_norm(x, None, rand(7, dtype=torch.float32, seed=1), 1e-6)
     with pytest.raises(ValueError, match="gate_up"):
         ops.silu_mul(rand(3, 7, dtype=torch.float32, seed=1))
-    with pytest.raises(ValueError, match="does not fit weight"):
-        ops.small_m_linear(x, rand(5, 8, dtype=torch.float32, seed=1), silu_mul=True)
-    with pytest.raises(ValueError, match=f"at most {SMALL_M_MAX} rows"):
-        ops.small_m_linear(rand(SMALL_M_MAX + 1, 8, dtype=torch.float32, seed=1), rand(5, 8, dtype=torch.float32, seed=1))
+    with pytest.raises(ValueError, match="does not fit a gate_up weight"):
+        ops.gate_up_silu(x, rand(5, 8, dtype=torch.float32, seed=1), True)
     cache = rand(4, 16, 2, 16, dtype=torch.float32, seed=2)
     with pytest.raises(ValueError, match="qkv"):
         ops.rotary_to_cache(rand(3, 100, dtype=torch.float32, seed=3), None, x, x, cache, cache,
