@@ -6,13 +6,12 @@ slice of both halves, gate rows [n, n + BLOCK_N) and up rows [I + n, I + n + BLO
 the [2I, K] weight, and stores only SiLU(gate) * up: the [M, 2I] projection output is
 never written, and no activation kernel runs. The weight tile is the MMA's tall operand
 and the batch its narrow one (swap-AB), so a 32-row batch fills no padded rows of Hopper's
-64-tall tensor-core tiles. I / BLOCK_N programs (280 at BLOCK_N 32) keep every SM streaming
+64-tall tensor-core tiles. I / BLOCK_N programs (140 at BLOCK_N 64) keep every SM streaming
 without splitting K. Values are rounded where the reference rounds (the projection's
 output, F.silu's, the product), as in `fusedlib.ops.activation`.
 
-On the H200 (data/roofline/small_gemm.csv, 32 rows) this shape ran at 80% of the copy rate
-against cuBLAS's 74%; split-K variants of the kernel for the q/k/v, output and down
-projections lost to cuBLAS and are not kept. Batches of more than SMALL_M_MAX rows stay on
+On the H200 a split-K variant of this kernel for the q/k/v, output and down projections lost
+to cuBLAS at 32 rows (data/roofline/small_gemm.csv, bfa3594) and is not kept. Batches of more than SMALL_M_MAX rows stay on
 cuBLAS, whose large-M tiles are near the FLOP rate.
 """
 from __future__ import annotations
@@ -31,11 +30,13 @@ SMALL_M_MAX = 64
 
 @dataclass(frozen=True)
 class GateUpConfig:
-    """Launch shape of `gate_up_silu_kernel` (the bench's small_gemm section sweeps these)."""
-    block_n: int = 32  # columns of SiLU(gate) * up per program: 2 * block_n weight rows
+    """Launch shape of `gate_up_silu_kernel`. Best of the H200 sweep at 32 rows
+    (data/roofline/gate_up.csv, 7b8c45e): 18.0 us, 72% of the copy rate, against 19.8 us
+    for cuBLAS and the activation kernel."""
+    block_n: int = 64  # columns of SiLU(gate) * up per program: 2 * block_n weight rows
     block_k: int = 64
     num_warps: int = 4
-    num_stages: int = 4
+    num_stages: int = 5
 
 
 @triton.jit(do_not_specialize=["num_rows"])
