@@ -10,12 +10,14 @@ and the batch its narrow one (swap-AB), so a 32-row batch fills no padded rows o
 without splitting K. Values are rounded where the reference rounds (the projection's
 output, F.silu's, the product), as in `fusedlib.ops.activation`.
 
-On the H200 a split-K variant of this kernel for the q/k/v, output and down projections lost
-to cuBLAS at 32 rows (data/roofline/small_gemm.csv, bfa3594) and is not kept. Batches of more than SMALL_M_MAX rows stay on
-cuBLAS, whose large-M tiles are near the FLOP rate.
+On the H200 a split-K variant of this kernel for the q/k/v, output and down projections
+lost to cuBLAS at 32 rows (data/roofline/small_gemm.csv, bfa3594) and is not kept.
+Batches of more than SMALL_M_MAX rows stay on cuBLAS, whose large-M tiles are near the
+FLOP rate.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -36,7 +38,14 @@ class GateUpConfig:
     block_n: int = 64  # columns of SiLU(gate) * up per program: 2 * block_n weight rows
     block_k: int = 64
     num_warps: int = 4
-    num_stages: int = 5
+    num_stages: int = 5  # on Hopper; see `stages_for`
+
+
+def stages_for(major: int, cfg: GateUpConfig) -> int:
+    """Pipeline stages on a GPU of compute capability `major`: five stages of a 64-row
+    batch's tiles take 144 KB of shared memory, which Hopper has (227 KB per block) and an
+    A10 (sm_86, Modal's default GPU, 99 KB) has not; three fit there."""
+    return cfg.num_stages if major >= 9 else min(cfg.num_stages, 3)
 
 
 @triton.jit(do_not_specialize=["num_rows"])
@@ -93,5 +102,10 @@ def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
             x, weight, out, rows, n2 // 2, k, x.stride(0), weight.stride(0), out.stride(0),
             BLOCK_M=max(16, triton.next_power_of_2(rows)), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
             DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            num_warps=cfg.num_warps, num_stages=stages_for(_major(x.device), cfg))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _major(device: torch.device) -> int:
+    return torch.cuda.get_device_capability(device)[0] if device.type == "cuda" else 9

@@ -270,6 +270,7 @@ GPU_COMPILE = textwrap.dedent("""
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
+    SHARED_PER_BLOCK = {90: 227 * 1024, 86: 99 * 1024}  # H100/H200 and A10 opt-in maxima
     INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
                   "block_tables_ptr", "rows_ptr"}
     INT64 = {"slot_mapping_ptr"}
@@ -290,8 +291,10 @@ GPU_COMPILE = textwrap.dedent("""
                 signature[name] = "*" + dtype
             else:
                 signature[name] = "fp32" if name in ("qk_scale", "eps") else "i32"
-        triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", ARCH, 32),
-                       options={"num_warps": num_warps, "num_stages": num_stages})
+        compiled = triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", ARCH, 32),
+                                  options={"num_warps": num_warps, "num_stages": num_stages})
+        # A launch needing more shared memory than the arch has per block fails only at run time.
+        assert compiled.metadata.shared <= SHARED_PER_BLOCK[ARCH], (kernel.fn.__name__, compiled.metadata.shared)
 
     splitkv = SplitKVConfig()
     # The real model's shape in fp16 (what serves on the GPU), the tiny one's in fp32.
@@ -307,7 +310,7 @@ GPU_COMPILE = textwrap.dedent("""
         for rows in (16, 32, 64):
             compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
                 BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
-                gate_up.num_warps, gate_up.num_stages)
+                gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
         compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
             NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
             BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
