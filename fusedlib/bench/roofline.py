@@ -53,13 +53,14 @@ def census(data: Path) -> pd.DataFrame:
 
 
 def whole_census(data: Path, run: int = 0) -> pd.DataFrame:
-    """A census run that measured whole graphs (`run`: 0 the first, -1 the latest, in time):
-    PART10 (mixed step piecewise) and WHOLE (one graph) side by side, one machine boot and one
-    commit. Empty where no such run is in the rows."""
+    """A census run that measured both PART10 (mixed step piecewise) and WHOLE (one graph),
+    side by side, on one machine boot at one commit (`run`: 0 the first, -1 the latest, in
+    time). Empty where no such run is in the rows."""
     df = _frame(data, "roofline/census")
     if df.empty or not (df["config"] == WHOLE).any():
         return pd.DataFrame()
-    runs = df[df["config"] == WHOLE].sort_values("timestamp")[["git_commit", "boot_id"]].drop_duplicates()
+    both = df.groupby(["git_commit", "boot_id"])["config"].transform(lambda c: {PART10, WHOLE} <= set(c))
+    runs = df[both & (df["config"] == WHOLE)].sort_values("timestamp")[["git_commit", "boot_id"]].drop_duplicates()
     commit, boot = runs.iloc[run]
     one = df[(df["git_commit"] == commit) & (df["boot_id"] == boot) & df["config"].isin([PART10, WHOLE])]
     return one[["config", "step", "kernels_per_step", "kernels_per_layer", "kernel_us_per_step", "gpu_ms_median",
