@@ -522,7 +522,11 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
         if not any(grading_row(r) for r in results.read_rows(DATA / "paired" / stem)):
             waiting |= {k: f"the paired campaign's `{phase}` phase (`python -m fusedlib.bench.campaign OUT --phase "
                            f"{phase}`), whose rows will be in `{rel(DATA / 'paired' / stem)}`" for k in keys}
-    return waiting
+    # Set F's capacity, peer and gate predictions: their configuration lost in the census.
+    not_kept = ("runs of the split-K GEMMs past the census: the census at bfa3594 measured them slower "
+                "than cuBLAS, so the engine does not keep them and no capacity, peer or gate run used "
+                "them (checking out bfa3594 and running the campaign's phases with small_m_gemms would)")
+    return waiting | {f"F{n}": not_kept for n in range(4, 8)}
 
 
 # Set D's predictions -> the paired result set, the campaign phase and the kind of row that grade them.

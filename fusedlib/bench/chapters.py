@@ -382,17 +382,76 @@ def whole_graph_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(WHOLE_SET)]
 
 
+def split_k_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(GEMM_SET)]
+
+
+def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
+    """The whole-graph chapter's section on the decode step's last small kernels: set F's
+    grades (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and
+    the glued texts of both that attempt and the kept gate_up+SiLU kernel
+    (roofline.gate_up_results, measured without a prediction)."""
+    from . import roofline as rf
+
+    f, g = rf.measured_for_set_f(data), rf.gate_up_results(data)
+    t = {}
+    if "census" in f:
+        c = f["census"]
+        split_k, base = c.loc[(rf.SPLIT_K, "decode")], c.loc[(rf.WHOLE, "decode")]
+        t |= {"k_sk_dec": f"{split_k['gpu_ms_median']:.2f} ms", "k_sk_per_layer": f"{split_k['kernels_per_layer']:.1f}",
+              "k_sk_base": f"{base['gpu_ms_median']:.2f} ms"}
+    if "gemms" in f:
+        for name, r in f["gemms"].iterrows():
+            t |= {f"k_{name}_cublas": f"{r['cublas_us']:.1f} µs", f"k_{name}_sk": f"{r['split_k_us']:.1f} µs",
+                  f"k_{name}_floor": f"{r['floor_us']:.1f} µs", f"k_{name}_mb": f"{r['weight_mb']:.1f} MB"}
+    if "attention_1k" in f:
+        a = f["attention_1k"]
+        t |= {"k_att_merge": f"{a['merge_us']:.1f} µs", "k_att_reduce": f"{a['reduce_us']:.1f} µs"}
+    if "step_check" in f:
+        sc = f["step_check"]
+        t["k_sk_check"] = (f"{sc['max_abs_diff']:.3f}, argmax {int(sc['argmax_agree_outside_ties'])} of "
+                           f"{int(sc['rows_outside_ties'])} outside ties")
+    if "census" in g:
+        c = g["census"]
+        one, base = c.loc[(rf.GATE_UP, "decode")], c.loc[(rf.WHOLE, "decode")]
+        t |= {"g_dec": f"{one['gpu_ms_median']:.2f} ms", "g_dec_base": f"{base['gpu_ms_median']:.2f} ms",
+              "g_kernels": f"{one['kernels_per_step']:,.0f}", "g_per_layer": f"{one['kernels_per_layer']:.1f}",
+              "g_kernels_base": f"{base['kernels_per_step']:,.0f}",
+              "g_per_layer_base": f"{base['kernels_per_layer']:.1f}",
+              "g_dec_wall": f"{one['wall_ms_median']:.2f} ms"}
+    if "sweep" in g:
+        cub, one = g["sweep"]["cublas"], g["sweep"]["one_kernel"]
+        t |= {"g_cublas": f"{cub['us_per_call']:.1f} µs ({cub['fraction_of_copy']:.0%} of the copy rate)",
+              "g_one": f"{one['us_per_call']:.1f} µs ({one['fraction_of_copy']:.0%})",
+              "g_same": ("identical to theirs" if one["max_abs_err_vs_cublas"] == 0 else
+                         f"within {one['max_abs_err_vs_cublas']:.2g} of theirs")}
+    for key in ("vs_cublas", "fused_vs_chunked"):
+        if key in g:
+            r = g[key]
+            # one decimal: the change is about a percent
+            t |= {f"g_cap_{key}": f"{r['ratio'] - 1:+.1%} [{r['lo'] - 1:+.1%}, {r['hi'] - 1:+.1%}] ({int(r['n'])} pairs)",
+                  f"g_capa_{key}": f"{r['a']:.1f} requests/s", f"g_capb_{key}": f"{r['b']:.1f} requests/s"}
+    if "peer" in g:
+        ours = g["peer"][g["peer"]["engine"] != "transformers"]["times_peer"]
+        t["g_peer"] = f"{ours.min():.1f}× to {ours.max():.1f}×"
+    if "gates" in g:
+        t["g_gates"] = f"{int(g['gates']['passed'].astype(bool).sum())} of {len(g['gates'])}"
+    return gr.split_k_grades(by_key(), f), t
+
+
 def whole_graphs(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's grades (set E but E4) and glued texts: its own, from
     roofline.measured_for_set_e, and the part-10 texts it cites (the earlier lease's census and
-    seeds, the weight read, the mixed step's FLOP floor)."""
+    seeds, the weight read, the mixed step's FLOP floor) and those of its appendix on the decode
+    step's last kernels (`last_kernels`)."""
     from . import roofline as rf
 
     _, part10_texts = part10(data)
     m = rf.measured_for_set_e(data)
     grades = {k: g for k, g in gr.whole_graph_grades(by_key(), m).items() if k != "E4"}
     cited = ("p10_mixed_gpu", "capa_part10o", "cap_part10o", "weights_ms", "mix_flops")
-    return grades, {k: part10_texts[k] for k in cited if k in part10_texts} | whole_graph_texts(m)
+    return grades, ({k: part10_texts[k] for k in cited if k in part10_texts} | whole_graph_texts(m)
+                    | last_kernels(data)[1])
 
 
 def whole_graph_texts(m: dict) -> dict[str, str]:

@@ -453,6 +453,35 @@ def whole_graph_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     return out
 
 
+def split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """F1-F3 on fusedlib.bench.roofline.measured_for_set_f. F4-F7 needed runs of the split-K
+    configuration past the census (capacity, the peer, its gates), which were not made once
+    the census measured it slower: they stay open."""
+    from .roofline import SPLIT_K, WHOLE
+
+    out = {}
+    census = m.get("census")
+    if census is not None:
+        dec, base = census.loc[(SPLIT_K, "decode")], census.loc[(WHOLE, "decode")]
+        (klo, khi), (glo, ghi) = p["F1"].range(0), p["F1"].range(1)
+        kernels, gpu = dec["kernels_per_layer"], dec["gpu_ms_median"]
+        out["F1"] = Grade(f"{kernels:.1f} kernels per layer, {gpu:.2f} ms GPU",
+                          verdict(_in(kernels, klo, khi) and _in(gpu, glo, ghi)),
+                          f"kernels {side(kernels, klo, khi)} their range, GPU time {side(gpu, glo, ghi)} its; "
+                          f"with cuBLAS the same run's decode step took {base['gpu_ms_median']:.2f} ms")
+        mixed = census.loc[(WHOLE, "mixed"), "gpu_ms_median"]
+        lo, hi = p["F2"].range(0)
+        out["F2"] = Grade(f"{mixed:.2f} ms GPU", verdict(_in(mixed, lo, hi)), f"{side(mixed, lo, hi)} the range")
+    att = m.get("attention_1k")
+    if att is not None:
+        lo, hi = p["F3"].fractions(0)
+        x = att["merge_fraction"]
+        out["F3"] = Grade(f"{x:.0%} of the copy rate ({att['merge_us']:.1f} us)", verdict(_in(x, lo, hi)),
+                          f"{side(x, lo, hi)} the range; with the reduce kernel back the best shape took "
+                          f"{att['reduce_us']:.1f} us")
+    return out
+
+
 # ---------------------------------------------------------------- the reference's own predictions
 
 def reference_predictions(path: Path = REFERENCE_PREDICTIONS) -> list[dict]:

@@ -31,6 +31,11 @@ def _model():
 PART9, PART10 = "part9: reference ops, split-KV", "part10: fused ops, balanced"
 # Part 10's last census configuration: the mixed step as one graph, attention inside.
 WHOLE = "part10 whole: fused ops, balanced, whole graphs"
+# The census configurations of the decode step's last kernels: the split-K GEMMs (tried at
+# bfa3594 with the in-kernel split-KV merge, not kept) and the gate_up GEMM with the
+# activation in its epilogue (kept).
+SPLIT_K = "part10 gemm: whole graphs, split-K GEMMs"
+GATE_UP = "part10 gate_up: whole graphs, gate_up+SiLU one kernel"
 DECODE_CONTEXT = 1088  # the census's decode rows' context (scripts/roofline_bench.py, full)
 
 
@@ -412,12 +417,106 @@ def measured_for_set_e(data: Path) -> dict:
     traces = graphed_steps(data)
     if len(traces):
         m["steps"] = traces.set_index(["whole_graphs", "engine"])
-    gates = _frame(data, "paired/gates")
-    if "whole_graphs" in gates:
-        whole = gates[gates["whole_graphs"].fillna(False).astype(bool)]
-        # the gate run of the whole-graphed configuration: its mixed-step gate calls the model
-        # directly (no graphs), so that row reads whole_graphs False; it is the same run's
-        run = gates[gates["git_commit"].isin(whole["git_commit"]) & gates["boot_id"].isin(whole["boot_id"])]
-        if len(whole):
-            m["gates"] = run
+    run = gate_runs(_frame(data, "paired/gates"), gate_up_silu=False)
+    if len(run):
+        m["gates"] = run
+    return m
+
+
+def _flag(df: pd.DataFrame, column: str) -> pd.Series:
+    """A boolean option column, False where a row predates it."""
+    return df[column].fillna(False).astype(bool) if column in df else pd.Series(False, index=df.index)
+
+
+def gate_runs(gates: pd.DataFrame, gate_up_silu: bool) -> pd.DataFrame:
+    """Every gate run of a whole-graphed configuration, with or without gate_up+SiLU: all
+    four gates of each such run (one run, one timestamp; its mixed-step gate calls the model
+    directly, without graphs, so that row reads whole_graphs False)."""
+    if "whole_graphs" not in gates:
+        return gates.iloc[:0]
+    wanted = _flag(gates, "whole_graphs") & (_flag(gates, "gate_up_silu") == gate_up_silu)
+    return gates[gates["timestamp"].isin(gates.loc[wanted, "timestamp"])]
+
+
+def _census_with(data: Path, config: str) -> pd.DataFrame:
+    """The latest census run (one commit, one boot) holding `config`, every configuration it
+    measured, indexed by (config, step). Empty where none holds it."""
+    df = _frame(data, "roofline/census")
+    if df.empty or not (df["config"] == config).any():
+        return pd.DataFrame()
+    commit, boot = df[df["config"] == config].sort_values("timestamp")[["git_commit", "boot_id"]].iloc[-1]
+    return df[(df["git_commit"] == commit) & (df["boot_id"] == boot)].set_index(["config", "step"])
+
+
+def _best_attention_us(data: Path, commit: str, context: int) -> float:
+    """The fastest balanced launch shape's graph replay at `context`, in the attention run at `commit`."""
+    df = _frame(data, "roofline/attention")
+    mine = df[(df["git_commit"] == commit) & (df["kernel"] == "balanced") & (df["context"] == context)]
+    return float(mine["graph_median_ms"].min()) * 1e3
+
+
+def measured_for_set_f(data: Path) -> dict:
+    """What set F (the split-K GEMMs and the in-kernel split-KV merge) is graded on
+    (fusedlib.bench.grading.split_k_grades): the census run that measured them, beside the
+    whole-graphed cuBLAS configuration; the attention run at its commit and the latest one
+    (the reduce kernel back); its decode step check; the per-projection GEMM sweep. Keys are
+    missing where the rows are."""
+    m = {}
+    census_run = _census_with(data, SPLIT_K)
+    if census_run.empty:
+        return m
+    m["census"] = census_run
+    commit = census_run["git_commit"].iloc[0]
+    attention = _frame(data, "roofline/attention")
+    if (attention["git_commit"] == commit).any():
+        later = attention.sort_values("timestamp")["git_commit"].iloc[-1]
+        m["attention_1k"] = {"merge_us": _best_attention_us(data, commit, 1024),
+                             "reduce_us": _best_attention_us(data, later, 1024),
+                             "merge_fraction": float(attention[(attention["git_commit"] == commit)
+                                                               & (attention["kernel"] == "balanced")
+                                                               & (attention["context"] == 1024)]
+                                                     ["graph_fraction_of_copy"].max())}
+    checks = _frame(data, "roofline/step_check")
+    check = checks[(checks["git_commit"] == commit) & (checks["comparison"] == "decode_small_m_gemms_vs_cublas")]
+    if len(check):
+        m["step_check"] = check.iloc[-1]
+    sweep = _frame(data, "roofline/small_gemm")
+    if len(sweep):
+        sweep = sweep[sweep["git_commit"] == commit]
+        m["gemms"] = pd.DataFrame([
+            {"gemm": name, "weight_mb": g["weight_bytes"].iloc[0] / 1e6,
+             "floor_us": g["weight_bytes"].iloc[0] / g["copy_bandwidth_gbs"].iloc[0] / 1e3,
+             "cublas_us": g[g["kernel"].str.startswith("cublas")]["us_per_call"].min(),
+             "split_k_us": g[g["kernel"] == "split-K"]["us_per_call"].min()}
+            for name, g in sweep.groupby("gemm", sort=False)]).set_index("gemm")
+    return m
+
+
+def gate_up_results(data: Path) -> dict:
+    """The gate_up GEMM with the activation in its epilogue, measured without a prediction
+    written first: the latest census run holding it (beside the cuBLAS configuration), the
+    launch-shape sweep at that commit, the gate_up campaign phase's two comparisons, the peer
+    bracket and the gate run. Keys are missing where the rows are."""
+    from .campaign import GATE_UP_FUSED_VS_CHUNKED, GATE_UP_VS_CUBLAS, PEER_GATE_UP_COMPARISON
+
+    m = {}
+    census_run = _census_with(data, GATE_UP)
+    if len(census_run):
+        m["census"] = census_run
+        sweep = _frame(data, "roofline/gate_up")
+        if len(sweep):
+            sweep = sweep[sweep["git_commit"] == census_run["git_commit"].iloc[0]].dropna(subset=["us_per_call"])
+            m["sweep"] = {"cublas": sweep[sweep["kernel"].str.startswith("cublas")].iloc[0],
+                          "one_kernel": sweep[sweep["kernel"] == "one kernel"].sort_values("us_per_call").iloc[0]}
+    c = campaign_comparisons(data, phases=("gate_up",))
+    for key, name in (("vs_cublas", GATE_UP_VS_CUBLAS), ("fused_vs_chunked", GATE_UP_FUSED_VS_CHUNKED)):
+        row = c[c["comparison"] == name] if len(c) else c
+        if len(row):
+            m[key] = row.iloc[0]
+    peer = peer_comparison(data, PEER_GATE_UP_COMPARISON)
+    if len(peer):
+        m["peer"] = peer
+    run = gate_runs(_frame(data, "paired/gates"), gate_up_silu=True)
+    if len(run):
+        m["gates"] = run
     return m

@@ -1,4 +1,5 @@
 """Part 10's analysis on small hand-made rows with known answers."""
+import pandas as pd
 import pytest
 
 from fusedlib.bench import roofline, rows, steps
@@ -225,6 +226,9 @@ def test_d6_grades_both_of_our_runs_against_the_range_and_the_target(tmp_path, w
     assert g.verdict == verdict and f"20x target {target}" in g.why
 
 
+WHOLE_GATES_AT = "2026-12-01T12:00:00+00:00"  # the whole-graphed configuration's gate run
+
+
 @pytest.fixture
 def whole_data(tmp_path):
     """Rows of the whole-graph phases: whole graphs 10% over piecewise, fused 5% over chunked at
@@ -257,10 +261,10 @@ def whole_data(tmp_path):
                               (False, "chunked", 7.2))])
     _write(tmp_path, "paired/gates", [
         {"gate": g, "passed": True, "attention": "triton-balanced", "whole_graphs": g != "mixed_step",
-         "overlap": g != "mixed_step", "git_commit": "ccc", "boot_id": "b2"}
+         "overlap": g != "mixed_step", "git_commit": "ccc", "boot_id": "b2", "timestamp": WHOLE_GATES_AT}
         for g in ("fused_vs_chunked", "mixed_step", "tiny_pool", "poisoning")]
         + [{"gate": "tiny_pool", "passed": True, "attention": "triton", "whole_graphs": False, "git_commit": "ddd",
-            "boot_id": "b2"}])
+            "boot_id": "b2", "timestamp": "2026-12-01T12:05:00+00:00"}])
     return tmp_path
 
 
@@ -292,7 +296,8 @@ def test_set_e_grades(whole_data):
     assert (texts["pw_idle"], texts["w_mix_again"]) == ("50%", "4.30 ms of GPU time and 4.90 ms wall")
     assert texts["closed_w_resolved"] == "5 of 5" and texts["gates_w"] == "4 of 4"
     rows.append_rows(whole_data / "paired/gates", [{"gate": "poisoning", "passed": False, "attention": "triton-balanced",
-                                                    "whole_graphs": True, "git_commit": "ccc", "boot_id": "b2"}])
+                                                    "whole_graphs": True, "git_commit": "ccc", "boot_id": "b2",
+                                                    "timestamp": WHOLE_GATES_AT}])
     g = grading.whole_graph_grades(predictions.by_key(), roofline.measured_for_set_e(whole_data))
     assert g["E5"].verdict == "MISSED" and g["E5"].measured == "4 of 5 gates pass"
 
@@ -311,3 +316,63 @@ def test_the_peer_comparison_takes_the_peer_run_of_our_runs_machine(tmp_path):
     t = roofline.peer_comparison(tmp_path, campaign.PEER_WHOLE_COMPARISON)
     assert t["times_peer"].tolist() == pytest.approx([10.0, 10.0, 1.0])  # b2's peer run, not b3's later one
     assert roofline.peer_comparison(tmp_path).empty  # no runs of the piecewise comparison
+
+
+@pytest.fixture
+def last_kernel_data(tmp_path):
+    """A census run with the split-K GEMMs beside cuBLAS (commit sk), one with gate_up+SiLU
+    (commit gu), attention at both split-KV merges, the GEMM sweeps and the step check."""
+    def census(commit, ts, configs):
+        return [{"config": config, "step": step, "kernels_per_step": k * 28, "kernels_per_layer": k,
+                 "gpu_ms_median": gpu, "wall_ms_median": gpu + 0.3, "git_commit": commit, "boot_id": commit,
+                 "timestamp": ts} for config, step, k, gpu in configs]
+    _write(tmp_path, "roofline/census",
+           census("sk", "2026-12-02T01:00:00+00:00", [(roofline.WHOLE, "decode", 10.3, 2.5), (roofline.WHOLE, "mixed", 10.6, 4.4),
+                                                      (roofline.SPLIT_K, "decode", 8.3, 1.7)])
+           + census("gu", "2026-12-02T02:00:00+00:00", [(roofline.WHOLE, "decode", 11.3, 2.14),
+                                                        (roofline.GATE_UP, "decode", 10.3, 2.10)]))
+    _write(tmp_path, "roofline/attention", [
+        {"kernel": "balanced", "context": 1024, "graph_median_ms": ms, "graph_fraction_of_copy": f, "git_commit": c,
+         "timestamp": ts} for c, ts, ms, f in (("sk", "2026-12-02T01:01:00+00:00", 0.0287, 0.45),
+                                               ("sk", "2026-12-02T01:01:00+00:00", 0.0300, 0.30),
+                                               ("gu", "2026-12-02T02:01:00+00:00", 0.0227, 0.34))])
+    _write(tmp_path, "roofline/small_gemm", [
+        {"gemm": g, "kernel": kernel, "us_per_call": us, "weight_bytes": 4.27e6, "copy_bandwidth_gbs": 4270.0,
+         "git_commit": "sk"} for g, kernel, us in (("qkv", "cublas", 5.6), ("qkv", "split-K", 6.0), ("qkv", "split-K", 7.0))])
+    _write(tmp_path, "roofline/step_check", [
+        {"comparison": "decode_small_m_gemms_vs_cublas", "max_abs_diff": 0.0164, "rows_outside_ties": 28,
+         "argmax_agree_outside_ties": 28, "git_commit": "sk"}])
+    _write(tmp_path, "roofline/gate_up", [
+        {"kernel": kernel, "us_per_call": us, "fraction_of_copy": f, "max_abs_err_vs_cublas": err, "git_commit": "gu"}
+        for kernel, us, f, err in (("cublas + silu_mul kernel", 19.8, 0.66, 0.0), ("one kernel", 18.1, 0.72, 0.0),
+                                   ("one kernel", 25.0, 0.5, 0.0))])
+    return tmp_path
+
+
+def test_set_f_grades_the_split_k_census_and_leaves_its_later_runs_open(last_kernel_data):
+    from fusedlib.bench import analysis, chapters, grading, predictions
+
+    m = roofline.measured_for_set_f(last_kernel_data)
+    assert m["attention_1k"] == pytest.approx({"merge_us": 28.7, "reduce_us": 22.7, "merge_fraction": 0.45})
+    g = grading.split_k_grades(predictions.by_key(), m)
+    assert g["F1"].verdict == "HELD" and "2.50 ms" in g["F1"].why  # 8.3 per layer, 1.7 ms
+    assert g["F2"].verdict == "HELD" and g["F3"].verdict == "HELD"  # 4.4 ms; 45% in 40-55%
+    assert not {"F4", "F5", "F6", "F7"} & set(g)
+    assert {"F4", "F5", "F6", "F7"} <= set(analysis.open_predictions(pd.DataFrame(), pd.DataFrame()))
+    grades, t = chapters.last_kernels(last_kernel_data)
+    assert set(grades) == {"F1", "F2", "F3"}
+    assert (t["k_qkv_cublas"], t["k_qkv_sk"], t["k_qkv_floor"]) == ("5.6 µs", "6.0 µs", "1.0 µs")
+    assert (t["g_dec"], t["g_dec_base"], t["g_one"], t["g_same"]) == ("2.10 ms", "2.14 ms", "18.1 µs (72%)",
+                                                                       "identical to theirs")
+    assert t["k_sk_check"] == "0.016, argmax 28 of 28 outside ties"
+
+
+def test_gate_runs_take_each_whole_graphed_run_whole(tmp_path):
+    gates = pd.DataFrame([{"gate": g, "whole_graphs": g != "mixed_step" and w, "gate_up_silu": up, "timestamp": ts,
+                           "passed": True}
+                          for ts, w, up in (("t0", True, False), ("t1", True, True), ("t2", False, False))
+                          for g in ("fused_vs_chunked", "mixed_step")])
+    assert roofline.gate_runs(gates, gate_up_silu=True)["timestamp"].tolist() == ["t1", "t1"]
+    assert roofline.gate_runs(gates, gate_up_silu=False)["timestamp"].tolist() == ["t0", "t0"]
+    assert roofline.gate_runs(gates.drop(columns="gate_up_silu"), gate_up_silu=False)["timestamp"].tolist() == \
+        ["t0", "t0", "t1", "t1"]  # rows from before the option read False
