@@ -394,7 +394,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     from . import roofline as rf
 
     f, g = rf.measured_for_set_f(data), rf.gate_up_results(data)
-    t = {}
+    t = {"k_launch": f"{rf.rates(data).launch_s * 1e6:.2f} µs"}
     if "census" in f:
         c = f["census"]
         split_k, base = c.loc[(rf.SPLIT_K, "decode")], c.loc[(rf.WHOLE, "decode")]
