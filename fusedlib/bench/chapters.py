@@ -7,6 +7,7 @@ rows that grade it are not there; the chapter then points to the open-prediction
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -394,7 +395,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     from . import roofline as rf
 
     f, g = rf.measured_for_set_f(data), rf.gate_up_results(data)
-    t = {"k_launch": f"{rf.rates(data).launch_s * 1e6:.2f} µs"}
+    has_rates = (Path(data) / "roofline" / "gemm.jsonl").exists()  # the GEMM section's launch cost
+    t = {"k_launch": f"{rf.rates(data).launch_s * 1e6:.2f} µs"} if has_rates else {}
     if "census" in f:
         c = f["census"]
         split_k, base = c.loc[(rf.SPLIT_K, "decode")], c.loc[(rf.WHOLE, "decode")]
