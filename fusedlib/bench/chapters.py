@@ -45,8 +45,6 @@ def measured(rows: gr.Rows, configurations: list[str], kernels: tuple[str, ...] 
 def complete(texts: dict[str, str], page: str) -> dict[str, str]:
     """Every glue key a chapter page's prose uses: the computed text, or that it was not measured
     (so a page built from rows that lack a configuration reads as such instead of failing)."""
-    from pathlib import Path
-
     source = (Path(__file__).resolve().parents[2] / "book" / page).read_text()
     keys = re.findall(r"\{glue:text\}`([^`]+)`", source)
     return {k: texts.get(k, NOT_MEASURED) for k in keys} | texts
