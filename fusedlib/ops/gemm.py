@@ -17,7 +17,6 @@ FLOP rate.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
@@ -96,16 +95,12 @@ def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
         raise ValueError(f"x {tuple(x.shape)} {x.dtype} does not fit a gate_up weight {tuple(weight.shape)} "
                          f"{weight.dtype} ([2 * intermediate, K], unit last strides)")
     (rows, k), n2 = x.shape, weight.shape[0]
+    major = torch.cuda.get_device_capability(x.device)[0] if x.is_cuda else 9  # the interpreter: any
     out = torch.empty(rows, n2 // 2, dtype=x.dtype, device=x.device)
     if rows:
         gate_up_silu_kernel[(triton.cdiv(n2 // 2, cfg.block_n),)](
             x, weight, out, rows, n2 // 2, k, x.stride(0), weight.stride(0), out.stride(0),
             BLOCK_M=max(16, triton.next_power_of_2(rows)), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
             DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
-            num_warps=cfg.num_warps, num_stages=stages_for(_major(x.device), cfg))
+            num_warps=cfg.num_warps, num_stages=stages_for(major, cfg))
     return out
-
-
-@functools.lru_cache(maxsize=None)
-def _major(device: torch.device) -> int:
-    return torch.cuda.get_device_capability(device)[0] if device.type == "cuda" else 9
