@@ -448,13 +448,6 @@ def _census_with(data: Path, config: str) -> pd.DataFrame:
     return df[(df["git_commit"] == commit) & (df["boot_id"] == boot)].set_index(["config", "step"])
 
 
-def _best_attention_us(data: Path, commit: str, context: int) -> float:
-    """The fastest balanced launch shape's graph replay at `context`, in the attention run at `commit`."""
-    df = _frame(data, "roofline/attention")
-    mine = df[(df["git_commit"] == commit) & (df["kernel"] == "balanced") & (df["context"] == context)]
-    return float(mine["graph_median_ms"].min()) * 1e3
-
-
 def measured_for_set_f(data: Path) -> dict:
     """What set F (the split-K GEMMs and the in-kernel split-KV merge) is graded on
     (fusedlib.bench.grading.split_k_grades): the census run that measured them, beside the
@@ -467,15 +460,13 @@ def measured_for_set_f(data: Path) -> dict:
         return m
     m["census"] = census_run
     commit = census_run["git_commit"].iloc[0]
-    attention = _frame(data, "roofline/attention")
-    if (attention["git_commit"] == commit).any():
-        later = attention.sort_values("timestamp")["git_commit"].iloc[-1]
-        m["attention_1k"] = {"merge_us": _best_attention_us(data, commit, 1024),
-                             "reduce_us": _best_attention_us(data, later, 1024),
-                             "merge_fraction": float(attention[(attention["git_commit"] == commit)
-                                                               & (attention["kernel"] == "balanced")
-                                                               & (attention["context"] == 1024)]
-                                                     ["graph_fraction_of_copy"].max())}
+    attention = _frame(data, "roofline/attention").sort_values("timestamp")
+    balanced = attention[(attention["kernel"] == "balanced") & (attention["context"] == 1024)]
+    merge, reduce = (balanced[balanced["git_commit"] == c] for c in (commit, attention["git_commit"].iloc[-1]))
+    if len(merge):  # the fastest launch shape's graph replay, at 1k context
+        m["attention_1k"] = {"merge_us": float(merge["graph_median_ms"].min()) * 1e3,
+                             "reduce_us": float(reduce["graph_median_ms"].min()) * 1e3,
+                             "merge_fraction": float(merge["graph_fraction_of_copy"].max())}
     checks = _frame(data, "roofline/step_check")
     check = checks[(checks["git_commit"] == commit) & (checks["comparison"] == "decode_small_m_gemms_vs_cublas")]
     if len(check):
