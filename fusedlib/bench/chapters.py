@@ -432,11 +432,20 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
             t |= {f"g_cap_{key}": f"{r['ratio'] - 1:+.1%} [{r['lo'] - 1:+.1%}, {r['hi'] - 1:+.1%}] ({int(r['n'])} pairs)",
                   f"g_capa_{key}": f"{r['a']:.1f} requests/s", f"g_capb_{key}": f"{r['b']:.1f} requests/s"}
     if "peer" in g:
-        ours = g["peer"][g["peer"]["engine"] != "transformers"]["times_peer"]
-        t["g_peer"] = f"{ours.min():.1f}× to {ours.max():.1f}×"
+        t["g_peer"] = _times_peer(g["peer"])
     if "gates" in g:
-        t["g_gates"] = f"{int(g['gates']['passed'].astype(bool).sum())} of {len(g['gates'])}"
+        t["g_gates"] = _passed(g["gates"])
     return gr.split_k_grades(by_key(), f), t
+
+
+def _times_peer(peer: pd.DataFrame) -> str:
+    """Our runs' range of times the peer's throughput (roofline.peer_comparison's table)."""
+    ours = peer[peer["engine"] != "transformers"]["times_peer"]
+    return f"{ours.min():.1f}× to {ours.max():.1f}×"
+
+
+def _passed(gates: pd.DataFrame) -> str:
+    return f"{int(gates['passed'].astype(bool).sum())} of {len(gates)}"
 
 
 def whole_graphs(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -486,8 +495,7 @@ def whole_graph_texts(m: dict) -> dict[str, str]:
         t |= {"closed_w_lo": f"{closed['ratio'].min() - 1:+.0%}", "closed_w_hi": f"{closed['ratio'].max() - 1:+.0%}",
               "closed_w_resolved": f"{int(closed['resolved'].sum())} of {len(closed)}"}
     if "peer" in m:
-        ours = m["peer"][m["peer"]["engine"] != "transformers"]["times_peer"]
-        t["peer_w"] = f"{ours.min():.1f}× to {ours.max():.1f}×"
+        t["peer_w"] = _times_peer(m["peer"])
     if "steps" in m:
         st = m["steps"]
         for key, whole in (("pw", False), ("w", True)):
@@ -495,8 +503,7 @@ def whole_graph_texts(m: dict) -> dict[str, str]:
                 f, c = st.loc[(whole, "fused"), "mixed_gpu_ms"], st.loc[(whole, "chunked"), "mixed_gpu_ms"]
                 t |= {f"{key}_st_mixf": f"{f:.2f} ms", f"{key}_st_mixc": f"{c:.2f} ms", f"{key}_st_save": f"{c - f:+.2f} ms"}
     if "gates" in m:
-        g = m["gates"]
-        t["gates_w"] = f"{int(g['passed'].astype(bool).sum())} of {len(g)}"
+        t["gates_w"] = _passed(m["gates"])
     return t
 
 

@@ -404,11 +404,8 @@ def measured_for_set_e(data: Path) -> dict:
                         & arrivals["whole_graphs"].fillna(False).astype(bool) & ~arrivals["warmup"].astype(bool)]
         if len(runs):
             m["whole_runs"] = runs["served_rate"]
-    for key, name in (("whole_vs_piecewise", WHOLE_VS_PIECEWISE), ("fused_vs_chunked", WHOLE_FUSED_VS_CHUNKED),
-                      ("seeds", WHOLE_SEEDS)):
-        row = c[c["comparison"] == name] if len(c) else c
-        if len(row):
-            m[key] = row.iloc[0]
+    m |= _named(c, {"whole_vs_piecewise": WHOLE_VS_PIECEWISE, "fused_vs_chunked": WHOLE_FUSED_VS_CHUNKED,
+                    "seeds": WHOLE_SEEDS})
     if len(c) and (c["phase"] == "closed_whole").any():
         m["closed"] = c[c["phase"] == "closed_whole"]
     peer = peer_comparison(data, PEER_WHOLE_COMPARISON)
@@ -421,6 +418,12 @@ def measured_for_set_e(data: Path) -> dict:
     if len(run):
         m["gates"] = run
     return m
+
+
+def _named(c: pd.DataFrame, names: dict[str, str]) -> dict:
+    """{key: the comparison row named names[key]} of campaign_comparisons' table, for the names it has."""
+    rows = {key: c[c["comparison"] == name] for key, name in names.items()} if len(c) else {}
+    return {key: row.iloc[0] for key, row in rows.items() if len(row)}
 
 
 def _flag(df: pd.DataFrame, column: str) -> pd.Series:
@@ -499,11 +502,8 @@ def gate_up_results(data: Path) -> dict:
             sweep = sweep[sweep["git_commit"] == census_run["git_commit"].iloc[0]].dropna(subset=["us_per_call"])
             m["sweep"] = {"cublas": sweep[sweep["kernel"].str.startswith("cublas")].iloc[0],
                           "one_kernel": sweep[sweep["kernel"] == "one kernel"].sort_values("us_per_call").iloc[0]}
-    c = campaign_comparisons(data, phases=("gate_up",))
-    for key, name in (("vs_cublas", GATE_UP_VS_CUBLAS), ("fused_vs_chunked", GATE_UP_FUSED_VS_CHUNKED)):
-        row = c[c["comparison"] == name] if len(c) else c
-        if len(row):
-            m[key] = row.iloc[0]
+    m |= _named(campaign_comparisons(data, phases=("gate_up",)),
+                {"vs_cublas": GATE_UP_VS_CUBLAS, "fused_vs_chunked": GATE_UP_FUSED_VS_CHUNKED})
     peer = peer_comparison(data, PEER_GATE_UP_COMPARISON)
     if len(peer):
         m["peer"] = peer
