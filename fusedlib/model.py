@@ -16,9 +16,9 @@ happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks how ea
 piece runs: the fused Triton ops of `fusedlib.ops` (a handful of kernels between the
 GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kernels, as in
 parts 7-9 of the series; the default on CPU). Both do the same arithmetic. On the fused
-path `Qwen2Model.gate_up_silu` runs the gate_up projection of a batch of at most 64 rows (a
-decode step) as one Triton launch with SiLU(gate) * up in its epilogue (part 10); larger
-batches stay on cuBLAS, followed by the activation kernel.
+path `Qwen2Model.gate_up_silu` runs the MLP's norm, gate_up projection and SiLU(gate) * up
+for a batch of at most 64 rows (a decode step) as one Triton launch (part 10); larger
+batches stay on the norm kernel, cuBLAS and the activation kernel.
 """
 from __future__ import annotations
 
@@ -119,19 +119,21 @@ class DecoderLayer(nn.Module):
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
     # Both parts take the model's `fused_ops` switch (see Qwen2Model).
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool):
+    def pre_attention(self, hidden, residual, positions, rope, k_cache, v_cache, slot_mapping, fused_ops: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
-        step's keys and values go to the cache. `residual` is None before the first layer."""
+        step's keys and values go to the cache. `residual` is None before the first layer;
+        `rope` is `Qwen2Model.rope`'s (cos, sin) for this forward."""
         attn, norm = self.self_attn, self.input_layernorm
         if fused_ops:
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
-            # and the k/v cache write, all from one read of the projection's output.
+            # (the table rows read at each position) and the k/v cache write, all from one
+            # read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
             qkv = F.linear(x, attn.qkv_proj.weight)
-            return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
+            return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, *rope, positions, k_cache, v_cache,
                                        slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
-        return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
+        return attn.project(norm(residual), *rope, k_cache, v_cache, slot_mapping), residual
 
     def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool,
                        gate_up_silu: bool):
@@ -140,10 +142,12 @@ class DecoderLayer(nn.Module):
         o = self.self_attn.o_proj(attn_out)
         if fused_ops:
             # The attention output joins the stream inside the norm; SiLU and the multiply
-            # are one kernel between the two MLP GEMMs, or the gate_up GEMM's epilogue.
+            # are one kernel between the two MLP GEMMs. With `gate_up_silu` (at most 64
+            # rows) the norm, the gate_up GEMM and the activation are one kernel.
             norm, mlp = self.post_attention_layernorm, self.mlp
-            x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
-            return mlp.down_proj(ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)), residual
+            act, residual = ops.norm_gate_up_silu(o, residual, norm.weight, norm.eps, mlp.gate_up_proj.weight,
+                                                  gate_up_silu)
+            return mlp.down_proj(act), residual
         residual = residual + o
         return self.mlp(self.post_attention_layernorm(residual)), residual
 
@@ -178,14 +182,21 @@ class Qwen2Model(nn.Module):
         does not finish its prompt needs no logits, and the vocabulary projection is the
         largest matmul in the model."""
         hidden, residual = self.embed_tokens(input_ids), None
-        cos, sin = self.rotary(positions, hidden.dtype)
+        rope = self.rope(positions)
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
-            q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
-                                              self.fused_ops)
+            q, residual = layer.pre_attention(hidden, residual, positions, rope, k_cache, v_cache,
+                                              meta.slot_mapping, self.fused_ops)
             attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
             hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.gate_up_silu)
         return self.head(hidden, residual, logit_indices)
+
+    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What each layer's rotary embedding reads in a forward: the fused kernel reads the
+        fp32 tables at each position itself; the reference gathers the rows once per forward."""
+        if self.fused_ops:
+            return self.rotary.cos, self.rotary.sin
+        return self.rotary(positions, self.dtype)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
         if self.fused_ops:
@@ -193,4 +204,9 @@ class Qwen2Model(nn.Module):
             x = ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices)
         else:
             x = self.norm((hidden + residual)[logit_indices])
-        return F.linear(x, self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight).float()
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        if x.is_cuda and x.dtype != torch.float32:
+            # cuBLAS writes fp32 logits from the fp16 GEMM: no cast kernel over [rows, vocab]
+            # (14 us of a 32-row decode step on the H200). CPU builds lack this overload.
+            return torch.mm(x, weight.t(), out_dtype=torch.float32)
+        return F.linear(x, weight).float()
