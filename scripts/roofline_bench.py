@@ -72,8 +72,8 @@ PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 1
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
-GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
-                                    for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
+GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (32, 64, 128)
+                                    for block_k in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 3))]
 SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
 
 

@@ -82,7 +82,7 @@ def norm_gate_up_silu_kernel(
     store_sum = tl.program_id(0) == 0
     gate = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)  # transposed tiles: swap-AB
     up = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
-    sum_sq = tl.zeros([BLOCK_M], tl.float32)
+    sum_sq = tl.zeros([BLOCK_M, BLOCK_K], tl.float32)  # reduced once, after the loop
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + offs_k
         k_valid = ks < K
@@ -93,7 +93,7 @@ def norm_gate_up_silu_kernel(
         stream = (h.to(tl.float32) + r.to(tl.float32)).to(dtype)
         tl.store(residual_out_ptr + rows * stride_residual_out + ks[None, :], stream, mask=x_mask & store_sum)
         stream = stream.to(tl.float32)
-        sum_sq += tl.sum(stream * stream, axis=1)
+        sum_sq += stream * stream
         norm_w = tl.load(norm_w_ptr + ks, mask=k_valid, other=0.0).to(tl.float32)
         x = (stream * norm_w[None, :]).to(dtype)
         w_mask = n_valid[:, None] & k_valid[None, :]
@@ -101,7 +101,7 @@ def norm_gate_up_silu_kernel(
                       input_precision=DOT_PRECISION)
         up = tl.dot(tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0), tl.trans(x), up,
                     input_precision=DOT_PRECISION)
-    scale = tl.rsqrt(sum_sq / K + eps)[None, :]  # each row's RMSNorm factor
+    scale = tl.rsqrt(tl.sum(sum_sq, axis=1) / K + eps)[None, :]  # each row's RMSNorm factor
     gate = (gate * scale).to(dtype).to(tl.float32)
     silu = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
     act = silu * (up * scale).to(dtype).to(tl.float32)
