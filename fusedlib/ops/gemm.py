@@ -80,8 +80,8 @@ def norm_gate_up_silu_kernel(
     gate_rows = w_ptr + offs_n[:, None].to(tl.int64) * stride_w
     up_rows = gate_rows + intermediate * stride_w
     store_sum = tl.program_id(0) == 0
-    gate = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)  # transposed tiles: swap-AB
-    up = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
+    gate = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    up = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
     sum_sq = tl.zeros([BLOCK_M, BLOCK_K], tl.float32)  # reduced once, after the loop
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + offs_k
@@ -97,16 +97,18 @@ def norm_gate_up_silu_kernel(
         norm_w = tl.load(norm_w_ptr + ks, mask=k_valid, other=0.0).to(tl.float32)
         x = (stream * norm_w[None, :]).to(dtype)
         w_mask = n_valid[:, None] & k_valid[None, :]
-        gate = tl.dot(tl.load(gate_rows + ks[None, :], mask=w_mask, other=0.0), tl.trans(x), gate,
+        # The computed rows are the MMA's first operand, which may sit in registers; the
+        # weight tile, its second, streams through shared memory as loaded.
+        gate = tl.dot(x, tl.trans(tl.load(gate_rows + ks[None, :], mask=w_mask, other=0.0)), gate,
                       input_precision=DOT_PRECISION)
-        up = tl.dot(tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0), tl.trans(x), up,
+        up = tl.dot(x, tl.trans(tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0)), up,
                     input_precision=DOT_PRECISION)
-    scale = tl.rsqrt(tl.sum(sum_sq, axis=1) / K + eps)[None, :]  # each row's RMSNorm factor
+    scale = tl.rsqrt(tl.sum(sum_sq, axis=1) / K + eps)[:, None]  # each row's RMSNorm factor
     gate = (gate * scale).to(dtype).to(tl.float32)
     silu = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
     act = silu * (up * scale).to(dtype).to(tl.float32)
-    tl.store(out_ptr + offs_m[None, :].to(tl.int64) * stride_out + offs_n[:, None], act.to(dtype),
-             mask=n_valid[:, None] & m_valid[None, :])
+    tl.store(out_ptr + rows * stride_out + offs_n[None, :], act.to(dtype),
+             mask=m_valid[:, None] & n_valid[None, :])
 
 
 def norm_gate_up_silu(hidden: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor,
