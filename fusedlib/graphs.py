@@ -208,29 +208,29 @@ class PackedGraphs(_StaticInputs):
         # One attention output buffer per layer: segment i reads layer i-1's.
         self.attn = torch.zeros(cfg.num_layers, top, cfg.num_heads * cfg.head_dim,
                                 dtype=model.dtype, device=device)
-        if capture:  # per bucket, per segment, the outputs are (residual, q, rope), or logits
+        if capture:  # per bucket, per segment, the outputs are (residual, q, cos, sin), or logits
             self._capture(len(model.layers) + 1)
 
     # ---- the forward, cut at attention ------------------------------------------------
     def _segment(self, n: int, i: int, carry=None):
         """Segment i of an n-token forward: i = 0 embeds and projects layer 0; 0 < i < L
         finishes layer i-1 (from its attention buffer) and projects layer i; i = L finishes
-        the last layer and applies the head. Returns (residual, q, rope), or logits
+        the last layer and applies the head. Returns (residual, q, cos, sin), or logits
         for i = L."""
         model, kv, layers = self.model, self.pool.kv, self.model.layers
         with torch.inference_mode():
             if i == 0:
                 hidden, residual = model.embed_tokens(self.input_ids[:n]), None
-                rope = model.rope(self.positions[:n])
+                cos, sin = model.rotary(self.positions[:n], hidden.dtype)
             else:
-                residual, _, rope = carry
+                residual, _, cos, sin = carry
                 hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops,
                                                                   model.gate_up_silu)
             if i == len(layers):
                 return model.head(hidden, residual, self.logit_indices)
-            q, residual = layers[i].pre_attention(hidden, residual, self.positions[:n], rope, kv[i, 0],
-                                                  kv[i, 1], self.slot_mapping[:n], model.fused_ops)
-            return residual, q, rope
+            q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
+                                                  self.slot_mapping[:n], model.fused_ops)
+            return residual, q, cos, sin
 
     def handles(self, batch: Batch) -> bool:
         return (batch.meta.prefill is not None and batch.num_tokens <= self.buckets[-1]

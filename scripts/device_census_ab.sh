@@ -2,15 +2,15 @@
 # One device command for a change to the decode step's kernels: `scripts/device_census_ab.sh OUT`
 # with the code before the change unpacked in .base/ (`git archive BASE fusedlib scripts | tar -x
 # -C .base`, carried) and FUSEDLIB_GIT_COMMIT / BASE_COMMIT naming the two commits.
-#   1. the roofline bench on this tree (ops_check, step_check, census of the whole-graphed
-#      configurations 4 and 5, the gate_up sweep), rows in OUT/new
+#   1. the roofline bench's SECTIONS on this tree (default ops_check,step_check; census runs
+#      configurations 4 and 5, the whole-graphed ones), rows in OUT/new
 #   2. the GPU tests (ops, graphs, engine), log in OUT/new/gpu_tests
-#   3. the census of the same two configurations, base and new interleaved (ABAB...), ROUNDS
+#   3. the gates phase of the campaign (every configuration the book reports), rows in OUT/camp
+#   4. the census of the same two configurations, base and new interleaved (ABAB...), ROUNDS
 #      rounds (default 3), each run in its own process, rows in OUT/ab/<arm><round>
-#   4. the gates phase of the campaign (every configuration the book reports), rows in OUT/camp
 # Stages stop starting at LIMIT s (default 540); everything lands in OUT/rows.tgz.
 set -u
-out=$1; limit=${LIMIT:-540}; rounds=${ROUNDS:-3}
+out=$1; limit=${LIMIT:-540}; rounds=${ROUNDS:-3}; sections=${SECTIONS:-ops_check,step_check}
 export PYTHONUNBUFFERED=1
 new_commit=${FUSEDLIB_GIT_COMMIT:?set FUSEDLIB_GIT_COMMIT}; base_commit=${BASE_COMMIT:?set BASE_COMMIT}
 mkdir -p "$out"
@@ -20,15 +20,16 @@ census() {  # census ARM TREE COMMIT ROUND
      "$out/ab/$1$4" --sections census --configs 4,5) 2>&1 | tail -8 | tee -a "$out/log.txt"
 }
 left 60 && PYTHONPATH=$PWD timeout 200 python3 scripts/roofline_bench.py "$out/new" \
-  --sections ops_check,step_check,census,gate_up --configs 4,5 2>&1 | tail -25 | tee -a "$out/log.txt"
+  --sections "$sections" --configs 4,5 2>&1 | tail -25 | tee -a "$out/log.txt"
 left 120 && PYTHONPATH=$PWD timeout 180 python3 scripts/gpu_tests.py "$out/new" "h200_$new_commit" \
   tests/ops tests/test_graphs.py tests/test_engine_gpu.py 2>&1 | tail -4 | tee -a "$out/log.txt"
+left 60 && PYTHONPATH=$PWD timeout 240 python3 -m fusedlib.bench.campaign /tmp/camp \
+  --phase gates --limit 230 --pairs 1 2>&1 | tail -12 | tee -a "$out/log.txt"
 for round in $(seq 1 "$rounds"); do
-  left 80 && census base .base "$base_commit" "$round"
-  left 40 && census new . "$new_commit" "$round"
+  left 50 || break  # a round is both arms or neither
+  census base .base "$base_commit" "$round"
+  census new . "$new_commit" "$round"
 done
-left 60 && PYTHONPATH=$PWD timeout $((limit - SECONDS)) python3 -m fusedlib.bench.campaign /tmp/camp \
-  --phase gates --limit $((limit - SECONDS - 10)) --pairs 1 2>&1 | tail -12 | tee -a "$out/log.txt"
 mkdir -p /tmp/camp/paired
 tar czf "$out/rows.tgz" -C "$out" new ab -C /tmp/camp paired 2>/dev/null
 echo "done in $SECONDS s" | tee -a "$out/log.txt"

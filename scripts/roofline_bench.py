@@ -25,11 +25,10 @@ and the other sections still run):
                  causal work, beside torch's SDPA on the first chunk
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
-  gate_up        the decode step's post-attention norm, gate_up projection and activation at
-                 `rows` rows: the add + norm kernel, cuBLAS and the SiLU*up kernel against
-                 fusedlib.ops.gemm's one kernel over a sweep of launch shapes; graph replays,
-                 each layer's weight its own copy so L2 holds none of them (as in a step);
-                 GB/s of the weight, the copy fraction
+  gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
+                 and the SiLU*up kernel against fusedlib.ops.gemm's one kernel over a sweep
+                 of launch shapes; graph replays, each layer's weight its own copy so L2
+                 holds none of them (as in a step); GB/s of the weight, the copy fraction
 
 Random weights with the Qwen2.5-1.5B config. `--smoke` runs every section with the tiny
 model on the CPU (Triton interpreter) so a unit test keeps the script working; its numbers
@@ -72,8 +71,8 @@ PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 1
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
-GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (32, 64, 128)
-                                    for block_k in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 3))]
+GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
+                                    for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
 SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
 
 
@@ -200,8 +199,8 @@ class Bench:
             k_ref = k_ref * cos + _rotate_half(k_ref) * sin
             ref_cache[0].view(-1, cfg.num_kv_heads, cfg.head_dim).index_copy_(0, slots, k_ref)
             ref_cache[1].view(-1, cfg.num_kv_heads, cfg.head_dim).index_copy_(0, slots, v_ref.reshape(tokens, -1, cfg.head_dim))
-            q = ops.rotary_to_cache(qkv, bias, self.model.rotary.cos, self.model.rotary.sin, positions,
-                                    cache[0], cache[1], slots, cfg.num_heads, cfg.num_kv_heads)
+            q = ops.rotary_to_cache(qkv, bias, cos, sin, cache[0], cache[1], slots, cfg.num_heads,
+                                    cfg.num_kv_heads)
             compare("rotary_to_cache.q", tokens, q, q_ref)
             compare("rotary_to_cache.cache", tokens, cache, ref_cache)
 
@@ -236,8 +235,7 @@ class Bench:
                             decode_buckets=(self.p["rows"],), chunk_buckets=(self.p["chunk"],))
         logits["whole"] = whole.run(batch)
         del whole
-        # The decode step (32 rows) with norm + gate_up + activation in one kernel against the
-        # three kernels (norm, cuBLAS, activation), eager.
+        # The decode step (32 rows) with gate_up + activation in one kernel against cuBLAS, eager.
         decode = self.decode_batch
         for one_kernel in (False, True):
             model.gate_up_silu = one_kernel
@@ -248,7 +246,7 @@ class Bench:
         for name, ref, other in (("fused_ops_on_vs_off", logits[False], logits[True]),
                                  ("graphed_vs_eager_fused", logits[True], logits["graphed"]),
                                  ("whole_graphed_vs_eager_fused", logits[True], logits["whole"]),
-                                 ("decode_norm_gate_up_silu_vs_three_kernels", logits["decode", False],
+                                 ("decode_gate_up_silu_vs_cublas", logits["decode", False],
                                   logits["decode", True])):
             top2 = ref.topk(2, dim=-1).values
             clear = (top2[:, 0] - top2[:, 1]) > TIE_GAP
@@ -276,18 +274,16 @@ class Bench:
         model, pool, p = self.model, self.engine.pool, self.p
         layers = model.config.num_layers
         rows, names = [], []
-        # (label, fused ops, attention, mixed step as one graph, norm + gate_up + activation in
-        # one kernel): the mixed step replays piecewise (attention eager between 29 pieces) or
+        # (label, fused ops, attention, mixed step as one graph, gate_up + activation in one
+        # kernel): the mixed step replays piecewise (attention eager between 29 pieces) or
         # whole; decode steps are whole in all. The one kernel serves the decode step only (the
-        # mixed one has 543 rows). Rows before 2026-12-02's set G carry the label
-        # "part10 gate_up: ..." for the last configuration: its kernel then left the norm out.
+        # mixed one has 543 rows).
         configs = [("part9: reference ops, split-KV", False, "triton-splitkv", False, False),
                    ("reference ops, balanced", False, "triton-balanced", False, False),
                    ("fused ops, split-KV", True, "triton-splitkv", False, False),
                    ("part10: fused ops, balanced", True, "triton-balanced", False, False),
                    ("part10 whole: fused ops, balanced, whole graphs", True, "triton-balanced", True, False),
-                   ("part10 norm+gate_up: whole graphs, norm+gate_up+SiLU one kernel", True, "triton-balanced",
-                    True, True)]
+                   ("part10 gate_up: whole graphs, gate_up+SiLU one kernel", True, "triton-balanced", True, True)]
         for label, fused, attention, whole, one_kernel in (configs[i] for i in self.configs):
             model.fused_ops, model.gate_up_silu = fused, one_kernel
             backend = make_backend(attention)
@@ -608,6 +604,7 @@ class Bench:
 
     def gate_up(self) -> None:
         torch = self.torch
+        import torch.nn.functional as F
 
         from fusedlib import ops
         from fusedlib.bench.kernels import _median_ms, copy_bandwidth
@@ -620,17 +617,11 @@ class Bench:
         sweep = GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP
         # One copy per layer, rotated through, so every call reads its weight from HBM.
         copies = [weight.clone() for _ in range(cfg.num_layers if self.on_gpu else 2)]
-        gen = torch.Generator(device=dev).manual_seed(3)
-        hidden, residual = (torch.randn(m, k, generator=gen, device=dev).to(dt) for _ in range(2))
-        norm = self.model.layers[0].post_attention_layernorm
-
-        def norm_gate_up(w, one_kernel, c=GateUpConfig()):
-            return ops.norm_gate_up_silu(hidden, residual, norm.weight, norm.eps, w, one_kernel, c)[0]
-
-        reference = norm_gate_up(weight, False)
-        variants = [("norm kernel + cublas + silu_mul kernel", None, lambda w: norm_gate_up(w, False))]
+        x = torch.randn(m, k, generator=torch.Generator(device=dev).manual_seed(3), device=dev).to(dt)
+        reference = ops.silu_mul(F.linear(x, weight))
+        variants = [("cublas + silu_mul kernel", None, lambda w: ops.silu_mul(F.linear(x, w)))]
         variants += [("one kernel", GateUpConfig(*shape),
-                      lambda w, c=GateUpConfig(*shape): norm_gate_up(w, True, c)) for shape in sweep]
+                      lambda w, c=GateUpConfig(*shape): ops.gate_up_silu(x, w, True, c)) for shape in sweep]
         out = []
         for kernel, config, one in variants:
             row = {"gemm": "gate_up", "m": m, "n": n, "k": k, "kernel": kernel, "layers": len(copies),
@@ -650,10 +641,10 @@ class Bench:
             out.append(row)
         self.write("gate_up", out)
         timed = [r for r in out if "us_per_call" in r]
-        base = next(r for r in timed if r["kernel"].startswith("norm kernel"))
+        base = next(r for r in timed if r["kernel"].startswith("cublas"))
         best = min((r for r in timed if r["kernel"] == "one kernel"), key=lambda r: r["us_per_call"])
         self.summary.append((f"gate_up {m} rows",
-                             f"three kernels {base['us_per_call']:.1f} us ({base['fraction_of_copy']:.0%}), one kernel "
+                             f"cuBLAS + kernel {base['us_per_call']:.1f} us ({base['fraction_of_copy']:.0%}), one kernel "
                              f"default {out[1].get('us_per_call', float('nan')):.1f} us, best {best['us_per_call']:.1f} us "
                              f"({best['fraction_of_copy']:.0%}; N{best['block_n']} K{best['block_k']} "
                              f"{best['num_warps']}w{best['num_stages']}s)"))

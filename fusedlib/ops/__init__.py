@@ -3,12 +3,12 @@ layer's GEMMs, a few kernels where plain PyTorch launches dozens.
 
 `Qwen2Model.fused_ops` switches the model between these and its PyTorch reference path;
 `Qwen2Model.gate_up_silu` adds, on the fused path, the gate_up GEMM of `gemm.py` with the
-MLP's input norm folded in and its activation in the epilogue, for decode-sized batches.
+MLP's activation in its epilogue, for decode-sized batches.
 Each op states its arithmetic in the same order as the reference (fp32 statistics for the
 norm, values rounded to the model dtype where the reference rounds them), so the two paths
 agree to rounding and both match transformers in fp32.
 """
 from .activation import silu_mul
-from .gemm import norm_gate_up_silu
+from .gemm import gate_up_silu
 from .norm import add_rms_norm, rms_norm_rows
 from .rotary import rotary_to_cache

@@ -44,7 +44,7 @@ def add_rms_norm_kernel(
              mask=mask)
 
 
-def check(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor) -> None:
+def _check(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor) -> None:
     if x.dim() != 2 or x.stride(-1) != 1:
         raise ValueError(f"x must be [tokens, hidden] with unit column stride, got {tuple(x.shape)}")
     if weight.shape != (x.shape[1],) or weight.dtype != x.dtype:
@@ -77,7 +77,7 @@ def add_rms_norm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.T
     """(rms_norm(x + residual) * weight, x + residual), the sum in the dtype of x and the
     statistics in fp32. With `residual=None` (the first layer) the norm of x alone, and x
     itself as the new residual."""
-    check(x, residual, weight)
+    _check(x, residual, weight)
     out = torch.empty_like(x)
     residual_out = None if residual is None else torch.empty_like(x)
     _launch(x, residual, weight, eps, out, residual_out, None)
@@ -88,7 +88,7 @@ def rms_norm_rows(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
                   rows: torch.Tensor) -> torch.Tensor:
     """rms_norm((x + residual)[rows]) * weight: the final norm on the logit rows only, the
     gather, the last residual add and the norm in one kernel."""
-    check(x, residual, weight)
+    _check(x, residual, weight)
     if rows.dim() != 1 or rows.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"rows must be a 1-d int32/int64 index tensor, got {rows.dtype} "
                          f"{tuple(rows.shape)}")

@@ -2,12 +2,10 @@
 k/v write into the paged cache.
 
 The reference path runs this as a bias epilogue, ~10 elementwise kernels for rotate-half
-(two `cat`s among them) and two `index_copy_`s, after gathering the cos/sin rows of the
-step's positions (two gathers and two casts per forward); here one program per token
-reads its position's row of the fp32 tables and its qkv row once, and writes q (rotated)
-to a fresh [tokens, heads, head_dim] tensor and k (rotated) and v to the token's cache
-slot. Rotate-half layout: the first and second halves of each head are rotated as pairs,
-(x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin).
+(two `cat`s among them) and two `index_copy_`s; here one program per token reads its
+qkv row once and writes q (rotated) to a fresh [tokens, heads, head_dim] tensor and k
+(rotated) and v to the token's cache slot. Rotate-half layout: the first and second
+halves of each head are rotated as pairs, (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin).
 """
 from __future__ import annotations
 
@@ -35,7 +33,7 @@ def _rotate(base_ptr, bias_ptr, heads, half, head_valid, cos_lo, cos_hi, sin_lo,
 
 @triton.jit
 def rotary_to_cache_kernel(
-    qkv_ptr, bias_ptr, cos_ptr, sin_ptr, positions_ptr, slot_mapping_ptr,
+    qkv_ptr, bias_ptr, cos_ptr, sin_ptr, slot_mapping_ptr,
     q_out_ptr, k_cache_ptr, v_cache_ptr,
     stride_qkv, stride_cos, stride_sin, stride_q_tok,
     stride_k_block, stride_k_slot, stride_k_head,
@@ -47,13 +45,10 @@ def rotary_to_cache_kernel(
     tok = tl.program_id(0).to(tl.int64)
     dtype = q_out_ptr.dtype.element_ty
     half = tl.arange(0, HEAD_DIM // 2)
-    # The table rows rounded to the model dtype first, as the reference's are.
-    pos = tl.load(positions_ptr + tok).to(tl.int64)
-    cos_row, sin_row = cos_ptr + pos * stride_cos, sin_ptr + pos * stride_sin
-    cos_lo = tl.load(cos_row + half).to(dtype).to(tl.float32)
-    cos_hi = tl.load(cos_row + HEAD_DIM // 2 + half).to(dtype).to(tl.float32)
-    sin_lo = tl.load(sin_row + half).to(dtype).to(tl.float32)
-    sin_hi = tl.load(sin_row + HEAD_DIM // 2 + half).to(dtype).to(tl.float32)
+    cos_lo = tl.load(cos_ptr + tok * stride_cos + half).to(tl.float32)
+    cos_hi = tl.load(cos_ptr + tok * stride_cos + HEAD_DIM // 2 + half).to(tl.float32)
+    sin_lo = tl.load(sin_ptr + tok * stride_sin + half).to(tl.float32)
+    sin_hi = tl.load(sin_ptr + tok * stride_sin + HEAD_DIM // 2 + half).to(tl.float32)
     row = qkv_ptr + tok * stride_qkv
     q_size = NUM_HEADS * HEAD_DIM
     kv_size = NUM_KV_HEADS * HEAD_DIM
@@ -91,13 +86,12 @@ def rotary_to_cache_kernel(
 
 
 def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Tensor,
-                    sin: torch.Tensor, positions: torch.Tensor, k_cache: torch.Tensor,
-                    v_cache: torch.Tensor, slot_mapping: torch.Tensor, num_heads: int,
-                    num_kv_heads: int) -> torch.Tensor:
+                    sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                    slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int) -> torch.Tensor:
     """q [tokens, num_heads, head_dim], rotated; k (rotated) and v written to the cache at
     `slot_mapping`. qkv is the bias-free projection [tokens, (num_heads + 2 * num_kv_heads)
-    * head_dim]; cos/sin are the rotary tables [max_positions, head_dim] (fp32), read at
-    each token's `positions` entry; caches are [blocks, block_size, kv_heads, head_dim]."""
+    * head_dim]; cos/sin are [tokens, head_dim] (or [tokens, 1, head_dim]) rows of the
+    rotary table at each token's position; caches are [blocks, block_size, kv_heads, head_dim]."""
     head_dim = k_cache.shape[-1]
     tokens = qkv.shape[0]
     width = (num_heads + 2 * num_kv_heads) * head_dim
@@ -111,18 +105,14 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Ten
                          f"{k_cache.dtype} do not fit {num_kv_heads} KV heads of {qkv.dtype}")
     if head_dim & (head_dim - 1) or k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1:
         raise ValueError(f"head_dim must be a power of two with unit stride, got {head_dim}")
-    if cos.dim() != 2 or cos.shape[1] != head_dim or sin.shape != cos.shape \
-            or cos.stride(-1) != 1 or sin.stride(-1) != 1:
-        raise ValueError(f"cos/sin must be [positions, {head_dim}] tables with unit column stride, "
-                         f"got {tuple(cos.shape)}/{tuple(sin.shape)}")
-    for name, index in (("slot_mapping", slot_mapping), ("positions", positions)):
-        if index.shape != (tokens,):
-            raise ValueError(f"{name} {tuple(index.shape)} needs one entry per token ({tokens})")
+    cos, sin = cos.reshape(tokens, head_dim), sin.reshape(tokens, head_dim)
+    if slot_mapping.shape != (tokens,):
+        raise ValueError(f"slot_mapping {tuple(slot_mapping.shape)} needs one slot per token ({tokens})")
     q = torch.empty(tokens, num_heads, head_dim, dtype=qkv.dtype, device=qkv.device)
     if tokens == 0:
         return q
     rotary_to_cache_kernel[(tokens,)](
-        qkv, qkv if bias is None else bias, cos, sin, positions, slot_mapping, q, k_cache, v_cache,
+        qkv, qkv if bias is None else bias, cos, sin, slot_mapping, q, k_cache, v_cache,
         qkv.stride(0), cos.stride(0), sin.stride(0), q.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
         NUM_HEADS=num_heads, NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim,

@@ -274,7 +274,7 @@ GPU_COMPILE = textwrap.dedent("""
     INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
                   "block_tables_ptr", "rows_ptr"}
     INT64 = {"slot_mapping_ptr"}
-    FP32 = {"partials_ptr", "cos_ptr", "sin_ptr"}
+    FP32 = {"partials_ptr"}
 
     def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2):
         signature = {}
@@ -308,9 +308,9 @@ GPU_COMPILE = textwrap.dedent("""
         compile_for_arch(activation.silu_mul_kernel, dtype, dict(BLOCK=activation.SILU_MUL_BLOCK), 4)
         gate_up = gemm.GateUpConfig()
         for rows in (16, 32, 64):
-            compile_for_arch(gemm.norm_gate_up_silu_kernel, dtype, dict(
+            compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
                 BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
-                gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up, 2 if dtype == "fp16" else 4))
+                gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
         compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
             NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
             BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
