@@ -4,11 +4,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fusedlib.bench.rows import append_rows, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 import merge_campaign_rows  # noqa: E402
+import merge_census_ab  # noqa: E402
 import merge_paired_rows  # noqa: E402
 
 
@@ -44,6 +47,25 @@ def test_paired_merge_adds_each_row_once(tmp_path):
     assert merge_paired_rows.merge(out, data) == {"arrivals": 1, "peer": 1}
     assert merge_paired_rows.merge(out, data) == {"arrivals": 0, "peer": 0}
     assert [r["repeat"] for r in read_rows(data / "arrivals")] == [1, 2]
+
+
+def test_census_ab_merge_labels_each_arm_and_round_once(tmp_path):
+    out, data = tmp_path / "out", tmp_path / "data"
+    row = {"config": "c", "step": "decode", "gpu_ms_median": 2.0, "timestamp": "t0"}
+    append_rows(out / "ab" / "base1" / "roofline" / "census", [row])
+    append_rows(out / "ab" / "new1" / "roofline" / "census", [{**row, "gpu_ms_median": 1.9}])
+    assert merge_census_ab.merge(out, data) == 2
+    assert merge_census_ab.merge(out, data) == 0
+    assert sorted((r["arm"], r["round"], r["gpu_ms_median"]) for r in read_rows(data / "census_ab")) == [
+        ("base", 1, 2.0), ("new", 1, 1.9)]
+    append_rows(out / "ab" / "other" / "roofline" / "census", [row])
+    with pytest.raises(ValueError, match="base<N> or new<N>"):
+        merge_census_ab.merge(out, data)
+
+
+def test_device_census_ab_script_parses():
+    proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / "device_census_ab.sh")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_device_campaign_skips_a_phase_without_time_and_still_packs_the_rows(tmp_path):

@@ -1,0 +1,40 @@
+"""Fold an interleaved census A/B into data/roofline/census_ab: `python scripts/merge_census_ab.py OUT`.
+
+`scripts/device_census_ab.sh OUT` leaves OUT/ab/<arm><round>/roofline/census.jsonl (and
+census_kernels.jsonl, the kernel names), one process per arm and round ("base" the code
+before a change, "new" after it). Every row gains its `arm` and `round`, and is appended to
+data/roofline/census_ab (census_ab_kernels) unless it is there already, so merging twice adds
+each row once. The analysis pairs the arms of one round on one machine
+boot (fusedlib.bench.roofline.census_ab).
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from fusedlib.bench.rows import append_rows, read_rows
+
+
+def merge(out: Path, data: Path = Path("data/roofline")) -> int:
+    """Rows added to census_ab (the kernel-name rows go to census_ab_kernels alike)."""
+    added = 0
+    for section, stem in (("census", data / "census_ab"), ("census_kernels", data / "census_ab_kernels")):
+        have = {json.dumps(r, sort_keys=True) for r in read_rows(stem)}
+        new = []
+        for run in sorted((out / "ab").glob(f"*/roofline/{section}.jsonl")):
+            match = re.fullmatch(r"(base|new)(\d+)", run.parent.parent.name)
+            if match is None:
+                raise ValueError(f"{run}: the folder above roofline/ must be base<N> or new<N>")
+            new += [row for r in read_rows(run.with_suffix(""))
+                    if json.dumps(row := {**r, "arm": match[1], "round": int(match[2])}, sort_keys=True) not in have]
+        if new:
+            append_rows(stem, new)
+        if section == "census":
+            added = len(new)
+    return added
+
+
+if __name__ == "__main__":
+    print(f"{merge(Path(sys.argv[1]))} rows added to data/roofline/census_ab")
