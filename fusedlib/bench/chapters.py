@@ -368,13 +368,14 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     return grades, t
 
 
-# Set E (every forward one graph) is graded in its own chapter, book/whole.md, but E4 on the peer page.
-WHOLE_SET, GEMM_SET = "E", "F"
+# Set E (every forward one graph) is graded in its own chapter, book/whole.md, but E4 on the peer
+# page; sets F and G (the decode step's last kernels) in its appendix, book/last_kernels.md.
+WHOLE_SET, GEMM_SET, NORM_SET = "E", "F", "G"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E's and F's, which book/whole.md grades."""
-    return [p for p in for_chapter(10) if not p.key.startswith((WHOLE_SET, GEMM_SET))]
+    """Part 10's predictions but sets E, F and G, which book/whole.md and its appendix grade."""
+    return [p for p in for_chapter(10) if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -385,14 +386,19 @@ def split_k_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(GEMM_SET)]
 
 
+def norm_gate_up_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(NORM_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
-    """The whole-graph chapter's section on the decode step's last small kernels: set F's
-    grades (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and
-    the glued texts of both that attempt and the kept gate_up+SiLU kernel
-    (roofline.gate_up_results, measured without a prediction)."""
+    """The whole-graph chapter's section on the decode step's last small kernels: the grades of
+    sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
+    (the MLP's norm in the gate_up GEMM, roofline.measured_for_set_g), and the glued texts of
+    those attempts, the kept gate_up+SiLU kernel (roofline.gate_up_results, measured without a
+    prediction) and the change kept after set G."""
     from . import roofline as rf
 
-    f, g = rf.measured_for_set_f(data), rf.gate_up_results(data)
+    f, g, n = rf.measured_for_set_f(data), rf.gate_up_results(data), rf.measured_for_set_g(data)
     has_rates = (Path(data) / "roofline" / "gemm.jsonl").exists()  # the GEMM section's launch cost
     t = {"k_launch": f"{rf.rates(data).launch_s * 1e6:.2f} µs"} if has_rates else {}
     if "census" in f:
@@ -435,7 +441,42 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         t["g_peer"] = _times_peer(g["peer"])
     if "gates" in g:
         t["g_gates"] = _passed(g["gates"])
-    return gr.split_k_grades(by_key(), f), t
+    return gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n), t | norm_gate_up_texts(n)
+
+
+def norm_gate_up_texts(m: dict) -> dict[str, str]:
+    """The glued texts of set G's section (roofline.measured_for_set_g): the fold's A/B census,
+    its three sweeps, the rotary kernel's time, its checks, and the A/B of the change kept."""
+    t = {}
+    one = "one-kernel gate_up"
+
+    def change(r) -> str:  # one decimal: these changes are about a percent
+        return f"{r['ratio'] - 1:+.1%} [{r['lo'] - 1:+.1%}, {r['hi'] - 1:+.1%}], {int(r['n'])} pairs"
+
+    for key, prefix in (("fold", "n"), ("kept", "r")):
+        if key in m:
+            dec, mixed = m[key].loc[(one, "decode")], m[key].loc[(one, "mixed")]
+            t |= {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
+                  f"{prefix}_change": change(dec), f"{prefix}_mixed_change": change(mixed),
+                  f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
+                  f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}"}
+    if "sweeps" in m:
+        sw = m["sweeps"]
+        first = sw.iloc[0]
+        t |= {"n_three": f"{first['three_us']:.1f} µs", "n_default": f"{first['default_us']:.1f} µs",
+              "n_best": f"{first['best_us']:.1f} µs"}
+        for i, r in enumerate(sw.iloc[1:].itertuples(), start=2):
+            t[f"n_best_{i}"] = f"{r.best_us:.1f} µs"
+    if "rotary_us" in m and {"base", "new"} <= set(m["rotary_us"]):
+        t |= {"n_rotary_before": f"{m['rotary_us']['base']:.0f} µs", "n_rotary": f"{m['rotary_us']['new']:.0f} µs"}
+    if "step_check" in m:
+        sc = m["step_check"]
+        t["n_check"] = (f"{sc['max_abs_diff']:.3f}, argmax {int(sc['argmax_agree_outside_ties'])} of "
+                        f"{int(sc['rows_outside_ties'])} outside ties")
+    for key, name in (("gates", "n_gates"), ("kept_gates", "r_gates")):
+        if key in m and len(m[key]):
+            t[name] = _passed(m[key])
+    return t
 
 
 def _times_peer(peer: pd.DataFrame) -> str:

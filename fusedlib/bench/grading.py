@@ -482,6 +482,50 @@ def split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     return out
 
 
+def norm_gate_up_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """G1-G5 on fusedlib.bench.roofline.measured_for_set_g: the A/B census lease that ran the
+    fold against the code before it, the fold's gate_up sweep at that commit, its decode step
+    check and its gate runs."""
+    out = {}
+    fold = m.get("fold")
+    if fold is not None:
+        one, mixed = fold.loc[("one-kernel gate_up", "decode")], fold.loc[("one-kernel gate_up", "mixed")]
+        lo, hi = p["G1"].range(0)
+        layer = one["new_per_layer"]
+        out["G1"] = Grade(f"{layer:.1f} kernels per layer ({one['new_kernels']:.0f} per step)",
+                          verdict(_in(layer, lo, hi)), f"{side(layer, lo, hi)} the range")
+        (glo, ghi), (clo, chi) = p["G2"].range(0), p["G2"].fractions(1)
+        gpu, fall = one["new_gpu_ms"], 1 - one["ratio"]
+        out["G2"] = Grade(f"{gpu:.2f} ms GPU, {_interval(one)} against the code before",
+                          verdict(_in(gpu, glo, ghi) and _in(fall, clo, chi)),
+                          f"GPU time {side(gpu, glo, ghi)} its range; the step got slower, not faster "
+                          f"(before: {one['base_gpu_ms']:.2f} ms)" if fall < 0 else
+                          f"GPU time {side(gpu, glo, ghi)} its range, the fall {side(fall, clo, chi)} its")
+        (glo, ghi), (clo, chi) = p["G3"].range(0), p["G3"].fractions(1)
+        gpu, fall = mixed["new_gpu_ms"], 1 - mixed["ratio"]
+        out["G3"] = Grade(f"{gpu:.2f} ms GPU, {_interval(mixed)} against the code before",
+                          verdict(_in(gpu, glo, ghi) and _in(fall, clo, chi)),
+                          f"GPU time {side(gpu, glo, ghi)} its range, the change {side(fall, clo, chi)} its")
+    sweeps = m.get("sweeps")
+    if sweeps is not None and len(sweeps) and fold is not None:
+        first = sweeps[sweeps["commit"] == fold["new_commit"].iloc[0]].iloc[0]
+        lo, hi = p["G4"].range(0)
+        out["G4"] = Grade(f"{first['default_us']:.1f} us at the default shape (best {first['best_us']:.1f} us), "
+                          f"three kernels {first['three_us']:.1f} us", verdict(_in(first["default_us"], lo, hi)),
+                          f"{side(first['default_us'], lo, hi)} the range")
+    check, gates = m.get("step_check"), m.get("gates")
+    if check is not None and gates is not None and len(gates):
+        (limit,) = p["G5"].range(0)
+        agree = check["argmax_agree_outside_ties"] == check["rows_outside_ties"]
+        passed = int(gates["passed"].astype(bool).sum())
+        out["G5"] = Grade(f"max |d| {check['max_abs_diff']:.3f}, argmax {int(check['argmax_agree_outside_ties'])} of "
+                          f"{int(check['rows_outside_ties'])} outside ties; gates {passed} of {len(gates)} checks",
+                          verdict(check["max_abs_diff"] <= limit and agree and passed == len(gates)),
+                          "every part holds" if check["max_abs_diff"] <= limit and agree and passed == len(gates)
+                          else "a part fails")
+    return out
+
+
 # ---------------------------------------------------------------- the reference's own predictions
 
 def reference_predictions(path: Path = REFERENCE_PREDICTIONS) -> list[dict]:

@@ -36,6 +36,10 @@ WHOLE = "part10 whole: fused ops, balanced, whole graphs"
 # activation in its epilogue (kept).
 SPLIT_K = "part10 gemm: whole graphs, split-K GEMMs"
 GATE_UP = "part10 gate_up: whole graphs, gate_up+SiLU one kernel"
+# Set G's census configuration: the MLP's norm folded into that kernel (tried, not kept).
+NORM_GATE_UP = "part10 norm+gate_up: whole graphs, norm+gate_up+SiLU one kernel"
+# In an A/B census the one-kernel configuration is compared across its labels.
+CENSUS_ROLE = {WHOLE: "cuBLAS gate_up", GATE_UP: "one-kernel gate_up", NORM_GATE_UP: "one-kernel gate_up"}
 DECODE_CONTEXT = 1088  # the census's decode rows' context (scripts/roofline_bench.py, full)
 
 
@@ -510,4 +514,77 @@ def gate_up_results(data: Path) -> dict:
     run = gate_runs(_frame(data, "paired/gates"), gate_up_silu=True)
     if len(run):
         m["gates"] = run
+    return m
+
+
+def census_ab(data: Path) -> pd.DataFrame:
+    """Every interleaved census A/B (scripts/device_census_ab.sh; rows in roofline/census_ab):
+    per lease (machine boot), configuration role (CENSUS_ROLE) and step kind, both arms'
+    medians over their rounds (GPU ms, wall ms, kernels per step and per layer) and new/base
+    GPU time paired by round (median ratio, bootstrap interval, pairs). Round 0 rows, census
+    runs with no base beside them, are left out. Leases in time order."""
+    df = _frame(data, "roofline/census_ab")
+    if df.empty:
+        return pd.DataFrame()
+    df = df[df["round"] > 0].assign(role=lambda d: d["config"].map(CENSUS_ROLE))
+    out = []
+    for boot in df.sort_values("timestamp")["boot_id"].unique():
+        lease = df[df["boot_id"] == boot]
+        for (role, step), g in lease.groupby(["role", "step"], sort=False):
+            arm = {name: g[g["arm"] == name].set_index("round") for name in ("base", "new")}
+            rounds = arm["base"].index.intersection(arm["new"].index)
+            cmp = paired.compare_pairs(arm["new"].loc[rounds, "gpu_ms_median"], arm["base"].loc[rounds, "gpu_ms_median"])
+            row = {"boot_id": boot, "role": role, "step": step, "ratio": cmp.ratio, "lo": cmp.lo, "hi": cmp.hi,
+                   "n": cmp.n, "new_config": arm["new"]["config"].iloc[0]}
+            for name, a in arm.items():
+                row |= {f"{name}_commit": a["git_commit"].iloc[0], f"{name}_gpu_ms": a["gpu_ms_median"].median(),
+                        f"{name}_wall_ms": a["wall_ms_median"].median(),
+                        f"{name}_kernels": a["kernels_per_step"].median(),
+                        f"{name}_per_layer": a["kernels_per_layer"].median()}
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def measured_for_set_g(data: Path) -> dict:
+    """What set G (the MLP's norm folded into the one-kernel gate_up GEMM) is graded on
+    (fusedlib.bench.grading.norm_gate_up_grades), and the change kept after it: the A/B census
+    lease whose new arm ran the fold ("fold") and the latest one without it ("kept"), indexed by
+    (role, step); the fold's gate_up sweeps (three kernels against the one kernel, default and
+    best launch shape, per commit, the first the A/B's); the rotary kernel's time per step in
+    that lease, per arm; its decode step check; the gate runs at the fold's commit and at the
+    kept change's. Keys are missing where the rows are."""
+    m = {}
+    ab = census_ab(data)
+    if ab.empty:
+        return m
+    folded = ab["new_config"] == NORM_GATE_UP
+    for key, leases in (("fold", ab[folded]), ("kept", ab[~folded])):
+        if len(leases):
+            last = leases[leases["boot_id"] == leases["boot_id"].iloc[-1]]
+            m[key] = last.set_index(["role", "step"])
+    if "fold" not in m:
+        return m
+    commit = m["fold"]["new_commit"].iloc[0]
+    sweep = _frame(data, "roofline/gate_up")  # in file order: a sweep's first shape is the default
+    three = "norm kernel + cublas + silu_mul kernel"  # the fold's baseline, by its row name
+    fold_commits = sweep.loc[sweep["kernel"] == three, "git_commit"].unique()
+    m["sweeps"] = pd.DataFrame([
+        {"commit": c, "three_us": g.loc[g["kernel"] == three, "us_per_call"].iloc[0],
+         "default_us": g[g["kernel"] == "one kernel"]["us_per_call"].iloc[0],
+         "best_us": g[g["kernel"] == "one kernel"]["us_per_call"].min()}
+        for c, g in ((c, sweep[(sweep["git_commit"] == c) & (sweep["us_per_call"] > 0)]) for c in fold_commits)])
+    kernels = _frame(data, "roofline/census_ab_kernels")
+    if len(kernels):  # the rotary kernel reading its table by position, in the fold's lease
+        rotary = kernels[(kernels["boot_id"] == m["fold"]["boot_id"].iloc[0]) & (kernels["config"] == WHOLE)
+                         & (kernels["step"] == "decode") & (kernels["kernel"] == "rotary_to_cache_kernel")]
+        m["rotary_us"] = rotary.groupby("arm")["us_per_step"].median().to_dict()
+    checks = _frame(data, "roofline/step_check")
+    check = checks[(checks["git_commit"] == commit) & (checks["comparison"] == "decode_norm_gate_up_silu_vs_three_kernels")]
+    if len(check):
+        m["step_check"] = check.iloc[-1]
+    gates = _frame(data, "paired/gates")
+    if len(gates):
+        m["gates"] = gates[gates["git_commit"] == commit]
+        if "kept" in m:
+            m["kept_gates"] = gates[gates["git_commit"] == m["kept"]["new_commit"].iloc[0]]
     return m

@@ -367,6 +367,77 @@ def test_set_f_grades_the_split_k_census_and_leaves_its_later_runs_open(last_ker
     assert t["k_sk_check"] == "0.016, argmax 28 of 28 outside ties"
 
 
+def _census_ab(tmp_path, leases):
+    """census_ab rows: per lease (boot, new commit, new label of the one-kernel configuration,
+    {(config role index, step): (base ms, new ms, base kernels, new kernels)}), `rounds` rounds each,
+    the new arm a little slower in round 2 so the pairing shows."""
+    rows = []
+    for boot, commit, one_label, cells in leases:
+        for (role, step), (base_ms, new_ms, base_k, new_k) in cells.items():
+            for rnd in (1, 2, 3):
+                for arm, label, ms, k, c in (("base", (roofline.WHOLE, roofline.GATE_UP)[role], base_ms, base_k, "b"),
+                                             ("new", (roofline.WHOLE, one_label)[role], new_ms, new_k, commit)):
+                    rows.append({"config": label, "step": step, "arm": arm, "round": rnd, "boot_id": boot,
+                                 "git_commit": c, "timestamp": f"{boot}-{rnd}", "gpu_ms_median": ms * (1 + 0.001 * rnd),
+                                 "wall_ms_median": ms + 0.3, "kernels_per_step": k, "kernels_per_layer": k / 28})
+        rows.append({**rows[-1], "round": 0, "arm": "new", "gpu_ms_median": 99.0})  # unpaired: left out
+    _write(tmp_path, "roofline/census_ab", rows)
+
+
+@pytest.fixture
+def norm_data(tmp_path):
+    _census_ab(tmp_path, [
+        ("L1", "fold", roofline.NORM_GATE_UP, {(1, "decode"): (2.10, 2.40, 289, 256), (1, "mixed"): (4.52, 4.51, 325, 320),
+                                               (0, "decode"): (2.14, 2.13, 317, 312), (0, "mixed"): (4.52, 4.53, 325, 320)}),
+        ("L2", "kept", roofline.GATE_UP, {(1, "decode"): (2.10, 2.08, 289, 286), (1, "mixed"): (4.50, 4.47, 325, 322),
+                                          (0, "decode"): (2.14, 2.12, 317, 314), (0, "mixed"): (4.50, 4.47, 325, 322)})])
+    three = "norm kernel + cublas + silu_mul kernel"
+    _write(tmp_path, "roofline/gate_up", [
+        {"kernel": kernel, "us_per_call": us, "git_commit": c}
+        for c, kernel, us in (("gu", "cublas + silu_mul kernel", 19.8), ("fold", three, 22.0), ("fold", "one kernel", 32.2),
+                              ("fold", "one kernel", 23.3), ("fold", "one kernel", 0.0), ("fold2", three, 21.9),
+                              ("fold2", "one kernel", 30.5), ("fold2", "one kernel", 23.1))])
+    _write(tmp_path, "roofline/step_check", [
+        {"comparison": "decode_norm_gate_up_silu_vs_three_kernels", "max_abs_diff": 0.0167, "rows_outside_ties": 28,
+         "argmax_agree_outside_ties": 28, "git_commit": "fold"}])
+    _write(tmp_path, "roofline/census_ab_kernels", [
+        {"kernel": "rotary_to_cache_kernel", "config": roofline.WHOLE, "step": "decode", "boot_id": "L1", "arm": arm,
+         "us_per_step": us} for arm, us in (("base", 61.0), ("new", 77.0), ("new", 79.0))])
+    _write(tmp_path, "paired/gates", [{"gate": g, "passed": True, "git_commit": c, "timestamp": c}
+                                      for c in ("fold", "kept") for g in ("fused_vs_chunked", "mixed_step")])
+    return tmp_path
+
+
+def test_census_ab_pairs_each_round_within_its_lease(norm_data):
+    ab = roofline.census_ab(norm_data).set_index(["boot_id", "role", "step"])
+    fold = ab.loc[("L1", "one-kernel gate_up", "decode")]
+    assert fold["n"] == 3 and fold["new_config"] == roofline.NORM_GATE_UP  # round 0 left out
+    assert fold["ratio"] == pytest.approx(2.40 / 2.10) and fold["new_kernels"] == 256 and fold["base_commit"] == "b"
+    assert ab.loc[("L2", "one-kernel gate_up", "decode"), "ratio"] == pytest.approx(2.08 / 2.10)
+
+
+def test_set_g_grades_the_fold_and_the_texts_show_what_was_kept(norm_data):
+    from fusedlib.bench import chapters, grading, predictions
+
+    m = roofline.measured_for_set_g(norm_data)
+    assert m["fold"]["new_commit"].iloc[0] == "fold" and m["kept"]["new_commit"].iloc[0] == "kept"
+    assert m["sweeps"]["commit"].tolist() == ["fold", "fold2"] and m["rotary_us"] == {"base": 61.0, "new": 78.0}
+    g = grading.norm_gate_up_grades(predictions.by_key(), m)
+    assert g["G1"].verdict == "HELD"  # 256 / 28 = 9.1 per layer
+    assert g["G2"].verdict == "MISSED" and "slower" in g["G2"].why  # 2.40 ms, +14%
+    assert g["G3"].verdict == "HELD"  # 4.51 ms, 0.2% less
+    assert g["G4"].verdict == "MISSED" and "32.2 us" in g["G4"].measured  # the default shape, not the best
+    assert g["G5"].verdict == "HELD"
+    m["step_check"] = m["step_check"].copy()
+    m["step_check"]["argmax_agree_outside_ties"] = 27
+    assert grading.norm_gate_up_grades(predictions.by_key(), m)["G5"].verdict == "MISSED"
+    t = chapters.norm_gate_up_texts(roofline.measured_for_set_g(norm_data))
+    assert (t["n_kernels"], t["n_per_layer"], t["n_default"], t["n_best"], t["n_best_2"]) == (
+        "256", "9.1", "32.2 µs", "23.3 µs", "23.1 µs")
+    assert (t["r_dec"], t["r_dec_before"], t["r_kernels"], t["r_gates"]) == ("2.08 ms", "2.10 ms", "286", "2 of 2")
+    assert t["r_change"].startswith("-1.0%") and t["n_rotary"] == "78 µs"
+
+
 def test_gate_runs_take_each_whole_graphed_run_whole(tmp_path):
     gates = pd.DataFrame([{"gate": g, "whole_graphs": g != "mixed_step" and w, "gate_up_silu": up, "timestamp": ts,
                            "passed": True}
