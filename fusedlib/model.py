@@ -48,7 +48,9 @@ class RotaryEmbedding(nn.Module):
 
     cos and sin sit side by side in one fp32 table, [positions, 2, head_dim], so a forward
     gathers its positions' rows in one kernel and casts them in one more (two gathers and
-    two casts when they were separate tables: 4 us of a decode step on the H200)."""
+    two casts when they were separate tables: 3 us more per decode step on the H200).
+    A rotary kernel reading the table at each position itself was slower still (+15 us a
+    step: the position, then the row, a dependent load in every layer; book/last_kernels.md)."""
 
     def __init__(self, head_dim: int, max_positions: int, theta: float):
         super().__init__()
@@ -201,6 +203,7 @@ class Qwen2Model(nn.Module):
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         if x.is_cuda and x.dtype != torch.float32:
             # cuBLAS writes fp32 logits from the fp16 GEMM: no cast kernel over [rows, vocab]
-            # (14 us of a 32-row decode step on the H200). CPU builds lack this overload.
+            # (14 us at 32 rows on the H200, of which the wider writes take back 3). CPU
+            # builds lack this overload.
             return torch.mm(x, weight.t(), out_dtype=torch.float32)
         return F.linear(x, weight).float()
