@@ -455,6 +455,13 @@ def _census_with(data: Path, config: str) -> pd.DataFrame:
     return df[(df["git_commit"] == commit) & (df["boot_id"] == boot)].set_index(["config", "step"])
 
 
+def _step_check(data: Path, commit: str, comparison: str) -> dict:
+    """{"step_check": the latest row of `comparison` at `commit`}, or {} where there is none."""
+    checks = _frame(data, "roofline/step_check")
+    check = checks[(checks["git_commit"] == commit) & (checks["comparison"] == comparison)]
+    return {"step_check": check.iloc[-1]} if len(check) else {}
+
+
 def measured_for_set_f(data: Path) -> dict:
     """What set F (the split-K GEMMs and the in-kernel split-KV merge) is graded on
     (fusedlib.bench.grading.split_k_grades): the census run that measured them, beside the
@@ -474,10 +481,7 @@ def measured_for_set_f(data: Path) -> dict:
         m["attention_1k"] = {"merge_us": float(merge["graph_median_ms"].min()) * 1e3,
                              "reduce_us": float(reduce["graph_median_ms"].min()) * 1e3,
                              "merge_fraction": float(merge["graph_fraction_of_copy"].max())}
-    checks = _frame(data, "roofline/step_check")
-    check = checks[(checks["git_commit"] == commit) & (checks["comparison"] == "decode_small_m_gemms_vs_cublas")]
-    if len(check):
-        m["step_check"] = check.iloc[-1]
+    m |= _step_check(data, commit, "decode_small_m_gemms_vs_cublas")
     sweep = _frame(data, "roofline/small_gemm")
     if len(sweep):
         sweep = sweep[sweep["git_commit"] == commit]
@@ -578,10 +582,7 @@ def measured_for_set_g(data: Path) -> dict:
         rotary = kernels[(kernels["boot_id"] == m["fold"]["boot_id"].iloc[0]) & (kernels["config"] == WHOLE)
                          & (kernels["step"] == "decode") & (kernels["kernel"] == "rotary_to_cache_kernel")]
         m["rotary_us"] = rotary.groupby("arm")["us_per_step"].median().to_dict()
-    checks = _frame(data, "roofline/step_check")
-    check = checks[(checks["git_commit"] == commit) & (checks["comparison"] == "decode_norm_gate_up_silu_vs_three_kernels")]
-    if len(check):
-        m["step_check"] = check.iloc[-1]
+    m |= _step_check(data, commit, "decode_norm_gate_up_silu_vs_three_kernels")
     gates = _frame(data, "paired/gates")
     if len(gates):
         m["gates"] = gates[gates["git_commit"] == commit]
