@@ -61,8 +61,7 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype):
         """(cos, sin) rows of `positions` in `dtype`, each [tokens, 1, head_dim] (views of one tensor)."""
-        rows = self.cos_sin[positions].to(dtype)
-        return rows[:, :1], rows[:, 1:]
+        return self.cos_sin[positions].to(dtype).split(1, dim=1)
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -195,11 +194,9 @@ class Qwen2Model(nn.Module):
         return self.head(hidden, residual, logit_indices)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
-        if self.fused_ops:
-            # The last residual add, the gather of the logit rows and the final norm: one kernel.
-            x = ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices)
-        else:
-            x = self.norm((hidden + residual)[logit_indices])
+        # Fused, the last residual add, the gather of the logit rows and the final norm are one kernel.
+        x = (ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices) if self.fused_ops
+             else self.norm((hidden + residual)[logit_indices]))
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         if x.is_cuda and x.dtype != torch.float32:
             # cuBLAS writes fp32 logits from the fp16 GEMM: no cast kernel over [rows, vocab]

@@ -518,11 +518,10 @@ def norm_gate_up_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         (limit,) = p["G5"].range(0)
         agree = check["argmax_agree_outside_ties"] == check["rows_outside_ties"]
         passed = int(gates["passed"].astype(bool).sum())
+        ok = check["max_abs_diff"] <= limit and agree and passed == len(gates)
         out["G5"] = Grade(f"max |d| {check['max_abs_diff']:.3f}, argmax {int(check['argmax_agree_outside_ties'])} of "
                           f"{int(check['rows_outside_ties'])} outside ties; gates {passed} of {len(gates)} checks",
-                          verdict(check["max_abs_diff"] <= limit and agree and passed == len(gates)),
-                          "every part holds" if check["max_abs_diff"] <= limit and agree and passed == len(gates)
-                          else "a part fails")
+                          verdict(ok), "every part holds" if ok else "a part fails")
     return out
 
 
