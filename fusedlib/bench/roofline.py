@@ -589,3 +589,22 @@ def measured_for_set_g(data: Path) -> dict:
         if "kept" in m:
             m["kept_gates"] = gates[gates["git_commit"] == m["kept"]["new_commit"].iloc[0]]
     return m
+
+
+def census_ab_kernels(data: Path, boot_id: str, config: str, step: str, min_us: float = 0.5,
+                      min_share: float = 0.02) -> pd.DataFrame:
+    """One A/B census lease's kernels for one configuration and step kind, by name (cut at its
+    template or argument list): launches and µs per step in each arm, medians over the rounds,
+    only the names whose launches changed or whose time moved by more than `min_us` and
+    `min_share` of the base's (less is the rounds' noise). Where a change's time went."""
+    k = _frame(data, "roofline/census_ab_kernels")
+    if k.empty:
+        return pd.DataFrame()
+    k = k[(k["boot_id"] == boot_id) & (k["config"] == config) & (k["step"] == step) & (k["round"] > 0)]
+    k = k.assign(name=k["kernel"].str.split(r"[<(]", regex=True).str[0].str.replace("void ", "").str.strip())
+    per_round = k.groupby(["arm", "round", "name"])[["per_step", "us_per_step"]].sum().reset_index()
+    arms = per_round.groupby(["name", "arm"])[["per_step", "us_per_step"]].median().unstack("arm").fillna(0.0)
+    arms.columns = [f"{arm}_{'launches' if col == 'per_step' else 'us'}" for col, arm in arms.columns]
+    moved = (arms["new_us"] - arms["base_us"]).abs()
+    changed = ((moved > min_us) & (moved > min_share * arms["base_us"])) | (arms["new_launches"] != arms["base_launches"])
+    return arms[changed].reset_index().sort_values("base_us", ascending=False).reset_index(drop=True)

@@ -438,6 +438,22 @@ def test_set_g_grades_the_fold_and_the_texts_show_what_was_kept(norm_data):
     assert t["r_change"].startswith("-1.0%") and t["n_rotary"] == "78 µs"
 
 
+def test_census_ab_kernels_shows_only_what_moved(tmp_path):
+    rows = [{"kernel": name, "config": roofline.GATE_UP, "step": "decode", "boot_id": "L", "arm": arm, "round": rnd,
+             "per_step": n, "us_per_step": us}
+            for rnd in (1, 2) for arm, name, n, us in (
+                ("base", "void at::native::gather_kernel<16, long>(char*)", 3.0, 5.5),
+                ("new", "void at::native::gather_kernel<16, long>(char*)", 2.0, 3.7),
+                ("base", "gate_up_silu_kernel", 28.0, 513.0), ("new", "gate_up_silu_kernel", 28.0, 512.0 + rnd),
+                ("base", "cast", 1.0, 13.8))]
+    rows.append({**rows[0], "round": 0, "us_per_step": 99.0})  # unpaired: left out
+    _write(tmp_path, "roofline/census_ab_kernels", rows)
+    t = roofline.census_ab_kernels(tmp_path, "L", roofline.GATE_UP, "decode")
+    assert t["name"].tolist() == ["cast", "at::native::gather_kernel"]  # gate_up's 1 us of 513 is noise
+    assert t.set_index("name").loc["cast"].tolist() == [1.0, 0.0, 13.8, 0.0]
+    assert t.set_index("name").loc["at::native::gather_kernel", "new_launches"] == 2.0
+
+
 def test_gate_runs_take_each_whole_graphed_run_whole(tmp_path):
     gates = pd.DataFrame([{"gate": g, "whole_graphs": g != "mixed_step" and w, "gate_up_silu": up, "timestamp": ts,
                            "passed": True}
