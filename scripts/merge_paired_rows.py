@@ -16,13 +16,13 @@ from fusedlib.bench.rows import append_rows, read_rows
 
 def merge(out: Path, data: Path = Path("data/paired")) -> dict[str, int]:
     added = {}
-    for src in sorted((out / "paired").glob("*.jsonl")):
-        stem = data / src.stem
-        have = {json.dumps(r, sort_keys=True) for r in read_rows(stem)}
-        new = [r for r in read_rows(src.with_suffix("")) if json.dumps(r, sort_keys=True) not in have]
+    for src in sorted((out / "paired").glob("*.jsonl*")):  # text or compressed (rows.compress)
+        name = src.name.removesuffix(".gz").removesuffix(".jsonl")
+        have = {json.dumps(r, sort_keys=True) for r in read_rows(data / name)}
+        new = [r for r in read_rows(src.parent / name) if json.dumps(r, sort_keys=True) not in have]
         if new:
-            append_rows(stem, new)
-        added[src.stem] = len(new)
+            append_rows(data / name, new)
+        added[name] = len(new)
     return added
 
 

@@ -47,6 +47,13 @@ def test_paired_merge_adds_each_row_once(tmp_path):
     assert merge_paired_rows.merge(out, data) == {"arrivals": 1, "peer": 1}
     assert merge_paired_rows.merge(out, data) == {"arrivals": 0, "peer": 0}
     assert [r["repeat"] for r in read_rows(data / "arrivals")] == [1, 2]
+    # a compressed set (rows.compress) on either side merges the same way
+    from fusedlib.bench.rows import compress
+
+    compress(data / "arrivals"), compress(out / "paired" / "arrivals")
+    append_rows(out / "paired" / "arrivals", [{**old, "repeat": 3, "timestamp": "t3"}])
+    assert merge_paired_rows.merge(out, data) == {"arrivals": 1, "peer": 0}
+    assert [r["repeat"] for r in read_rows(data / "arrivals")] == [1, 2, 3]
 
 
 def test_census_ab_merge_labels_each_arm_and_round_once(tmp_path):

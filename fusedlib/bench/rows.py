@@ -6,10 +6,16 @@ flushed and fsynced before the next, so a campaign killed midway leaves every fi
 row readable. A torn last JSONL line (killed mid-write) is cut off on the next append
 and ignored when reading. When new rows bring new columns, or the CSV fell behind the
 JSONL, the CSV is rewritten from the JSONL.
+
+A result set too large to keep as text in git (the paired campaign's per-step traces) is
+stored compressed instead, `<stem>.jsonl.gz` with no CSV: read the same way, and an append
+rewrites the whole file (atomically, with a fixed gzip timestamp so equal rows give equal
+bytes). `compress` turns a set into that form.
 """
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import math
@@ -56,7 +62,8 @@ def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text().splitlines():
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    for line in text.splitlines():
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:  # a torn last line from a killed writer
@@ -114,13 +121,40 @@ def _rewrite_csv(csv_path: Path, rows: list[dict]) -> None:
 
 
 def _paths(path_stem) -> tuple[Path, Path]:
-    """(<stem>.jsonl, <stem>.csv); a stem may hold dots ("rate0.5"), so no with_suffix."""
-    return Path(f"{path_stem}.jsonl"), Path(f"{path_stem}.csv")
+    """(<stem>.jsonl, or <stem>.jsonl.gz where the set is stored compressed; <stem>.csv); a stem
+    may hold dots ("rate0.5"), so no with_suffix."""
+    compressed = Path(f"{path_stem}.jsonl.gz")
+    return compressed if compressed.exists() else Path(f"{path_stem}.jsonl"), Path(f"{path_stem}.csv")
+
+
+def _write_compressed(path: Path, rows: list[dict]) -> None:
+    tmp = Path(f"{path}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def compress(path_stem) -> Path:
+    """Store a result set as `<stem>.jsonl.gz` (same rows, same order) and remove its text
+    files; the compressed file's path."""
+    jsonl, csv_path = _paths(path_stem)
+    target = Path(f"{path_stem}.jsonl.gz")
+    if jsonl != target:
+        _write_compressed(target, _read_jsonl(jsonl))
+        jsonl.unlink()
+        csv_path.unlink(missing_ok=True)
+    return target
 
 
 def append_rows(path_stem, rows: list[dict]) -> None:
-    """Append rows to `<stem>.jsonl` and `<stem>.csv`, each durable before the next."""
+    """Append rows to `<stem>.jsonl` and `<stem>.csv`, each durable before the next (to a
+    compressed set: all of them in one rewrite)."""
     jsonl, csv_path = _paths(path_stem)
+    if jsonl.suffix == ".gz":
+        _write_compressed(jsonl, _read_jsonl(jsonl) + [_clean(r) for r in rows])
+        return
     jsonl.parent.mkdir(parents=True, exist_ok=True)
     _cut_torn_tail(jsonl)
     n_before = len(_read_jsonl(jsonl))

@@ -98,3 +98,22 @@ def test_data_dir_is_the_env_var_else_the_checkouts_folder_by_profile(monkeypatc
     assert data_dir("smoke") == checkout / "data-smoke"
     monkeypatch.setenv("FUSEDLIB_DATA", str(tmp_path))
     assert data_dir("full") == data_dir("smoke") == tmp_path
+
+
+def test_a_compressed_set_reads_and_appends_like_a_text_one(tmp_path):
+    from fusedlib.bench import rows as rs
+
+    stem = tmp_path / "step_trace"
+    first = [{"step": i, "gpu_s": 0.001 * i, "forward_gpu_s": [0.001 * i]} for i in range(3)]
+    rs.append_rows(stem, first)
+    path = rs.compress(stem)
+    assert path.name == "step_trace.jsonl.gz" and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    assert rs.read_rows(stem) == first
+    rs.append_rows(stem, [{"step": 3, "gpu_s": float("nan")}])
+    assert rs.read_rows(stem) == first + [{"step": 3, "gpu_s": None}]  # cleaned as a text append is
+    assert not (tmp_path / "step_trace.jsonl").exists() and not (tmp_path / "step_trace.csv").exists()
+    before = path.read_bytes()
+    rs.compress(stem)  # already compressed: untouched
+    other = tmp_path / "again"
+    rs.append_rows(other, rs.read_rows(stem))
+    assert rs.compress(other).read_bytes() == before  # equal rows, equal bytes (no timestamp inside)
