@@ -435,7 +435,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         if key in g:
             r = g[key]
             # one decimal: the change is about a percent
-            t |= {f"g_cap_{key}": f"{r['ratio'] - 1:+.1%} [{r['lo'] - 1:+.1%}, {r['hi'] - 1:+.1%}] ({int(r['n'])} pairs)",
+            t |= {f"g_cap_{key}": _change(r),
                   f"g_capa_{key}": f"{r['a']:.1f} requests/s", f"g_capb_{key}": f"{r['b']:.1f} requests/s"}
     if "peer" in g:
         t["g_peer"] = _times_peer(g["peer"])
@@ -446,18 +446,15 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 
 def norm_gate_up_texts(m: dict) -> dict[str, str]:
     """The glued texts of set G's section (roofline.measured_for_set_g): the fold's A/B census,
-    its three sweeps, the rotary kernel's time, its checks, and the A/B of the change kept."""
+    its three sweeps, the norm's and the rotary kernel's times, its checks, and the A/B of the
+    change kept."""
     t = {}
     one = "one-kernel gate_up"
-
-    def change(r) -> str:  # one decimal: these changes are about a percent
-        return f"{r['ratio'] - 1:+.1%} [{r['lo'] - 1:+.1%}, {r['hi'] - 1:+.1%}], {int(r['n'])} pairs"
-
     for key, prefix in (("fold", "n"), ("kept", "r")):
         if key in m:
             dec, mixed = m[key].loc[(one, "decode")], m[key].loc[(one, "mixed")]
             t |= {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
-                  f"{prefix}_change": change(dec), f"{prefix}_mixed_change": change(mixed),
+                  f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
                   f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
                   f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}"}
     if "sweeps" in m:
@@ -467,6 +464,8 @@ def norm_gate_up_texts(m: dict) -> dict[str, str]:
               "n_best": f"{first['best_us']:.1f} µs"}
         for i, r in enumerate(sw.iloc[1:].itertuples(), start=2):
             t[f"n_best_{i}"] = f"{r.best_us:.1f} µs"
+    if "norm_us" in m:
+        t["n_norm_us"] = f"{m['norm_us']:.1f} µs"
     if "rotary_us" in m and {"base", "new"} <= set(m["rotary_us"]):
         t |= {"n_rotary_before": f"{m['rotary_us']['base']:.0f} µs", "n_rotary": f"{m['rotary_us']['new']:.0f} µs"}
     if "step_check" in m:
@@ -477,6 +476,12 @@ def norm_gate_up_texts(m: dict) -> dict[str, str]:
         if key in m and len(m[key]):
             t[name] = _passed(m[key])
     return t
+
+
+def _change(r) -> str:
+    """A paired ratio as a change with its interval and pairs, to one decimal (the decode
+    step's last kernels move it by about a percent)."""
+    return f"{r['ratio'] - 1:+.1%} [{r['lo'] - 1:+.1%}, {r['hi'] - 1:+.1%}] ({int(r['n'])} pairs)"
 
 
 def _times_peer(peer: pd.DataFrame) -> str:

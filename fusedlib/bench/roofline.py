@@ -555,7 +555,7 @@ def measured_for_set_g(data: Path) -> dict:
     lease whose new arm ran the fold ("fold") and the latest one without it ("kept"), indexed by
     (role, step); the fold's gate_up sweeps (three kernels against the one kernel, default and
     best launch shape, per commit, the first the A/B's); the rotary kernel's time per step in
-    that lease, per arm; its decode step check; the gate runs at the fold's commit and at the
+    that lease, per arm, and the add + norm kernel's per launch before the fold; its decode step check; the gate runs at the fold's commit and at the
     kept change's. Keys are missing where the rows are."""
     m = {}
     ab = census_ab(data)
@@ -578,10 +578,14 @@ def measured_for_set_g(data: Path) -> dict:
          "best_us": g[g["kernel"] == "one kernel"]["us_per_call"].min()}
         for c, g in ((c, sweep[(sweep["git_commit"] == c) & (sweep["us_per_call"] > 0)]) for c in fold_commits)])
     kernels = _frame(data, "roofline/census_ab_kernels")
-    if len(kernels):  # the rotary kernel reading its table by position, in the fold's lease
-        rotary = kernels[(kernels["boot_id"] == m["fold"]["boot_id"].iloc[0]) & (kernels["config"] == WHOLE)
-                         & (kernels["step"] == "decode") & (kernels["kernel"] == "rotary_to_cache_kernel")]
+    if len(kernels):  # in the fold's lease: the rotary kernel reading its table by position, and
+        # one launch of the add + norm kernel the fold removes (the code before, per launch)
+        lease = kernels[(kernels["boot_id"] == m["fold"]["boot_id"].iloc[0]) & (kernels["step"] == "decode")]
+        rotary = lease[(lease["config"] == WHOLE) & (lease["kernel"] == "rotary_to_cache_kernel")]
         m["rotary_us"] = rotary.groupby("arm")["us_per_step"].median().to_dict()
+        norm = lease[(lease["arm"] == "base") & (lease["config"] == GATE_UP) & (lease["kernel"] == "add_rms_norm_kernel")]
+        if len(norm):
+            m["norm_us"] = float((norm["us_per_step"] / norm["per_step"]).median())
     m |= _step_check(data, commit, "decode_norm_gate_up_silu_vs_three_kernels")
     gates = _frame(data, "paired/gates")
     if len(gates):

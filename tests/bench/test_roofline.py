@@ -402,7 +402,9 @@ def norm_data(tmp_path):
          "argmax_agree_outside_ties": 28, "git_commit": "fold"}])
     _write(tmp_path, "roofline/census_ab_kernels", [
         {"kernel": "rotary_to_cache_kernel", "config": roofline.WHOLE, "step": "decode", "boot_id": "L1", "arm": arm,
-         "us_per_step": us} for arm, us in (("base", 61.0), ("new", 77.0), ("new", 79.0))])
+         "us_per_step": us, "per_step": 28.0} for arm, us in (("base", 61.0), ("new", 77.0), ("new", 79.0))] + [
+        {"kernel": "add_rms_norm_kernel", "config": roofline.GATE_UP, "step": "decode", "boot_id": boot, "arm": "base",
+         "us_per_step": us, "per_step": 57.0} for boot, us in (("L1", 108.3), ("L2", 200.0))])  # L2: another lease
     _write(tmp_path, "paired/gates", [{"gate": g, "passed": True, "git_commit": c, "timestamp": c}
                                       for c in ("fold", "kept") for g in ("fused_vs_chunked", "mixed_step")])
     return tmp_path
@@ -435,7 +437,8 @@ def test_set_g_grades_the_fold_and_the_texts_show_what_was_kept(norm_data):
     assert (t["n_kernels"], t["n_per_layer"], t["n_default"], t["n_best"], t["n_best_2"]) == (
         "256", "9.1", "32.2 µs", "23.3 µs", "23.1 µs")
     assert (t["r_dec"], t["r_dec_before"], t["r_kernels"], t["r_gates"]) == ("2.08 ms", "2.10 ms", "286", "2 of 2")
-    assert t["r_change"].startswith("-1.0%") and t["n_rotary"] == "78 µs"
+    assert t["r_change"].startswith("-1.0%") and t["r_change"].endswith("(3 pairs)") and t["n_rotary"] == "78 µs"
+    assert t["n_norm_us"] == "1.9 µs"  # 108.3 us over 57 launches, in the fold's lease
 
 
 def test_census_ab_kernels_shows_only_what_moved(tmp_path):
