@@ -1,4 +1,5 @@
-"""Fold an interleaved census A/B into data/roofline/census_ab: `python scripts/merge_census_ab.py OUT`.
+"""Fold an interleaved census A/B into data/roofline/census_ab: `python scripts/merge_census_ab.py OUT
+[SET]`, SET another result set of the same layout (attention_ab: the split-KV launch shape's A/Bs).
 
 `scripts/device_census_ab.sh OUT` leaves OUT/ab/<arm><round>/roofline/census.jsonl (and
 census_kernels.jsonl, the kernel names), one process per arm and round ("base" the code
@@ -17,10 +18,10 @@ from pathlib import Path
 from fusedlib.bench.rows import append_rows, read_rows
 
 
-def merge(out: Path, data: Path = Path("data/roofline")) -> int:
-    """Rows added to census_ab (the kernel-name rows go to census_ab_kernels alike)."""
+def merge(out: Path, data: Path = Path("data/roofline"), into: str = "census_ab") -> int:
+    """Rows added to `into` (the kernel-name rows go to `into`_kernels alike)."""
     added = 0
-    for section, stem in (("census", data / "census_ab"), ("census_kernels", data / "census_ab_kernels")):
+    for section, stem in (("census", data / into), ("census_kernels", data / f"{into}_kernels")):
         have = {json.dumps(r, sort_keys=True) for r in read_rows(stem)}
         new = []
         for run in sorted((out / "ab").glob(f"*/roofline/{section}.jsonl")):
@@ -37,4 +38,5 @@ def merge(out: Path, data: Path = Path("data/roofline")) -> int:
 
 
 if __name__ == "__main__":
-    print(f"{merge(Path(sys.argv[1]))} rows added to data/roofline/census_ab")
+    into = sys.argv[2] if len(sys.argv) > 2 else "census_ab"
+    print(f"{merge(Path(sys.argv[1]), into=into)} rows added to data/roofline/{into}")

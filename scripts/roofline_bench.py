@@ -20,6 +20,11 @@ and the other sections still run):
                  timed as launched and as a CUDA graph replay (how the engine runs it)
   attention_layout  balanced decode over a slot-major (the engine's) and a head-major cache
                  view, beside a copy of the same bytes: what limits decode attention at 1k
+  attention_flush  the same-size copy and a finer sweep of balanced launch shapes (splits
+                 per SM from 1 to 8) under both L2 flushes (`kernels.L2_FLUSHES`: zeroing
+                 leaves L2 dirty, reading leaves it clean), graph replays
+  flush_probe    a few eager decode-attention calls after each flush, for `ncu` to count the
+                 DRAM bytes each kernel reads and writes (no rows; run under ncu)
   prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
                  launch shapes (BLOCK_M, BLOCK_N, warps, stages), L2 flushed; TFLOP/s of the
                  causal work, beside torch's SDPA on the first chunk
@@ -37,6 +42,7 @@ mean nothing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -65,6 +71,12 @@ BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
     # one program per (request, KV head) at 32 rows: no reduce kernel, if it is fast enough
     (block_n, 0.25, warps, stages) for block_n in (64, 128) for warps, stages in ((4, 3), (8, 3), (8, 4))]
 SMOKE_SWEEP = [(16, 2, 4, 2), (32, 8, 4, 2), (16, 0.25, 4, 2)]
+# attention_flush's shapes: (block_n, programs per SM, warps, stages, KV heads per program),
+# the engine's default first.
+FLUSH_SWEEP = [(64, 8, 4, 2, 1)] + [(block_n, per_sm, warps, stages, kv_heads) for kv_heads in (1, 2)
+                                    for block_n in (32, 64, 128) for per_sm in (1, 1.5, 2, 3, 4, 6, 8)
+                                    for warps, stages in ((4, 2), (4, 3), (4, 4), (8, 3))]
+SMOKE_FLUSH_SWEEP = [(16, 2, 4, 2, 1), (16, 8, 4, 3, 2)]
 # The packed (prefill) kernel's launch shapes: (BLOCK_M, BLOCK_N, warps, stages).
 PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
                  for block_n in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
@@ -99,6 +111,8 @@ class Bench:
         self.out = out / "roofline"
         self.summary: list[tuple[str, str]] = []
         self.on_gpu = self.device == "cuda"
+        self.splitkv = None  # the census's split-KV launch shape, when not the default (`--splitkv`)
+        self.configs = self.p["configs"]
 
     # ---- rows -----------------------------------------------------------------------
     def write(self, section: str, rows: list[dict]) -> None:
@@ -287,6 +301,8 @@ class Bench:
         for label, fused, attention, whole, one_kernel in (configs[i] for i in self.configs):
             model.fused_ops, model.gate_up_silu = fused, one_kernel
             backend = make_backend(attention)
+            if self.splitkv is not None:  # a launch shape under test in place of the default
+                backend.splitkv = self.splitkv
             decode = WholeGraphs(model, pool, backend, p["rows"], capture=self.on_gpu, decode_buckets=(p["rows"],))
             mixed = (WholeGraphs(model, pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
                                  decode_buckets=(p["rows"],), chunk_buckets=(p["chunk"],)) if whole else
@@ -316,6 +332,8 @@ class Bench:
                 kernels_per_step = len(kernels) / p["replays"]
                 rows.append({"config": label, "step": step, "fused_ops": fused, "attention": attention,
                              "whole_graphs": whole, "gate_up_silu": one_kernel,
+                             "splitkv": ",".join(str(x) for x in dataclasses.astuple(backend.splitkv))
+                             if hasattr(backend, "splitkv") else None,
                              "tokens": (self.decode_batch if step == "decode" else self.mixed_batch).num_tokens,
                              "kernels_per_step": kernels_per_step,
                              "kernels_per_layer": kernels_per_step / layers,
@@ -461,6 +479,88 @@ class Bench:
             self.summary.append((f"attention layout {p['rows']}x{context}",
                                  f"copy {copy['median_ms'] * 1e3:.1f} us; slot-major {best['slot-major']['median_ms'] * 1e3:.1f}"
                                  f", head-major {best['head-major']['median_ms'] * 1e3:.1f} us"))
+
+    def attention_flush(self) -> None:
+        """The same-size copy and balanced decode (the engine's launch with the pool's longest
+        context as the split cap) over FLUSH_SWEEP, each timed as a graph replay after each
+        L2 flush: what zeroing the flush buffer charges a call that reads tens of MB."""
+        torch = self.torch
+        from fusedlib.attention.base import DecodeMeta
+        from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
+        from fusedlib.bench.kernels import L2_FLUSHES, _median_ms, copy_bandwidth
+
+        cfg, dev, p = self.model.config, self.device, self.p
+        scale = cfg.head_dim ** -0.5
+        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        graphed = self._graphed if self.on_gpu else (lambda call: call)
+        sweep = FLUSH_SWEEP if self.on_gpu else SMOKE_FLUSH_SWEEP
+        out = []
+        for context, q, k, v, meta, kv_bytes in self._decode_cases():
+            graph_meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables,
+                                    cfg.max_position_embeddings)
+            src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=dev)
+            dst = torch.empty_like(src)
+            calls = [("copy", None, lambda: dst.copy_(src))]
+            for shape in sweep:
+                backend = TritonAttention(decode_kernel="balanced", splitkv=SplitKVConfig(*shape))
+                calls.append(("balanced", shape, lambda b=backend: b.decode(q, k, v, graph_meta, scale)))
+            for what, shape, call in calls:
+                row = {"context": context, "rows": p["rows"], "what": what, "kv_bytes": kv_bytes,
+                       "copy_bandwidth_gbs": bandwidth / 1e9}
+                if shape is not None:
+                    row.update(zip(("block_n", "programs_per_sm", "num_warps", "num_stages",
+                                    "kv_heads_per_program"), shape))
+                try:
+                    replay = graphed(call)
+                    for flush in L2_FLUSHES:
+                        ms = _median_ms(replay, dev, p["iters"] * 2, scratch, flush)
+                        out.append({**row, "l2_flush": flush, "median_ms": ms,
+                                    "fraction_of_copy": kv_bytes / (ms / 1e3) / bandwidth})
+                except Exception as exc:  # a launch shape the compiler rejects is a result
+                    out.append({**row, "error": repr(exc)[:300]})
+        self.write("attention_flush", out)
+        for context in p["attn_contexts"]:
+            for flush in L2_FLUSHES:
+                mine = [r for r in out if r["context"] == context and r.get("l2_flush") == flush]
+                copy = next(r for r in mine if r["what"] == "copy")
+                best = min((r for r in mine if r["what"] == "balanced"), key=lambda r: r["median_ms"])
+                self.summary.append((f"attention {p['rows']}x{context}, L2 flush {flush}",
+                                     f"copy {copy['median_ms'] * 1e3:.1f} us; best balanced "
+                                     f"{best['median_ms'] * 1e3:.1f} us = {best['fraction_of_copy']:.0%} of copy "
+                                     f"({best['block_n']}, {best['programs_per_sm']}/SM, "
+                                     f"{best['num_warps']}w{best['num_stages']}s, "
+                                     f"{best['kv_heads_per_program']} KV heads)"))
+
+    def flush_probe(self) -> None:
+        """Three eager calls of balanced decode at the first attention context after each L2
+        flush, and the same-size copy after each, for ncu to count each kernel's DRAM bytes (see
+        scripts/device_attention.sh)."""
+        from fusedlib.attention.triton_backend import TritonAttention
+        from fusedlib.bench.kernels import L2_FLUSHES, _hold
+
+        torch, cfg = self.torch, self.model.config
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=self.device) if self.on_gpu else None
+        from fusedlib.attention.base import DecodeMeta
+
+        context, q, k, v, meta, kv_bytes = next(self._decode_cases())
+        meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, cfg.max_position_embeddings)
+        src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=self.device)
+        dst = torch.empty_like(src)
+        backend = TritonAttention(decode_kernel="balanced")
+        backend.decode(q, k, v, meta, cfg.head_dim ** -0.5)  # compile outside the probed calls
+        if self.on_gpu:  # ncu --nvtx --nvtx-include "flush_probe/" profiles this range only
+            torch.cuda.nvtx.range_push("flush_probe")
+        for flush in L2_FLUSHES:
+            for _ in range(3):
+                for call in (lambda: dst.copy_(src), lambda: backend.decode(q, k, v, meta, cfg.head_dim ** -0.5)):
+                    if self.on_gpu:
+                        _hold(scratch, flush)
+                    call()
+        _sync(self.device)
+        if self.on_gpu:
+            torch.cuda.nvtx.range_pop()
+        self.summary.append(("flush probe", f"{context} context, 3 calls after each of {L2_FLUSHES}"))
 
     def _graphed(self, call):
         """`call` captured once in a CUDA graph (after two warm calls on a side stream);
@@ -656,9 +756,17 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
     parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
+    parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
+                        "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES[,KV_HEADS_PER_PROGRAM]")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
-    bench.configs = tuple(int(i) for i in args.configs.split(",")) if args.configs else bench.p["configs"]
+    if args.splitkv:
+        from fusedlib.attention.triton_backend import SplitKVConfig
+
+        block_n, per_sm, *ints = args.splitkv.split(",")
+        bench.splitkv = SplitKVConfig(int(block_n), float(per_sm), *(int(x) for x in ints))
+    if args.configs:
+        bench.configs = tuple(int(i) for i in args.configs.split(","))
     t0 = time.perf_counter()
     bench.run_section("setup", bench.setup)
     if not hasattr(bench, "engine"):

@@ -205,20 +205,33 @@ def kernel_gate(device: str | None = None, dtype: torch.dtype = torch.float16, s
 HOLD_CYCLES = 600_000
 
 
-def _hold(scratch: torch.Tensor | None) -> None:
+# How `_hold` empties L2 before a timed call. "zero" writes the scratch buffer: L2 is then
+# full of dirty lines, and the timed call's first ~50 MB of misses each also write one back,
+# so a call that reads tens of MB is charged for moving up to twice its bytes. "read" reads
+# the buffer: L2 holds only clean lines (as in a decode step, where most of it is the last
+# GEMMs' weights), and the call moves only its own bytes.
+L2_FLUSHES = ("zero", "read")
+
+
+def _hold(scratch: torch.Tensor | None, flush: str = "zero") -> None:
     """Keep the GPU busy before a timed call so the host has queued the call by the time its
-    start event fires: an L2 flush when `scratch` is given, else a spin that leaves L2 warm."""
-    if scratch is not None:
-        scratch.zero_()
-    else:
+    start event fires: an L2 flush (`flush`, see L2_FLUSHES) when `scratch` is given, else a
+    spin that leaves L2 warm."""
+    if scratch is None:
         torch.cuda._sleep(HOLD_CYCLES)
+    elif flush == "zero":
+        scratch.zero_()
+    elif flush == "read":
+        scratch.amax()
+    else:
+        raise ValueError(f"flush must be one of {L2_FLUSHES}, got {flush!r}")
 
 
-def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> float:
+def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None, flush: str = "zero") -> float:
     """Median time of fn() in ms; on CUDA each call is timed by its own pair of events, after
-    a hold outside the events (`_hold`: an L2 flush when `scratch` is given, so the KV comes
-    from DRAM). Without the hold a call shorter than its host enqueue time would be timed at
-    the host's pace."""
+    a hold outside the events (`_hold`: an L2 flush of kind `flush` when `scratch` is given,
+    so the KV comes from DRAM). Without the hold a call shorter than its host enqueue time
+    would be timed at the host's pace."""
     # warm-up: compile, autotune nothing, fill caches (none on the CPU: the interpreter
     # compiles nothing and its times mean nothing)
     for _ in range(max(3, iters // 10) if device.startswith("cuda") else 0):
@@ -228,7 +241,7 @@ def _median_ms(fn, device: str, iters: int, scratch: torch.Tensor | None) -> flo
         start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         for i in range(iters):
-            _hold(scratch)
+            _hold(scratch, flush)
             start[i].record()
             fn()
             end[i].record()

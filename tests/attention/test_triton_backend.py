@@ -154,6 +154,30 @@ def test_balanced_any_split_count(num_sms, block_n):
     assert (backend.max_splits(meta.max_context_len, num_pairs, torch.device(DEVICE)) == 1) == (num_sms == 1)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("kernel", ["splitkv", "balanced"])
+@pytest.mark.parametrize("num_heads,num_kv_heads,kv_heads,num_sms", [
+    (12, 2, 2, 16), (12, 2, 2, 1), (12, 4, 2, 3), (8, 4, 4, 64)])
+def test_several_kv_heads_per_program(num_heads, num_kv_heads, kv_heads, num_sms, kernel, dtype):
+    """A program over several KV heads scores each query row against its own head's keys
+    only (its q is zero in the other heads' columns) and stores only its own columns: one
+    split (no reduce), a few, and more splits than short requests have tiles."""
+    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [300], num_heads, num_kv_heads, dtype, seed=7)
+    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
+    backend = TritonAttention(decode_kernel=kernel, num_sms=num_sms,
+                              splitkv=SplitKVConfig(block_n=16, kv_heads_per_program=kv_heads))
+    out = torch.full_like(q, float("nan"))  # every element must be written
+    assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE, out=out), expected, dtype)
+
+
+@pytest.mark.parametrize("kv_heads", [3, 4])
+def test_kv_heads_per_program_must_divide_a_power_of_two(kv_heads):
+    q, k_cache, v_cache, meta = make_decode([5, 9], 12, 2, torch.float32)
+    backend = TritonAttention(decode_kernel="balanced", splitkv=SplitKVConfig(kv_heads_per_program=kv_heads))
+    with pytest.raises(ValueError, match="kv_heads_per_program"):
+        backend.decode(q, k_cache, v_cache, meta, SCALE)
+
+
 @pytest.mark.parametrize("kernel", ["splitkv", "balanced"])
 def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
     """One decode kernel serves both plans: "splitkv" cuts every request at the host's
@@ -319,11 +343,11 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(K.packed_attention_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
                 KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
-        for one_split in (False, True):
+        for one_split, kv_heads in ((False, 1), (True, 1), (False, 2), (True, 2)):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
-                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
-                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
-                splitkv.num_warps, splitkv.num_stages)
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group * kv_heads)),
+                BLOCK_N=splitkv.block_n, KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split,
+                KV_HEADS=kv_heads), splitkv.num_warps, splitkv.num_stages)
         compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(
             HEAD_DIM=head_dim, BLOCK_N=splitkv.block_n, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
