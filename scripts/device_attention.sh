@@ -34,7 +34,7 @@ rows = [r for r in rows if r.get("what") == "balanced" and r.get("l2_flush") == 
 fastest = defaultdict(lambda: float("inf"))
 for r in rows:
     fastest[r["context"]] = min(fastest[r["context"]], r["median_ms"])
-keys = ("block_n", "programs_per_sm", "num_warps", "num_stages", "kv_heads_per_program")
+keys = ("block_n", "programs_per_sm", "num_warps", "num_stages")
 score = defaultdict(float)
 for r in rows:  # each shape's time over the fastest's, summed over the contexts
     score[tuple(r[k] for k in keys)] += r["median_ms"] / fastest[r["context"]]

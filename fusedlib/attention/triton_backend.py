@@ -62,28 +62,30 @@ def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Ten
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
-    block_n: int = 64  # keys per inner iteration of a split-KV program
-    # Split-KV aims for this many programs per SM. Best of the H200 sweep on the layout
-    # bench's state (data/kernels/splitkv_sweep.csv): 0.031 ms at 8 against 0.037 ms at 4.
-    # Below num_pairs / num_sms this gives one split per (request, KV head): split-KV
-    # decode then normalises in place and launches no reduce.
-    programs_per_sm: float = 8
+    # The best shape over 1k, 2k and 4k contexts at 32 rows in the H200 sweep timed after an
+    # L2 flush that leaves clean lines, as in a decode step (data/roofline/attention_flush):
+    # 27.2 us at 2k against 28.9 at the earlier default (64 keys, 8 per SM).
+    block_n: int = 32  # keys per inner iteration of a split-KV program
+    # Split-KV aims for this many programs per SM. Below num_pairs / num_sms this gives one
+    # split per (request, KV head): split-KV decode then normalises in place and launches no
+    # reduce.
+    programs_per_sm: float = 6
     num_warps: int = 4
     num_stages: int = 2
-    # KV heads one program reads (a power of two dividing the model's): each cache slot's
-    # keys for them are one contiguous row, and their query heads fill more of the tl.dot
-    # tile (at 6 query heads per KV head, 12 of 16 rows instead of 6).
-    kv_heads_per_program: int = 1
+
+
+# Part 9's split-KV kernel keeps the launch shape it was measured with.
+PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
 
 
 class TritonAttention:
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
-                 splitkv: SplitKVConfig = SplitKVConfig()):
+                 splitkv: SplitKVConfig | None = None):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel = decode_kernel
         self._num_sms = num_sms
-        self.splitkv = splitkv
+        self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
 
     # -- public interface -------------------------------------------------------------
 
@@ -184,35 +186,30 @@ class TritonAttention:
         if cfg.block_n % k_cache.shape[1]:
             raise ValueError(f"block_n {cfg.block_n} must be a multiple of the cache block size "
                              f"{k_cache.shape[1]}")
-        kv_heads = cfg.kv_heads_per_program
-        if num_kv_heads % kv_heads or kv_heads & (kv_heads - 1):
-            raise ValueError(f"kv_heads_per_program {kv_heads} must be a power of two dividing the "
-                             f"{num_kv_heads} KV heads")
-        num_pairs = num_reqs * num_kv_heads // kv_heads  # programs per split
         if self.decode_kernel == "splitkv":
-            num_splits, split_len = self.split_plan(meta.max_context_len, num_pairs, q.device)
+            num_splits, split_len = self.split_plan(meta.max_context_len, num_reqs * num_kv_heads,
+                                                    q.device)
             split_tiles = split_len // cfg.block_n
         else:
-            num_splits = self.max_splits(meta.max_context_len, num_pairs, q.device)
+            num_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
             split_tiles = 0
         one_split = num_splits == 1
         partials = out if one_split else torch.empty(
             num_reqs, num_heads, num_splits, head_dim + PARTIAL_EXTRA.value,
             dtype=torch.float32, device=q.device)
-        splitkv_decode_kernel[(num_reqs, num_kv_heads // kv_heads, num_splits)](
+        splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
             q, k_cache, v_cache, partials, out,
             meta.context_lens, meta.block_tables, scale * LOG2E, num_splits, split_tiles,
             *_strides(q, out, k_cache, v_cache, meta.block_tables),
-            GROUP=group, HEAD_DIM=head_dim,
-            BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group * kv_heads)),
+            GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, KV_HEADS=kv_heads,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
         )
         if one_split:  # the decode kernel wrote the output itself
             return out
         splitkv_reduce_kernel[(num_reqs, num_heads)](
-            partials, meta.context_lens, out, num_splits, split_tiles, out.stride(0), out.stride(1),
-            HEAD_DIM=head_dim, BLOCK_N=cfg.block_n, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
+            partials, out, num_splits, out.stride(0), out.stride(1),
+            HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

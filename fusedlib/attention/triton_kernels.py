@@ -9,9 +9,9 @@ Two kernels and a reduce:
   that request's KV blocks. With one tile per decode request ("rows" layout) each program
   holds one valid row and BLOCK_M - 1 masked ones. Same code, the layout is data.
 * `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
-  (request, group of KV heads, KV split); its query tile is those KV heads' query heads
-  (padded to BLOCK_H for tl.dot), so every key is read once and long contexts are spread
-  over many programs. Each split writes a partial (max, sum, acc); the reduce merges them, or
+  (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
+  BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
+  many programs. Each split writes a partial (max, sum, acc); the reduce merges them, or
   with one split the decode kernel normalises and stores the output itself. Where the
   splits fall is a runtime argument: one length for the whole step, chosen on the host
   ("splitkv"), or each request's context cut into its own equal splits on the device
@@ -127,14 +127,13 @@ def packed_attention_kernel(
 
 @triton.jit
 def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.constexpr):
-    """[start, end) of one request's split and how many of its splits hold keys. Splits
-    are runs of whole BLOCK_N tiles: `split_tiles` each when it is > 0 (a length the host
-    chose for the whole step), else the request's own context cut into `max_splits` runs."""
+    """[start, end) of one request's split (empty past the request's end). Splits are runs
+    of whole BLOCK_N tiles: `split_tiles` each when it is > 0 (a length the host chose for
+    the whole step), else the request's own context cut into `max_splits` runs."""
     tiles = tl.cdiv(context_len, BLOCK_N)
     tiles_per_split = tl.where(split_tiles > 0, split_tiles, tl.cdiv(tiles, max_splits))
-    used = tl.cdiv(tiles, tiles_per_split)
     start = split * tiles_per_split * BLOCK_N
-    return start, tl.minimum(start + tiles_per_split * BLOCK_N, context_len), used
+    return start, tl.minimum(start + tiles_per_split * BLOCK_N, context_len)
 
 
 @triton.jit(do_not_specialize=["stride_bt", "max_splits", "split_tiles"])
@@ -144,7 +143,7 @@ def splitkv_decode_kernel(
     out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
     context_lens_ptr, block_tables_ptr,
     qk_scale,
-    max_splits,  # the grid's splits per (request, KV head group)
+    max_splits,  # the grid's splits per (request, KV head)
     split_tiles,  # BLOCK_N tiles per split, or 0: each request's own equal splits
     stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
     stride_k_block, stride_k_slot, stride_k_head,
@@ -152,53 +151,44 @@ def splitkv_decode_kernel(
     stride_bt,
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
-    BLOCK_H: tl.constexpr,  # KV_HEADS * GROUP padded up to a tl.dot-legal tile height
+    BLOCK_H: tl.constexpr,  # GROUP padded up to a tl.dot-legal tile height
     BLOCK_N: tl.constexpr,  # keys per iteration: BLOCK_N / KV_BLOCK_SIZE whole cache blocks
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
     ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
-    KV_HEADS: tl.constexpr,  # consecutive KV heads per program (a power of two)
 ):
-    """Flash-decoding over the paged cache: one program per (request, group of KV_HEADS KV
-    heads, split).
+    """Flash-decoding over the paged cache: one program per (request, KV head, split).
 
-    All query heads of the group's KV heads share each K/V tile, so every key is read once.
-    The tile's columns are the KV heads' HEAD_DIM-wide slices side by side: in the cache's
-    slot-major layout that is one contiguous KV_HEADS * HEAD_DIM row per slot. A query row
-    holds its head's q in its own KV head's columns and zeros elsewhere, so one dot scores
-    every row against its own keys; of P @ V each row keeps its own KV head's columns.
-    How a request's context is cut is data (see `_split_range`): with `split_tiles` 0
-    ("balanced") every request is cut into (at most) `max_splits` equal runs of its *own*
-    tiles, read on the device, so a short request in a batch of long ones still gets spread
-    over many programs and the grid depends only on the request count (a CUDA graph captured
-    once serves any context lengths); with `split_tiles` > 0 ("splitkv") every split has the
-    length the host derived from the step's longest context. Splits past a request's end
-    store nothing; the reduce reads only the used ones."""
+    The whole GQA group's query heads share each K/V tile, so every key is read once per
+    KV head. How a request's context is cut is data (see `_split_range`): with
+    `split_tiles` 0 ("balanced") every request is cut into (at most) `max_splits` equal
+    runs of its *own* tiles, read on the device, so a short request in a batch of long
+    ones still gets spread over many programs and the grid depends only on the request
+    count (a CUDA graph captured once serves any context lengths); with `split_tiles` > 0
+    ("splitkv") every split has the length the host derived from the step's longest
+    context. A split past a request's end stores a partial that weighs nothing."""
     req = tl.program_id(0)
-    first_kv_head = tl.program_id(1) * KV_HEADS
+    kv_head = tl.program_id(1)
     split = tl.program_id(2)
-    num_heads = tl.num_programs(1) * KV_HEADS * GROUP
+    num_heads = tl.num_programs(1) * GROUP
 
     context_len = tl.load(context_lens_ptr + req)
-    start, end, used = _split_range(context_len, split, max_splits, split_tiles, BLOCK_N)
+    start, end = _split_range(context_len, split, max_splits, split_tiles, BLOCK_N)
 
     offs_h = tl.arange(0, BLOCK_H)
-    head_valid = offs_h < KV_HEADS * GROUP
-    heads = first_kv_head * GROUP + offs_h
-    offs_c = tl.arange(0, KV_HEADS * HEAD_DIM)
-    col_kv_head = offs_c // HEAD_DIM  # 0 .. KV_HEADS - 1
-    offs_d = offs_c % HEAD_DIM
-    own = head_valid[:, None] & ((offs_h // GROUP)[:, None] == col_kv_head[None, :])
+    head_valid = offs_h < GROUP
+    heads = kv_head * GROUP + offs_h
+    offs_d = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + req.to(tl.int64) * stride_q_tok + heads[:, None] * stride_q_head
-                + offs_d[None, :], mask=own, other=0.0)
+                + offs_d[None, :], mask=head_valid[:, None], other=0.0)
 
     m_i = tl.full([BLOCK_H], NEG_BIG, tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, KV_HEADS * HEAD_DIM], tl.float32)
+    acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
     block_row_ptr = block_tables_ptr + req.to(tl.int64) * stride_bt
-    k_head_ptr = k_cache_ptr + (first_kv_head + col_kv_head)[None, :] * stride_k_head + offs_d[None, :]
-    v_head_ptr = v_cache_ptr + (first_kv_head + col_kv_head)[None, :] * stride_v_head + offs_d[None, :]
+    k_head_ptr = k_cache_ptr + kv_head * stride_k_head + offs_d[None, :]
+    v_head_ptr = v_cache_ptr + kv_head * stride_v_head + offs_d[None, :]
     for kv_start in range(start, end, BLOCK_N):
         key_idx = kv_start + offs_n
         key_valid = key_idx < end
@@ -221,38 +211,38 @@ def splitkv_decode_kernel(
 
     if ONE_SPLIT:
         tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + heads[:, None] * stride_o_head
-                 + offs_d[None, :], (acc / l_i[:, None]).to(out_ptr.dtype.element_ty), mask=own)
+                 + offs_d[None, :], (acc / l_i[:, None]).to(out_ptr.dtype.element_ty),
+                 mask=head_valid[:, None])
     else:
+        # Every split stores, one past the request's end too: (acc 0, max NEG_BIG, sum 0)
+        # weighs nothing in the merge, so the reduce reads all of them without first reading
+        # the request's context length (one dependent load fewer on its critical path).
         row_ptr = partials_ptr + ((req * num_heads + heads) * max_splits + split).to(tl.int64) \
             * (HEAD_DIM + PARTIAL_EXTRA)
-        store = head_valid & (split < used)
-        tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=own & store[:, None])
-        tl.store(row_ptr + HEAD_DIM, m_i, mask=store)
-        tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=store)
+        tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=head_valid[:, None])
+        tl.store(row_ptr + HEAD_DIM, m_i, mask=head_valid)
+        tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=head_valid)
 
 
-@triton.jit(do_not_specialize=["max_splits", "split_tiles"])
+@triton.jit(do_not_specialize=["max_splits"])
 def splitkv_reduce_kernel(
-    partials_ptr, context_lens_ptr, out_ptr,
-    max_splits, split_tiles,  # the decode kernel's
+    partials_ptr, out_ptr,
+    max_splits,  # the decode kernel's
     stride_o_tok, stride_o_head,
     HEAD_DIM: tl.constexpr,
-    BLOCK_N: tl.constexpr,  # the decode kernel's, to recount the request's used splits
     BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
 ):
-    """Merge one (request, head)'s used split partials, BLOCK_S at a time."""
+    """Merge one (request, head)'s split partials, BLOCK_S at a time."""
     req = tl.program_id(0)
     head = tl.program_id(1)
     row = req * tl.num_programs(1) + head
-    context_len = tl.load(context_lens_ptr + req)
-    _, _, used = _split_range(context_len, 0, max_splits, split_tiles, BLOCK_N)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
     m = tl.full([1], NEG_BIG, tl.float32)
     total = tl.zeros([1], tl.float32)
     acc = tl.zeros([HEAD_DIM], tl.float32)
-    for first in range(0, used, BLOCK_S):
-        valid = first + offs_s < used
+    for first in range(0, max_splits, BLOCK_S):
+        valid = first + offs_s < max_splits
         split_ptr = partials_ptr + (row * max_splits + first + offs_s).to(tl.int64) \
             * (HEAD_DIM + PARTIAL_EXTRA)
         m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG)
@@ -260,7 +250,7 @@ def splitkv_reduce_kernel(
         acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0)
         m_new = tl.maximum(m, tl.max(m_s, axis=0))
         keep = tl.exp2(m - m_new)
-        take = tl.where(valid, tl.exp2(m_s - m_new), 0.0)
+        take = tl.exp2(m_s - m_new)  # 0 for a split past the request's end (m_s NEG_BIG)
         total = total * keep + tl.sum(sum_s * take, axis=0)
         acc = acc * keep + tl.sum(acc_s * take[:, None], axis=0)
         m = m_new

@@ -16,6 +16,7 @@ import torch
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
 from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
+from fusedlib.attention.triton_kernels import NEG_BIG
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
 ON_INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
@@ -141,48 +142,25 @@ def test_splitkv_any_split_count(num_sms):
 @pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (64, 16), (64, 64)])
 def test_balanced_any_split_count(num_sms, block_n):
     """One split per request (normalised in the decode kernel, no reduce), a few, and more
-    splits than a short request has tiles (those store nothing and the reduce must skip
-    them); tiles of one and several cache blocks.
+    splits than a short request has tiles (those store a partial that must weigh nothing in
+    the reduce); tiles of one and several cache blocks.
     The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
     merges per iteration."""
     q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [600], 4, 2, torch.float32, seed=5)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,
-                              splitkv=SplitKVConfig(block_n=block_n))
+    backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,  # 8 per SM: the counts above
+                              splitkv=SplitKVConfig(block_n=block_n, programs_per_sm=8))
     assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, torch.float32)
     num_pairs = meta.num_tokens * 2
     assert (backend.max_splits(meta.max_context_len, num_pairs, torch.device(DEVICE)) == 1) == (num_sms == 1)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("kernel", ["splitkv", "balanced"])
-@pytest.mark.parametrize("num_heads,num_kv_heads,kv_heads,num_sms", [
-    (12, 2, 2, 16), (12, 2, 2, 1), (12, 4, 2, 3), (8, 4, 4, 64)])
-def test_several_kv_heads_per_program(num_heads, num_kv_heads, kv_heads, num_sms, kernel, dtype):
-    """A program over several KV heads scores each query row against its own head's keys
-    only (its q is zero in the other heads' columns) and stores only its own columns: one
-    split (no reduce), a few, and more splits than short requests have tiles."""
-    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [300], num_heads, num_kv_heads, dtype, seed=7)
-    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    backend = TritonAttention(decode_kernel=kernel, num_sms=num_sms,
-                              splitkv=SplitKVConfig(block_n=16, kv_heads_per_program=kv_heads))
-    out = torch.full_like(q, float("nan"))  # every element must be written
-    assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE, out=out), expected, dtype)
-
-
-@pytest.mark.parametrize("kv_heads", [3, 4])
-def test_kv_heads_per_program_must_divide_a_power_of_two(kv_heads):
-    q, k_cache, v_cache, meta = make_decode([5, 9], 12, 2, torch.float32)
-    backend = TritonAttention(decode_kernel="balanced", splitkv=SplitKVConfig(kv_heads_per_program=kv_heads))
-    with pytest.raises(ValueError, match="kv_heads_per_program"):
-        backend.decode(q, k_cache, v_cache, meta, SCALE)
-
-
 @pytest.mark.parametrize("kernel", ["splitkv", "balanced"])
 def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
     """One decode kernel serves both plans: "splitkv" cuts every request at the host's
-    split length, "balanced" cuts each request into its own equal runs of tiles. Splits
-    past a request's end write no partial (the buffer's NaN fill stays)."""
+    split length, "balanced" cuts each request into its own equal runs of tiles. Every
+    split writes its partial (none of the buffer's NaN fill stays); one past a request's
+    end writes the neutral (acc 0, max NEG_BIG, sum 0)."""
     contexts, block_n = [600, 10, 100], 16
     partials, empty = [], torch.empty
 
@@ -206,8 +184,12 @@ def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
         max_splits = backend.max_splits(max(contexts), pairs, device)
         tiles = [math.ceil(n / block_n) for n in contexts]
         expected = [math.ceil(t / math.ceil(t / max_splits)) for t in tiles]
-    written = (~partials[-1][:, :, :, 0].isnan()).sum(dim=2)  # [request, head]
-    assert written.tolist() == [[n] * 4 for n in expected]
+    written = partials[-1][:, :, :, :HEAD_DIM + 2]  # [request, head, split, acc + max + sum]
+    assert not written.isnan().any()
+    holds_keys = written[..., HEAD_DIM] > NEG_BIG.value / 2
+    assert holds_keys.sum(dim=2).tolist() == [[n] * 4 for n in expected]
+    neutral = written[~holds_keys]
+    assert (neutral[:, :HEAD_DIM] == 0).all() and (neutral[:, HEAD_DIM + 1] == 0).all()
     # The premise: the two plans differ for the 100-key request (1 split against 4).
     assert expected[2] == (1 if kernel == "splitkv" else 4)
 
@@ -217,7 +199,7 @@ def test_balanced_launch_shape_ignores_context_lengths():
     so one captured graph serves every step of that size."""
     backend = TritonAttention(decode_kernel="balanced", num_sms=132)
     shapes = {backend.max_splits(32768, 64, torch.device(DEVICE)) for _ in range(2)}
-    assert shapes == {math.ceil(8 * 132 / 64)}
+    assert shapes == {math.ceil(SplitKVConfig().programs_per_sm * 132 / 64)}
 
 
 def test_out_argument_is_written_in_place():
@@ -267,7 +249,7 @@ def test_split_plan_covers_the_longest_context():
         for pairs, sms in ((64, 132), (2, 132), (64, 1), (1000, 132)):
             backend = TritonAttention(decode_kernel="splitkv", num_sms=sms)
             num_splits, split_len = backend.split_plan(max_len, pairs, torch.device(DEVICE))
-            assert split_len % 64 == 0 and split_len > 0
+            assert split_len % backend.splitkv.block_n == 0 and split_len > 0
             assert (num_splits - 1) * split_len < max_len <= num_splits * split_len
     # The real decode shape does split.
     assert TritonAttention(num_sms=132).split_plan(4096, 64, torch.device(DEVICE))[0] > 1
@@ -343,13 +325,13 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(K.packed_attention_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
                 KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
-        for one_split, kv_heads in ((False, 1), (True, 1), (False, 2), (True, 2)):
+        for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
-                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group * kv_heads)),
-                BLOCK_N=splitkv.block_n, KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split,
-                KV_HEADS=kv_heads), splitkv.num_warps, splitkv.num_stages)
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
+                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
+                splitkv.num_warps, splitkv.num_stages)
         compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(
-            HEAD_DIM=head_dim, BLOCK_N=splitkv.block_n, BLOCK_S=REDUCE_BLOCK_S), 4)
+            HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
 
 
