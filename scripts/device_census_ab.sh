@@ -8,28 +8,38 @@
 #   3. the gates phase of the campaign (every configuration the book reports), rows in OUT/camp
 #   4. the census of the same two configurations, base and new interleaved (ABAB...), ROUNDS
 #      rounds (default 3), each run in its own process, rows in OUT/ab/<arm><round>
-# Stages stop starting at LIMIT s (default 540); everything lands in OUT/rows.tgz.
+#   5. with FLAG_AB set (a census flag, e.g. --no-pdl): the census on this tree with the flag
+#      ("base") and without it ("new"), interleaved, ROUNDS rounds, rows in OUT/flag_ab/<arm><round>
+# STAGES picks which run (default sections,gpu_tests,gates,ab). Stages stop starting at LIMIT s
+# (default 540); everything lands in OUT/rows.tgz.
 set -u
 out=$1; limit=${LIMIT:-540}; rounds=${ROUNDS:-3}; sections=${SECTIONS:-ops_check,step_check}
+stages=,${STAGES:-sections,gpu_tests,gates,ab},; flag_ab=${FLAG_AB:-}
 export PYTHONUNBUFFERED=1
 new_commit=${FUSEDLIB_GIT_COMMIT:?set FUSEDLIB_GIT_COMMIT}; base_commit=${BASE_COMMIT:?set BASE_COMMIT}
 mkdir -p "$out"
 left() { [ $((limit - SECONDS)) -gt "$1" ] || { echo "stage skipped: $((limit - SECONDS)) s left" | tee -a "$out/log.txt"; return 1; }; }
-census() {  # census ARM TREE COMMIT ROUND
-  (cd "$2" && FUSEDLIB_GIT_COMMIT=$3 PYTHONPATH=$PWD timeout 120 python3 scripts/roofline_bench.py \
-     "$out/ab/$1$4" --sections census --configs 4,5) 2>&1 | tail -8 | tee -a "$out/log.txt"
+on() { [[ $stages == *,$1,* ]]; }
+census() {  # census FOLDER ARM TREE COMMIT ROUND [FLAG]
+  (cd "$3" && FUSEDLIB_GIT_COMMIT=$4 PYTHONPATH=$PWD timeout 120 python3 scripts/roofline_bench.py \
+     "$out/$1/$2$5" --sections census --configs 4,5 ${6:-}) 2>&1 | tail -8 | tee -a "$out/log.txt"
 }
-left 60 && PYTHONPATH=$PWD timeout 200 python3 scripts/roofline_bench.py "$out/new" \
+on sections && left 60 && PYTHONPATH=$PWD timeout 200 python3 scripts/roofline_bench.py "$out/new" \
   --sections "$sections" --configs 4,5 2>&1 | tail -25 | tee -a "$out/log.txt"
-left 120 && PYTHONPATH=$PWD timeout 180 python3 scripts/gpu_tests.py "$out/new" "h200_$new_commit" \
+on gpu_tests && left 120 && PYTHONPATH=$PWD timeout 180 python3 scripts/gpu_tests.py "$out/new" "h200_$new_commit" \
   tests/ops tests/test_graphs.py tests/test_engine_gpu.py 2>&1 | tail -4 | tee -a "$out/log.txt"
-left 60 && PYTHONPATH=$PWD timeout 240 python3 -m fusedlib.bench.campaign /tmp/camp \
+on gates && left 60 && PYTHONPATH=$PWD timeout 240 python3 -m fusedlib.bench.campaign /tmp/camp \
   --phase gates --limit 230 --pairs 1 2>&1 | tail -12 | tee -a "$out/log.txt"
 for round in $(seq 1 "$rounds"); do
-  left 50 || break  # a round is both arms or neither
-  census base .base "$base_commit" "$round"
-  census new . "$new_commit" "$round"
+  on ab && left 50 || break  # a round is both arms or neither
+  census ab base .base "$base_commit" "$round"
+  census ab new . "$new_commit" "$round"
 done
-mkdir -p /tmp/camp/paired
-tar czf "$out/rows.tgz" -C "$out" new ab -C /tmp/camp paired 2>/dev/null
+for round in $(seq 1 "$rounds"); do
+  [ -n "$flag_ab" ] && left 50 || break
+  census flag_ab base . "$new_commit" "$round" "$flag_ab"
+  census flag_ab new . "$new_commit" "$round"
+done
+mkdir -p /tmp/camp/paired "$out/new" "$out/ab" "$out/flag_ab"
+tar czf "$out/rows.tgz" -C "$out" new ab flag_ab -C /tmp/camp paired 2>/dev/null
 echo "done in $SECONDS s" | tee -a "$out/log.txt"
