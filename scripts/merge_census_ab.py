@@ -1,5 +1,6 @@
 """Fold an interleaved census A/B into data/roofline/census_ab: `python scripts/merge_census_ab.py OUT
-[SET]`, SET another result set of the same layout (attention_ab: the split-KV launch shape's A/Bs).
+[SET [FOLDER]]`, SET another result set of the same layout (attention_ab: the split-KV launch shape's
+A/Bs), FOLDER the one under OUT holding the arms (default ab; flag_ab for device_census_ab.sh's FLAG_AB).
 
 `scripts/device_census_ab.sh OUT` leaves OUT/ab/<arm><round>/roofline/census.jsonl (and
 census_kernels.jsonl, the kernel names), one process per arm and round ("base" the code
@@ -18,13 +19,13 @@ from pathlib import Path
 from fusedlib.bench.rows import append_rows, read_rows
 
 
-def merge(out: Path, data: Path = Path("data/roofline"), into: str = "census_ab") -> int:
+def merge(out: Path, data: Path = Path("data/roofline"), into: str = "census_ab", folder: str = "ab") -> int:
     """Rows added to `into` (the kernel-name rows go to `into`_kernels alike)."""
     added = 0
     for section, stem in (("census", data / into), ("census_kernels", data / f"{into}_kernels")):
         have = {json.dumps(r, sort_keys=True) for r in read_rows(stem)}
         new = []
-        for run in sorted((out / "ab").glob(f"*/roofline/{section}.jsonl")):
+        for run in sorted((out / folder).glob(f"*/roofline/{section}.jsonl")):
             match = re.fullmatch(r"(base|new)(\d+)", run.parent.parent.name)
             if match is None:
                 raise ValueError(f"{run}: the folder above roofline/ must be base<N> or new<N>")
@@ -39,4 +40,5 @@ def merge(out: Path, data: Path = Path("data/roofline"), into: str = "census_ab"
 
 if __name__ == "__main__":
     into = sys.argv[2] if len(sys.argv) > 2 else "census_ab"
-    print(f"{merge(Path(sys.argv[1]), into=into)} rows added to data/roofline/{into}")
+    folder = sys.argv[3] if len(sys.argv) > 3 else "ab"
+    print(f"{merge(Path(sys.argv[1]), into=into, folder=folder)} rows added to data/roofline/{into}")

@@ -113,7 +113,6 @@ class Bench:
         self.summary: list[tuple[str, str]] = []
         self.on_gpu = self.device == "cuda"
         self.splitkv = None  # the census's split-KV launch shape, when not the default (`--splitkv`)
-        self.pdl = True  # kernels launched with PDL (fusedlib.ops.launch; `--no-pdl` turns it off)
         self.configs = self.p["configs"]
 
     # ---- rows -----------------------------------------------------------------------
@@ -251,22 +250,6 @@ class Bench:
                             decode_buckets=(self.p["rows"],), chunk_buckets=(self.p["chunk"],))
         logits["whole"] = whole.run(batch)
         del whole
-        # The same whole graphs captured with every kernel launched plainly (no PDL), and the
-        # decode step as the engine runs it (one graph, gate_up + activation in one kernel),
-        # both ways: PDL moves when kernels start, never what they compute.
-        from fusedlib.ops import launch
-
-        model.gate_up_silu = True
-        for pdl in (False, True):
-            launch.enabled = pdl
-            whole = WholeGraphs(model, self.engine.pool, backend, self.p["rows"], self.p["chunk"],
-                                capture=self.on_gpu, decode_buckets=(self.p["rows"],),
-                                chunk_buckets=(self.p["chunk"],))
-            logits["whole", pdl] = whole.run(batch)
-            logits["whole decode", pdl] = whole.run(self.decode_batch)
-            del whole
-        launch.enabled = self.pdl
-        model.gate_up_silu = False
         # The decode step (32 rows) with gate_up + activation in one kernel against cuBLAS, eager.
         decode = self.decode_batch
         for one_kernel in (False, True):
@@ -279,10 +262,7 @@ class Bench:
                                  ("graphed_vs_eager_fused", logits[True], logits["graphed"]),
                                  ("whole_graphed_vs_eager_fused", logits[True], logits["whole"]),
                                  ("decode_gate_up_silu_vs_cublas", logits["decode", False],
-                                  logits["decode", True]),
-                                 ("whole_graphed_pdl_vs_plain", logits["whole", False], logits["whole", True]),
-                                 ("whole_graphed_decode_pdl_vs_plain", logits["whole decode", False],
-                                  logits["whole decode", True])):
+                                  logits["decode", True])):
             top2 = ref.topk(2, dim=-1).values
             clear = (top2[:, 0] - top2[:, 1]) > TIE_GAP
             agree = other.argmax(-1) == ref.argmax(-1)
@@ -354,7 +334,7 @@ class Bench:
                 rows.append({"config": label, "step": step, "fused_ops": fused, "attention": attention,
                              "whole_graphs": whole, "gate_up_silu": one_kernel,
                              "splitkv": ",".join(str(x) for x in dataclasses.astuple(backend.splitkv))
-                             if hasattr(backend, "splitkv") else None, "pdl": self.pdl,
+                             if hasattr(backend, "splitkv") else None,
                              "tokens": (self.decode_batch if step == "decode" else self.mixed_batch).num_tokens,
                              "kernels_per_step": kernels_per_step,
                              "kernels_per_layer": kernels_per_step / layers,
@@ -777,13 +757,8 @@ def main(argv=None) -> int:
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")
-    parser.add_argument("--no-pdl", action="store_true", help="launch every kernel plainly (fusedlib.ops.launch)")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
-    if args.no_pdl:
-        from fusedlib.ops import launch
-
-        bench.pdl = launch.enabled = False
     if args.splitkv:
         from fusedlib.attention.triton_backend import SplitKVConfig
 

@@ -181,26 +181,3 @@ def test_graphs_on_gpu(fused_ops, gate_up_silu, attention):
     plain = outs[False, False, False]
     assert outs[True, False, False] == plain and outs[True, True, False] == plain
     assert outs[True, False, True] == plain
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
-def test_pdl_changes_no_token_on_gpu(monkeypatch):
-    """Programmatic dependent launch (fusedlib.ops.launch) moves when kernels are scheduled,
-    never what they compute: whole-graphed and eager engines serve the same tokens with it on
-    and off (below sm_90 both runs launch plainly)."""
-    from fusedlib.config import PRESETS
-    from fusedlib.ops import launch
-    from fusedlib.weights import random_model
-
-    model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
-    model.fused_ops = model.gate_up_silu = True
-    prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
-    outs = {}
-    for pdl in (False, True):
-        monkeypatch.setattr(launch, "enabled", pdl)
-        for graphs in (False, True):
-            engine = Engine(model, kind="fused", attention="triton-balanced", chunk_tokens=32, max_batch=8,
-                            cuda_graphs=graphs, whole_graphs=graphs)
-            outs[pdl, graphs] = engine.generate(prompts, budgets)
-            assert engine.pool.num_free_blocks == engine.pool.num_blocks
-    assert outs[True, False] == outs[False, False] and outs[True, True] == outs[False, True]

@@ -19,7 +19,7 @@ ENGINE = ROOT / "fusedlib"
 # which stays selectable: 1,525 lines. The gate_up GEMM with the activation in its epilogue
 # (ops/gemm.py, part 10's decode step) and its switch took it to 1,596. Lower the budget as
 # the engine shrinks.
-CODE_LINE_BUDGET = 1_640
+CODE_LINE_BUDGET = 1_600
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
 

@@ -25,7 +25,6 @@ import triton
 import triton.language as tl
 
 from . import activation
-from .launch import options, wait_for_predecessor
 
 SMALL_M_MAX = 64
 
@@ -56,9 +55,7 @@ def gate_up_silu_kernel(
     num_rows, intermediate, K, stride_x, stride_w, stride_out,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
-    PDL: tl.constexpr,
 ):
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
     dtype = out_ptr.dtype.element_ty
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
@@ -105,5 +102,5 @@ def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
             x, weight, out, rows, n2 // 2, k, x.stride(0), weight.stride(0), out.stride(0),
             BLOCK_M=max(16, triton.next_power_of_2(rows)), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
             DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
-            num_warps=cfg.num_warps, num_stages=stages_for(major, cfg), **options(x))
+            num_warps=cfg.num_warps, num_stages=stages_for(major, cfg))
     return out

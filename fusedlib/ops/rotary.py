@@ -13,8 +13,6 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import options, wait_for_predecessor
-
 
 @triton.jit
 def _rotate(base_ptr, bias_ptr, heads, half, head_valid, cos_lo, cos_hi, sin_lo, sin_hi,
@@ -43,9 +41,7 @@ def rotary_to_cache_kernel(
     NUM_HEADS: tl.constexpr, NUM_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_HQ: tl.constexpr, BLOCK_HKV: tl.constexpr, KV_BLOCK_SIZE: tl.constexpr,
     HAS_BIAS: tl.constexpr,
-    PDL: tl.constexpr,
 ):
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
     tok = tl.program_id(0).to(tl.int64)
     dtype = q_out_ptr.dtype.element_ty
     half = tl.arange(0, HEAD_DIM // 2)
@@ -121,6 +117,6 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Ten
         *k_cache.stride()[:3], *v_cache.stride()[:3],
         NUM_HEADS=num_heads, NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim,
         BLOCK_HQ=triton.next_power_of_2(num_heads), BLOCK_HKV=triton.next_power_of_2(num_kv_heads),
-        KV_BLOCK_SIZE=k_cache.shape[1], HAS_BIAS=bias is not None, num_warps=4, **options(qkv),
+        KV_BLOCK_SIZE=k_cache.shape[1], HAS_BIAS=bias is not None, num_warps=4,
     )
     return q

@@ -261,7 +261,7 @@ def test_num_compiled_is_zero_on_the_interpreter():
 
 
 # The interpreter accepts code the GPU compiler rejects (non-constexpr globals, tile
-# shapes, inline PTX it never runs). Compiling for sm_90 (the H200) and sm_86 (the A10, Modal's default) needs no
+# shapes). Compiling for sm_90 (the H200) and sm_86 (the A10, Modal's default) needs no
 # GPU, only Triton's bundled ptxas, so do it here, in a subprocess without
 # TRITON_INTERPRET, at the real model's shape and the tiny one's.
 GPU_COMPILE = textwrap.dedent("""
@@ -283,8 +283,6 @@ GPU_COMPILE = textwrap.dedent("""
     FP32 = {"partials_ptr"}
 
     def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2):
-        # As fusedlib.ops.launch launches them: the PDL instructions on Hopper only.
-        constexprs = {**constexprs, "PDL": ARCH >= 90}
         signature = {}
         for name in inspect.signature(kernel.fn).parameters:
             if name in constexprs:
