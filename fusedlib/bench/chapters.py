@@ -369,13 +369,15 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 
 
 # Set E (every forward one graph) is graded in its own chapter, book/whole.md, but E4 on the peer
-# page; sets F and G (the decode step's last kernels) in its appendix, book/last_kernels.md.
-WHOLE_SET, GEMM_SET, NORM_SET = "E", "F", "G"
+# page; sets F to I (the decode step's last kernels, decode attention from a clean L2, PDL) in
+# its appendix, book/last_kernels.md.
+WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET = "E", "F", "G", "H", "I"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E, F and G, which book/whole.md and its appendix grade."""
-    return [p for p in for_chapter(10) if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET))]
+    """Part 10's predictions but sets E to I, which book/whole.md and its appendix grade."""
+    return [p for p in for_chapter(10)
+            if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -388,6 +390,10 @@ def split_k_predictions() -> list:
 
 def norm_gate_up_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(NORM_SET)]
+
+
+def flush_pdl_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith((FLUSH_SET, PDL_SET))]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -441,7 +447,54 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         t["g_peer"] = _times_peer(g["peer"])
     if "gates" in g:
         t["g_gates"] = _passed(g["gates"])
-    return gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n), t | norm_gate_up_texts(n)
+    h = rf.measured_for_sets_h_i(data)
+    grades = gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n) | gr.attention_flush_grades(by_key(), h)
+    return grades, t | norm_gate_up_texts(n) | flush_pdl_texts(h)
+
+
+def flush_pdl_texts(m: dict) -> dict[str, str]:
+    """The glued texts of sets H and I's section (roofline.measured_for_sets_h_i): the two
+    flushes' copy and attention times, ncu's write-back, the launch-shape, PDL and kept A/Bs."""
+    t = {}
+    if "sweep" in m:
+        at = m["sweep"].set_index(["context", "l2_flush"])
+        contexts = sorted({c for c, _ in at.index})
+        for context in contexts:
+            k = context // 1024
+            for flush in ("zero", "read"):
+                r = at.loc[(context, flush)]
+                t |= {f"h_copy_{flush}_{k}k": f"{r['copy_us']:.1f} µs", f"h_best_{flush}_{k}k": f"{r['best_us']:.1f} µs",
+                      f"h_frac_{flush}_{k}k": f"{r['best_fraction']:.0%}"}
+        t["h_default_read_1k"] = f"{at.loc[(1024, 'read'), 'default_us']:.1f} µs"
+        cost = [1 - at.loc[(c, "read"), "best_us"] / at.loc[(c, "zero"), "best_us"] for c in contexts]
+        one = at.loc[(1024, "read")]
+        t |= {"h_flush_cost": f"{min(cost):.0%} to {max(cost):.0%}", "h_shapes": f"{one['shapes']}",
+              "h_stream_1k": f"{one['stream_us']:.1f} µs", "h_fixed_1k": f"{one['best_us'] - one['stream_us']:.1f} µs"}
+        latest = m["sweep_latest"].set_index(["context", "l2_flush"])
+        t["i_best_read_1k"] = f"{latest.loc[(1024, 'read'), 'best_us']:.1f} µs"
+        t |= {f"i_frac_read_{c // 1024}k": f"{latest.loc[(c, 'read'), 'best_fraction']:.0%}" for c in contexts}
+    if "probe" in m:
+        med = m["probe"].groupby(["l2_flush", "kernel"])[["write_mb", "read_mb", "us"]].median()
+        dec, red = "splitkv_decode_kernel", "splitkv_reduce_kernel"
+        t |= {"h_write_zero": f"{med.loc[('zero', dec), 'write_mb']:.1f} MB",
+              "h_write_read": f"{med.loc[('read', dec), 'write_mb']:.2f} MB",
+              "h_read_mb": f"{med.loc[('read', dec), 'read_mb']:.1f} MB",
+              "h_decode_us_zero": f"{med.loc[('zero', dec), 'us']:.1f} µs",
+              "h_decode_us_read": f"{med.loc[('read', dec), 'us']:.1f} µs"}
+        if ("read", red) in med.index:
+            t["h_reduce_us"] = f"{med.loc[('read', red), 'us']:.1f} µs"
+    one = "one-kernel gate_up"
+    for key, prefix in (("shape", "s"), ("pdl", "p"), ("kept", "q")):
+        if key in m:
+            dec, mixed = m[key].loc[(one, "decode")], m[key].loc[(one, "mixed")]
+            t |= {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
+                  f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
+                  f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}"}
+    if "pdl" in m and ("cuBLAS gate_up", "decode") in m["pdl"].index:
+        t["p_cublas_change"] = _change(m["pdl"].loc[("cuBLAS gate_up", "decode")])
+    if "kept_gates" in m and len(m["kept_gates"]):
+        t["q_gates"] = _passed(m["kept_gates"])
+    return t
 
 
 def norm_gate_up_texts(m: dict) -> dict[str, str]:

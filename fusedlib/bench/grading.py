@@ -525,6 +525,64 @@ def norm_gate_up_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     return out
 
 
+def attention_flush_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """H1-H4 and I1-I4 on fusedlib.bench.roofline.measured_for_sets_h_i."""
+    out = {}
+    sweep, probe = m.get("sweep"), m.get("probe")
+    if sweep is not None and probe is not None:
+        at = sweep.set_index(["context", "l2_flush"])
+        decode = probe[probe["kernel"] == "splitkv_decode_kernel"].groupby("l2_flush")["write_mb"].median()
+        copy = at.loc[(1024, "read"), "copy_us"]
+        (lo, hi), (dirty,), (clean,) = p["H1"].range(0), p["H1"].range(1), p["H1"].range(2)
+        ok = _in(copy, lo, hi) and decode["zero"] >= dirty and decode["read"] < clean
+        out["H1"] = Grade(f"copy {copy:.1f} µs; the decode kernel wrote {decode['zero']:.1f} MB to DRAM after the "
+                          f"zeroing flush, {decode['read']:.2f} MB after the reading one",
+                          verdict(ok), f"the copy {side(copy, lo, hi)} its range, the dirty write-back "
+                          f"{'at or above' if decode['zero'] >= dirty else 'below'} {dirty:.0f} MB")
+        one, four = at.loc[(1024, "read")], at.loc[(4096, "read")]
+        (a, b), (c, d) = p["H2"].fractions(0), p["H2"].fractions(1)
+        out["H2"] = Grade(f"{one['best_fraction']:.0%} at 1k ({one['best_us']:.1f} µs), {four['best_fraction']:.0%} at 4k",
+                          verdict(_in(one["best_fraction"], a, b) and _in(four["best_fraction"], c, d)),
+                          f"1k {side(one['best_fraction'], a, b)} its range, 4k {side(four['best_fraction'], c, d)} its")
+        heads = int(one["kv_heads_per_program"])
+        out["H3"] = Grade(f"the fastest shape at 1k reads {heads} KV head{'s' if heads > 1 else ''} per program",
+                          verdict(heads == 2), "one head per program was faster at every context" if heads == 1
+                          else "as predicted")
+    shape = m.get("shape")
+    if shape is not None:
+        r = shape.loc[("one-kernel gate_up", "decode")]
+        lo, hi = p["H4"].fractions(0)
+        fall = 1 - r["ratio"]
+        out["H4"] = Grade(f"{r['new_gpu_ms']:.3f} ms against {r['base_gpu_ms']:.3f} ms, {_interval(r)}",
+                          verdict(_in(fall, lo, hi)), f"the fall {side(fall, lo, hi)} its range")
+    pdl = m.get("pdl")
+    if pdl is not None:
+        dec, mixed = pdl.loc[("one-kernel gate_up", "decode")], pdl.loc[("one-kernel gate_up", "mixed")]
+        (a, b), (c, d) = p["I1"].fractions(0), p["I1"].fractions(1)
+        fd, fm = 1 - dec["ratio"], 1 - mixed["ratio"]
+        out["I1"] = Grade(f"decode {_interval(dec)}, mixed {_interval(mixed)} with PDL against without",
+                          verdict(_in(fd, a, b) and _in(fm, c, d)), "both steps got slower, not faster"
+                          if fd < 0 and fm < 0 else f"decode {side(fd, a, b)} its range, mixed {side(fm, c, d)} its")
+    checks = m.get("pdl_checks")
+    if checks is not None and len(checks):
+        worst = float(checks["max_abs_diff"].max())
+        out["I2"] = Grade(f"max |d| {worst:g} over {len(checks)} comparisons", verdict(worst == 0),
+                          "identical logits" if worst == 0 else "the logits differ")
+    tree = m.get("pdl_tree")
+    if tree is not None:
+        r = tree.loc[("one-kernel gate_up", "decode")]
+        lo, hi = p["I3"].range(0)
+        out["I3"] = Grade(f"{r['new_gpu_ms']:.2f} ms GPU, {_interval(r)} against the code before",
+                          verdict(_in(r["new_gpu_ms"], lo, hi)), f"{side(r['new_gpu_ms'], lo, hi)} the range")
+    latest = m.get("sweep_latest")
+    if latest is not None and len(latest):
+        one = latest.set_index(["context", "l2_flush"]).loc[(1024, "read")]
+        lo, hi = p["I4"].fractions(0)
+        out["I4"] = Grade(f"{one['best_fraction']:.0%} ({one['best_us']:.1f} µs)",
+                          verdict(_in(one["best_fraction"], lo, hi)), f"{side(one['best_fraction'], lo, hi)} the range")
+    return out
+
+
 # ---------------------------------------------------------------- the reference's own predictions
 
 def reference_predictions(path: Path = REFERENCE_PREDICTIONS) -> list[dict]:

@@ -521,13 +521,13 @@ def gate_up_results(data: Path) -> dict:
     return m
 
 
-def census_ab(data: Path) -> pd.DataFrame:
+def census_ab(data: Path, stem: str = "census_ab") -> pd.DataFrame:
     """Every interleaved census A/B (scripts/device_census_ab.sh; rows in roofline/census_ab):
     per lease (machine boot), configuration role (CENSUS_ROLE) and step kind, both arms'
     medians over their rounds (GPU ms, wall ms, kernels per step and per layer) and new/base
     GPU time paired by round (median ratio, bootstrap interval, pairs). Round 0 rows, census
     runs with no base beside them, are left out. Leases in time order."""
-    df = _frame(data, "roofline/census_ab")
+    df = _frame(data, f"roofline/{stem}")
     if df.empty:
         return pd.DataFrame()
     df = df[df["round"] > 0].assign(role=lambda d: d["config"].map(CENSUS_ROLE))
@@ -612,3 +612,90 @@ def census_ab_kernels(data: Path, boot_id: str, config: str, step: str, min_us: 
     moved = (arms["new_us"] - arms["base_us"]).abs()
     changed = ((moved > min_us) & (moved > min_share * arms["base_us"])) | (arms["new_launches"] != arms["base_launches"])
     return arms[changed].reset_index().sort_values("base_us", ascending=False).reset_index(drop=True)
+
+
+SHAPE_KEYS = ["block_n", "programs_per_sm", "num_warps", "num_stages"]
+
+
+def flush_sweep(data: Path, run: int) -> pd.DataFrame:
+    """Run `run` (0 the first, -1 the latest) of the attention_flush section: per context and L2
+    flush, the same-size copy's µs, the fastest balanced shape's µs, its share of the copy rate
+    and its shape (with KV heads per program where that run swept them), and the engine
+    default's µs (the run's first shape)."""
+    df = _frame(data, "roofline/attention_flush")
+    if df.empty:
+        return pd.DataFrame()
+    commit = df.sort_values("timestamp")["git_commit"].unique()[run]
+    df = df[(df["git_commit"] == commit) & df["median_ms"].notna()]
+    keys = SHAPE_KEYS + (["kv_heads_per_program"] if "kv_heads_per_program" in df else [])
+    out = []
+    for (context, flush), g in df.groupby(["context", "l2_flush"]):
+        att = g[g["what"] == "balanced"]
+        best = att.loc[att["median_ms"].idxmin()]
+        out.append({"commit": commit, "context": int(context), "l2_flush": flush,
+                    "copy_us": g[g["what"] == "copy"]["median_ms"].iloc[0] * 1e3,
+                    "best_us": best["median_ms"] * 1e3, "best_fraction": best["fraction_of_copy"],
+                    "default_us": att["median_ms"].iloc[0] * 1e3, "shapes": len(att),
+                    "stream_us": g["kv_bytes"].iloc[0] / (g["copy_bandwidth_gbs"].iloc[0] * 1e3),
+                    **{k: best[k] for k in keys}})
+    return pd.DataFrame(out)
+
+
+def flush_probe_bytes(path: Path) -> pd.DataFrame:
+    """ncu's counts over the flush probe (roofline_bench flush_probe): per profiled kernel in
+    launch order, the L2 flush it followed (the zeroing fill or the reading reduction before
+    it), its name, DRAM MB read and written and its µs."""
+    import csv
+
+    lines = [line for line in Path(path).read_text().splitlines() if line.startswith('"')]
+    table = pd.DataFrame(list(csv.reader(lines))[1:], columns=next(csv.reader(lines[:1])))
+    table["value"] = table["Metric Value"].str.replace(",", "").astype(float)
+    wide = table.pivot_table(index=["ID", "Kernel Name"], columns="Metric Name", values="value").reset_index()
+    wide = wide.assign(ID=wide["ID"].astype(int)).sort_values("ID")
+    flush, out = None, []
+    for _, r in wide.iterrows():
+        name = r["Kernel Name"]
+        if "FillFunctor" in name:
+            flush = "zero"
+        elif name.startswith("void at::reduce_kernel"):
+            flush = "read"
+        else:
+            out.append({"l2_flush": flush, "kernel": name, "read_mb": r["dram__bytes_read.sum"] / 1e6,
+                        "write_mb": r["dram__bytes_write.sum"] / 1e6, "us": r["gpu__time_duration.sum"] / 1e3})
+    return pd.DataFrame(out)
+
+
+SHAPE_AB_ROLE = "one-kernel gate_up"  # the engine's configuration in the attention and PDL A/Bs
+PDL_COMMIT = "5c3860b"  # the one tree that launched every Triton kernel with PDL (removed after)
+
+
+def measured_for_sets_h_i(data: Path) -> dict:
+    """What sets H (decode attention from a clean L2; programs over two KV heads) and I (PDL,
+    the reduce reading every split) are graded on (grading.attention_flush_grades): the first
+    and latest attention_flush runs, ncu's flush probe, the A/B census leases of
+    roofline/attention_ab keyed "shape" (one tree, the default launch shape against the
+    sweep's best), "pdl_tree" (the code before against the tree with PDL) and "kept" (against
+    the change kept), each indexed by (role, step); the PDL on/off lease (roofline/pdl_ab);
+    the PDL step checks; the gate runs at the kept commit. Keys are missing where rows are."""
+    m = {}
+    first, latest = flush_sweep(data, 0), flush_sweep(data, -1)
+    if len(first):
+        m["sweep"], m["sweep_latest"] = first, latest
+    probe = Path(data) / "roofline" / "flush_probe_ncu.csv"
+    if probe.exists():
+        m["probe"] = flush_probe_bytes(probe)
+    ab = census_ab(data, "attention_ab")
+    for boot in ab["boot_id"].unique() if len(ab) else []:
+        lease = ab[ab["boot_id"] == boot].set_index(["role", "step"])
+        base, new = lease["base_commit"].iloc[0], lease["new_commit"].iloc[0]
+        m["shape" if base == new else "pdl_tree" if new == PDL_COMMIT else "kept"] = lease
+    pdl = census_ab(data, "pdl_ab")
+    if len(pdl):
+        m["pdl"] = pdl.set_index(["role", "step"])
+    checks = _frame(data, "roofline/step_check")
+    if len(checks):
+        m["pdl_checks"] = checks[checks["comparison"].str.contains("pdl_vs_plain")]
+    gates = _frame(data, "paired/gates")
+    if "kept" in m and len(gates):
+        m["kept_gates"] = gates[gates["git_commit"] == m["kept"]["new_commit"].iloc[0]]
+    return m

@@ -466,3 +466,89 @@ def test_gate_runs_take_each_whole_graphed_run_whole(tmp_path):
     assert roofline.gate_runs(gates, gate_up_silu=False)["timestamp"].tolist() == ["t0", "t0"]
     assert roofline.gate_runs(gates.drop(columns="gate_up_silu"), gate_up_silu=False)["timestamp"].tolist() == \
         ["t0", "t0", "t1", "t1"]  # rows from before the option read False
+
+
+NCU_PROBE = """
+"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"
+"0","void at::vectorized_elementwise_kernel<4, at::FillFunctor<unsigned char>>","dram__bytes_write.sum","byte","1,000"
+"0","void at::vectorized_elementwise_kernel<4, at::FillFunctor<unsigned char>>","dram__bytes_read.sum","byte","0"
+"0","void at::vectorized_elementwise_kernel<4, at::FillFunctor<unsigned char>>","gpu__time_duration.sum","ns","300,000"
+"1","splitkv_decode_kernel","dram__bytes_read.sum","byte","33,000,000"
+"1","splitkv_decode_kernel","dram__bytes_write.sum","byte","14,000,000"
+"1","splitkv_decode_kernel","gpu__time_duration.sum","ns","17,000"
+"2","void at::reduce_kernel<512, 1>","dram__bytes_read.sum","byte","1,000"
+"2","void at::reduce_kernel<512, 1>","dram__bytes_write.sum","byte","0"
+"2","void at::reduce_kernel<512, 1>","gpu__time_duration.sum","ns","480,000"
+"3","splitkv_decode_kernel","dram__bytes_read.sum","byte","33,000,000"
+"3","splitkv_decode_kernel","dram__bytes_write.sum","byte","30,000"
+"3","splitkv_decode_kernel","gpu__time_duration.sum","ns","15,000"
+"""
+
+
+def _ab_rows(boot, base_commit, new_commit, cells):
+    """A/B census rows of one lease: {(config, step): (base ms, new ms)}, three rounds."""
+    return [{"config": config, "step": step, "arm": arm, "round": rnd, "boot_id": boot, "git_commit": c,
+             "timestamp": f"{boot}-{rnd}", "gpu_ms_median": ms, "wall_ms_median": ms + 0.3,
+             "kernels_per_step": 286, "kernels_per_layer": 286 / 28}
+            for (config, step), (base_ms, new_ms) in cells.items() for rnd in (1, 2, 3)
+            for arm, c, ms in (("base", base_commit, base_ms), ("new", new_commit, new_ms))]
+
+
+@pytest.fixture
+def flush_data(tmp_path):
+    sweep = []
+    for commit, ts, extra in (("h", "2026-12-02T07:25", {"kv_heads_per_program": 1}), ("i", "2026-12-02T08:00", {})):
+        for context, copy_ms, att in ((1024, (0.0132, 0.0116), ((0.0225, 0.0199), (0.0240, 0.0217))),
+                                      (4096, (0.0368, 0.0338), ((0.0509, 0.0429), (0.0530, 0.0460)))):
+            for flush, i in (("zero", 0), ("read", 1)):
+                base = {"context": context, "l2_flush": flush, "kv_bytes": 33554432 * context // 1024,
+                        "copy_bandwidth_gbs": 4250.0, "git_commit": commit, "timestamp": ts}
+                sweep.append({**base, "what": "copy", "median_ms": copy_ms[i]})
+                for shape, ms in zip(((32, 6, 4, 2), (64, 8, 4, 2)), (att[1][i], att[0][i])):  # default first
+                    sweep.append({**base, "what": "balanced", **dict(zip(roofline.SHAPE_KEYS, shape)), **extra,
+                                  "median_ms": ms, "fraction_of_copy": base["kv_bytes"] / (ms / 1e3) / 4.25e12})
+    _write(tmp_path, "roofline/attention_flush", sweep)
+    (tmp_path / "roofline" / "flush_probe_ncu.csv").write_text(NCU_PROBE)
+    one = roofline.GATE_UP
+    _write(tmp_path, "roofline/attention_ab",
+           _ab_rows("L1", "h", "h", {(one, "decode"): (2.074, 2.051), (one, "mixed"): (4.51, 4.51)})
+           + _ab_rows("L2", "a", roofline.PDL_COMMIT, {(one, "decode"): (2.069, 2.046), (one, "mixed"): (4.57, 4.60)})
+           + _ab_rows("L3", "a", "kept", {(one, "decode"): (2.077, 2.042), (one, "mixed"): (4.565, 4.537)}))
+    _write(tmp_path, "roofline/pdl_ab",
+           _ab_rows("L2", roofline.PDL_COMMIT, roofline.PDL_COMMIT, {(one, "decode"): (2.033, 2.048),
+                                                                     (one, "mixed"): (4.555, 4.59)}))
+    _write(tmp_path, "roofline/step_check", [
+        {"comparison": c, "max_abs_diff": 0.0, "git_commit": roofline.PDL_COMMIT}
+        for c in ("whole_graphed_pdl_vs_plain", "whole_graphed_decode_pdl_vs_plain")])
+    _write(tmp_path, "paired/gates", [{"gate": g, "passed": True, "git_commit": "kept", "timestamp": "t"}
+                                      for g in ("fused_vs_chunked", "mixed_step")])
+    return tmp_path
+
+
+def test_flush_probe_charges_each_kernel_to_the_flush_before_it(flush_data):
+    probe = roofline.flush_probe_bytes(flush_data / "roofline" / "flush_probe_ncu.csv")
+    assert probe[["l2_flush", "kernel", "write_mb", "us"]].values.tolist() == [
+        ["zero", "splitkv_decode_kernel", 14.0, 17.0], ["read", "splitkv_decode_kernel", 0.03, 15.0]]
+
+
+def test_sets_h_and_i_grade_the_flushes_the_shape_pdl_and_the_kept_change(flush_data):
+    from fusedlib.bench import chapters, grading, predictions
+
+    m = roofline.measured_for_sets_h_i(flush_data)
+    assert m["shape"]["new_commit"].iloc[0] == "h" and m["kept"]["new_commit"].iloc[0] == "kept"
+    assert m["pdl_tree"]["new_commit"].iloc[0] == roofline.PDL_COMMIT
+    first = m["sweep"].set_index(["context", "l2_flush"])
+    assert first.loc[(1024, "read"), "best_us"] == pytest.approx(19.9)  # the fastest, not the default
+    assert first.loc[(1024, "read"), "default_us"] == pytest.approx(21.7)
+    g = grading.attention_flush_grades(predictions.by_key(), m)
+    assert g["H1"].verdict == "MISSED" and "14.0 MB" in g["H1"].measured  # copy 11.6 us, write-back 14 MB
+    assert g["H2"].verdict == "MISSED"  # 39% at 1k
+    assert g["H3"].verdict == "MISSED"  # one KV head per program
+    assert g["H4"].verdict == "HELD"  # -1.1%
+    assert g["I1"].verdict == "MISSED" and "slower" in g["I1"].why
+    assert g["I2"].verdict == "HELD" and g["I3"].verdict == "MISSED" and g["I4"].verdict == "MISSED"
+    t = chapters.flush_pdl_texts(m)
+    assert (t["h_write_zero"], t["h_write_read"], t["q_dec"], t["q_gates"]) == ("14.0 MB", "0.03 MB", "2.04 ms", "2 of 2")
+    assert t["h_frac_read_1k"] == "40%" and t["h_flush_cost"].endswith("%") and t["p_change"].startswith("+0.7%")
+    m["pdl_checks"] = m["pdl_checks"].assign(max_abs_diff=[0.0, 1e-3])
+    assert grading.attention_flush_grades(predictions.by_key(), m)["I2"].verdict == "MISSED"
