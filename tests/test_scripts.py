@@ -70,8 +70,18 @@ def test_census_ab_merge_labels_each_arm_and_round_once(tmp_path):
         merge_census_ab.merge(out, data)
 
 
-def test_device_census_ab_script_parses():
-    proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / "device_census_ab.sh")], capture_output=True, text=True)
+def test_census_ab_merge_takes_another_folder_into_another_set(tmp_path):
+    out, data = tmp_path / "out", tmp_path / "data"
+    row = {"config": "c", "step": "decode", "gpu_ms_median": 2.0, "timestamp": "t0"}
+    append_rows(out / "flag_ab" / "base1" / "roofline" / "census", [row])
+    append_rows(out / "flag_ab" / "new1" / "roofline" / "census", [{**row, "gpu_ms_median": 2.1}])
+    assert merge_census_ab.merge(out, data, into="pdl_ab", folder="flag_ab") == 2
+    assert not (data / "census_ab.jsonl").exists() and len(read_rows(data / "pdl_ab")) == 2
+
+
+@pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh"])
+def test_device_scripts_parse(script):
+    proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 

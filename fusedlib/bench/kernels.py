@@ -206,10 +206,10 @@ HOLD_CYCLES = 600_000
 
 
 # How `_hold` empties L2 before a timed call. "zero" writes the scratch buffer: L2 is then
-# full of dirty lines, and the timed call's first ~50 MB of misses each also write one back,
-# so a call that reads tens of MB is charged for moving up to twice its bytes. "read" reads
-# the buffer: L2 holds only clean lines (as in a decode step, where most of it is the last
-# GEMMs' weights), and the call moves only its own bytes.
+# full of dirty lines, which the timed call's misses write back (on the H200 ncu counted 14 MB
+# written during decode attention's 33.7 MB read: data/roofline/flush_probe_ncu.csv). "read"
+# reads the buffer: L2 holds only clean lines (as in a decode step, where most of it is the
+# last GEMMs' weights), and the call moves only its own bytes.
 L2_FLUSHES = ("zero", "read")
 
 
