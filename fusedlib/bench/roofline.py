@@ -666,7 +666,6 @@ def flush_probe_bytes(path: Path) -> pd.DataFrame:
 
 
 SHAPE_AB_ROLE = "one-kernel gate_up"  # the engine's configuration in the attention and PDL A/Bs
-PDL_COMMIT = "5c3860b"  # the one tree that launched every Triton kernel with PDL (removed after)
 
 
 def measured_for_sets_h_i(data: Path) -> dict:
@@ -684,14 +683,15 @@ def measured_for_sets_h_i(data: Path) -> dict:
     probe = Path(data) / "roofline" / "flush_probe_ncu.csv"
     if probe.exists():
         m["probe"] = flush_probe_bytes(probe)
+    pdl = census_ab(data, "pdl_ab")
+    if len(pdl):
+        m["pdl"] = pdl.set_index(["role", "step"])
+    pdl_commit = pdl["new_commit"].iloc[0] if len(pdl) else None  # the one tree that had PDL
     ab = census_ab(data, "attention_ab")
     for boot in ab["boot_id"].unique() if len(ab) else []:
         lease = ab[ab["boot_id"] == boot].set_index(["role", "step"])
         base, new = lease["base_commit"].iloc[0], lease["new_commit"].iloc[0]
-        m["shape" if base == new else "pdl_tree" if new == PDL_COMMIT else "kept"] = lease
-    pdl = census_ab(data, "pdl_ab")
-    if len(pdl):
-        m["pdl"] = pdl.set_index(["role", "step"])
+        m["shape" if base == new else "pdl_tree" if new == pdl_commit else "kept"] = lease
     checks = _frame(data, "roofline/step_check")
     if len(checks):
         m["pdl_checks"] = checks[checks["comparison"].str.contains("pdl_vs_plain")]

@@ -512,13 +512,13 @@ def flush_data(tmp_path):
     one = roofline.GATE_UP
     _write(tmp_path, "roofline/attention_ab",
            _ab_rows("L1", "h", "h", {(one, "decode"): (2.074, 2.051), (one, "mixed"): (4.51, 4.51)})
-           + _ab_rows("L2", "a", roofline.PDL_COMMIT, {(one, "decode"): (2.069, 2.046), (one, "mixed"): (4.57, 4.60)})
+           + _ab_rows("L2", "a", "pdl", {(one, "decode"): (2.069, 2.046), (one, "mixed"): (4.57, 4.60)})
            + _ab_rows("L3", "a", "kept", {(one, "decode"): (2.077, 2.042), (one, "mixed"): (4.565, 4.537)}))
     _write(tmp_path, "roofline/pdl_ab",
-           _ab_rows("L2", roofline.PDL_COMMIT, roofline.PDL_COMMIT, {(one, "decode"): (2.033, 2.048),
+           _ab_rows("L2", "pdl", "pdl", {(one, "decode"): (2.033, 2.048),
                                                                      (one, "mixed"): (4.555, 4.59)}))
     _write(tmp_path, "roofline/step_check", [
-        {"comparison": c, "max_abs_diff": 0.0, "git_commit": roofline.PDL_COMMIT}
+        {"comparison": c, "max_abs_diff": 0.0, "git_commit": "pdl"}
         for c in ("whole_graphed_pdl_vs_plain", "whole_graphed_decode_pdl_vs_plain")])
     _write(tmp_path, "paired/gates", [{"gate": g, "passed": True, "git_commit": "kept", "timestamp": "t"}
                                       for g in ("fused_vs_chunked", "mixed_step")])
@@ -536,7 +536,7 @@ def test_sets_h_and_i_grade_the_flushes_the_shape_pdl_and_the_kept_change(flush_
 
     m = roofline.measured_for_sets_h_i(flush_data)
     assert m["shape"]["new_commit"].iloc[0] == "h" and m["kept"]["new_commit"].iloc[0] == "kept"
-    assert m["pdl_tree"]["new_commit"].iloc[0] == roofline.PDL_COMMIT
+    assert m["pdl_tree"]["new_commit"].iloc[0] == "pdl"
     first = m["sweep"].set_index(["context", "l2_flush"])
     assert first.loc[(1024, "read"), "best_us"] == pytest.approx(19.9)  # the fastest, not the default
     assert first.loc[(1024, "read"), "default_us"] == pytest.approx(21.7)
