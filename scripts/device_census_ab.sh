@@ -4,7 +4,7 @@
 # -C .base`, carried) and FUSEDLIB_GIT_COMMIT / BASE_COMMIT naming the two commits.
 #   1. the roofline bench's SECTIONS on this tree (default ops_check,step_check; census runs
 #      configurations 4 and 5, the whole-graphed ones), rows in OUT/new
-#   2. the GPU tests (ops, graphs, engine), log in OUT/new/gpu_tests
+#   2. the GPU tests (ops, attention, graphs, engine), log in OUT/new/gpu_tests
 #   3. the gates phase of the campaign (every configuration the book reports), rows in OUT/camp
 #   4. the census of the same two configurations, base and new interleaved (ABAB...), ROUNDS
 #      rounds (default 3), each run in its own process, rows in OUT/ab/<arm><round>
@@ -27,7 +27,7 @@ census() {  # census FOLDER ARM TREE COMMIT ROUND [FLAG]
 on sections && left 60 && PYTHONPATH=$PWD timeout 200 python3 scripts/roofline_bench.py "$out/new" \
   --sections "$sections" --configs 4,5 2>&1 | tail -25 | tee -a "$out/log.txt"
 on gpu_tests && left 120 && PYTHONPATH=$PWD timeout 180 python3 scripts/gpu_tests.py "$out/new" "h200_$new_commit" \
-  tests/ops tests/test_graphs.py tests/test_engine_gpu.py 2>&1 | tail -4 | tee -a "$out/log.txt"
+  tests/ops tests/attention tests/test_graphs.py tests/test_engine_gpu.py 2>&1 | tail -4 | tee -a "$out/log.txt"
 on gates && left 60 && PYTHONPATH=$PWD timeout 240 python3 -m fusedlib.bench.campaign /tmp/camp \
   --phase gates --limit 230 --pairs 1 2>&1 | tail -12 | tee -a "$out/log.txt"
 for round in $(seq 1 "$rounds"); do
