@@ -96,14 +96,15 @@ def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
 
 
 def test_rotary_in_attention_leaves_the_rotary_kernel_to_mixed_forwards(monkeypatch):
-    """With the switch on and a split-KV backend, a decode-only forward launches no rotary
-    kernel (decode attention applies it) and a forward with prompt chunks one per layer; with
-    it off, or with a decode kernel that cannot, every forward launches one per layer."""
+    """With the switch on and part 10's balanced decode kernel, a decode-only forward launches
+    no rotary kernel (decode attention applies it) and a forward with prompt chunks one per
+    layer; with it off, or with another decode kernel (part 9's split-KV is measured as it
+    was), every forward launches one per layer."""
     from fusedlib import ops
 
     calls, real = [], ops.rotary_to_cache
     monkeypatch.setattr(ops, "rotary_to_cache", lambda *args: calls.append(1) or real(*args))
-    for switch, attention, per_decode_step in ((True, "triton-balanced", 0), (True, "triton-splitkv", 0),
+    for switch, attention, per_decode_step in ((True, "triton-balanced", 0), (True, "triton-splitkv", 1),
                                                (True, "triton", 1), (False, "triton-balanced", 1)):
         model = tiny_model(fused_ops=True, rotary_in_attention=switch)
         engine = Engine(model, warmup=False, attention=attention)

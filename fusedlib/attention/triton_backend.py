@@ -103,8 +103,9 @@ class TritonAttention:
 
     @property
     def decode_rotates(self) -> bool:
-        """Whether `decode` takes `rotary` (the split-KV kernels)."""
-        return self.decode_kernel in ("splitkv", "balanced")
+        """Whether the model should hand decode-only forwards' epilogue to `decode` (`rotary`):
+        part 10's balanced kernel. Part 9's split-KV takes it too, but is measured as it was."""
+        return self.decode_kernel == "balanced"
 
     @staticmethod
     def num_compiled() -> int:
