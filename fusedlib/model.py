@@ -18,10 +18,7 @@ GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kern
 parts 7-9 of the series; the default on CPU). Both do the same arithmetic. On the fused
 path `Qwen2Model.gate_up_silu` runs the gate_up projection of a batch of at most 64 rows (a
 decode step) as one Triton launch with SiLU(gate) * up in its epilogue (part 10); larger
-batches stay on cuBLAS, followed by the activation kernel. And with
-`Qwen2Model.rotary_in_attention`, a decode-only forward on a split-KV backend leaves the
-qkv projection's epilogue (bias, rotary, cache write) to decode attention: one kernel fewer
-per layer.
+batches stay on cuBLAS, followed by the activation kernel.
 """
 from __future__ import annotations
 
@@ -30,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import ops
-from .attention.base import AttentionBackend, AttentionMetadata, DecodeRotary
+from .attention.base import AttentionBackend, AttentionMetadata
 from .config import ModelConfig
 
 
@@ -52,8 +49,8 @@ class RotaryEmbedding(nn.Module):
     cos and sin sit side by side in one table, [positions, 2, head_dim], so a forward
     gathers its positions' rows in one kernel (two gathers and two casts when they were
     separate fp32 tables: 3 us more per decode step on the H200). The table is computed in
-    fp32 and takes the model's dtype with it, so no cast runs per forward: the rows are the
-    values a per-use cast would give.
+    fp32 and takes the model's dtype with the model, so no cast runs per forward: its rows
+    are the values a cast per use gave.
     A rotary kernel reading the table at each position itself was slower still (+15 us a
     step: the position, then the row, a dependent load in every layer; book/last_kernels.md)."""
 
@@ -130,21 +127,15 @@ class DecoderLayer(nn.Module):
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
     # Both parts take the model's `fused_ops` switch (see Qwen2Model).
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool,
-                      rotate: bool = True):
+    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
-        step's keys and values go to the cache. `residual` is None before the first layer.
-        Fused with `rotate` False, q is instead the raw projection (bias-free, unrotated)
-        viewed [tokens, heads + 2 * kv_heads, head_dim], and nothing is written yet: decode
-        attention does the rest (`DecodeRotary`)."""
+        step's keys and values go to the cache. `residual` is None before the first layer."""
         attn, norm = self.self_attn, self.input_layernorm
         if fused_ops:
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
             # and the k/v cache write, all from one read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
             qkv = F.linear(x, attn.qkv_proj.weight)
-            if not rotate:
-                return qkv.view(qkv.shape[0], -1, attn.head_dim), residual
             return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
                                        slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
@@ -178,7 +169,6 @@ class Qwen2Model(nn.Module):
         # every forward, by the head and by each layer part it is passed to.
         self.fused_ops = False
         self.gate_up_silu = False
-        self.rotary_in_attention = False
 
     @property
     def device(self) -> torch.device:
@@ -197,22 +187,11 @@ class Qwen2Model(nn.Module):
         largest matmul in the model."""
         hidden, residual = self.embed_tokens(input_ids), None
         cos, sin = self.rotary(positions, hidden.dtype)
-        # In a decode-only forward every position is a decode row, so decode attention can
-        # take the projection's epilogue: the rotary kernel's launch and its round trip of
-        # q through memory go (a mixed forward's chunks need their keys cached first).
-        in_attention = (self.fused_ops and self.rotary_in_attention and meta.prefill is None
-                        and getattr(backend, "decode_rotates", False))
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
-            attn = layer.self_attn
             q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
-                                              self.fused_ops, rotate=not in_attention)
-            if in_attention:
-                rotary = DecodeRotary(attn.qkv_proj.bias, cos, sin, meta.slot_mapping)
-                attn_out = backend.decode(q[:, :attn.num_heads], k_cache, v_cache, meta.decode, attn.scale,
-                                          rotary=rotary).view(q.shape[0], -1)
-            else:
-                attn_out = attn.attend(q, k_cache, v_cache, meta, backend)
+                                              self.fused_ops)
+            attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
             hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.gate_up_silu)
         return self.head(hidden, residual, logit_indices)
 

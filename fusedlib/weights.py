@@ -20,12 +20,10 @@ from .model import Qwen2Model, RotaryEmbedding
 
 def load_model(name_or_path: str, device: str | torch.device = "cpu",
                dtype: torch.dtype = torch.float32, seed: int = 0,
-               fused_ops: bool | None = None, gate_up_silu: bool | None = None,
-               rotary_in_attention: bool | None = None) -> Qwen2Model:
+               fused_ops: bool | None = None, gate_up_silu: bool | None = None) -> Qwen2Model:
     """`fused_ops`: the model's fused Triton ops (see model.py); None means on for CUDA.
     `gate_up_silu`: its gate_up GEMM with the activation inside, for decode-sized batches;
-    `rotary_in_attention`: a decode-only forward's bias, rotary and cache write inside
-    split-KV decode attention; None means as `fused_ops`, for both."""
+    None means as `fused_ops`."""
     if name_or_path in PRESETS:
         model = random_model(PRESETS[name_or_path], device=device, dtype=dtype, seed=seed)
     else:
@@ -40,7 +38,6 @@ def load_model(name_or_path: str, device: str | torch.device = "cpu",
         model.to(dtype)
     model.fused_ops = model.device.type == "cuda" if fused_ops is None else fused_ops
     model.gate_up_silu = model.fused_ops if gate_up_silu is None else gate_up_silu
-    model.rotary_in_attention = model.fused_ops if rotary_in_attention is None else rotary_in_attention
     return model.eval()
 
 

@@ -113,9 +113,6 @@ class Bench:
         self.summary: list[tuple[str, str]] = []
         self.on_gpu = self.device == "cuda"
         self.splitkv = None  # the census's split-KV launch shape, when not the default (`--splitkv`)
-        # Decode-only forwards' rotary inside decode attention (the engine's default with the
-        # fused ops; `--no-rotary-in-attention` gives the rotary kernel, for an A/B on one tree).
-        self.rotary_in_attention = True
         self.configs = self.p["configs"]
 
     # ---- rows -----------------------------------------------------------------------
@@ -252,7 +249,6 @@ class Bench:
         whole = WholeGraphs(model, self.engine.pool, backend, self.p["rows"], self.p["chunk"], capture=self.on_gpu,
                             decode_buckets=(self.p["rows"],), chunk_buckets=(self.p["chunk"],))
         logits["whole"] = whole.run(batch)
-        logits["whole decode"] = whole.run(self.decode_batch)  # its rotary inside decode attention
         del whole
         # The decode step (32 rows) with gate_up + activation in one kernel against cuBLAS, eager.
         decode = self.decode_batch
@@ -261,23 +257,12 @@ class Bench:
             logits["decode", one_kernel] = model(decode.input_ids, decode.positions, decode.meta, kv, backend,
                                                  decode.logit_indices)
         model.gate_up_silu = False
-        # The decode step with its rotary, bias and cache write inside decode attention against
-        # the rotary kernel, eager.
-        for in_attention in (False, True):
-            model.rotary_in_attention = in_attention
-            logits["decode rotary", in_attention] = model(decode.input_ids, decode.positions, decode.meta, kv,
-                                                          backend, decode.logit_indices)
-        model.rotary_in_attention = self.rotary_in_attention
         out = []
         for name, ref, other in (("fused_ops_on_vs_off", logits[False], logits[True]),
                                  ("graphed_vs_eager_fused", logits[True], logits["graphed"]),
                                  ("whole_graphed_vs_eager_fused", logits[True], logits["whole"]),
                                  ("decode_gate_up_silu_vs_cublas", logits["decode", False],
-                                  logits["decode", True]),
-                                 ("decode_rotary_in_attention_vs_rotary_kernel", logits["decode rotary", False],
-                                  logits["decode rotary", True]),
-                                 ("whole_graphed_decode_vs_eager_rotary_kernel", logits["decode rotary", False],
-                                  logits["whole decode"])):
+                                  logits["decode", True])):
             top2 = ref.topk(2, dim=-1).values
             clear = (top2[:, 0] - top2[:, 1]) > TIE_GAP
             agree = other.argmax(-1) == ref.argmax(-1)
@@ -316,7 +301,6 @@ class Bench:
                    ("part10 gate_up: whole graphs, gate_up+SiLU one kernel", True, "triton-balanced", True, True)]
         for label, fused, attention, whole, one_kernel in (configs[i] for i in self.configs):
             model.fused_ops, model.gate_up_silu = fused, one_kernel
-            model.rotary_in_attention = self.rotary_in_attention
             backend = make_backend(attention)
             if self.splitkv is not None:  # a launch shape under test in place of the default
                 backend.splitkv = self.splitkv
@@ -351,7 +335,6 @@ class Bench:
                              "whole_graphs": whole, "gate_up_silu": one_kernel,
                              "splitkv": ",".join(str(x) for x in dataclasses.astuple(backend.splitkv))
                              if hasattr(backend, "splitkv") else None,
-                             "rotary_in_attention": self.rotary_in_attention,
                              "tokens": (self.decode_batch if step == "decode" else self.mixed_batch).num_tokens,
                              "kernels_per_step": kernels_per_step,
                              "kernels_per_layer": kernels_per_step / layers,
@@ -769,11 +752,8 @@ def main(argv=None) -> int:
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")
-    parser.add_argument("--no-rotary-in-attention", action="store_true",
-                        help="decode-only forwards launch the rotary kernel (the model's rotary_in_attention off)")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
-    bench.rotary_in_attention = not args.no_rotary_in_attention
     if args.splitkv:
         from fusedlib.attention.triton_backend import SplitKVConfig
 

@@ -10,11 +10,8 @@ from fusedlib.weights import random_model
 
 
 @functools.lru_cache(maxsize=None)
-def tiny_model(seed: int = 0, fused_ops: bool = False, gate_up_silu: bool = False,
-               rotary_in_attention: bool | None = None):
-    """Cached per arguments: each switch setting is its own instance, same weights.
-    `rotary_in_attention` None means as `fused_ops` (load_model's default)."""
+def tiny_model(seed: int = 0, fused_ops: bool = False, gate_up_silu: bool = False):
+    """Cached per arguments: each switch setting is its own instance, same weights."""
     model = random_model(PRESETS["tiny"], seed=seed, init_std=0.2)
     model.fused_ops, model.gate_up_silu = fused_ops, gate_up_silu
-    model.rotary_in_attention = fused_ops if rotary_in_attention is None else rotary_in_attention
     return model

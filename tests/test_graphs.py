@@ -169,7 +169,7 @@ def test_graphs_on_gpu(fused_ops, gate_up_silu, attention):
     from fusedlib.weights import random_model
 
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
-    model.fused_ops, model.gate_up_silu, model.rotary_in_attention = fused_ops, gate_up_silu, fused_ops
+    model.fused_ops, model.gate_up_silu = fused_ops, gate_up_silu
     prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
     outs = {}
     for graphs, chunks, whole in ((False, False, False), (True, False, False), (True, True, False),

@@ -48,18 +48,16 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
 def test_fused_ops_and_reference_generate_the_same_tokens():
     """A whole generation (prompt chunks, mixed and decode steps, both engines' step kinds)
     with the fused ops and balanced decode attention, with and without the gate_up GEMM's
-    activation epilogue (every step here has at most 64 rows), with and without the decode
-    steps' rotary inside decode attention, against the reference path."""
+    activation epilogue (every step here has at most 64 rows), against the reference path."""
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (1, 5, 17, 40, 3)]
     budgets = [6, 3, 9, 4, 7]
     for kind in ("fused", "chunked"):
         ref = Engine(tiny_model(), kind=kind, chunk_tokens=24, max_batch=4).generate(prompts, budgets)
-        for gate_up_silu, rotary in ((False, False), (True, False), (True, True)):
-            model = tiny_model(fused_ops=True, gate_up_silu=gate_up_silu, rotary_in_attention=rotary)
-            fused = Engine(model, kind=kind, chunk_tokens=24, max_batch=4,
-                           attention="triton-balanced").generate(prompts, budgets)
-            assert fused == ref, (kind, gate_up_silu, rotary)
+        for gate_up_silu in (False, True):
+            fused = Engine(tiny_model(fused_ops=True, gate_up_silu=gate_up_silu), kind=kind, chunk_tokens=24,
+                           max_batch=4, attention="triton-balanced").generate(prompts, budgets)
+            assert fused == ref, (kind, gate_up_silu)
 
 
 def test_fused_ops_switch_reaches_every_layer(monkeypatch):
@@ -93,28 +91,6 @@ def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
         layers = model.config.num_layers
         assert asked == [switch] * layers, (prompt_len, switch)
         assert len(launched) == (0 if switch and prompt_len <= gemm.SMALL_M_MAX else layers), (prompt_len, switch)
-
-
-def test_rotary_in_attention_leaves_the_rotary_kernel_to_mixed_forwards(monkeypatch):
-    """With the switch on and part 10's balanced decode kernel, a decode-only forward launches
-    no rotary kernel (decode attention applies it) and a forward with prompt chunks one per
-    layer; with it off, or with another decode kernel (part 9's split-KV is measured as it
-    was), every forward launches one per layer."""
-    from fusedlib import ops
-
-    calls, real = [], ops.rotary_to_cache
-    monkeypatch.setattr(ops, "rotary_to_cache", lambda *args: calls.append(1) or real(*args))
-    for switch, attention, per_decode_step in ((True, "triton-balanced", 0), (True, "triton-splitkv", 1),
-                                               (True, "triton", 1), (False, "triton-balanced", 1)):
-        model = tiny_model(fused_ops=True, rotary_in_attention=switch)
-        engine = Engine(model, warmup=False, attention=attention)
-        layers = model.config.num_layers
-        with engine.record_steps() as steps:
-            calls.clear()
-            engine.generate([[1, 2, 3], [4, 5]], 3)
-        kinds = [s.kind for s in steps]
-        assert kinds.count("decode") == 2
-        assert len(calls) == layers * (len(kinds) - kinds.count("decode") * (1 - per_decode_step)), (switch, attention)
 
 
 def test_splitkv_decode_attention_generates_the_reference_tokens():

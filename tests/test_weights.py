@@ -75,3 +75,18 @@ def test_tiny_preset_does_not_just_repeat_the_last_prompt_token():
     assert repeats <= 5, f"{repeats} of 50 outputs repeat their last prompt token"
     assert len({tuple(out) for out in outputs}) >= 45
     assert sum(len(set(out)) >= 4 for out in outputs) >= 40  # not stuck in a short cycle
+
+
+def test_rotary_table_takes_the_model_dtype_with_a_cast_per_use_values():
+    """The cos/sin table is kept in the model's dtype, so a forward gathers its rows and casts
+    nothing; its rows are exactly what casting the fp32 rows per use gives."""
+    from fusedlib.model import RotaryEmbedding
+
+    model = load_model("tiny", dtype=torch.float16)
+    cfg = model.config
+    fp32 = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta).cos_sin
+    assert model.rotary.cos_sin.dtype == torch.float16
+    assert torch.equal(model.rotary.cos_sin, fp32.to(torch.float16))
+    positions = torch.tensor([0, 7, cfg.max_position_embeddings - 1])
+    cos, sin = model.rotary(positions, torch.float16)
+    assert torch.equal(cos[:, 0], fp32[positions, 0].half()) and torch.equal(sin[:, 0], fp32[positions, 1].half())

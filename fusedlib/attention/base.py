@@ -43,34 +43,6 @@ class DecodeMeta:
 
 
 @dataclass
-class DecodeRotary:
-    """The qkv projection's epilogue, for a backend whose decode attention applies it itself
-    (`decode(..., rotary=...)`): q is then the first num_heads heads of the raw projection,
-    viewed [n, num_heads + 2 * num_kv_heads, head_dim][:, :num_heads], with k and v after
-    them; the backend adds `bias`, rotates q and k by `cos`/`sin` (rows [n, head_dim], or
-    [n, 1, head_dim], at each row's position) and writes k and v to the cache at
-    `slot_mapping` (what `fusedlib.ops.rotary_to_cache` does in a kernel of its own)."""
-    bias: torch.Tensor | None
-    cos: torch.Tensor
-    sin: torch.Tensor
-    slot_mapping: torch.Tensor
-
-    def check(self, q: torch.Tensor, k_cache: torch.Tensor) -> None:
-        n, heads, head_dim = q.shape
-        width = (heads + 2 * k_cache.shape[2]) * head_dim
-        rows = (self.cos, self.sin)
-        if q.stride(1) != head_dim or (n > 1 and q.stride(0) < width):
-            raise ValueError(f"q must be the first {heads} heads of a [n, {width}] qkv projection, "
-                             f"got strides {q.stride()}")
-        if any(t.shape[0] != n or t.shape[-1] != head_dim or t.stride(-1) != 1 or t.dtype != q.dtype
-               or t.stride(0) != self.cos.stride(0) for t in rows) or self.slot_mapping.shape != (n,):
-            raise ValueError(f"cos, sin and slot_mapping must be rows of {n} ({head_dim} wide, {q.dtype}, one "
-                             f"row stride), got {[tuple(t.shape) for t in (*rows, self.slot_mapping)]}")
-        if self.bias is not None and (self.bias.shape != (width,) or not self.bias.is_contiguous()):
-            raise ValueError(f"bias must be a contiguous [{width}], got {tuple(self.bias.shape)}")
-
-
-@dataclass
 class AttentionMetadata:
     slot_mapping: torch.Tensor  # int64 [T]: cache slot for every packed position's K/V
     prefill: PrefillMeta | None

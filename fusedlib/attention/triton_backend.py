@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from .base import DecodeMeta, DecodeRotary, PrefillMeta
+from .base import DecodeMeta, PrefillMeta
 from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
                              splitkv_reduce_kernel)
 
@@ -94,18 +94,10 @@ class TritonAttention:
         return self._packed(q, k_cache, v_cache, "packed", scale, meta, out)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
-               out: torch.Tensor | None = None, rotary: DecodeRotary | None = None) -> torch.Tensor:
+               out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel in ("splitkv", "balanced"):
-            return self._split_decode(q, k_cache, v_cache, meta, scale, out, rotary)
-        if rotary is not None:
-            raise ValueError(f"decode kernel {self.decode_kernel!r} cannot apply the rotary embedding itself")
+            return self._split_decode(q, k_cache, v_cache, meta, scale, out)
         return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta, out)
-
-    @property
-    def decode_rotates(self) -> bool:
-        """Whether the model should hand decode-only forwards' epilogue to `decode` (`rotary`):
-        part 10's balanced kernel. Part 9's split-KV takes it too, but is measured as it was."""
-        return self.decode_kernel == "balanced"
 
     @staticmethod
     def num_compiled() -> int:
@@ -181,14 +173,11 @@ class TritonAttention:
                              if device.type == "cuda" else INTERPRETER_SMS)
         return self._num_sms
 
-    def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out,
-                      rotary: DecodeRotary | None) -> torch.Tensor:
+    def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
         """Split-KV decode, the splits placed by `decode_kernel`: "splitkv" passes its host
         plan (`split_plan`), "balanced" lets each request split its own context on the device."""
         out = self._output(q, k_cache, v_cache, out)
         num_reqs, num_heads, head_dim = q.shape
-        if rotary is not None:
-            rotary.check(q, k_cache)
         if num_reqs == 0:
             return out
         num_kv_heads = k_cache.shape[2]
@@ -208,17 +197,14 @@ class TritonAttention:
         partials = out if one_split else torch.empty(
             num_reqs, num_heads, num_splits, head_dim + PARTIAL_EXTRA.value,
             dtype=torch.float32, device=q.device)
-        # Unused pointer arguments still need a tensor; pass one that is there anyway.
-        r = rotary or DecodeRotary(None, q, q, meta.context_lens)
         splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
-            q, k_cache, v_cache, partials, out, meta.context_lens, meta.block_tables,
-            q if r.bias is None else r.bias, r.cos, r.sin, r.slot_mapping,
-            scale * LOG2E, num_splits, split_tiles,
-            *_strides(q, out, k_cache, v_cache, meta.block_tables), r.cos.stride(0),
+            q, k_cache, v_cache, partials, out,
+            meta.context_lens, meta.block_tables, scale * LOG2E, num_splits, split_tiles,
+            *_strides(q, out, k_cache, v_cache, meta.block_tables),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, ROTARY=rotary is not None,
-            HAS_BIAS=r.bias is not None, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
         )
         if one_split:  # the decode kernel wrote the output itself
             return out

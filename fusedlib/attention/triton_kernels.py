@@ -17,11 +17,6 @@ Two kernels and a reduce:
   ("splitkv"), or each request's context cut into its own equal splits on the device
   ("balanced", whose launch shape depends on the request count alone).
 
-For a decode-only forward the split-KV kernel can also take the qkv projection's epilogue
-(`ROTARY`): it reads the raw projection, adds the bias, rotates q and the new key, writes
-the new key and value into the cache and uses them for the last key itself, so the step
-launches no rotary kernel (`fusedlib.ops.rotary_to_cache` does the same arithmetic).
-
 Softmax runs in base 2: scores are multiplied by scale * log2(e) and exponentiated with
 exp2. The running max starts at a large *finite* negative number, so a row that sees
 only masked keys in an iteration computes exp2(-inf - finite) = 0 and never NaN.
@@ -141,37 +136,19 @@ def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.conste
     return start, tl.minimum(start + tiles_per_split * BLOCK_N, context_len)
 
 
-@triton.jit
-def _rotated(ptr, bias_ptr, offs_d, mask, cos, sin, HEAD_DIM: tl.constexpr, HAS_BIAS: tl.constexpr,
-             dtype: tl.constexpr):
-    """Rows at `ptr` (a column of row pointers, or one pointer), bias added and rounded to
-    `dtype` as the projection's output is, then rotated half against half and rounded
-    again: element for element what `fusedlib.ops.rotary_to_cache` stores."""
-    partner = (offs_d + HEAD_DIM // 2) % HEAD_DIM
-    x = tl.load(ptr + offs_d[None, :], mask=mask, other=0.0).to(tl.float32)
-    xp = tl.load(ptr + partner[None, :], mask=mask, other=0.0).to(tl.float32)
-    if HAS_BIAS:
-        x = (x + tl.load(bias_ptr + offs_d[None, :], mask=mask, other=0.0).to(tl.float32)).to(dtype).to(tl.float32)
-        xp = (xp + tl.load(bias_ptr + partner[None, :], mask=mask, other=0.0).to(tl.float32)).to(dtype).to(tl.float32)
-    first_half = (offs_d < HEAD_DIM // 2)[None, :]
-    return tl.where(first_half, x * cos[None, :] - xp * sin[None, :], x * cos[None, :] + xp * sin[None, :]).to(dtype)
-
-
 @triton.jit(do_not_specialize=["stride_bt", "max_splits", "split_tiles"])
 def splitkv_decode_kernel(
-    q_ptr,  # [n, H, HEAD_DIM]; with ROTARY the raw qkv projection's first H heads of H + 2 KV
-    k_cache_ptr, v_cache_ptr,
+    q_ptr, k_cache_ptr, v_cache_ptr,
     partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA] (unused when ONE_SPLIT)
     out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
     context_lens_ptr, block_tables_ptr,
-    bias_ptr, cos_ptr, sin_ptr, slot_mapping_ptr,  # read only when ROTARY
     qk_scale,
     max_splits,  # the grid's splits per (request, KV head)
     split_tiles,  # BLOCK_N tiles per split, or 0: each request's own equal splits
     stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
     stride_k_block, stride_k_slot, stride_k_head,
     stride_v_block, stride_v_slot, stride_v_head,
-    stride_bt, stride_rotary,
+    stride_bt,
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     BLOCK_H: tl.constexpr,  # GROUP padded up to a tl.dot-legal tile height
@@ -179,8 +156,6 @@ def splitkv_decode_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
     ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
-    ROTARY: tl.constexpr,  # q_ptr is the raw projection: bias, rotary and the cache write here
-    HAS_BIAS: tl.constexpr,
 ):
     """Flash-decoding over the paged cache: one program per (request, KV head, split).
 
@@ -204,43 +179,19 @@ def splitkv_decode_kernel(
     head_valid = offs_h < GROUP
     heads = kv_head * GROUP + offs_h
     offs_d = tl.arange(0, HEAD_DIM)
-    q_row_ptr = q_ptr + req.to(tl.int64) * stride_q_tok
-    k_head_ptr = k_cache_ptr + kv_head * stride_k_head + offs_d[None, :]
-    v_head_ptr = v_cache_ptr + kv_head * stride_v_head + offs_d[None, :]
-    if ROTARY:
-        # Every split of the request rotates its group's q (a few hundred bytes, beside
-        # kilobytes of keys); the one holding the last key also makes the new key and value,
-        # folds them in from registers after its loop and stores them for later steps. (The
-        # loop stays load -> dot: a select on each K/V tile there made the step 7% slower.)
-        dtype = k_cache_ptr.dtype.element_ty
-        cos = tl.load(cos_ptr + req * stride_rotary + offs_d).to(tl.float32)
-        sin = tl.load(sin_ptr + req * stride_rotary + offs_d).to(tl.float32)
-        q = _rotated(q_row_ptr + heads[:, None] * stride_q_head, bias_ptr + heads[:, None] * HEAD_DIM,
-                     offs_d, head_valid[:, None], cos, sin, HEAD_DIM, HAS_BIAS, dtype)
-        last = context_len - 1
-        holds_last = (start <= last) & (last < end)
-        new_mask = holds_last & (offs_d >= 0)[None, :]
-        kv_col = num_heads + kv_head
-        k_new = _rotated(q_row_ptr + kv_col * stride_q_head, bias_ptr + kv_col * HEAD_DIM, offs_d, new_mask,
-                         cos, sin, HEAD_DIM, HAS_BIAS, dtype)
-        v_col = kv_col + tl.num_programs(1)
-        v_new = tl.load(q_row_ptr + v_col * stride_q_head + offs_d[None, :], mask=new_mask, other=0.0)
-        if HAS_BIAS:
-            v_new = (v_new.to(tl.float32) + tl.load(bias_ptr + v_col * HEAD_DIM + offs_d[None, :], mask=new_mask,
-                                                     other=0.0).to(tl.float32)).to(dtype)
-    else:
-        q = tl.load(q_row_ptr + heads[:, None] * stride_q_head + offs_d[None, :], mask=head_valid[:, None],
-                    other=0.0)
+    q = tl.load(q_ptr + req.to(tl.int64) * stride_q_tok + heads[:, None] * stride_q_head
+                + offs_d[None, :], mask=head_valid[:, None], other=0.0)
 
     m_i = tl.full([BLOCK_H], NEG_BIG, tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
     acc = tl.zeros([BLOCK_H, HEAD_DIM], tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
     block_row_ptr = block_tables_ptr + req.to(tl.int64) * stride_bt
-    cached_end = tl.minimum(end, context_len - 1) if ROTARY else end  # keys read from the cache
-    for kv_start in range(start, cached_end, BLOCK_N):
+    k_head_ptr = k_cache_ptr + kv_head * stride_k_head + offs_d[None, :]
+    v_head_ptr = v_cache_ptr + kv_head * stride_v_head + offs_d[None, :]
+    for kv_start in range(start, end, BLOCK_N):
         key_idx = kv_start + offs_n
-        key_valid = key_idx < cached_end
+        key_valid = key_idx < end
         block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
                            other=0).to(tl.int64)
         slot = key_idx % KV_BLOCK_SIZE
@@ -258,20 +209,6 @@ def splitkv_decode_kernel(
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 
-    if ROTARY:
-        # The last key: one more step of the online softmax, its weight rounded as the dot's is.
-        s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), axis=1) * qk_scale
-        s_new = tl.where(holds_last, s_new, float("-inf"))
-        m_new = tl.maximum(m_i, s_new)
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s_new - m_new)
-        l_i = l_i * alpha + p
-        acc = acc * alpha[:, None] + p.to(v_new.dtype).to(tl.float32)[:, None] * v_new.to(tl.float32)
-        m_i = m_new
-        new_slot = tl.load(slot_mapping_ptr + req).to(tl.int64)
-        new_block, new_offset = new_slot // KV_BLOCK_SIZE, new_slot % KV_BLOCK_SIZE
-        tl.store(k_head_ptr + new_block * stride_k_block + new_offset * stride_k_slot, k_new, mask=new_mask)
-        tl.store(v_head_ptr + new_block * stride_v_block + new_offset * stride_v_slot, v_new, mask=new_mask)
     if ONE_SPLIT:
         tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + heads[:, None] * stride_o_head
                  + offs_d[None, :], (acc / l_i[:, None]).to(out_ptr.dtype.element_ty),

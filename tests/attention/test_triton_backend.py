@@ -13,12 +13,10 @@ import textwrap
 import pytest
 import torch
 
-from fusedlib import ops
-from fusedlib.attention.base import DecodeMeta, DecodeRotary, PrefillMeta
+from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
 from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
 from fusedlib.attention.triton_kernels import NEG_BIG
-from fusedlib.model import RotaryEmbedding
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
 ON_INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
@@ -196,58 +194,6 @@ def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
     assert expected[2] == (1 if kernel == "splitkv" else 4)
 
 
-def make_rotary_decode(contexts, num_heads, num_kv_heads, dtype, seed):
-    """A decode step whose q, k and v are still the raw qkv projection: (qkv [n, H + 2 KV, D],
-    DecodeRotary with a bias, the rotary rows at each request's last position and the slot
-    of that position in its block table, caches, metadata)."""
-    _, k_cache, v_cache, meta = make_decode(contexts, num_heads, num_kv_heads, dtype, seed)
-    gen = torch.Generator().manual_seed(seed + 2)
-    heads = num_heads + 2 * num_kv_heads
-    qkv = torch.randn(len(contexts), heads, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
-    bias = (torch.randn(heads * HEAD_DIM, generator=gen) * 0.5).to(dtype).to(DEVICE)
-    last = torch.tensor(contexts, device=DEVICE) - 1
-    cos, sin = RotaryEmbedding(HEAD_DIM, 4096, 10000.0).to(DEVICE)(last, dtype)
-    blocks = meta.block_tables.long().gather(1, (last // BLOCK_SIZE)[:, None])[:, 0]
-    slots = blocks * BLOCK_SIZE + last % BLOCK_SIZE
-    return qkv, DecodeRotary(bias, cos, sin, slots), k_cache, v_cache, meta
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("kernel,num_sms,block_n", [("balanced", 1, 16), ("balanced", 3, 32),
-                                                     ("balanced", 64, 16), ("splitkv", 16, 16)])
-def test_decode_applies_the_rotary_epilogue_itself(kernel, num_sms, block_n, dtype):
-    """Split-KV decode given the raw projection gives what the rotary kernel and then decode
-    give, and leaves the cache as the rotary kernel does. The new keys' and values' slots
-    hold NaN before the call, so a kernel that read the last key from the cache instead of
-    from what it just computed would return NaN. One split per request, a few, and many
-    (the last key in a split of its own or beside others)."""
-    contexts = [1, 17, 33, 100, 600, 16]
-    qkv, rotary, k_cache, v_cache, meta = make_rotary_decode(contexts, 12, 2, dtype, seed=6)
-    k_ref, v_ref = k_cache.clone(), v_cache.clone()
-    q = ops.rotary_to_cache(qkv.view(len(contexts), -1), rotary.bias, rotary.cos, rotary.sin, k_ref, v_ref,
-                            rotary.slot_mapping, 12, 2)
-    expected = TorchAttention().decode(q, k_ref, v_ref, meta, SCALE)
-    for cache in (k_cache, v_cache):
-        cache.view(-1, 2, HEAD_DIM)[rotary.slot_mapping] = float("nan")
-    backend = TritonAttention(decode_kernel=kernel, num_sms=num_sms, splitkv=SplitKVConfig(block_n=block_n))
-    actual = backend.decode(qkv[:, :12], k_cache, v_cache, meta, SCALE, rotary=rotary)
-    assert_close(actual, expected, dtype)
-    assert_close(k_cache, k_ref, dtype)
-    assert_close(v_cache, v_ref, dtype)
-
-
-def test_rotary_epilogue_checks_its_inputs():
-    qkv, rotary, k_cache, v_cache, meta = make_rotary_decode([5, 9], 4, 2, torch.float32, seed=1)
-    backend = TritonAttention(decode_kernel="balanced")
-    with pytest.raises(ValueError, match="qkv projection"):
-        backend.decode(qkv[:, :4].contiguous(), k_cache, v_cache, meta, SCALE, rotary=rotary)
-    short = DecodeRotary(rotary.bias, rotary.cos[:1], rotary.sin[:1], rotary.slot_mapping)
-    with pytest.raises(ValueError, match="cos, sin and slot_mapping must be"):
-        backend.decode(qkv[:, :4], k_cache, v_cache, meta, SCALE, rotary=short)
-    with pytest.raises(ValueError, match="cannot apply the rotary"):
-        TritonAttention(decode_kernel="rows").decode(qkv[:, :4], k_cache, v_cache, meta, SCALE, rotary=rotary)
-
-
 def test_balanced_launch_shape_ignores_context_lengths():
     """The grid depends on the request count (and the cap passed as max_context_len) only,
     so one captured graph serves every step of that size."""
@@ -380,11 +326,10 @@ GPU_COMPILE = textwrap.dedent("""
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
                 KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
         for one_split in (False, True):
-            for rotary_here in (False, True):
-                compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
-                    GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
-                    KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split, ROTARY=rotary_here,
-                    HAS_BIAS=rotary_here), splitkv.num_warps, splitkv.num_stages)
+            compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
+                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
+                splitkv.num_warps, splitkv.num_stages)
         compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(
             HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
