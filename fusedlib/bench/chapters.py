@@ -371,13 +371,13 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # Set E (every forward one graph) is graded in its own chapter, book/whole.md, but E4 on the peer
 # page; sets F to I (the decode step's last kernels, decode attention from a clean L2, PDL) in
 # its appendix, book/last_kernels.md.
-WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET = "E", "F", "G", "H", "I"
+WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET = "E", "F", "G", "H", "I", "J"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to I, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to J, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
-            if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET))]
+            if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -394,6 +394,10 @@ def norm_gate_up_predictions() -> list:
 
 def flush_pdl_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith((FLUSH_SET, PDL_SET))]
+
+
+def rotary_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(ROTARY_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -447,9 +451,27 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         t["g_peer"] = _times_peer(g["peer"])
     if "gates" in g:
         t["g_gates"] = _passed(g["gates"])
-    h = rf.measured_for_sets_h_i(data)
-    grades = gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n) | gr.attention_flush_grades(by_key(), h)
-    return grades, t | norm_gate_up_texts(n) | flush_pdl_texts(h)
+    h, j = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data)
+    grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
+              | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j))
+    return grades, t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j)
+
+
+def rotary_texts(m: dict) -> dict[str, str]:
+    """The glued texts of set J's section (roofline.measured_for_set_j): each A/B lease's decode
+    and mixed steps, the kernel counts, the two forms' logit checks."""
+    t, one = {}, "one-kernel gate_up"
+    for key, prefix in (("select", "j_sel"), ("after_loop", "j_aft"), ("kept", "j_kept")):
+        if key in m:
+            dec, mixed = m[key].loc[(one, "decode")], m[key].loc[(one, "mixed")]
+            t |= {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
+                  f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
+                  f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
+                  f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}", f"{prefix}_wall": f"{dec['new_wall_ms']:.2f} ms"}
+    for key, name in (("select_check", "j_sel_check"), ("after_loop_check", "j_aft_check")):
+        if key in m:
+            t[name] = f"{m[key]['max_abs_diff']:.3g}"
+    return t
 
 
 def flush_pdl_texts(m: dict) -> dict[str, str]:

@@ -630,3 +630,37 @@ def reference_grades(refs: list[dict], table: pd.DataFrame, arrivals: pd.DataFra
                           "in H200 terms": r["h200_terms"],
                           "ours": ours[r["id"]][0] if r["id"] in ours else "no rows test it",
                           "grade": ours[r["id"]][1] if r["id"] in ours else "open"} for r in refs])
+
+
+def rotary_in_attention_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """J1-J4 on fusedlib.bench.roofline.measured_for_set_j."""
+    out, one = {}, "one-kernel gate_up"
+    after = m.get("after_loop")
+    if after is not None:
+        dec, mixed = after.loc[(one, "decode")], after.loc[(one, "mixed")]
+        (kernels,), (lo, hi) = p["J1"].range(0), p["J1"].range(1)
+        ok = dec["new_kernels"] == kernels and _in(dec["new_per_layer"], lo, hi) and \
+            mixed["new_kernels"] == mixed["base_kernels"] - 1
+        out["J1"] = Grade(f"{dec['new_kernels']:.0f} kernels ({dec['new_per_layer']:.2f} per layer) against "
+                          f"{dec['base_kernels']:.0f}; mixed step {mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}",
+                          verdict(ok), "as predicted" if ok else "a count differs")
+        (g_lo, g_hi), (w_lo, w_hi) = p["J4"].range(0), p["J4"].range(1)
+        gpu, wall = dec["new_gpu_ms"], dec["new_wall_ms"]
+        out["J4"] = Grade(f"second form (new key after the loop): {gpu:.2f} ms GPU, {wall:.2f} ms wall, "
+                          f"{_interval(dec)} against the code before",
+                          verdict(_in(gpu, g_lo, g_hi) and _in(wall, w_lo, w_hi)),
+                          f"GPU time {side(gpu, g_lo, g_hi)} its range, wall {side(wall, w_lo, w_hi)} its")
+    select = m.get("select")
+    if select is not None:
+        dec, mixed = select.loc[(one, "decode")], select.loc[(one, "mixed")]
+        (a, b), (limit,) = p["J2"].fractions(0), p["J2"].fractions(1)
+        fd, fm = 1 - dec["ratio"], 1 - mixed["ratio"]
+        ok = _in(fd, a, b) and abs(fm) < limit
+        out["J2"] = Grade(f"decode {_interval(dec)}, mixed {_interval(mixed)}, rotary in attention against the kernel",
+                          verdict(ok), "the decode step got slower, not faster" if fd < 0 else
+                          f"decode {side(fd, a, b)} its range")
+    check = m.get("select_check")
+    if check is not None:
+        d = float(check["max_abs_diff"])
+        out["J3"] = Grade(f"max |d| {d:g}", verdict(d == 0), "identical logits" if d == 0 else "the logits differ")
+    return out

@@ -596,12 +596,12 @@ def measured_for_set_g(data: Path) -> dict:
 
 
 def census_ab_kernels(data: Path, boot_id: str, config: str, step: str, min_us: float = 0.5,
-                      min_share: float = 0.02) -> pd.DataFrame:
+                      min_share: float = 0.02, stem: str = "census_ab") -> pd.DataFrame:
     """One A/B census lease's kernels for one configuration and step kind, by name (cut at its
     template or argument list): launches and µs per step in each arm, medians over the rounds,
     only the names whose launches changed or whose time moved by more than `min_us` and
     `min_share` of the base's (less is the rounds' noise). Where a change's time went."""
-    k = _frame(data, "roofline/census_ab_kernels")
+    k = _frame(data, f"roofline/{stem}_kernels")
     if k.empty:
         return pd.DataFrame()
     k = k[(k["boot_id"] == boot_id) & (k["config"] == config) & (k["step"] == step) & (k["round"] > 0)]
@@ -698,4 +698,29 @@ def measured_for_sets_h_i(data: Path) -> dict:
     gates = _frame(data, "paired/gates")
     if "kept" in m and len(gates):
         m["kept_gates"] = gates[gates["git_commit"] == m["kept"]["new_commit"].iloc[0]]
+    return m
+
+
+ROTARY_CHECK = "decode_rotary_in_attention_vs_rotary_kernel"  # roofline_bench step_check at those trees
+
+
+def measured_for_set_j(data: Path) -> dict:
+    """What set J (a decode-only forward's rotary, bias and cache write inside split-KV decode
+    attention) is graded on (grading.rotary_in_attention_grades): the A/B census leases of
+    roofline/rotary_ab keyed "select" (one tree, the rotary kernel against the first form, a
+    select on every K/V tile), "after_loop" (the code before against the second form, the new
+    key folded in after the loop) and "kept" (against the change kept: the rotary kernel, the
+    table in the model's dtype), each indexed by (role, step); the decode step check of each
+    form's tree ("select_check", "after_loop_check"). Keys are missing where rows are."""
+    m = {}
+    ab = census_ab(data, "rotary_ab")
+    checks = _frame(data, "roofline/step_check")
+    rotary_trees = set(checks.loc[checks["comparison"] == ROTARY_CHECK, "git_commit"]) if len(checks) else set()
+    for boot in ab["boot_id"].unique() if len(ab) else []:
+        lease = ab[ab["boot_id"] == boot].set_index(["role", "step"])
+        base, new = lease["base_commit"].iloc[0], lease["new_commit"].iloc[0]
+        key = "select" if base == new else "after_loop" if new in rotary_trees else "kept"
+        m[key] = lease
+        if key != "kept":
+            m[f"{key}_check"] = _step_check(data, new, ROTARY_CHECK)["step_check"]
     return m

@@ -552,3 +552,32 @@ def test_sets_h_and_i_grade_the_flushes_the_shape_pdl_and_the_kept_change(flush_
     assert t["h_frac_read_1k"] == "40%" and t["h_flush_cost"].endswith("%") and t["p_change"].startswith("+0.7%")
     m["pdl_checks"] = m["pdl_checks"].assign(max_abs_diff=[0.0, 1e-3])
     assert grading.attention_flush_grades(predictions.by_key(), m)["I2"].verdict == "MISSED"
+
+
+def test_set_j_grades_the_rotary_in_attention_leases_from_the_committed_rows():
+    """Set J on data/roofline's own rows: the lease of one tree is the select form, the lease
+    whose new tree has the rotary step check is the after-loop form; a nonzero logit
+    difference or a faster step would change the grades."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.measured_for_set_j(DATA)
+    assert m["select"]["base_commit"].iloc[0] == m["select"]["new_commit"].iloc[0] == "6d438d6"
+    assert m["after_loop"]["new_commit"].iloc[0] == "2fdcdaa"
+    g = grading.rotary_in_attention_grades(predictions.by_key(), m)
+    assert g["J1"].verdict == "HELD" and g["J1"].measured.startswith("257 kernels")
+    assert g["J2"].verdict == "MISSED" and "slower" in g["J2"].why
+    assert g["J3"].verdict == "HELD" and g["J4"].verdict == "MISSED"
+    t = chapters.rotary_texts(m)
+    assert (t["j_sel_kernels"], t["j_sel_per_layer"], t["j_sel_check"], t["j_aft_check"]) == ("257", "9.2", "0", "0.0142")
+    assert t["j_sel_change"].startswith("+7.") and t["j_aft_change"].startswith("+4.")
+    m["select_check"] = m["select_check"].copy()
+    m["select_check"]["max_abs_diff"] = 1e-3
+    assert grading.rotary_in_attention_grades(predictions.by_key(), m)["J3"].verdict == "MISSED"
+    faster = m["select"].copy()
+    faster.loc[(slice(None), "decode"), "ratio"] = 0.97
+    assert grading.rotary_in_attention_grades(predictions.by_key(), m | {"select": faster})["J2"].verdict == "HELD"
+    kernels = roofline.census_ab_kernels(DATA, m["after_loop"]["boot_id"].iloc[0], roofline.GATE_UP, "decode",
+                                         stem="rotary_ab").set_index("name")
+    assert kernels.loc["rotary_to_cache_kernel", "new_launches"] == 0
+    assert kernels.loc["splitkv_decode_kernel", "new_us"] > kernels.loc["splitkv_decode_kernel", "base_us"]
