@@ -459,7 +459,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 
 def rotary_texts(m: dict) -> dict[str, str]:
     """The glued texts of set J's section (roofline.measured_for_set_j): each A/B lease's decode
-    and mixed steps, the kernel counts, the two forms' logit checks."""
+    and mixed steps, the kernel counts, the two forms' logit checks, the kept change's gates."""
     t, one = {}, "one-kernel gate_up"
     for key, prefix in (("select", "j_sel"), ("after_loop", "j_aft"), ("kept", "j_kept")):
         if key in m:
@@ -471,6 +471,8 @@ def rotary_texts(m: dict) -> dict[str, str]:
     for key, name in (("select_check", "j_sel_check"), ("after_loop_check", "j_aft_check")):
         if key in m:
             t[name] = f"{m[key]['max_abs_diff']:.3g}"
+    if "kept_gates" in m and len(m["kept_gates"]):
+        t["j_kept_gates"] = _passed(m["kept_gates"])
     return t
 
 

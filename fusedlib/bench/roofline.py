@@ -711,7 +711,8 @@ def measured_for_set_j(data: Path) -> dict:
     select on every K/V tile), "after_loop" (the code before against the second form, the new
     key folded in after the loop) and "kept" (against the change kept: the rotary kernel, the
     table in the model's dtype), each indexed by (role, step); the decode step check of each
-    form's tree ("select_check", "after_loop_check"). Keys are missing where rows are."""
+    form's tree ("select_check", "after_loop_check"); the gate runs at the kept commit.
+    Keys are missing where rows are."""
     m = {}
     ab = census_ab(data, "rotary_ab")
     checks = _frame(data, "roofline/step_check")
@@ -723,4 +724,7 @@ def measured_for_set_j(data: Path) -> dict:
         m[key] = lease
         if key != "kept":
             m[f"{key}_check"] = _step_check(data, new, ROTARY_CHECK)["step_check"]
+    gates = _frame(data, "paired/gates")
+    if "kept" in m and len(gates):
+        m["kept_gates"] = gates[gates["git_commit"] == m["kept"]["new_commit"].iloc[0]]
     return m

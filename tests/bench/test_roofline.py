@@ -571,6 +571,8 @@ def test_set_j_grades_the_rotary_in_attention_leases_from_the_committed_rows():
     t = chapters.rotary_texts(m)
     assert (t["j_sel_kernels"], t["j_sel_per_layer"], t["j_sel_check"], t["j_aft_check"]) == ("257", "9.2", "0", "0.0142")
     assert t["j_sel_change"].startswith("+7.") and t["j_aft_change"].startswith("+4.")
+    assert m["kept"]["new_commit"].iloc[0] == "708341d"
+    assert (t["j_kept_kernels"], t["j_kept_kernels_before"], t["j_kept_gates"]) == ("285", "286", "28 of 28")
     m["select_check"] = m["select_check"].copy()
     m["select_check"]["max_abs_diff"] = 1e-3
     assert grading.rotary_in_attention_grades(predictions.by_key(), m)["J3"].verdict == "MISSED"
