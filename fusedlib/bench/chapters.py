@@ -460,14 +460,10 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 def rotary_texts(m: dict) -> dict[str, str]:
     """The glued texts of set J's section (roofline.measured_for_set_j): each A/B lease's decode
     and mixed steps, the kernel counts, the two forms' logit checks, the kept change's gates."""
-    t, one = {}, "one-kernel gate_up"
+    t = {}
     for key, prefix in (("select", "j_sel"), ("after_loop", "j_aft"), ("kept", "j_kept")):
         if key in m:
-            dec, mixed = m[key].loc[(one, "decode")], m[key].loc[(one, "mixed")]
-            t |= {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
-                  f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
-                  f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
-                  f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}", f"{prefix}_wall": f"{dec['new_wall_ms']:.2f} ms"}
+            t |= _ab_texts(m[key], prefix)
     for key, name in (("select_check", "j_sel_check"), ("after_loop_check", "j_aft_check")):
         if key in m:
             t[name] = f"{m[key]['max_abs_diff']:.3g}"
@@ -507,13 +503,9 @@ def flush_pdl_texts(m: dict) -> dict[str, str]:
               "h_decode_us_read": f"{med.loc[('read', dec), 'us']:.1f} µs"}
         if ("read", red) in med.index:
             t["h_reduce_us"] = f"{med.loc[('read', red), 'us']:.1f} µs"
-    one = "one-kernel gate_up"
     for key, prefix in (("shape", "s"), ("pdl", "p"), ("kept", "q")):
         if key in m:
-            dec, mixed = m[key].loc[(one, "decode")], m[key].loc[(one, "mixed")]
-            t |= {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
-                  f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
-                  f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}"}
+            t |= _ab_texts(m[key], prefix)
     if "pdl" in m and ("cuBLAS gate_up", "decode") in m["pdl"].index:
         t["p_cublas_change"] = _change(m["pdl"].loc[("cuBLAS gate_up", "decode")])
     if "kept_gates" in m and len(m["kept_gates"]):
@@ -526,14 +518,9 @@ def norm_gate_up_texts(m: dict) -> dict[str, str]:
     its three sweeps, the norm's and the rotary kernel's times, its checks, and the A/B of the
     change kept."""
     t = {}
-    one = "one-kernel gate_up"
     for key, prefix in (("fold", "n"), ("kept", "r")):
         if key in m:
-            dec, mixed = m[key].loc[(one, "decode")], m[key].loc[(one, "mixed")]
-            t |= {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
-                  f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
-                  f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
-                  f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}"}
+            t |= _ab_texts(m[key], prefix)
     if "sweeps" in m:
         sw = m["sweeps"]
         first = sw.iloc[0]
@@ -553,6 +540,19 @@ def norm_gate_up_texts(m: dict) -> dict[str, str]:
         if key in m and len(m[key]):
             t[name] = _passed(m[key])
     return t
+
+
+def _ab_texts(lease: pd.DataFrame, prefix: str) -> dict[str, str]:
+    """One A/B census lease's (roofline.census_ab, indexed by role and step) glued texts for the
+    engine's configuration: its decode step before and after, the change with its interval, the
+    mixed step's change, kernels per step before and after and per layer after."""
+    from .roofline import SHAPE_AB_ROLE
+
+    dec, mixed = lease.loc[(SHAPE_AB_ROLE, "decode")], lease.loc[(SHAPE_AB_ROLE, "mixed")]
+    return {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
+            f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
+            f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
+            f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}"}
 
 
 def _change(r) -> str:

@@ -633,8 +633,10 @@ def reference_grades(refs: list[dict], table: pd.DataFrame, arrivals: pd.DataFra
 
 
 def rotary_in_attention_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
-    """J1-J4 on fusedlib.bench.roofline.measured_for_set_j."""
-    out, one = {}, "one-kernel gate_up"
+    """J1-J4 on fusedlib.bench.roofline.measured_for_set_j (the engine's configuration's rows)."""
+    from .roofline import SHAPE_AB_ROLE as one
+
+    out = {}
     after = m.get("after_loop")
     if after is not None:
         dec, mixed = after.loc[(one, "decode")], after.loc[(one, "mixed")]

@@ -701,7 +701,9 @@ def measured_for_sets_h_i(data: Path) -> dict:
     return m
 
 
-ROTARY_CHECK = "decode_rotary_in_attention_vs_rotary_kernel"  # roofline_bench step_check at those trees
+# The decode step check the roofline bench ran at the two rotary-in-attention trees only
+# (6d438d6, 2fdcdaa; its code went with them): which of set J's leases ran such a tree.
+ROTARY_CHECK = "decode_rotary_in_attention_vs_rotary_kernel"
 
 
 def measured_for_set_j(data: Path) -> dict:
