@@ -16,9 +16,10 @@ happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks how ea
 piece runs: the fused Triton ops of `fusedlib.ops` (a handful of kernels between the
 GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kernels, as in
 parts 7-9 of the series; the default on CPU). Both do the same arithmetic. On the fused
-path `Qwen2Model.gate_up_silu` runs the gate_up projection of a batch of at most 64 rows (a
-decode step) as one Triton launch with SiLU(gate) * up in its epilogue (part 10); larger
-batches stay on cuBLAS, followed by the activation kernel.
+path `Qwen2Model.gate_up_silu` runs the MLP of a batch of at most 64 rows (a decode step)
+as two Triton launches (part 10): the gate_up projection with SiLU(gate) * up in its
+epilogue, and the down projection split over K with its reduce inside; larger batches stay
+on cuBLAS, with the activation kernel between.
 """
 from __future__ import annotations
 
@@ -151,7 +152,8 @@ class DecoderLayer(nn.Module):
             # are one kernel between the two MLP GEMMs, or the gate_up GEMM's epilogue.
             norm, mlp = self.post_attention_layernorm, self.mlp
             x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
-            return mlp.down_proj(ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)), residual
+            act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)
+            return ops.down_proj(act, mlp.down_proj.weight, gate_up_silu), residual
         residual = residual + o
         return self.mlp(self.post_attention_layernorm(residual)), residual
 

@@ -22,7 +22,8 @@ def load_model(name_or_path: str, device: str | torch.device = "cpu",
                dtype: torch.dtype = torch.float32, seed: int = 0,
                fused_ops: bool | None = None, gate_up_silu: bool | None = None) -> Qwen2Model:
     """`fused_ops`: the model's fused Triton ops (see model.py); None means on for CUDA.
-    `gate_up_silu`: its gate_up GEMM with the activation inside, for decode-sized batches;
+    `gate_up_silu`: its MLP GEMMs as Triton kernels for decode-sized batches (gate_up with the
+    activation inside, down with its split-K reduce inside);
     None means as `fused_ops`."""
     if name_or_path in PRESETS:
         model = random_model(PRESETS[name_or_path], device=device, dtype=dtype, seed=seed)

@@ -34,6 +34,8 @@ and the other sections still run):
                  and the SiLU*up kernel against fusedlib.ops.gemm's one kernel over a sweep
                  of launch shapes; graph replays, each layer's weight its own copy so L2
                  holds none of them (as in a step); GB/s of the weight, the copy fraction
+  down           the same for the down projection: cuBLAS's split-K GEMM and reduce against
+                 fusedlib.ops.gemm's split-K kernel with the reduce inside, over a sweep
 
 Random weights with the Qwen2.5-1.5B config. `--smoke` runs every section with the tiny
 model on the CPU (Triton interpreter) so a unit test keeps the script working; its numbers
@@ -87,6 +89,13 @@ SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
                                     for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
 SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
+# The down projection's split-K kernel: (block_n, block_k, splits, warps, stages); the first
+# is DownConfig's default. Splits chosen so 1536 columns give about 1 to 2.5 programs per SM.
+DOWN_SWEEP = [(64, 64, 5, 4, 5)] + [(block_n, block_k, splits, warps, stages)
+                                    for block_n, splits in ((32, 3), (32, 4), (32, 6), (64, 4), (64, 6),
+                                                            (64, 8), (64, 11), (128, 6), (128, 11), (128, 16))
+                                    for block_k in (64, 128) for warps, stages in ((4, 4), (4, 5))]
+SMOKE_DOWN_SWEEP = [(64, 64, 5, 4, 5), (16, 32, 3, 4, 2)]
 
 
 def _sync(device) -> None:
@@ -200,6 +209,9 @@ class Bench:
             gate_up = rand(tokens, 2 * cfg.intermediate_size)
             gate, up = gate_up.split(cfg.intermediate_size, -1)
             compare("silu_mul", tokens, ops.silu_mul(gate_up), F.silu(gate) * up)
+            if tokens <= 64:  # the decode-sized batches the split-K down kernel serves
+                act, w_down = rand(tokens, cfg.intermediate_size), layer.mlp.down_proj.weight
+                compare("down_proj", tokens, ops.down_proj(act, w_down, True), F.linear(act, w_down))
             qkv, bias = rand(tokens, q_size + 2 * kv_size), layer.self_attn.qkv_proj.bias
             positions = torch.randint(0, 4096, (tokens,), generator=gen, device=dev)
             cos, sin = self.model.rotary(positions, dt)
@@ -744,11 +756,62 @@ class Bench:
                              f"{best['num_warps']}w{best['num_stages']}s)"))
 
 
+    def down(self) -> None:
+        """The decode step's down projection at `rows` rows: cuBLAS (its split-K GEMM and
+        reduce kernels) against fusedlib.ops.gemm's one split-K launch over DOWN_SWEEP;
+        graph replays over one weight copy per layer, as `gate_up`."""
+        torch = self.torch
+        import torch.nn.functional as F
+
+        from fusedlib import ops
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
+        from fusedlib.ops.gemm import DownConfig
+
+        cfg, dev, dt, m = self.model.config, self.device, self.dtype, self.p["rows"]
+        weight = self.model.layers[0].mlp.down_proj.weight
+        n, k = weight.shape
+        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
+        copies = [weight.clone() for _ in range(cfg.num_layers if self.on_gpu else 2)]
+        x = torch.randn(m, k, generator=torch.Generator(device=dev).manual_seed(4), device=dev).to(dt)
+        reference = F.linear(x, weight)
+        variants = [("cublas", None, lambda w: F.linear(x, w))]
+        variants += [("one kernel", DownConfig(*shape), lambda w, c=DownConfig(*shape): ops.down_proj(x, w, True, c))
+                     for shape in (DOWN_SWEEP if self.on_gpu else SMOKE_DOWN_SWEEP)]
+        out = []
+        for kernel, config, one in variants:
+            row = {"gemm": "down", "m": m, "n": n, "k": k, "kernel": kernel, "layers": len(copies),
+                   "weight_bytes": n * k * weight.element_size(), "copy_bandwidth_gbs": bandwidth / 1e9}
+            if config is not None:
+                row.update(dataclasses.asdict(config))
+            try:
+                # Twice: the second call also checks that the first left the tickets at zero.
+                row["max_abs_err_vs_cublas"] = max((one(weight).float() - reference.float()).abs().max().item()
+                                                   for _ in range(2))
+                every_layer = lambda: [one(w) for w in copies]  # noqa: E731
+                graphed = self._graphed(every_layer) if self.on_gpu else every_layer
+                ms = _median_ms(graphed, dev, self.p["iters"], None) / len(copies)
+                row["max_abs_err_after_replays"] = (one(weight).float() - reference.float()).abs().max().item()
+                row.update(us_per_call=ms * 1e3, gbs=row["weight_bytes"] / ms / 1e6,
+                           fraction_of_copy=row["weight_bytes"] / (ms / 1e3) / bandwidth)
+            except Exception as exc:  # a launch shape the compiler rejects is a result
+                row["error"] = repr(exc)[:300]
+            out.append(row)
+        self.write("down", out)
+        timed = [r for r in out if "us_per_call" in r]
+        base = next(r for r in timed if r["kernel"] == "cublas")
+        best = min((r for r in timed if r["kernel"] == "one kernel"), key=lambda r: r["us_per_call"])
+        self.summary.append((f"down {m} rows",
+                             f"cuBLAS {base['us_per_call']:.1f} us ({base['fraction_of_copy']:.0%}), one kernel "
+                             f"default {out[1].get('us_per_call', float('nan')):.1f} us, best {best['us_per_call']:.1f} us "
+                             f"({best['fraction_of_copy']:.0%}; N{best['block_n']} K{best['block_k']} "
+                             f"S{best['splits']} {best['num_warps']}w{best['num_stages']}s)"))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,down")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")

@@ -17,9 +17,10 @@ ENGINE = ROOT / "fusedlib"
 # Issue 12 aimed at 1,500, and the engine got there with every configuration of parts 7-10
 # selectable. Whole-forward graphs (part 10) came after it, beside part 9's piecewise path,
 # which stays selectable: 1,525 lines. The gate_up GEMM with the activation in its epilogue
-# (ops/gemm.py, part 10's decode step) and its switch took it to 1,596. Lower the budget as
-# the engine shrinks.
-CODE_LINE_BUDGET = 1_600
+# (ops/gemm.py, part 10's decode step) and its switch took it to 1,596; the down GEMM as one
+# split-K launch with its reduce inside (ticket counters, 1,666) to 1,670. Lower the budget
+# as the engine shrinks.
+CODE_LINE_BUDGET = 1_670
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
 

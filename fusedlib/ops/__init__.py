@@ -2,13 +2,14 @@
 layer's GEMMs, a few kernels where plain PyTorch launches dozens.
 
 `Qwen2Model.fused_ops` switches the model between these and its PyTorch reference path;
-`Qwen2Model.gate_up_silu` adds, on the fused path, the gate_up GEMM of `gemm.py` with the
-MLP's activation in its epilogue, for decode-sized batches.
+`Qwen2Model.gate_up_silu` adds, on the fused path, the MLP's GEMMs of `gemm.py` for
+decode-sized batches: gate_up with the activation in its epilogue, down with its split-K
+reduce inside.
 Each op states its arithmetic in the same order as the reference (fp32 statistics for the
 norm, values rounded to the model dtype where the reference rounds them), so the two paths
 agree to rounding and both match transformers in fp32.
 """
 from .activation import silu_mul
-from .gemm import gate_up_silu
+from .gemm import down_proj, gate_up_silu
 from .norm import add_rms_norm, rms_norm_rows
 from .rotary import rotary_to_cache

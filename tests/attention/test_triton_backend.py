@@ -281,6 +281,7 @@ GPU_COMPILE = textwrap.dedent("""
                   "block_tables_ptr", "rows_ptr"}
     INT64 = {"slot_mapping_ptr"}
     FP32 = {"partials_ptr"}
+    INT_TABLES.add("tickets_ptr")
 
     def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2):
         signature = {}
@@ -317,6 +318,11 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
                 BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
                 gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
+        down = gemm.DownConfig()
+        for rows in (16, 32, 64):
+            compile_for_arch(gemm.down_proj_kernel, dtype, dict(
+                BLOCK_M=rows, BLOCK_N=down.block_n, BLOCK_K=down.block_k, SPLITS=down.splits,
+                DOT_PRECISION=precision), down.num_warps, gemm.stages_for(ARCH // 10, down))
         compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
             NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
             BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),

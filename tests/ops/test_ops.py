@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from fusedlib import ops
 from fusedlib.ops import gemm
-from fusedlib.ops.gemm import SMALL_M_MAX, GateUpConfig
+from fusedlib.ops.gemm import SMALL_M_MAX, DownConfig, GateUpConfig
 from fusedlib.model import RMSNorm, RotaryEmbedding, _rotate_half
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -141,6 +141,41 @@ def test_gate_up_silu_takes_one_kernel_for_small_batches_only(monkeypatch):
     assert len(launches) == 1
 
 
+DOWN_CONFIGS = {  # the default; narrow tiles over short K steps; more splits than K needs
+    "default": DownConfig(),
+    "narrow": DownConfig(block_n=16, block_k=32, splits=3),
+    "empty splits": DownConfig(block_n=32, block_k=64, splits=8),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", DOWN_CONFIGS)
+@pytest.mark.parametrize("tokens", [1, 17, 64])
+def test_down_proj_matches_the_reference(tokens, config, dtype):
+    """Ragged rows, a ragged last column tile (N 100) and K not a multiple of block_k (300;
+    at 8 splits of 64 the last three slices are empty), twice in a row: the second call
+    finds the ticket counters back at zero, or its sums would be wrong."""
+    n, k = 100, 300
+    weight = rand(n, k, dtype=dtype, seed=7, scale=0.1)
+    for call in range(2):
+        x = rand(tokens, k, dtype=dtype, seed=tokens + call)
+        expected = F.linear(x.float(), weight.float()).to(dtype)  # one rounding of an fp32 sum
+        assert_close(ops.down_proj(x, weight, True, DOWN_CONFIGS[config]), expected, dtype, f"{config} call {call}")
+    assert not gemm._TICKETS[x.device].any()
+
+
+def test_down_proj_takes_one_kernel_for_small_batches_only(monkeypatch):
+    launches = []
+    real = gemm.down_proj_kernel
+    monkeypatch.setattr(gemm, "down_proj_kernel", type("Spy", (), {
+        "__getitem__": lambda self, grid: launches.append(grid) or real[grid]})())
+    weight = rand(16, 8, dtype=torch.float32, seed=1)
+    for rows, one_kernel in ((SMALL_M_MAX, True), (SMALL_M_MAX + 1, True), (3, False)):
+        x = rand(rows, 8, dtype=torch.float32, seed=rows)
+        assert_close(ops.down_proj(x, weight, one_kernel), F.linear(x, weight), torch.float32, str(rows))
+    assert launches == [(1, DownConfig().splits)]
+
+
 def test_bad_shapes_name_the_problem():
     x = rand(3, 8, dtype=torch.float32, seed=0)
     with pytest.raises(ValueError, match="weight"):
@@ -149,6 +184,8 @@ def test_bad_shapes_name_the_problem():
         ops.silu_mul(rand(3, 7, dtype=torch.float32, seed=1))
     with pytest.raises(ValueError, match="does not fit a gate_up weight"):
         ops.gate_up_silu(x, rand(5, 8, dtype=torch.float32, seed=1), True)
+    with pytest.raises(ValueError, match="does not fit a down weight"):
+        ops.down_proj(x, rand(5, 7, dtype=torch.float32, seed=1), True)
     cache = rand(4, 16, 2, 16, dtype=torch.float32, seed=2)
     with pytest.raises(ValueError, match="qkv"):
         ops.rotary_to_cache(rand(3, 100, dtype=torch.float32, seed=3), None, x, x, cache, cache,
