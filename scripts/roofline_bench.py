@@ -94,7 +94,7 @@ SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
 DOWN_SWEEP = [(64, 64, 5, 4, 5)] + [(block_n, block_k, splits, warps, stages)
                                     for block_n, splits in ((32, 3), (32, 4), (32, 6), (64, 4), (64, 6),
                                                             (64, 8), (64, 11), (128, 6), (128, 11), (128, 16))
-                                    for block_k in (64, 128) for warps, stages in ((4, 4), (4, 5))]
+                                    for block_k, stages in ((64, 4), (64, 5), (128, 4)) for warps in (4,)]
 SMOKE_DOWN_SWEEP = [(64, 64, 5, 4, 5), (16, 32, 3, 4, 2)]
 
 
