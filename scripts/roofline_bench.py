@@ -94,7 +94,12 @@ SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
 DOWN_SWEEP = [(64, 64, 5, 4, 5)] + [(block_n, block_k, splits, warps, stages)
                                     for block_n, splits in ((32, 3), (32, 4), (32, 6), (64, 4), (64, 6),
                                                             (64, 8), (64, 11), (128, 6), (128, 11), (128, 16))
-                                    for block_k, stages in ((64, 4), (64, 5), (128, 4)) for warps in (4,)]
+                                    for block_k, stages in ((64, 4), (64, 5), (128, 4)) for warps in (4,)] + [
+    # the second sweep, around the first's best (64 columns, 128 of K, 4 splits): longer K
+    # steps, fewer stages, 8 warps
+    (block_n, block_k, splits, warps, stages) for block_n, block_k, splits in
+    [(64, k, s) for k in (128, 256) for s in (3, 4, 5, 6)] + [(128, 128, 4), (128, 128, 6), (32, 256, 4), (32, 256, 6)]
+    for warps, stages in ((4, 3), (4, 4), (8, 4)) if (block_n, block_k, splits, warps, stages) != (64, 128, 4, 4, 4)]
 SMOKE_DOWN_SWEEP = [(64, 64, 5, 4, 5), (16, 32, 3, 4, 2)]
 
 
