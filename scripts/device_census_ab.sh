@@ -26,7 +26,7 @@ census() {  # census FOLDER ARM TREE COMMIT ROUND [FLAG]
 }
 on sections && left 60 && PYTHONPATH=$PWD timeout 200 python3 scripts/roofline_bench.py "$out/new" \
   --sections "$sections" --configs 4,5 2>&1 | tail -25 | tee -a "$out/log.txt"
-on gpu_tests && left 120 && PYTHONPATH=$PWD timeout 180 python3 scripts/gpu_tests.py "$out/new" "h200_$new_commit" \
+on gpu_tests && left 200 && PYTHONPATH=$PWD timeout 300 python3 scripts/gpu_tests.py "$out/new" "h200_$new_commit" \
   tests/ops tests/attention tests/test_graphs.py tests/test_engine_gpu.py 2>&1 | tail -4 | tee -a "$out/log.txt"
 on gates && left 60 && PYTHONPATH=$PWD timeout 240 python3 -m fusedlib.bench.campaign /tmp/camp \
   --phase gates --limit 230 --pairs 1 2>&1 | tail -12 | tee -a "$out/log.txt"

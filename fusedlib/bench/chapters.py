@@ -371,13 +371,13 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # Set E (every forward one graph) is graded in its own chapter, book/whole.md, but E4 on the peer
 # page; sets F to I (the decode step's last kernels, decode attention from a clean L2, PDL) in
 # its appendix, book/last_kernels.md.
-WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET = "E", "F", "G", "H", "I", "J"
+WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to J, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to K, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
-            if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET))]
+            if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -398,6 +398,10 @@ def flush_pdl_predictions() -> list:
 
 def rotary_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(ROTARY_SET)]
+
+
+def down_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(DOWN_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -451,10 +455,40 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         t["g_peer"] = _times_peer(g["peer"])
     if "gates" in g:
         t["g_gates"] = _passed(g["gates"])
-    h, j = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data)
+    h, j, k = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data), rf.measured_for_set_k(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
-              | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j))
-    return grades, t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j)
+              | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
+              | gr.down_split_k_grades(by_key(), k))
+    return grades, t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
+
+
+def down_texts(m: dict) -> dict[str, str]:
+    """The glued texts of set K's section (roofline.measured_for_set_k): both A/B leases, their
+    wall times, the two sweeps (cuBLAS, first shape, best shape), the kept tree's logit check
+    and gates."""
+    t = {}
+    for key, prefix in (("first", "d_first"), ("kept", "d_kept")):
+        if key in m:
+            t |= _ab_texts(m[key], prefix)
+    if "kept" in m:
+        from .roofline import SHAPE_AB_ROLE
+
+        dec = m["kept"].loc[(SHAPE_AB_ROLE, "decode")]
+        t |= {"d_kept_wall_before": f"{dec['base_wall_ms']:.2f} ms", "d_kept_wall": f"{dec['new_wall_ms']:.2f} ms"}
+    if "sweeps" in m:
+        for i, r in enumerate(m["sweeps"].itertuples(), 1):
+            t |= {f"d_sweep{i}_cublas": f"{r.cublas_us:.1f} µs ({r.cublas_frac:.0%} of the copy rate)",
+                  f"d_sweep{i}_first": f"{r.first_us:.1f} µs", f"d_sweep{i}_best": f"{r.best_us:.1f} µs",
+                  f"d_sweep{i}_best_frac": f"{r.best_frac:.0%}", f"d_sweep{i}_shape": r.best_shape,
+                  f"d_sweep{i}_shapes": f"{r.shapes}"}
+        t["d_sweep_err"] = f"{m['sweeps']['max_err'].max():.4f}"
+    if "kept_step_check" in m:
+        c = m["kept_step_check"]
+        t["d_check"] = (f"max |d| {c['max_abs_diff']:.4f}, argmax {int(c['argmax_agree_outside_ties'])} of "
+                        f"{int(c['rows_outside_ties'])} outside ties")
+    if "kept_gates" in m and len(m["kept_gates"]):
+        t["d_kept_gates"] = _passed(m["kept_gates"])
+    return t
 
 
 def rotary_texts(m: dict) -> dict[str, str]:

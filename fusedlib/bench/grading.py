@@ -666,3 +666,46 @@ def rotary_in_attention_grades(p: dict[str, Prediction], m: dict) -> dict[str, G
         d = float(check["max_abs_diff"])
         out["J3"] = Grade(f"max |d| {d:g}", verdict(d == 0), "identical logits" if d == 0 else "the logits differ")
     return out
+
+
+def down_split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """K1-K4 on fusedlib.bench.roofline.measured_for_set_k (the engine's configuration's rows:
+    the kept lease, and the sweeps of both shapes' commits)."""
+    from .roofline import SHAPE_AB_ROLE as one
+
+    out = {}
+    kept = m.get("kept")
+    if kept is not None:
+        dec, mixed = kept.loc[(one, "decode")], kept.loc[(one, "mixed")]
+        (kernels,), (lo, hi) = p["K1"].range(0), p["K1"].range(1)
+        ok = dec["new_kernels"] == kernels and _in(dec["new_per_layer"], lo, hi) and \
+            mixed["new_kernels"] == mixed["base_kernels"]
+        out["K1"] = Grade(f"{dec['new_kernels']:.0f} kernels ({dec['new_per_layer']:.2f} per layer) against "
+                          f"{dec['base_kernels']:.0f}; mixed step {mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}",
+                          verdict(ok), "as predicted" if ok else "a count differs")
+        (a, b), (g_lo, g_hi), (limit,) = p["K3"].fractions(0), p["K3"].range(1), p["K3"].fractions(2)
+        fall, gpu, fm = 1 - dec["ratio"], dec["new_gpu_ms"], mixed["ratio"] - 1
+        ok = _in(fall, a, b) and _in(gpu, g_lo, g_hi) and abs(fm) < limit
+        out["K3"] = Grade(f"decode {gpu:.3f} ms, {_interval(dec)}; mixed {_interval(mixed)}", verdict(ok),
+                          "inside every range" if ok else
+                          f"decode fall {side(fall, a, b)} its range, {gpu:.3f} ms {side(gpu, g_lo, g_hi)} its, "
+                          f"mixed {abs(fm):.2%} against {limit:.1%}")
+    sweeps = m.get("sweeps")
+    if sweeps is not None and len(sweeps):
+        (b_lo, b_hi), (c_lo, c_hi), (limit,) = p["K2"].range(0), p["K2"].range(1), p["K2"].range(2)
+        best, cublas, err = sweeps["best_us"].min(), sweeps["cublas_us"], sweeps["max_err"].max()
+        ok_best, ok_cublas = _in(best, b_lo, b_hi), bool(cublas.between(c_lo, c_hi).all())
+        out["K2"] = Grade(f"best shape {best:.1f} µs; cuBLAS {', '.join(f'{c:.1f}' for c in cublas)} µs "
+                          f"({len(sweeps)} sweeps); largest difference {err:.4f}",
+                          verdict(ok_best and ok_cublas and err <= limit),
+                          f"best {side(best, b_lo, b_hi)} its range, cuBLAS {'inside' if ok_cublas else 'outside'} "
+                          f"its, difference {'within' if err <= limit else 'over'} {limit}")
+    check = m.get("kept_step_check")
+    if check is not None:
+        (lo, hi), d = p["K4"].range(0), float(check["max_abs_diff"])
+        agree = check["argmax_agree_outside_ties"] == check["rows_outside_ties"]
+        ok = lo < d < hi and agree
+        out["K4"] = Grade(f"max |d| {d:.4f}, argmax {int(check['argmax_agree_outside_ties'])} of "
+                          f"{int(check['rows_outside_ties'])} outside ties", verdict(ok),
+                          "as predicted" if ok else "identical logits" if d == 0 else "outside its range")
+    return out

@@ -730,3 +730,43 @@ def measured_for_set_j(data: Path) -> dict:
     if "kept" in m and len(gates):
         m["kept_gates"] = gates[gates["git_commit"] == m["kept"]["new_commit"].iloc[0]]
     return m
+
+
+GATE_UP_CHECK = "decode_gate_up_silu_vs_cublas"  # the decode step with the one-kernel MLP GEMMs and without
+
+
+def measured_for_set_k(data: Path) -> dict:
+    """What set K (the down projection as one split-K launch with its reduce inside) is graded
+    on (grading.down_split_k_grades): the A/B census leases of roofline/down_ab, the first
+    ("first": the kernel's first default shape) and the last ("kept": the sweep's best shape),
+    each indexed by (role, step); the down sweeps, one summary per commit in time order
+    ("sweeps": cuBLAS's time, the first shape listed, the best shape, the largest difference
+    from cuBLAS of any shape); the kept tree's decode step check and gate runs. Keys are
+    missing where rows are."""
+    m = {}
+    ab = census_ab(data, "down_ab")
+    leases = list(ab["boot_id"].unique()) if len(ab) else []
+    for key, boot in (("first", leases[0] if len(leases) > 1 else None), ("kept", leases[-1] if leases else None)):
+        if boot is not None:
+            m[key] = ab[ab["boot_id"] == boot].set_index(["role", "step"])
+    sweep = _frame(data, "roofline/down")
+    if len(sweep):
+        out = []
+        for commit, g in sweep.sort_values("timestamp", kind="stable").groupby("git_commit", sort=False):
+            one = g[g["kernel"] == "one kernel"].dropna(subset=["us_per_call"])
+            cublas = g[g["kernel"] == "cublas"].iloc[0]
+            best = one.sort_values("us_per_call").iloc[0]
+            out.append({"commit": commit, "cublas_us": cublas["us_per_call"], "cublas_frac": cublas["fraction_of_copy"],
+                        "first_us": one["us_per_call"].iloc[0], "best_us": best["us_per_call"],
+                        "best_frac": best["fraction_of_copy"], "shapes": len(one),
+                        "best_shape": f"{best['block_n']:.0f} columns x {best['block_k']:.0f} of K, "
+                                      f"{best['splits']:.0f} splits, {best['num_stages']:.0f} stages",
+                        "max_err": one[["max_abs_err_vs_cublas", "max_abs_err_after_replays"]].max().max()})
+        m["sweeps"] = pd.DataFrame(out)
+    if "kept" in m:
+        commit = m["kept"]["new_commit"].iloc[0]
+        m |= {f"kept_{k}": v for k, v in _step_check(data, commit, GATE_UP_CHECK).items()}
+        gates = _frame(data, "paired/gates")
+        if len(gates):
+            m["kept_gates"] = gates[gates["git_commit"] == commit]
+    return m

@@ -583,3 +583,34 @@ def test_set_j_grades_the_rotary_in_attention_leases_from_the_committed_rows():
                                          stem="rotary_ab").set_index("name")
     assert kernels.loc["rotary_to_cache_kernel", "new_launches"] == 0
     assert kernels.loc["splitkv_decode_kernel", "new_us"] > kernels.loc["splitkv_decode_kernel", "base_us"]
+
+
+def test_set_k_grades_the_down_kernel_from_the_committed_rows():
+    """Set K on data/roofline's own rows: the first A/B lease ran the kernel's first shape, the
+    last the sweep's best; the sweeps are summarised per commit in time order. A slower step,
+    a best shape inside the range or identical logits would change the grades."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.measured_for_set_k(DATA)
+    assert m["first"]["new_commit"].iloc[0] == "d303e35" and m["kept"]["new_commit"].iloc[0] == "b0b0139"
+    assert m["sweeps"]["commit"].tolist() == ["d303e35", "5450832"]
+    assert m["sweeps"]["shapes"].tolist() == [31, 64]
+    g = grading.down_split_k_grades(predictions.by_key(), m)
+    assert [g[k].verdict for k in ("K1", "K2", "K3", "K4")] == ["HELD", "MISSED", "HELD", "HELD"]
+    assert "best above its range" in g["K2"].why
+    t = chapters.down_texts(m)
+    assert (t["d_kept_kernels"], t["d_kept_kernels_before"], t["d_kept_per_layer"], t["d_kept_gates"]) == \
+        ("257", "285", "9.2", "28 of 28")
+    assert t["d_kept_change"].startswith("-2.5%") and t["d_sweep2_best"] == "11.1 µs"
+    slower = m["kept"].copy()
+    slower.loc[(slice(None), "decode"), "ratio"] = 1.01
+    assert grading.down_split_k_grades(predictions.by_key(), m | {"kept": slower})["K3"].verdict == "MISSED"
+    faster = m["sweeps"].assign(best_us=9.5)
+    assert grading.down_split_k_grades(predictions.by_key(), m | {"sweeps": faster})["K2"].verdict == "HELD"
+    same = m["kept_step_check"].copy()
+    same["max_abs_diff"] = 0.0
+    assert grading.down_split_k_grades(predictions.by_key(), m | {"kept_step_check": same})["K4"].verdict == "MISSED"
+    kernels = roofline.census_ab_kernels(DATA, m["kept"]["boot_id"].iloc[0], roofline.GATE_UP, "decode",
+                                         stem="down_ab").set_index("name")
+    assert kernels.loc["down_proj_kernel", "base_launches"] == 0 and kernels.loc["down_proj_kernel", "new_launches"] == 28
