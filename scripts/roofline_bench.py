@@ -715,102 +715,74 @@ class Bench:
         self.summary.append(("fp16 GEMM 8192^3", f"{sq['tflops']:.0f} TFLOP/s"))
 
     def gate_up(self) -> None:
-        torch = self.torch
         import torch.nn.functional as F
 
         from fusedlib import ops
-        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
         from fusedlib.ops.gemm import GateUpConfig
 
-        cfg, dev, dt, m = self.model.config, self.device, self.dtype, self.p["rows"]
-        weight = self.model.layers[0].mlp.gate_up_proj.weight
-        n, k = weight.shape
-        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
-        sweep = GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP
-        # One copy per layer, rotated through, so every call reads its weight from HBM.
-        copies = [weight.clone() for _ in range(cfg.num_layers if self.on_gpu else 2)]
-        x = torch.randn(m, k, generator=torch.Generator(device=dev).manual_seed(3), device=dev).to(dt)
-        reference = ops.silu_mul(F.linear(x, weight))
+        x = self._rows(self.model.config.hidden_size, seed=3)
         variants = [("cublas + silu_mul kernel", None, lambda w: ops.silu_mul(F.linear(x, w)))]
-        variants += [("one kernel", GateUpConfig(*shape),
-                      lambda w, c=GateUpConfig(*shape): ops.gate_up_silu(x, w, True, c)) for shape in sweep]
-        out = []
-        for kernel, config, one in variants:
-            row = {"gemm": "gate_up", "m": m, "n": n, "k": k, "kernel": kernel, "layers": len(copies),
-                   "weight_bytes": n * k * weight.element_size(), "copy_bandwidth_gbs": bandwidth / 1e9}
-            if config is not None:
-                row.update(block_n=config.block_n, block_k=config.block_k, num_warps=config.num_warps,
-                           num_stages=config.num_stages)
-            try:
-                row["max_abs_err_vs_cublas"] = (one(weight).float() - reference.float()).abs().max().item()
-                every_layer = lambda: [one(w) for w in copies]  # noqa: E731
-                ms = _median_ms(self._graphed(every_layer) if self.on_gpu else every_layer, dev,
-                                self.p["iters"], None) / len(copies)
-                row.update(us_per_call=ms * 1e3, gbs=row["weight_bytes"] / ms / 1e6,
-                           fraction_of_copy=row["weight_bytes"] / (ms / 1e3) / bandwidth)
-            except Exception as exc:  # a launch shape the compiler rejects is a result
-                row["error"] = repr(exc)[:300]
-            out.append(row)
-        self.write("gate_up", out)
-        timed = [r for r in out if "us_per_call" in r]
-        base = next(r for r in timed if r["kernel"].startswith("cublas"))
-        best = min((r for r in timed if r["kernel"] == "one kernel"), key=lambda r: r["us_per_call"])
-        self.summary.append((f"gate_up {m} rows",
-                             f"cuBLAS + kernel {base['us_per_call']:.1f} us ({base['fraction_of_copy']:.0%}), one kernel "
-                             f"default {out[1].get('us_per_call', float('nan')):.1f} us, best {best['us_per_call']:.1f} us "
-                             f"({best['fraction_of_copy']:.0%}; N{best['block_n']} K{best['block_k']} "
-                             f"{best['num_warps']}w{best['num_stages']}s)"))
-
+        variants += [("one kernel", GateUpConfig(*shape), lambda w, c=GateUpConfig(*shape): ops.gate_up_silu(x, w, True, c))
+                     for shape in (GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP)]
+        self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants)
 
     def down(self) -> None:
-        """The decode step's down projection at `rows` rows: cuBLAS (its split-K GEMM and
-        reduce kernels) against fusedlib.ops.gemm's one split-K launch over DOWN_SWEEP;
-        graph replays over one weight copy per layer, as `gate_up`."""
-        torch = self.torch
         import torch.nn.functional as F
 
         from fusedlib import ops
-        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
         from fusedlib.ops.gemm import DownConfig
 
-        cfg, dev, dt, m = self.model.config, self.device, self.dtype, self.p["rows"]
-        weight = self.model.layers[0].mlp.down_proj.weight
-        n, k = weight.shape
-        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
-        copies = [weight.clone() for _ in range(cfg.num_layers if self.on_gpu else 2)]
-        x = torch.randn(m, k, generator=torch.Generator(device=dev).manual_seed(4), device=dev).to(dt)
-        reference = F.linear(x, weight)
+        x = self._rows(self.model.config.intermediate_size, seed=4)
         variants = [("cublas", None, lambda w: F.linear(x, w))]
         variants += [("one kernel", DownConfig(*shape), lambda w, c=DownConfig(*shape): ops.down_proj(x, w, True, c))
                      for shape in (DOWN_SWEEP if self.on_gpu else SMOKE_DOWN_SWEEP)]
+        self._weight_sweep("down", self.model.layers[0].mlp.down_proj.weight, x, variants)
+
+    def _rows(self, width: int, seed: int):
+        """A decode step's `rows` activations of `width`, in the model dtype."""
+        torch, dev = self.torch, self.device
+        gen = torch.Generator(device=dev).manual_seed(seed)
+        return torch.randn(self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
+
+    def _weight_sweep(self, section: str, weight, x, variants) -> None:
+        """Each (kernel, launch config or None, call(weight)) of `variants`, the first cuBLAS, as
+        graph replays over one copy of `weight` per layer, rotated through so that every call
+        reads its weight from HBM (as in a step): µs per call, GB/s of the weight, the copy
+        fraction, and the largest difference from cuBLAS's output, checked twice before the
+        replays and once after them (a kernel keeping state between launches must leave it
+        as it found it)."""
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
+
+        dev, (n, k) = self.device, weight.shape
+        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
+        copies = [weight.clone() for _ in range(self.model.config.num_layers if self.on_gpu else 2)]
+        reference = variants[0][2](weight).float()
         out = []
         for kernel, config, one in variants:
-            row = {"gemm": "down", "m": m, "n": n, "k": k, "kernel": kernel, "layers": len(copies),
+            row = {"gemm": section, "m": x.shape[0], "n": n, "k": k, "kernel": kernel, "layers": len(copies),
                    "weight_bytes": n * k * weight.element_size(), "copy_bandwidth_gbs": bandwidth / 1e9}
             if config is not None:
                 row.update(dataclasses.asdict(config))
+            err = lambda: (one(weight).float() - reference).abs().max().item()  # noqa: E731
             try:
-                # Twice: the second call also checks that the first left the tickets at zero.
-                row["max_abs_err_vs_cublas"] = max((one(weight).float() - reference.float()).abs().max().item()
-                                                   for _ in range(2))
+                row["max_abs_err_vs_cublas"] = max(err(), err())
                 every_layer = lambda: [one(w) for w in copies]  # noqa: E731
-                graphed = self._graphed(every_layer) if self.on_gpu else every_layer
-                ms = _median_ms(graphed, dev, self.p["iters"], None) / len(copies)
-                row["max_abs_err_after_replays"] = (one(weight).float() - reference.float()).abs().max().item()
-                row.update(us_per_call=ms * 1e3, gbs=row["weight_bytes"] / ms / 1e6,
+                ms = _median_ms(self._graphed(every_layer) if self.on_gpu else every_layer, dev,
+                                self.p["iters"], None) / len(copies)
+                row.update(max_abs_err_after_replays=err(), us_per_call=ms * 1e3, gbs=row["weight_bytes"] / ms / 1e6,
                            fraction_of_copy=row["weight_bytes"] / (ms / 1e3) / bandwidth)
             except Exception as exc:  # a launch shape the compiler rejects is a result
                 row["error"] = repr(exc)[:300]
             out.append(row)
-        self.write("down", out)
+        self.write(section, out)
         timed = [r for r in out if "us_per_call" in r]
-        base = next(r for r in timed if r["kernel"] == "cublas")
         best = min((r for r in timed if r["kernel"] == "one kernel"), key=lambda r: r["us_per_call"])
-        self.summary.append((f"down {m} rows",
-                             f"cuBLAS {base['us_per_call']:.1f} us ({base['fraction_of_copy']:.0%}), one kernel "
-                             f"default {out[1].get('us_per_call', float('nan')):.1f} us, best {best['us_per_call']:.1f} us "
-                             f"({best['fraction_of_copy']:.0%}; N{best['block_n']} K{best['block_k']} "
-                             f"S{best['splits']} {best['num_warps']}w{best['num_stages']}s)"))
+        shape = f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
+        self.summary.append((f"{section} {x.shape[0]} rows",
+                             f"{variants[0][0]} {timed[0]['us_per_call']:.1f} us ({timed[0]['fraction_of_copy']:.0%}), "
+                             f"one kernel default {out[1].get('us_per_call', float('nan')):.1f} us, best "
+                             f"{best['us_per_call']:.1f} us ({best['fraction_of_copy']:.0%}; {shape} "
+                             f"{best['num_warps']}w{best['num_stages']}s)"))
 
 
 def main(argv=None) -> int:

@@ -463,18 +463,13 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 
 
 def down_texts(m: dict) -> dict[str, str]:
-    """The glued texts of set K's section (roofline.measured_for_set_k): both A/B leases, their
-    wall times, the two sweeps (cuBLAS, first shape, best shape), the kept tree's logit check
+    """The glued texts of set K's section (roofline.measured_for_set_k): both A/B leases, the
+    two sweeps (cuBLAS, first shape, best shape), the kept tree's logit check
     and gates."""
     t = {}
     for key, prefix in (("first", "d_first"), ("kept", "d_kept")):
         if key in m:
             t |= _ab_texts(m[key], prefix)
-    if "kept" in m:
-        from .roofline import SHAPE_AB_ROLE
-
-        dec = m["kept"].loc[(SHAPE_AB_ROLE, "decode")]
-        t |= {"d_kept_wall_before": f"{dec['base_wall_ms']:.2f} ms", "d_kept_wall": f"{dec['new_wall_ms']:.2f} ms"}
     if "sweeps" in m:
         for i, r in enumerate(m["sweeps"].itertuples(), 1):
             t |= {f"d_sweep{i}_cublas": f"{r.cublas_us:.1f} µs ({r.cublas_frac:.0%} of the copy rate)",
@@ -578,15 +573,17 @@ def norm_gate_up_texts(m: dict) -> dict[str, str]:
 
 def _ab_texts(lease: pd.DataFrame, prefix: str) -> dict[str, str]:
     """One A/B census lease's (roofline.census_ab, indexed by role and step) glued texts for the
-    engine's configuration: its decode step before and after, the change with its interval, the
-    mixed step's change, kernels per step before and after and per layer after."""
+    engine's configuration: its decode step before and after (GPU and wall time), the change
+    with its interval, the mixed step's change, kernels per step before and after and per
+    layer after."""
     from .roofline import SHAPE_AB_ROLE
 
     dec, mixed = lease.loc[(SHAPE_AB_ROLE, "decode")], lease.loc[(SHAPE_AB_ROLE, "mixed")]
     return {f"{prefix}_dec_before": f"{dec['base_gpu_ms']:.2f} ms", f"{prefix}_dec": f"{dec['new_gpu_ms']:.2f} ms",
             f"{prefix}_change": _change(dec), f"{prefix}_mixed_change": _change(mixed),
             f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
-            f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}"}
+            f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}",
+            f"{prefix}_wall_before": f"{dec['base_wall_ms']:.2f} ms", f"{prefix}_wall": f"{dec['new_wall_ms']:.2f} ms"}
 
 
 def _change(r) -> str:

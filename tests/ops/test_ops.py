@@ -128,19 +128,6 @@ def test_gate_up_silu_matches_the_reference(tokens, config, dtype):
     assert_close(ops.gate_up_silu(x, weight, True, GATE_UP_CONFIGS[config]), F.silu(gate) * up, dtype, config)
 
 
-def test_gate_up_silu_takes_one_kernel_for_small_batches_only(monkeypatch):
-    launches = []
-    real = gemm.gate_up_silu_kernel
-    monkeypatch.setattr(gemm, "gate_up_silu_kernel", type("Spy", (), {
-        "__getitem__": lambda self, grid: launches.append(grid) or real[grid]})())
-    weight = rand(16, 8, dtype=torch.float32, seed=1)
-    for rows, one_kernel in ((SMALL_M_MAX, True), (SMALL_M_MAX + 1, True), (3, False)):
-        x = rand(rows, 8, dtype=torch.float32, seed=rows)
-        gate, up = F.linear(x, weight).chunk(2, dim=-1)
-        assert_close(ops.gate_up_silu(x, weight, one_kernel), F.silu(gate) * up, torch.float32, str(rows))
-    assert len(launches) == 1
-
-
 DOWN_CONFIGS = {  # the default; narrow tiles over short K steps; more splits than K needs
     "default": DownConfig(),
     "narrow": DownConfig(block_n=16, block_k=32, splits=3),
@@ -164,16 +151,24 @@ def test_down_proj_matches_the_reference(tokens, config, dtype):
     assert not gemm._TICKETS[x.device].any()
 
 
-def test_down_proj_takes_one_kernel_for_small_batches_only(monkeypatch):
+def gate_up_silu_reference(x, weight):
+    gate, up = F.linear(x, weight).chunk(2, dim=-1)
+    return F.silu(gate) * up
+
+
+@pytest.mark.parametrize("op,kernel,expected", [(ops.gate_up_silu, "gate_up_silu_kernel", gate_up_silu_reference),
+                                                (ops.down_proj, "down_proj_kernel", F.linear)],
+                         ids=["gate_up_silu", "down_proj"])
+def test_mlp_gemms_take_one_kernel_for_small_batches_only(monkeypatch, op, kernel, expected):
     launches = []
-    real = gemm.down_proj_kernel
-    monkeypatch.setattr(gemm, "down_proj_kernel", type("Spy", (), {
+    real = getattr(gemm, kernel)
+    monkeypatch.setattr(gemm, kernel, type("Spy", (), {
         "__getitem__": lambda self, grid: launches.append(grid) or real[grid]})())
     weight = rand(16, 8, dtype=torch.float32, seed=1)
     for rows, one_kernel in ((SMALL_M_MAX, True), (SMALL_M_MAX + 1, True), (3, False)):
         x = rand(rows, 8, dtype=torch.float32, seed=rows)
-        assert_close(ops.down_proj(x, weight, one_kernel), F.linear(x, weight), torch.float32, str(rows))
-    assert launches == [(1, DownConfig().splits)]
+        assert_close(op(x, weight, one_kernel), expected(x, weight), torch.float32, str(rows))
+    assert len(launches) == 1
 
 
 def test_bad_shapes_name_the_problem():
