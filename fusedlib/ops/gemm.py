@@ -16,10 +16,11 @@ columns to fill the chip (1536 / 64 = 24 column tiles), so `down_proj_kernel` al
 K: program (n, s) multiplies column tile n over the s-th slice of K and stores an fp32
 partial. cuBLAS does the same but reduces in a second kernel; here the program that
 finishes a column tile last (a ticket counter per tile, one atomic add) sums that tile's
-partials and stores the output, so the layer launches one kernel for the projection. On
-the H200 a split-K variant that also computed SiLU * up from the gate_up output in its
-prologue lost to cuBLAS at 32 rows (data/roofline/small_gemm.csv, bfa3594): that one read
-twice the activation bytes and reduced with a separate pass.
+partials and stores the output, so the layer launches one kernel for the projection. An
+earlier split-K kernel with the same arrival counter lost to cuBLAS at 32 rows on the H200
+(data/roofline/small_gemm.csv, bfa3594), but it also computed SiLU * up while loading the
+[M, 2I] gate_up output (twice the input bytes, the activation inside the K loop); with the
+activation in the gate_up epilogue this one loads its input as it is.
 Batches of more than SMALL_M_MAX rows stay on cuBLAS, whose large-M tiles are near the
 FLOP rate.
 """
@@ -140,6 +141,8 @@ class DownConfig:
 
 # Ticket counters per device, one per column tile: zero between launches (the program that
 # reduces a tile sets its counter back), so CUDA graphs can replay the kernel as captured.
+# Launches on one device must not overlap (the engine runs one stream): two at once would
+# draw tickets from the same counters.
 _TICKETS: dict[torch.device, torch.Tensor] = {}
 MAX_COLUMN_TILES = 4096
 
