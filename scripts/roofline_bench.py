@@ -190,6 +190,7 @@ class Bench:
         from fusedlib.attention.triton_backend import TritonAttention
         from fusedlib.bench.kernels import decode_case
         from fusedlib.model import _rotate_half
+        from fusedlib.ops.gemm import SMALL_M_MAX
 
         cfg, dev, dt = self.model.config, self.device, self.dtype
         layer = self.model.layers[0]
@@ -215,7 +216,7 @@ class Bench:
             gate_up = rand(tokens, 2 * cfg.intermediate_size)
             gate, up = gate_up.split(cfg.intermediate_size, -1)
             compare("silu_mul", tokens, ops.silu_mul(gate_up), F.silu(gate) * up)
-            if tokens <= 64:  # the decode-sized batches the split-K down kernel serves
+            if tokens <= SMALL_M_MAX:  # the decode-sized batches the split-K down kernel serves
                 act, w_down = rand(tokens, cfg.intermediate_size), layer.mlp.down_proj.weight
                 compare("down_proj", tokens, ops.down_proj(act, w_down, True), F.linear(act, w_down))
             qkv, bias = rand(tokens, q_size + 2 * kv_size), layer.self_attn.qkv_proj.bias

@@ -427,6 +427,9 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     if "attention_1k" in f:
         a = f["attention_1k"]
         t |= {"k_att_merge": f"{a['merge_us']:.1f} µs", "k_att_reduce": f"{a['reduce_us']:.1f} µs"}
+    if "gemms" in f and "down" in f["gemms"].index and "sweep" in g:  # set K's ballpark: the down weight at the gate_up kernel's rate
+        frac = g["sweep"]["one_kernel"]["fraction_of_copy"]
+        t |= {"d_gate_up_frac": f"{frac:.0%}", "d_ballpark": f"{f['gemms'].loc['down', 'floor_us'] / frac:.1f} µs"}
     if "step_check" in f:
         sc = f["step_check"]
         t["k_sk_check"] = (f"{sc['max_abs_diff']:.3f}, argmax {int(sc['argmax_agree_outside_ties'])} of "
@@ -466,10 +469,7 @@ def down_texts(m: dict) -> dict[str, str]:
     """The glued texts of set K's section (roofline.measured_for_set_k): both A/B leases, the
     two sweeps (cuBLAS, first shape, best shape), the kept tree's logit check
     and gates."""
-    t = {}
-    for key, prefix in (("first", "d_first"), ("kept", "d_kept")):
-        if key in m:
-            t |= _ab_texts(m[key], prefix)
+    t = _lease_texts(m, (("first", "d_first"), ("kept", "d_kept")))
     if "sweeps" in m:
         for i, r in enumerate(m["sweeps"].itertuples(), 1):
             t |= {f"d_sweep{i}_cublas": f"{r.cublas_us:.1f} µs ({r.cublas_frac:.0%} of the copy rate)",
@@ -481,6 +481,8 @@ def down_texts(m: dict) -> dict[str, str]:
         c = m["kept_step_check"]
         t["d_check"] = (f"max |d| {c['max_abs_diff']:.4f}, argmax {int(c['argmax_agree_outside_ties'])} of "
                         f"{int(c['rows_outside_ties'])} outside ties")
+    if "before_step_check" in m:
+        t["d_check_before"] = f"{m['before_step_check']['max_abs_diff']:g}"
     if "kept_gates" in m and len(m["kept_gates"]):
         t["d_kept_gates"] = _passed(m["kept_gates"])
     return t
@@ -489,10 +491,7 @@ def down_texts(m: dict) -> dict[str, str]:
 def rotary_texts(m: dict) -> dict[str, str]:
     """The glued texts of set J's section (roofline.measured_for_set_j): each A/B lease's decode
     and mixed steps, the kernel counts, the two forms' logit checks, the kept change's gates."""
-    t = {}
-    for key, prefix in (("select", "j_sel"), ("after_loop", "j_aft"), ("kept", "j_kept")):
-        if key in m:
-            t |= _ab_texts(m[key], prefix)
+    t = _lease_texts(m, (("select", "j_sel"), ("after_loop", "j_aft"), ("kept", "j_kept")))
     for key, name in (("select_check", "j_sel_check"), ("after_loop_check", "j_aft_check")):
         if key in m:
             t[name] = f"{m[key]['max_abs_diff']:.3g}"
@@ -532,9 +531,7 @@ def flush_pdl_texts(m: dict) -> dict[str, str]:
               "h_decode_us_read": f"{med.loc[('read', dec), 'us']:.1f} µs"}
         if ("read", red) in med.index:
             t["h_reduce_us"] = f"{med.loc[('read', red), 'us']:.1f} µs"
-    for key, prefix in (("shape", "s"), ("pdl", "p"), ("kept", "q")):
-        if key in m:
-            t |= _ab_texts(m[key], prefix)
+    t |= _lease_texts(m, (("shape", "s"), ("pdl", "p"), ("kept", "q")))
     if "pdl" in m and ("cuBLAS gate_up", "decode") in m["pdl"].index:
         t["p_cublas_change"] = _change(m["pdl"].loc[("cuBLAS gate_up", "decode")])
     if "kept_gates" in m and len(m["kept_gates"]):
@@ -546,10 +543,7 @@ def norm_gate_up_texts(m: dict) -> dict[str, str]:
     """The glued texts of set G's section (roofline.measured_for_set_g): the fold's A/B census,
     its three sweeps, the norm's and the rotary kernel's times, its checks, and the A/B of the
     change kept."""
-    t = {}
-    for key, prefix in (("fold", "n"), ("kept", "r")):
-        if key in m:
-            t |= _ab_texts(m[key], prefix)
+    t = _lease_texts(m, (("fold", "n"), ("kept", "r")))
     if "sweeps" in m:
         sw = m["sweeps"]
         first = sw.iloc[0]
@@ -569,6 +563,11 @@ def norm_gate_up_texts(m: dict) -> dict[str, str]:
         if key in m and len(m[key]):
             t[name] = _passed(m[key])
     return t
+
+
+def _lease_texts(m: dict, leases) -> dict[str, str]:
+    """`_ab_texts` of each (key, prefix) of `leases` whose A/B lease `m` holds."""
+    return {k: v for key, prefix in leases if key in m for k, v in _ab_texts(m[key], prefix).items()}
 
 
 def _ab_texts(lease: pd.DataFrame, prefix: str) -> dict[str, str]:

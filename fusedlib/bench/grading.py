@@ -632,6 +632,18 @@ def reference_grades(refs: list[dict], table: pd.DataFrame, arrivals: pd.DataFra
                           "grade": ours[r["id"]][1] if r["id"] in ours else "open"} for r in refs])
 
 
+def _kernel_count_grade(p: Prediction, dec, mixed, mixed_change: int) -> Grade:
+    """A prediction quoting the decode step's kernels ("N kernels") and its range per layer,
+    from one A/B lease's decode and mixed rows, the mixed step's count changing by
+    `mixed_change`."""
+    (kernels,), (lo, hi) = p.range(0), p.range(1)
+    ok = dec["new_kernels"] == kernels and _in(dec["new_per_layer"], lo, hi) and \
+        mixed["new_kernels"] == mixed["base_kernels"] + mixed_change
+    return Grade(f"{dec['new_kernels']:.0f} kernels ({dec['new_per_layer']:.2f} per layer) against "
+                 f"{dec['base_kernels']:.0f}; mixed step {mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}",
+                 verdict(ok), "as predicted" if ok else "a count differs")
+
+
 def rotary_in_attention_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """J1-J4 on fusedlib.bench.roofline.measured_for_set_j (the engine's configuration's rows)."""
     from .roofline import SHAPE_AB_ROLE as one
@@ -640,12 +652,7 @@ def rotary_in_attention_grades(p: dict[str, Prediction], m: dict) -> dict[str, G
     after = m.get("after_loop")
     if after is not None:
         dec, mixed = after.loc[(one, "decode")], after.loc[(one, "mixed")]
-        (kernels,), (lo, hi) = p["J1"].range(0), p["J1"].range(1)
-        ok = dec["new_kernels"] == kernels and _in(dec["new_per_layer"], lo, hi) and \
-            mixed["new_kernels"] == mixed["base_kernels"] - 1
-        out["J1"] = Grade(f"{dec['new_kernels']:.0f} kernels ({dec['new_per_layer']:.2f} per layer) against "
-                          f"{dec['base_kernels']:.0f}; mixed step {mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}",
-                          verdict(ok), "as predicted" if ok else "a count differs")
+        out["J1"] = _kernel_count_grade(p["J1"], dec, mixed, mixed_change=-1)
         (g_lo, g_hi), (w_lo, w_hi) = p["J4"].range(0), p["J4"].range(1)
         gpu, wall = dec["new_gpu_ms"], dec["new_wall_ms"]
         out["J4"] = Grade(f"second form (new key after the loop): {gpu:.2f} ms GPU, {wall:.2f} ms wall, "
@@ -677,12 +684,7 @@ def down_split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     kept = m.get("kept")
     if kept is not None:
         dec, mixed = kept.loc[(one, "decode")], kept.loc[(one, "mixed")]
-        (kernels,), (lo, hi) = p["K1"].range(0), p["K1"].range(1)
-        ok = dec["new_kernels"] == kernels and _in(dec["new_per_layer"], lo, hi) and \
-            mixed["new_kernels"] == mixed["base_kernels"]
-        out["K1"] = Grade(f"{dec['new_kernels']:.0f} kernels ({dec['new_per_layer']:.2f} per layer) against "
-                          f"{dec['base_kernels']:.0f}; mixed step {mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}",
-                          verdict(ok), "as predicted" if ok else "a count differs")
+        out["K1"] = _kernel_count_grade(p["K1"], dec, mixed, mixed_change=0)
         (a, b), (g_lo, g_hi), (limit,) = p["K3"].fractions(0), p["K3"].range(1), p["K3"].fractions(2)
         fall, gpu, fm = 1 - dec["ratio"], dec["new_gpu_ms"], mixed["ratio"] - 1
         ok = _in(fall, a, b) and _in(gpu, g_lo, g_hi) and abs(fm) < limit

@@ -741,7 +741,8 @@ def measured_for_set_k(data: Path) -> dict:
     ("first": the kernel's first default shape) and the last ("kept": the sweep's best shape),
     each indexed by (role, step); the down sweeps, one summary per commit in time order
     ("sweeps": cuBLAS's time, the first shape listed, the best shape, the largest difference
-    from cuBLAS of any shape); the kept tree's decode step check and gate runs. Keys are
+    from cuBLAS of any shape); the kept tree's decode step check and gate runs, and that
+    check's latest run before it ("before_step_check", the gate_up kernel alone). Keys are
     missing where rows are."""
     m = {}
     ab = census_ab(data, "down_ab")
@@ -766,6 +767,12 @@ def measured_for_set_k(data: Path) -> dict:
     if "kept" in m:
         commit = m["kept"]["new_commit"].iloc[0]
         m |= {f"kept_{k}": v for k, v in _step_check(data, commit, GATE_UP_CHECK).items()}
+        checks = _frame(data, "roofline/step_check")
+        if "kept_step_check" in m:  # the same check's latest run before the kernel (gate_up's alone)
+            earlier = checks[(checks["comparison"] == GATE_UP_CHECK) & (checks["git_commit"] != commit)
+                             & (checks["timestamp"] < m["kept_step_check"]["timestamp"])]
+            if len(earlier):
+                m["before_step_check"] = earlier.sort_values("timestamp", kind="stable").iloc[-1]
         gates = _frame(data, "paired/gates")
         if len(gates):
             m["kept_gates"] = gates[gates["git_commit"] == commit]

@@ -278,10 +278,9 @@ GPU_COMPILE = textwrap.dedent("""
     ARCH = int(sys.argv[1])
     SHARED_PER_BLOCK = {90: 227 * 1024, 86: 99 * 1024}  # H100/H200 and A10 opt-in maxima
     INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
-                  "block_tables_ptr", "rows_ptr"}
+                  "block_tables_ptr", "rows_ptr", "tickets_ptr"}
     INT64 = {"slot_mapping_ptr"}
     FP32 = {"partials_ptr"}
-    INT_TABLES.add("tickets_ptr")
 
     def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2):
         signature = {}

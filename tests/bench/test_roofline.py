@@ -603,6 +603,7 @@ def test_set_k_grades_the_down_kernel_from_the_committed_rows():
     assert (t["d_kept_kernels"], t["d_kept_kernels_before"], t["d_kept_per_layer"], t["d_kept_gates"]) == \
         ("257", "285", "9.2", "28 of 28")
     assert t["d_kept_change"].startswith("-2.5%") and t["d_sweep2_best"] == "11.1 µs"
+    assert m["before_step_check"]["git_commit"] == "708341d" and t["d_check_before"] == "0"
     slower = m["kept"].copy()
     slower.loc[(slice(None), "decode"), "ratio"] = 1.01
     assert grading.down_split_k_grades(predictions.by_key(), m | {"kept": slower})["K3"].verdict == "MISSED"
