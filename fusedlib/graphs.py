@@ -229,7 +229,7 @@ class PackedGraphs(_StaticInputs):
             if i == len(layers):
                 return model.head(hidden, residual, self.logit_indices)
             q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
-                                                  self.slot_mapping[:n], model.fused_ops)
+                                                  self.slot_mapping[:n], model.fused_ops, model.gate_up_silu)
             return residual, q, cos, sin
 
     def handles(self, batch: Batch) -> bool:

@@ -16,10 +16,11 @@ happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks how ea
 piece runs: the fused Triton ops of `fusedlib.ops` (a handful of kernels between the
 GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kernels, as in
 parts 7-9 of the series; the default on CPU). Both do the same arithmetic. On the fused
-path `Qwen2Model.gate_up_silu` runs the MLP of a batch of at most 64 rows (a decode step)
-as two Triton launches (part 10): the gate_up projection with SiLU(gate) * up in its
-epilogue, and the down projection split over K with its reduce inside; larger batches stay
-on cuBLAS, with the activation kernel between.
+path `Qwen2Model.gate_up_silu` (named for the first of its kernels, part 10) runs a batch of
+at most 64 rows (a decode step) through Triton GEMMs: gate_up with SiLU(gate) * up in its
+epilogue, and qkv, o_proj and down split over K, their fp32 partials summed by the kernel
+that reads them next (rotary, add + RMSNorm); larger batches stay on cuBLAS, with the
+activation kernel between.
 """
 from __future__ import annotations
 
@@ -128,15 +129,17 @@ class DecoderLayer(nn.Module):
     # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
     # Both parts take the model's `fused_ops` switch (see Qwen2Model).
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool):
+    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool,
+                      gate_up_silu: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
-        step's keys and values go to the cache. `residual` is None before the first layer."""
+        step's keys and values go to the cache. `residual` is None before the first layer.
+        `gate_up_silu` is the model's switch of that name (see Qwen2Model)."""
         attn, norm = self.self_attn, self.input_layernorm
         if fused_ops:
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
             # and the k/v cache write, all from one read of the projection's output.
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
-            qkv = F.linear(x, attn.qkv_proj.weight)
+            qkv = ops.linear(x, attn.qkv_proj.weight, gate_up_silu, ops.QKV_SPLIT_K)
             return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
                                        slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
@@ -145,16 +148,18 @@ class DecoderLayer(nn.Module):
     def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool,
                        gate_up_silu: bool):
         """(hidden, residual): the MLP's output, and the stream it is to be added to.
-        `gate_up_silu` is the model's switch of that name (see Qwen2Model)."""
-        o = self.self_attn.o_proj(attn_out)
+        `gate_up_silu` is the model's switch of that name (see Qwen2Model); with it, the
+        returned `hidden` may be the down projection's split-K partials."""
+        o_proj = self.self_attn.o_proj
         if fused_ops:
             # The attention output joins the stream inside the norm; SiLU and the multiply
             # are one kernel between the two MLP GEMMs, or the gate_up GEMM's epilogue.
             norm, mlp = self.post_attention_layernorm, self.mlp
+            o = ops.linear(attn_out, o_proj.weight, gate_up_silu, ops.O_PROJ_SPLIT_K)
             x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
             act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)
-            return ops.down_proj(act, mlp.down_proj.weight, gate_up_silu), residual
-        residual = residual + o
+            return ops.linear(act, mlp.down_proj.weight, gate_up_silu, ops.DOWN_SPLIT_K), residual
+        residual = residual + o_proj(attn_out)
         return self.mlp(self.post_attention_layernorm(residual)), residual
 
 
@@ -192,7 +197,7 @@ class Qwen2Model(nn.Module):
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
             q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
-                                              self.fused_ops)
+                                              self.fused_ops, self.gate_up_silu)
             attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
             hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.gate_up_silu)
         return self.head(hidden, residual, logit_indices)

@@ -89,19 +89,26 @@ SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
                                     for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
 SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
-# The down projection's split-K kernel: (block_n, block_k, splits, warps, stages); the first
-# is DownConfig's default. Splits chosen so 1536 columns give about 1 to 2.5 programs per SM.
-DOWN_SWEEP = [(64, 64, 5, 4, 5)] + [(block_n, block_k, splits, warps, stages)
-                                    for block_n, splits in ((32, 3), (32, 4), (32, 6), (64, 4), (64, 6),
-                                                            (64, 8), (64, 11), (128, 6), (128, 11), (128, 16))
-                                    for block_k, stages in ((64, 4), (64, 5), (128, 4)) for warps in (4,)] + [
-    # the second sweep, around the first's best (64 columns, 128 of K, 4 splits): longer K
-    # steps, fewer stages, 8 warps
-    (block_n, block_k, splits, warps, stages) for block_n, block_k, splits in
-    [(64, k, s) for k in (128, 256) for s in (3, 4, 5, 6)] + [(128, 128, 4), (128, 128, 6), (32, 256, 4), (32, 256, 6)]
-    for warps, stages in ((4, 3), (4, 4), (8, 4))]
-DOWN_SWEEP = list(dict.fromkeys(DOWN_SWEEP))  # the second sweep repeats some of the first's
-SMOKE_DOWN_SWEEP = [(64, 64, 5, 4, 5), (16, 32, 3, 4, 2)]
+# The split-K kernel's launch shapes: (block_n, block_k, splits, warps, stages), by projection,
+# the first of each its SplitKConfig. qkv and o_proj (K 1536): 24-32 column tiles at 64
+# columns, so 3-6 splits give about 1 to 1.5 programs per SM; down (K 8960) around set K's
+# best shape of the ticket-reduce kernel (64 x 128, 5 splits).
+SMALL_SPLIT_K = [(block_n, block_k, splits, 4, stages) for block_n, block_k, splits, stages in
+                 [(64, 128, s, st) for s in (2, 3, 4, 6) for st in (3, 4)]
+                 + [(64, 64, s, st) for s in (4, 6, 8, 12) for st in (3, 4)]
+                 + [(64, 256, s, 3) for s in (2, 3)] + [(32, 128, s, 4) for s in (2, 3, 4)]
+                 + [(32, 64, s, 4) for s in (4, 6)] + [(128, 128, s, 4) for s in (3, 4, 6)]
+                 + [(128, 64, s, 4) for s in (6, 12)]]
+SPLIT_K_SWEEP = {
+    "qkv": [(64, 128, 4, 4, 4)] + SMALL_SPLIT_K,
+    "o_proj": [(64, 64, 5, 4, 4)] + SMALL_SPLIT_K,
+    "down": [(64, 128, 5, 4, 4)] + [(block_n, block_k, splits, 4, stages) for block_n, block_k, splits in
+                                    [(64, 128, s) for s in (4, 6, 7)] + [(64, 256, s) for s in (3, 4, 5)]
+                                    + [(128, 128, s) for s in (4, 6)] + [(32, 256, s) for s in (4, 6)]
+                                    for stages in (3, 4)],
+}
+SPLIT_K_SWEEP = {proj: list(dict.fromkeys(shapes)) for proj, shapes in SPLIT_K_SWEEP.items()}
+SMOKE_SPLIT_K_SWEEP = [(64, 64, 5, 4, 4), (16, 32, 3, 4, 2)]
 
 
 def _sync(device) -> None:
@@ -216,9 +223,13 @@ class Bench:
             gate_up = rand(tokens, 2 * cfg.intermediate_size)
             gate, up = gate_up.split(cfg.intermediate_size, -1)
             compare("silu_mul", tokens, ops.silu_mul(gate_up), F.silu(gate) * up)
-            if tokens <= SMALL_M_MAX:  # the decode-sized batches the split-K down kernel serves
-                act, w_down = rand(tokens, cfg.intermediate_size), layer.mlp.down_proj.weight
-                compare("down_proj", tokens, ops.down_proj(act, w_down, True), F.linear(act, w_down))
+            if tokens <= SMALL_M_MAX:  # the decode-sized batches the split-K kernel serves
+                for proj, w_proj, split_k in (("qkv", layer.self_attn.qkv_proj.weight, ops.QKV_SPLIT_K),
+                                              ("o_proj", layer.self_attn.o_proj.weight, ops.O_PROJ_SPLIT_K),
+                                              ("down", layer.mlp.down_proj.weight, ops.DOWN_SPLIT_K)):
+                    act = rand(tokens, w_proj.shape[1])
+                    compare(f"split_k.{proj}", tokens, ops.linear(act, w_proj, True, split_k).sum(0).to(dt),
+                            F.linear(act, w_proj))
             qkv, bias = rand(tokens, q_size + 2 * kv_size), layer.self_attn.qkv_proj.bias
             positions = torch.randint(0, 4096, (tokens,), generator=gen, device=dev)
             cos, sin = self.model.rotary(positions, dt)
@@ -725,19 +736,27 @@ class Bench:
         variants = [("cublas + silu_mul kernel", None, lambda w: ops.silu_mul(F.linear(x, w)))]
         variants += [("one kernel", GateUpConfig(*shape), lambda w, c=GateUpConfig(*shape): ops.gate_up_silu(x, w, True, c))
                      for shape in (GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP)]
-        self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants)
+        self.write("gate_up", self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants))
 
-    def down(self) -> None:
+    def split_k(self) -> None:
+        """The split-K kernel against cuBLAS on each projection it serves, one section."""
         import torch.nn.functional as F
 
         from fusedlib import ops
-        from fusedlib.ops.gemm import DownConfig
+        from fusedlib.ops.gemm import SplitKConfig
 
-        x = self._rows(self.model.config.intermediate_size, seed=4)
-        variants = [("cublas", None, lambda w: F.linear(x, w))]
-        variants += [("one kernel", DownConfig(*shape), lambda w, c=DownConfig(*shape): ops.down_proj(x, w, True, c))
-                     for shape in (DOWN_SWEEP if self.on_gpu else SMOKE_DOWN_SWEEP)]
-        self._weight_sweep("down", self.model.layers[0].mlp.down_proj.weight, x, variants)
+        layer = self.model.layers[0]
+        out = []
+        for seed, (proj, weight) in enumerate((("qkv", layer.self_attn.qkv_proj.weight),
+                                               ("o_proj", layer.self_attn.o_proj.weight),
+                                               ("down", layer.mlp.down_proj.weight)), start=5):
+            x = self._rows(weight.shape[1], seed=seed)
+            variants = [("cublas", None, lambda w, x=x: F.linear(x, w))]
+            variants += [("split-K partials", SplitKConfig(*shape),
+                          lambda w, x=x, c=SplitKConfig(*shape): ops.linear(x, w, True, c))
+                         for shape in (SPLIT_K_SWEEP[proj] if self.on_gpu else SMOKE_SPLIT_K_SWEEP)]
+            out += self._weight_sweep(proj, weight, x, variants)
+        self.write("split_k", out)
 
     def _rows(self, width: int, seed: int):
         """A decode step's `rows` activations of `width`, in the model dtype."""
@@ -745,7 +764,7 @@ class Bench:
         gen = torch.Generator(device=dev).manual_seed(seed)
         return torch.randn(self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
 
-    def _weight_sweep(self, section: str, weight, x, variants) -> None:
+    def _weight_sweep(self, section: str, weight, x, variants) -> list[dict]:
         """Each (kernel, launch config or None, call(weight)) of `variants`, the first cuBLAS, as
         graph replays over one copy of `weight` per layer, rotated through so that every call
         reads its weight from HBM (as in a step): µs per call, GB/s of the weight, the copy
@@ -757,14 +776,16 @@ class Bench:
         dev, (n, k) = self.device, weight.shape
         bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
         copies = [weight.clone() for _ in range(self.model.config.num_layers if self.on_gpu else 2)]
-        reference = variants[0][2](weight).float()
+        # A split-K kernel's output is its partials: compared as their sum.
+        value = lambda call: (lambda t: t.sum(0) if t.dim() == 3 else t)(call(weight).float())  # noqa: E731
+        reference = value(variants[0][2])
         out = []
         for kernel, config, one in variants:
             row = {"gemm": section, "m": x.shape[0], "n": n, "k": k, "kernel": kernel, "layers": len(copies),
                    "weight_bytes": n * k * weight.element_size(), "copy_bandwidth_gbs": bandwidth / 1e9}
             if config is not None:
                 row.update(dataclasses.asdict(config))
-            err = lambda: (one(weight).float() - reference).abs().max().item()  # noqa: E731
+            err = lambda: (value(one) - reference).abs().max().item()  # noqa: E731
             try:
                 row["max_abs_err_vs_cublas"] = max(err(), err())
                 every_layer = lambda: [one(w) for w in copies]  # noqa: E731
@@ -775,22 +796,22 @@ class Bench:
             except Exception as exc:  # a launch shape the compiler rejects is a result
                 row["error"] = repr(exc)[:300]
             out.append(row)
-        self.write(section, out)
         timed = [r for r in out if "us_per_call" in r]
-        best = min((r for r in timed if r["kernel"] == "one kernel"), key=lambda r: r["us_per_call"])
+        best = min(timed[1:], key=lambda r: r["us_per_call"])
         shape = f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
         self.summary.append((f"{section} {x.shape[0]} rows",
                              f"{variants[0][0]} {timed[0]['us_per_call']:.1f} us ({timed[0]['fraction_of_copy']:.0%}), "
-                             f"one kernel default {out[1].get('us_per_call', float('nan')):.1f} us, best "
+                             f"{variants[1][0]} default {out[1].get('us_per_call', float('nan')):.1f} us, best "
                              f"{best['us_per_call']:.1f} us ({best['fraction_of_copy']:.0%}; {shape} "
                              f"{best['num_warps']}w{best['num_stages']}s)"))
+        return out
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,down")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")

@@ -76,27 +76,27 @@ def test_fused_ops_switch_reaches_every_layer(monkeypatch):
 
 def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
     """With the switch on, every layer of a decode-sized forward asks for the one-kernel
-    gate_up + activation and the one-kernel down projection; off, or past SMALL_M_MAX rows,
-    every layer takes cuBLAS and the activation kernel."""
+    gate_up + activation and for its three other projections split over K (one launch
+    each); off, or past SMALL_M_MAX rows, every layer takes cuBLAS and the activation kernel."""
     from fusedlib import ops
     from fusedlib.ops import gemm
 
-    asked, asked_down, launched, down_launches = [], [], [], []
-    real, real_down, real_kernel = ops.gate_up_silu, ops.down_proj, gemm.down_proj_kernel
+    asked, asked_split, launched, split_launches = [], [], [], []
+    real, real_linear, real_kernel = ops.gate_up_silu, ops.linear, gemm.split_k_kernel
     monkeypatch.setattr(ops, "gate_up_silu", lambda x, w, one: asked.append(one) or real(x, w, one))
-    monkeypatch.setattr(ops, "down_proj", lambda x, w, one: asked_down.append(one) or real_down(x, w, one))
+    monkeypatch.setattr(ops, "linear", lambda x, w, one, cfg: asked_split.append(one) or real_linear(x, w, one, cfg))
     monkeypatch.setattr(gemm.activation, "silu_mul", lambda t, real=gemm.activation.silu_mul: launched.append(1) or real(t))
-    monkeypatch.setattr(gemm, "down_proj_kernel", type("Spy", (), {
-        "__getitem__": lambda self, grid: down_launches.append(grid) or real_kernel[grid]})())
+    monkeypatch.setattr(gemm, "split_k_kernel", type("Spy", (), {
+        "__getitem__": lambda self, grid: split_launches.append(grid) or real_kernel[grid]})())
     for prompt_len, switch in ((3, True), (gemm.SMALL_M_MAX + 1, True), (3, False)):
-        asked.clear(), asked_down.clear(), launched.clear(), down_launches.clear()
+        asked.clear(), asked_split.clear(), launched.clear(), split_launches.clear()
         model = tiny_model(fused_ops=True, gate_up_silu=switch)
         Engine(model, warmup=False, chunk_tokens=128).generate([list(range(1, prompt_len + 1))], 1)
         layers = model.config.num_layers
-        assert asked == asked_down == [switch] * layers, (prompt_len, switch)
+        assert asked == [switch] * layers and asked_split == [switch] * 3 * layers, (prompt_len, switch)
         one_kernel = switch and prompt_len <= gemm.SMALL_M_MAX
         assert len(launched) == (0 if one_kernel else layers), (prompt_len, switch)
-        assert len(down_launches) == (layers if one_kernel else 0), (prompt_len, switch)
+        assert len(split_launches) == (3 * layers if one_kernel else 0), (prompt_len, switch)
 
 
 def test_splitkv_decode_attention_generates_the_reference_tokens():

@@ -1,5 +1,5 @@
-"""The MLP's two GEMMs for decode-sized batches: gate_up with SiLU(gate) * up in its epilogue,
-and down split over K with its reduce in the same launch.
+"""A layer's GEMMs for decode-sized batches: gate_up with SiLU(gate) * up in its epilogue,
+and qkv, o_proj and down split over K, each summed by the kernel that reads it.
 
 A decode step multiplies 32 rows by each weight, so the gate_up GEMM is a 55 MB weight
 read, and the activation after it one more launch. Here one program computes a BLOCK_N
@@ -11,16 +11,15 @@ and the batch its narrow one (swap-AB), so a 32-row batch fills no padded rows o
 without splitting K. Values are rounded where the reference rounds (the projection's
 output, F.silu's, the product), as in `fusedlib.ops.activation`.
 
-The down projection of the same batch, [M, 8960] x [1536, 8960]^T, has too few output
-columns to fill the chip (1536 / 64 = 24 column tiles), so `down_proj_kernel` also splits
-K: program (n, s) multiplies column tile n over the s-th slice of K and stores an fp32
-partial. cuBLAS does the same but reduces in a second kernel; here the program that
-finishes a column tile last (a ticket counter per tile, one atomic add) sums that tile's
-partials and stores the output, so the layer launches one kernel for the projection. An
-earlier split-K kernel with the same arrival counter lost to cuBLAS at 32 rows on the H200
-(data/roofline/small_gemm.csv, bfa3594), but it also computed SiLU * up while loading the
-[M, 2I] gate_up output (twice the input bytes, the activation inside the K loop); with the
-activation in the gate_up epilogue this one loads its input as it is.
+The other three projections of the same batch have too few output columns to fill the
+chip (1536 / 64 = 24 column tiles for down and o_proj, 32 for qkv), so `split_k_kernel`
+also splits K: program (n, s) multiplies column tile n over the s-th slice of K and stores
+an fp32 partial. cuBLAS does the same but reduces in a second kernel, and an earlier
+version of ours reduced in the launch's last program per tile (a ticket counter), which
+left the reduce's dependent loads at the end of every GEMM. Here nothing reduces: each
+projection's only reader already reads it row by row (the next add + RMSNorm reads down
+and o_proj, the rotary kernel reads qkv), so it sums the partials as it loads them
+(`load_projection`), in split order, rounded to the model dtype as a GEMM output is.
 Batches of more than SMALL_M_MAX rows stay on cuBLAS, whose large-M tiles are near the
 FLOP rate.
 """
@@ -50,7 +49,7 @@ class GateUpConfig:
     sm86_stages: int = 3
 
 
-def stages_for(major: int, cfg: GateUpConfig | DownConfig) -> int:
+def stages_for(major: int, cfg: GateUpConfig | SplitKConfig) -> int:
     """Pipeline stages on a GPU of compute capability `major`: five stages of a 64-row
     batch's gate_up tiles take 144 KB of shared memory, which Hopper has (227 KB per block)
     and an A10 (sm_86, Modal's default GPU, 99 KB) has not; `sm86_stages` fit there."""
@@ -126,36 +125,33 @@ def _launch(x: torch.Tensor, cfg) -> dict:
 
 
 @dataclass(frozen=True)
-class DownConfig:
-    """Launch shape of `down_proj_kernel`: column tiles of block_n output columns, K cut
-    into `splits` slices (a multiple of block_k each). Best of the H200 sweep at 32 rows
-    (data/roofline/down.csv, 5450832): 11.1 us, 59% of the copy rate, against 11.7 us for
-    cuBLAS's two kernels in the same run."""
+class SplitKConfig:
+    """Launch shape of `split_k_kernel`: column tiles of block_n output columns, K cut into
+    `splits` slices (a multiple of block_k each)."""
     block_n: int = 64
     block_k: int = 128
-    splits: int = 5  # 24 column tiles x 5 = 120 programs at the 1.5B's 1536 columns
+    splits: int = 5
     num_warps: int = 4
     num_stages: int = 4  # on Hopper; see `stages_for`
     sm86_stages: int = 2  # a 64-row batch's 128-deep K tiles: 32 KB a stage
 
 
-# Ticket counters per device, one per column tile: zero between launches (the program that
-# reduces a tile sets its counter back), so CUDA graphs can replay the kernel as captured.
-# Launches on one device must not overlap (the engine runs one stream): two at once would
-# draw tickets from the same counters.
-_TICKETS: dict[torch.device, torch.Tensor] = {}
-MAX_COLUMN_TILES = 4096
+# Per projection of the 1.5B at 32 rows, the best of the H200 sweeps. down, [1536, 8960]
+# (data/roofline/down.csv, 5450832): 11.1 us with its reduce inside, 59% of the copy rate,
+# against 11.7 us for cuBLAS's two kernels; 24 column tiles x 5 splits = 120 programs.
+DOWN_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=5)
+# qkv [2048, 1536] and o_proj [1536, 1536]: 4-6 MB, 5 us on cuBLAS, which fills 32 or 24 SMs.
+QKV_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=4)
+O_PROJ_SPLIT_K = SplitKConfig(block_n=64, block_k=64, splits=5)
 
 
 @triton.jit(do_not_specialize=["num_rows"])
-def down_proj_kernel(
+def split_k_kernel(
     x_ptr,  # [M, K]
     w_ptr,  # [N, K]
-    out_ptr,  # [M, N]
     partials_ptr,  # fp32 [SPLITS, M, N]
-    tickets_ptr,  # int32 [>= N / BLOCK_N], zero on entry and on exit
-    num_rows, N, K, k_per_split, stride_x, stride_w, stride_out,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLITS: tl.constexpr,
+    num_rows, N, K, k_per_split, stride_x, stride_w,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
     tile, split = tl.program_id(0), tl.program_id(1)
@@ -173,41 +169,46 @@ def down_proj_kernel(
         x = tl.load(x_rows + ks[None, :], mask=m_valid[:, None] & k_valid[None, :], other=0.0)
         w = tl.load(w_rows + ks[None, :], mask=n_valid[:, None] & k_valid[None, :], other=0.0)
         acc = tl.dot(w, tl.trans(x), acc, input_precision=DOT_PRECISION)
-    mask = n_valid[:, None] & m_valid[None, :]
-    tile_offs = offs_m[None, :] * N + offs_n[:, None]
-    tl.store(partials_ptr + split * num_rows * N + tile_offs, acc, mask=mask)
-    # Every thread's partial is stored before the ticket is taken (the barrier), and the
-    # atomic's acquire-release order makes the other programs' partials visible to the last.
-    tl.debug_barrier()
-    if tl.atomic_add(tickets_ptr + tile, 1) == SPLITS - 1:
-        total = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
-        for s in tl.static_range(SPLITS):  # in split order: the sum does not depend on timing
-            total += tl.load(partials_ptr + s * num_rows * N + tile_offs, mask=mask, other=0.0,
-                             cache_modifier=".cg")
-        tl.store(out_ptr + offs_m[None, :].to(tl.int64) * stride_out + offs_n[:, None],
-                 total.to(out_ptr.dtype.element_ty), mask=mask)
-        tl.store(tickets_ptr + tile, 0)
+    tl.store(partials_ptr + split * num_rows * N + offs_m[None, :] * N + offs_n[:, None], acc,
+             mask=n_valid[:, None] & m_valid[None, :])
 
 
-def down_proj(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
-              cfg: DownConfig = DownConfig()) -> torch.Tensor:
-    """x @ weight.T: one launch of `down_proj_kernel` when `one_kernel` and x has at most
-    SMALL_M_MAX rows, else cuBLAS."""
-    if not one_kernel or x.shape[0] > SMALL_M_MAX:
+@triton.jit
+def load_projection(ptr, offs, mask, stride_split, SPLITS: tl.constexpr, dtype: tl.constexpr):
+    """A projection's output at `offs`, in fp32: read as it is (SPLITS 0), or the sum of its
+    SPLITS split-K partials in split order (so it does not depend on timing), rounded to
+    `dtype` as a GEMM's own output is."""
+    if SPLITS == 0:
+        return tl.load(ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    total = tl.load(ptr + offs, mask=mask, other=0.0)
+    for s in tl.static_range(1, SPLITS):
+        total += tl.load(ptr + s * stride_split + offs, mask=mask, other=0.0)
+    return total.to(dtype).to(tl.float32)
+
+
+def split_layout(x: torch.Tensor) -> tuple[int, int]:
+    """(SPLITS, split stride) of a projection output for `load_projection`: (0, 0) for an
+    [M, N] tensor, (S, M * N) for fp32 [S, M, N] partials of `linear`."""
+    if x.dim() == 3 and x.dtype == torch.float32 and x.is_contiguous():
+        return x.shape[0], x.stride(0)
+    if x.dim() != 2 or x.stride(-1) != 1:
+        raise ValueError(f"a projection output is [tokens, N] with unit column stride or contiguous fp32 "
+                         f"[splits, tokens, N] partials, got {tuple(x.shape)} {x.dtype}")
+    return 0, 0
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool, cfg: SplitKConfig) -> torch.Tensor:
+    """x @ weight.T, for a consumer that reads it through `load_projection` (add_rms_norm,
+    rms_norm_rows, rotary_to_cache): with `split_k` and at most SMALL_M_MAX rows, the fp32
+    [cfg.splits, M, N] partials of one `split_k_kernel` launch, else cuBLAS's [M, N]."""
+    if not split_k or x.shape[0] > SMALL_M_MAX:
         return F.linear(x, weight)
+    _check(x, weight, "projection", "[N, K]")
     (rows, k), n = x.shape, weight.shape[0]
-    tiles = triton.cdiv(n, cfg.block_n)
-    _check(x, weight, "down", f"[N, K], N at most {MAX_COLUMN_TILES * cfg.block_n}", tiles <= MAX_COLUMN_TILES)
-    tickets = _TICKETS.get(x.device)
-    if tickets is None:
-        if x.is_cuda and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError("down_proj's ticket counters must exist before graph capture: run it once eagerly")
-        tickets = _TICKETS[x.device] = torch.zeros(MAX_COLUMN_TILES, dtype=torch.int32, device=x.device)
-    out = torch.empty(rows, n, dtype=x.dtype, device=x.device)
+    partials = torch.empty(cfg.splits, rows, n, dtype=torch.float32, device=x.device)
     if rows:
-        partials = torch.empty(cfg.splits, rows, n, dtype=torch.float32, device=x.device)
         k_per_split = triton.cdiv(triton.cdiv(k, cfg.splits), cfg.block_k) * cfg.block_k
-        down_proj_kernel[(tiles, cfg.splits)](
-            x, weight, out, partials, tickets, rows, n, k, k_per_split, x.stride(0), weight.stride(0),
-            out.stride(0), BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, SPLITS=cfg.splits, **_launch(x, cfg))
-    return out
+        split_k_kernel[(triton.cdiv(n, cfg.block_n), cfg.splits)](
+            x, weight, partials, rows, n, k, k_per_split, x.stride(0), weight.stride(0),
+            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, **_launch(x, cfg))
+    return partials

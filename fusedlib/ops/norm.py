@@ -2,7 +2,9 @@
 
 A decoder layer carries its residual stream as two tensors, `hidden` (the last
 sub-layer's output) and `residual` (the sum so far); the add that merges them is done
-by the norm that reads them anyway, so the sum is never read back from memory.
+by the norm that reads them anyway, so the sum is never read back from memory. `hidden`
+may also be a projection's split-K partials (`fusedlib.ops.gemm.linear`): the norm sums
+them as it loads the row.
 """
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ import torch
 import triton
 import triton.language as tl
 
+from .gemm import load_projection, split_layout
+
 
 @triton.jit
 def add_rms_norm_kernel(
     x_ptr, residual_ptr, weight_ptr, out_ptr, residual_out_ptr, rows_ptr,
     num_cols, eps,
-    stride_x, stride_residual, stride_out, stride_residual_out,
+    stride_x, stride_split, stride_residual, stride_out, stride_residual_out,
+    SPLITS: tl.constexpr,  # x is SPLITS split-K partials (0: x itself)
     HAS_RESIDUAL: tl.constexpr,  # add residual into x before the norm
     WRITE_RESIDUAL: tl.constexpr,  # store the sum (the next layer's residual)
     HAS_ROWS: tl.constexpr,  # program i reads row rows[i] (the head's logit rows)
@@ -29,14 +34,13 @@ def add_rms_norm_kernel(
     cols = tl.arange(0, BLOCK)
     mask = cols < num_cols
     dtype = out_ptr.dtype.element_ty
-    x = tl.load(x_ptr + src * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    x = load_projection(x_ptr + src * stride_x, cols, mask, stride_split, SPLITS, dtype)
     if HAS_RESIDUAL:
         r = tl.load(residual_ptr + src * stride_residual + cols, mask=mask, other=0.0)
         # Rounded to the model dtype, as the reference's `hidden + residual` is.
         x = (x + r.to(tl.float32)).to(dtype).to(tl.float32)
-        if WRITE_RESIDUAL:
-            tl.store(residual_out_ptr + i.to(tl.int64) * stride_residual_out + cols,
-                     x.to(dtype), mask=mask)
+    if WRITE_RESIDUAL:
+        tl.store(residual_out_ptr + i.to(tl.int64) * stride_residual_out + cols, x.to(dtype), mask=mask)
     variance = tl.sum(x * x, axis=0) / num_cols
     normed = (x * tl.rsqrt(variance + eps)).to(dtype).to(tl.float32)
     weight = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)
@@ -44,54 +48,58 @@ def add_rms_norm_kernel(
              mask=mask)
 
 
-def _check(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor) -> None:
-    if x.dim() != 2 or x.stride(-1) != 1:
-        raise ValueError(f"x must be [tokens, hidden] with unit column stride, got {tuple(x.shape)}")
-    if weight.shape != (x.shape[1],) or weight.dtype != x.dtype:
+def _check(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor) -> tuple[int, int]:
+    """(SPLITS, split stride) of x (see `split_layout`), after checking the three agree."""
+    splits = split_layout(x)
+    tokens, hidden = x.shape[-2:]
+    if weight.shape != (hidden,) or (not splits[0] and weight.dtype != x.dtype):
         raise ValueError(f"weight {tuple(weight.shape)} {weight.dtype} does not match x's "
-                         f"hidden size {x.shape[1]} and dtype {x.dtype}")
-    if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype
+                         f"hidden size {hidden} and dtype {x.dtype}")
+    if residual is not None and (residual.shape != (tokens, hidden) or residual.dtype != weight.dtype
                                  or residual.stride(-1) != 1):
         raise ValueError(f"residual {tuple(residual.shape)} {residual.dtype} does not match "
-                         f"x {tuple(x.shape)} {x.dtype}")
+                         f"x {tuple(x.shape)} {weight.dtype}")
+    return splits
 
 
-def _launch(x, residual, weight, eps, out, residual_out, rows):
+def _launch(x, splits, residual, weight, eps, out, residual_out, rows):
     if out.shape[0] == 0:
         return
-    block = triton.next_power_of_2(x.shape[1])
+    block = triton.next_power_of_2(x.shape[-1])
     add_rms_norm_kernel[(out.shape[0],)](
         x, x if residual is None else residual, weight, out,
         out if residual_out is None else residual_out,
         x if rows is None else rows,
-        x.shape[1], eps,
-        x.stride(0), 0 if residual is None else residual.stride(0), out.stride(0),
+        x.shape[-1], eps,
+        x.stride(-2), splits[1], 0 if residual is None else residual.stride(0), out.stride(0),
         0 if residual_out is None else residual_out.stride(0),
-        HAS_RESIDUAL=residual is not None, WRITE_RESIDUAL=residual_out is not None,
+        SPLITS=splits[0], HAS_RESIDUAL=residual is not None, WRITE_RESIDUAL=residual_out is not None,
         HAS_ROWS=rows is not None, BLOCK=block, num_warps=min(16, max(1, block // 256)),
     )
 
 
 def add_rms_norm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
                  eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(rms_norm(x + residual) * weight, x + residual), the sum in the dtype of x and the
-    statistics in fp32. With `residual=None` (the first layer) the norm of x alone, and x
-    itself as the new residual."""
-    _check(x, residual, weight)
-    out = torch.empty_like(x)
-    residual_out = None if residual is None else torch.empty_like(x)
-    _launch(x, residual, weight, eps, out, residual_out, None)
-    return out, (x if residual is None else residual_out)
+    """(rms_norm(x + residual) * weight, x + residual), the sum in the model dtype (the
+    weight's) and the statistics in fp32; x is a projection output (see `split_layout`).
+    With `residual=None` (the first layer) the norm of x alone, and x as the new residual."""
+    splits = _check(x, residual, weight)
+    tokens, hidden = x.shape[-2:]
+    out = torch.empty(tokens, hidden, dtype=weight.dtype, device=x.device)
+    summed = residual is None and not splits[0]  # the new residual is x itself
+    residual_out = None if summed else torch.empty_like(out)
+    _launch(x, splits, residual, weight, eps, out, residual_out, None)
+    return out, (x if summed else residual_out)
 
 
 def rms_norm_rows(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                   rows: torch.Tensor) -> torch.Tensor:
     """rms_norm((x + residual)[rows]) * weight: the final norm on the logit rows only, the
     gather, the last residual add and the norm in one kernel."""
-    _check(x, residual, weight)
+    splits = _check(x, residual, weight)
     if rows.dim() != 1 or rows.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"rows must be a 1-d int32/int64 index tensor, got {rows.dtype} "
                          f"{tuple(rows.shape)}")
-    out = torch.empty(rows.shape[0], x.shape[1], dtype=x.dtype, device=x.device)
-    _launch(x, residual, weight, eps, out, None, rows)
+    out = torch.empty(rows.shape[0], x.shape[-1], dtype=weight.dtype, device=x.device)
+    _launch(x, splits, residual, weight, eps, out, None, rows)
     return out

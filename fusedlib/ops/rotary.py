@@ -6,6 +6,8 @@ The reference path runs this as a bias epilogue, ~10 elementwise kernels for rot
 qkv row once and writes q (rotated) to a fresh [tokens, heads, head_dim] tensor and k
 (rotated) and v to the token's cache slot. Rotate-half layout: the first and second
 halves of each head are rotated as pairs, (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin).
+The projection may arrive as split-K partials (`fusedlib.ops.gemm.linear`), summed here as
+they are loaded.
 """
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ import torch
 import triton
 import triton.language as tl
 
+from .gemm import load_projection, split_layout
+
 
 @triton.jit
-def _rotate(base_ptr, bias_ptr, heads, half, head_valid, cos_lo, cos_hi, sin_lo, sin_hi,
-            HEAD_DIM: tl.constexpr, HAS_BIAS: tl.constexpr, dtype: tl.constexpr):
+def _rotate(base_ptr, bias_ptr, heads, half, head_valid, cos_lo, cos_hi, sin_lo, sin_hi, stride_split,
+            SPLITS: tl.constexpr, HEAD_DIM: tl.constexpr, HAS_BIAS: tl.constexpr, dtype: tl.constexpr):
     """Rotated (first half, second half) of `heads` consecutive heads at base_ptr, in fp32."""
     lo = heads[:, None] * HEAD_DIM + half[None, :]
-    x1 = tl.load(base_ptr + lo, mask=head_valid[:, None], other=0.0).to(tl.float32)
-    x2 = tl.load(base_ptr + lo + HEAD_DIM // 2, mask=head_valid[:, None], other=0.0).to(tl.float32)
+    x1 = load_projection(base_ptr, lo, head_valid[:, None], stride_split, SPLITS, dtype)
+    x2 = load_projection(base_ptr, lo + HEAD_DIM // 2, head_valid[:, None], stride_split, SPLITS, dtype)
     if HAS_BIAS:
         # Rounded to the model dtype, as the reference's biased projection output is.
         x1 = (x1 + tl.load(bias_ptr + lo, mask=head_valid[:, None], other=0.0).to(tl.float32))
@@ -35,11 +39,12 @@ def _rotate(base_ptr, bias_ptr, heads, half, head_valid, cos_lo, cos_hi, sin_lo,
 def rotary_to_cache_kernel(
     qkv_ptr, bias_ptr, cos_ptr, sin_ptr, slot_mapping_ptr,
     q_out_ptr, k_cache_ptr, v_cache_ptr,
-    stride_qkv, stride_cos, stride_sin, stride_q_tok,
+    stride_qkv, stride_split, stride_cos, stride_sin, stride_q_tok,
     stride_k_block, stride_k_slot, stride_k_head,
     stride_v_block, stride_v_slot, stride_v_head,
     NUM_HEADS: tl.constexpr, NUM_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_HQ: tl.constexpr, BLOCK_HKV: tl.constexpr, KV_BLOCK_SIZE: tl.constexpr,
+    SPLITS: tl.constexpr,  # qkv is SPLITS split-K partials (0: qkv itself)
     HAS_BIAS: tl.constexpr,
 ):
     tok = tl.program_id(0).to(tl.int64)
@@ -55,8 +60,8 @@ def rotary_to_cache_kernel(
 
     q_heads = tl.arange(0, BLOCK_HQ)
     q_valid = q_heads < NUM_HEADS
-    q1, q2 = _rotate(row, bias_ptr, q_heads, half, q_valid, cos_lo, cos_hi, sin_lo, sin_hi,
-                     HEAD_DIM, HAS_BIAS, dtype)
+    q1, q2 = _rotate(row, bias_ptr, q_heads, half, q_valid, cos_lo, cos_hi, sin_lo, sin_hi, stride_split,
+                     SPLITS, HEAD_DIM, HAS_BIAS, dtype)
     q_dst = q_out_ptr + tok * stride_q_tok + q_heads[:, None] * HEAD_DIM + half[None, :]
     tl.store(q_dst, q1.to(dtype), mask=q_valid[:, None])
     tl.store(q_dst + HEAD_DIM // 2, q2.to(dtype), mask=q_valid[:, None])
@@ -67,19 +72,17 @@ def rotary_to_cache_kernel(
     kv_heads = tl.arange(0, BLOCK_HKV)
     kv_valid = kv_heads < NUM_KV_HEADS
     k1, k2 = _rotate(row + q_size, bias_ptr + q_size, kv_heads, half, kv_valid, cos_lo, cos_hi,
-                     sin_lo, sin_hi, HEAD_DIM, HAS_BIAS, dtype)
+                     sin_lo, sin_hi, stride_split, SPLITS, HEAD_DIM, HAS_BIAS, dtype)
     k_dst = (k_cache_ptr + block * stride_k_block + offset * stride_k_slot
              + kv_heads[:, None] * stride_k_head + half[None, :])
     tl.store(k_dst, k1.to(dtype), mask=kv_valid[:, None])
     tl.store(k_dst + HEAD_DIM // 2, k2.to(dtype), mask=kv_valid[:, None])
 
     dims = tl.arange(0, HEAD_DIM)
-    v_src = row + q_size + kv_size + kv_heads[:, None] * HEAD_DIM + dims[None, :]
-    v = tl.load(v_src, mask=kv_valid[:, None], other=0.0)
+    v_offs = q_size + kv_size + kv_heads[:, None] * HEAD_DIM + dims[None, :]
+    v = load_projection(row, v_offs, kv_valid[:, None], stride_split, SPLITS, dtype)
     if HAS_BIAS:
-        v_bias = tl.load(bias_ptr + q_size + kv_size + kv_heads[:, None] * HEAD_DIM + dims[None, :],
-                         mask=kv_valid[:, None], other=0.0)
-        v = v.to(tl.float32) + v_bias.to(tl.float32)
+        v += tl.load(bias_ptr + v_offs, mask=kv_valid[:, None], other=0.0).to(tl.float32)
     v_dst = (v_cache_ptr + block * stride_v_block + offset * stride_v_slot
              + kv_heads[:, None] * stride_v_head + dims[None, :])
     tl.store(v_dst, v.to(dtype), mask=kv_valid[:, None])
@@ -90,33 +93,33 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Ten
                     slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int) -> torch.Tensor:
     """q [tokens, num_heads, head_dim], rotated; k (rotated) and v written to the cache at
     `slot_mapping`. qkv is the bias-free projection [tokens, (num_heads + 2 * num_kv_heads)
-    * head_dim]; cos/sin are [tokens, head_dim] (or [tokens, 1, head_dim]) rows of the
+    * head_dim], or its split-K partials (see `split_layout`); cos/sin are [tokens, head_dim] (or [tokens, 1, head_dim]) rows of the
     rotary table at each token's position; caches are [blocks, block_size, kv_heads, head_dim]."""
     head_dim = k_cache.shape[-1]
-    tokens = qkv.shape[0]
+    splits = split_layout(qkv)
+    tokens, dtype = qkv.shape[-2], k_cache.dtype
     width = (num_heads + 2 * num_kv_heads) * head_dim
-    if qkv.dim() != 2 or qkv.shape[1] != width or qkv.stride(-1) != 1:
-        raise ValueError(f"qkv must be [tokens, {width}] with unit column stride, got {tuple(qkv.shape)}")
+    if qkv.shape[-1] != width or (not splits[0] and qkv.dtype != dtype):
+        raise ValueError(f"qkv must be [tokens, {width}] of the caches' {dtype}, got {tuple(qkv.shape)} {qkv.dtype}")
     if bias is not None and (bias.shape != (width,) or not bias.is_contiguous()):
         raise ValueError(f"bias must be a contiguous [{width}], got {tuple(bias.shape)}")
-    if k_cache.shape != v_cache.shape or k_cache.shape[2] != num_kv_heads or \
-            k_cache.dtype != qkv.dtype or v_cache.dtype != qkv.dtype:
+    if k_cache.shape != v_cache.shape or k_cache.shape[2] != num_kv_heads or v_cache.dtype != dtype:
         raise ValueError(f"caches {tuple(k_cache.shape)}/{tuple(v_cache.shape)} "
-                         f"{k_cache.dtype} do not fit {num_kv_heads} KV heads of {qkv.dtype}")
+                         f"{k_cache.dtype}/{v_cache.dtype} do not fit {num_kv_heads} KV heads of one dtype")
     if head_dim & (head_dim - 1) or k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1:
         raise ValueError(f"head_dim must be a power of two with unit stride, got {head_dim}")
     cos, sin = cos.reshape(tokens, head_dim), sin.reshape(tokens, head_dim)
     if slot_mapping.shape != (tokens,):
         raise ValueError(f"slot_mapping {tuple(slot_mapping.shape)} needs one slot per token ({tokens})")
-    q = torch.empty(tokens, num_heads, head_dim, dtype=qkv.dtype, device=qkv.device)
+    q = torch.empty(tokens, num_heads, head_dim, dtype=dtype, device=qkv.device)
     if tokens == 0:
         return q
     rotary_to_cache_kernel[(tokens,)](
         qkv, qkv if bias is None else bias, cos, sin, slot_mapping, q, k_cache, v_cache,
-        qkv.stride(0), cos.stride(0), sin.stride(0), q.stride(0),
+        qkv.stride(-2), splits[1], cos.stride(0), sin.stride(0), q.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
         NUM_HEADS=num_heads, NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim,
         BLOCK_HQ=triton.next_power_of_2(num_heads), BLOCK_HKV=triton.next_power_of_2(num_kv_heads),
-        KV_BLOCK_SIZE=k_cache.shape[1], HAS_BIAS=bias is not None, num_warps=4,
+        KV_BLOCK_SIZE=k_cache.shape[1], SPLITS=splits[0], HAS_BIAS=bias is not None, num_warps=4,
     )
     return q

@@ -282,7 +282,7 @@ GPU_COMPILE = textwrap.dedent("""
     INT64 = {"slot_mapping_ptr"}
     FP32 = {"partials_ptr"}
 
-    def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2):
+    def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2, fp32=()):
         signature = {}
         for name in inspect.signature(kernel.fn).parameters:
             if name in constexprs:
@@ -291,7 +291,7 @@ GPU_COMPILE = textwrap.dedent("""
                 signature[name] = "*i32"
             elif name in INT64:
                 signature[name] = "*i64"
-            elif name in FP32:
+            elif name in FP32 or name in fp32:
                 signature[name] = "*fp32"
             elif name.endswith("_ptr"):
                 signature[name] = "*" + dtype
@@ -307,25 +307,27 @@ GPU_COMPILE = textwrap.dedent("""
     for heads, kv_heads, head_dim, hidden, dtype, precision in (
             (12, 2, 128, 1536, "fp16", "tf32"), (4, 2, 16, 64, "fp32", "ieee")):
         group = heads // kv_heads
-        for has_residual, rows in ((False, False), (True, False), (True, True)):
+        for has_residual, rows, splits in ((False, False, 0), (True, False, 0), (True, True, 0),
+                                           (True, False, 5), (True, True, 5)):
             compile_for_arch(norm.add_rms_norm_kernel, dtype, dict(
-                HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
-                HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4)
+                SPLITS=splits, HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
+                HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4, fp32={"x_ptr"} if splits else ())
         compile_for_arch(activation.silu_mul_kernel, dtype, dict(BLOCK=activation.SILU_MUL_BLOCK), 4)
         gate_up = gemm.GateUpConfig()
         for rows in (16, 32, 64):
             compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
                 BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
                 gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
-        down = gemm.DownConfig()
-        for rows in (16, 32, 64):
-            compile_for_arch(gemm.down_proj_kernel, dtype, dict(
-                BLOCK_M=rows, BLOCK_N=down.block_n, BLOCK_K=down.block_k, SPLITS=down.splits,
-                DOT_PRECISION=precision), down.num_warps, gemm.stages_for(ARCH // 10, down))
-        compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
-            NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
-            BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
-            KV_BLOCK_SIZE=16, HAS_BIAS=True), 4)
+        for split_k in (gemm.QKV_SPLIT_K, gemm.O_PROJ_SPLIT_K, gemm.DOWN_SPLIT_K):
+            for rows in (16, 32, 64):
+                compile_for_arch(gemm.split_k_kernel, dtype, dict(
+                    BLOCK_M=rows, BLOCK_N=split_k.block_n, BLOCK_K=split_k.block_k, DOT_PRECISION=precision),
+                    split_k.num_warps, gemm.stages_for(ARCH // 10, split_k))
+        for splits in (0, gemm.QKV_SPLIT_K.splits):
+            compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
+                NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
+                BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
+                KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
         for decode_rows in (False, True):
             compile_for_arch(K.packed_attention_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,

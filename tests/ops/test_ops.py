@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from fusedlib import ops
 from fusedlib.ops import gemm
-from fusedlib.ops.gemm import SMALL_M_MAX, DownConfig, GateUpConfig
+from fusedlib.ops.gemm import SMALL_M_MAX, GateUpConfig, SplitKConfig
 from fusedlib.model import RMSNorm, RotaryEmbedding, _rotate_half
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -128,27 +128,69 @@ def test_gate_up_silu_matches_the_reference(tokens, config, dtype):
     assert_close(ops.gate_up_silu(x, weight, True, GATE_UP_CONFIGS[config]), F.silu(gate) * up, dtype, config)
 
 
-DOWN_CONFIGS = {  # the default; narrow tiles over short K steps; more splits than K needs
-    "default": DownConfig(),
-    "narrow": DownConfig(block_n=16, block_k=32, splits=3),
-    "empty splits": DownConfig(block_n=32, block_k=64, splits=8),
+SPLIT_K_CONFIGS = {  # the three projections'; narrow tiles over short K steps; more splits than K needs
+    "down": ops.DOWN_SPLIT_K,
+    "qkv": ops.QKV_SPLIT_K,
+    "o_proj": ops.O_PROJ_SPLIT_K,
+    "narrow": SplitKConfig(block_n=16, block_k=32, splits=3),
+    "empty splits": SplitKConfig(block_n=32, block_k=64, splits=8),
 }
 
 
+def summed(partials, dtype):
+    """The partials' sum in split order, rounded once to `dtype`: what a reader must see."""
+    total = partials[0].clone()
+    for p in partials[1:]:
+        total += p
+    return total.to(dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("config", DOWN_CONFIGS)
+@pytest.mark.parametrize("config", SPLIT_K_CONFIGS)
 @pytest.mark.parametrize("tokens", [1, 17, 64])
-def test_down_proj_matches_the_reference(tokens, config, dtype):
+def test_split_k_partials_sum_to_the_projection(tokens, config, dtype):
     """Ragged rows, a ragged last column tile (N 100) and K not a multiple of block_k (300;
-    at 8 splits of 64 the last three slices are empty), twice in a row: the second call
-    finds the ticket counters back at zero, or its sums would be wrong."""
+    at 8 splits of 64 the last three slices are empty and must store zeros)."""
     n, k = 100, 300
     weight = rand(n, k, dtype=dtype, seed=7, scale=0.1)
-    for call in range(2):
-        x = rand(tokens, k, dtype=dtype, seed=tokens + call)
-        expected = F.linear(x.float(), weight.float()).to(dtype)  # one rounding of an fp32 sum
-        assert_close(ops.down_proj(x, weight, True, DOWN_CONFIGS[config]), expected, dtype, f"{config} call {call}")
-    assert not gemm._TICKETS[x.device].any()
+    x = rand(tokens, k, dtype=dtype, seed=tokens)
+    cfg = SPLIT_K_CONFIGS[config]
+    partials = ops.linear(x, weight, True, cfg)
+    assert partials.shape == (cfg.splits, tokens, n) and partials.dtype == torch.float32
+    expected = F.linear(x.float(), weight.float()).to(dtype)  # one rounding of an fp32 sum
+    assert_close(summed(partials, dtype), expected, dtype, config)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens", [1, 17])
+def test_norms_read_partials_as_their_rounded_sum(tokens, dtype):
+    """add_rms_norm and rms_norm_rows given partials give exactly what they give for the
+    partials' sum in split order, rounded to the model dtype; without a residual the sum
+    itself becomes the residual stream."""
+    hidden = 96
+    partials = rand(4, tokens, hidden, dtype=torch.float32, seed=tokens)
+    plain = summed(partials, dtype)
+    residual = rand(tokens, hidden, dtype=dtype, seed=1, scale=3.0)
+    weight = rand(hidden, dtype=dtype, seed=2)
+    for res in (residual, None):
+        got, expected = ops.add_rms_norm(partials, res, weight, 1e-6), ops.add_rms_norm(plain, res, weight, 1e-6)
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1]), res is None
+    rows = torch.tensor([tokens - 1, 0], device=DEVICE)
+    assert torch.equal(ops.rms_norm_rows(partials, residual, weight, 1e-6, rows),
+                       ops.rms_norm_rows(plain, residual, weight, 1e-6, rows))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rotary_reads_partials_as_their_rounded_sum(dtype):
+    heads, kv_heads, head_dim, tokens = 4, 2, 16, 5
+    partials = rand(3, tokens, (heads + 2 * kv_heads) * head_dim, dtype=torch.float32, seed=0)
+    bias = rand(partials.shape[-1], dtype=dtype, seed=1)
+    cos, sin = RotaryEmbedding(head_dim, 64, 10000.0).to(DEVICE)(torch.arange(tokens, device=DEVICE), dtype)
+    slots = torch.arange(tokens, device=DEVICE) * 3
+    caches = [torch.zeros(2, 4, 16, kv_heads, head_dim, dtype=dtype, device=DEVICE) for _ in range(2)]
+    q = [ops.rotary_to_cache(qkv, bias, cos, sin, cache[0], cache[1], slots, heads, kv_heads)
+         for qkv, cache in ((partials, caches[0]), (summed(partials, dtype), caches[1]))]
+    assert torch.equal(q[0], q[1]) and torch.equal(caches[0], caches[1])
 
 
 def gate_up_silu_reference(x, weight):
@@ -156,10 +198,15 @@ def gate_up_silu_reference(x, weight):
     return F.silu(gate) * up
 
 
+def summed_linear(x, weight, split_k):
+    out = ops.linear(x, weight, split_k, ops.DOWN_SPLIT_K)
+    return summed(out, x.dtype) if out.dim() == 3 else out
+
+
 @pytest.mark.parametrize("op,kernel,expected", [(ops.gate_up_silu, "gate_up_silu_kernel", gate_up_silu_reference),
-                                                (ops.down_proj, "down_proj_kernel", F.linear)],
-                         ids=["gate_up_silu", "down_proj"])
-def test_mlp_gemms_take_one_kernel_for_small_batches_only(monkeypatch, op, kernel, expected):
+                                                (summed_linear, "split_k_kernel", F.linear)],
+                         ids=["gate_up_silu", "split_k"])
+def test_triton_gemms_take_small_batches_only(monkeypatch, op, kernel, expected):
     launches = []
     real = getattr(gemm, kernel)
     monkeypatch.setattr(gemm, kernel, type("Spy", (), {
@@ -179,8 +226,10 @@ def test_bad_shapes_name_the_problem():
         ops.silu_mul(rand(3, 7, dtype=torch.float32, seed=1))
     with pytest.raises(ValueError, match="does not fit a gate_up weight"):
         ops.gate_up_silu(x, rand(5, 8, dtype=torch.float32, seed=1), True)
-    with pytest.raises(ValueError, match="does not fit a down weight"):
-        ops.down_proj(x, rand(5, 7, dtype=torch.float32, seed=1), True)
+    with pytest.raises(ValueError, match="does not fit a projection weight"):
+        ops.linear(x, rand(5, 7, dtype=torch.float32, seed=1), True, ops.DOWN_SPLIT_K)
+    with pytest.raises(ValueError, match="fp32 \\[splits, tokens, N\\] partials"):
+        ops.add_rms_norm(rand(2, 3, 8, dtype=torch.float16, seed=1), None, rand(8, dtype=torch.float16, seed=1), 1e-6)
     cache = rand(4, 16, 2, 16, dtype=torch.float32, seed=2)
     with pytest.raises(ValueError, match="qkv"):
         ops.rotary_to_cache(rand(3, 100, dtype=torch.float32, seed=3), None, x, x, cache, cache,
