@@ -746,7 +746,6 @@ class Bench:
         from fusedlib.ops.gemm import SplitKConfig
 
         layer = self.model.layers[0]
-        out = []
         for seed, (proj, weight) in enumerate((("qkv", layer.self_attn.qkv_proj.weight),
                                                ("o_proj", layer.self_attn.o_proj.weight),
                                                ("down", layer.mlp.down_proj.weight)), start=5):
@@ -755,8 +754,7 @@ class Bench:
             variants += [("split-K partials", SplitKConfig(*shape),
                           lambda w, x=x, c=SplitKConfig(*shape): ops.linear(x, w, True, c))
                          for shape in (SPLIT_K_SWEEP[proj] if self.on_gpu else SMOKE_SPLIT_K_SWEEP)]
-            out += self._weight_sweep(proj, weight, x, variants)
-        self.write("split_k", out)
+            self.write("split_k", self._weight_sweep(proj, weight, x, variants))  # each as it ends
 
     def _rows(self, width: int, seed: int):
         """A decode step's `rows` activations of `width`, in the model dtype."""
