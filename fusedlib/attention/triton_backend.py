@@ -4,7 +4,7 @@
 span request boundaries). `decode` runs, by `decode_kernel`, either the same kernel with
 one query tile per request ("rows": 1 valid row of BLOCK_M) or with the decode tokens
 packed like a prefill ("packed": for the layout measurement in `fusedlib.bench.kernels`,
-not for serving), or the split-KV flash-decoding kernel with one split length for the
+not for serving), or the split-KV flash-decoding kernels with one split length for the
 step, set on the host by its longest context ("splitkv"), or with each request split by
 its own length on the device ("balanced": the fast path).
 
@@ -24,17 +24,17 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel
+from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
+                             splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
-MERGE_BLOCK_S = 16  # split partials the last program of a pair merges per iteration
-MAX_SPLIT_PAIRS = 1 << 16  # (request, KV head) pairs one split-KV launch can merge
+REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
-KERNELS = (packed_attention_kernel, splitkv_decode_kernel)
+KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
 DECODE_KERNELS = ("rows", "packed", "splitkv", "balanced")
 
 
@@ -59,16 +59,6 @@ def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Ten
     return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
-@functools.lru_cache(maxsize=None)
-def _tickets(device: torch.device) -> torch.Tensor:
-    """Split-KV decode's ticket counters on `device`, one per (request, KV head), zero
-    between launches (see `splitkv_decode_kernel`): made once, at their largest size, so a
-    captured CUDA graph never sees them move."""
-    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
-        raise RuntimeError("split-KV decode's tickets must be made before graph capture: decode once eagerly")
-    return torch.zeros(MAX_SPLIT_PAIRS, dtype=torch.int32, device=device)
-
-
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode (the layout bench sweeps these)."""
@@ -77,8 +67,8 @@ class SplitKVConfig:
     # 27.2 us at 2k against 28.9 at the earlier default (64 keys, 8 per SM).
     block_n: int = 32  # keys per inner iteration of a split-KV program
     # Split-KV aims for this many programs per SM. Below num_pairs / num_sms this gives one
-    # split per (request, KV head): split-KV decode then normalises in place and merges
-    # nothing.
+    # split per (request, KV head): split-KV decode then normalises in place and launches no
+    # reduce.
     programs_per_sm: float = 6
     num_warps: int = 4
     num_stages: int = 2
@@ -191,31 +181,35 @@ class TritonAttention:
         if num_reqs == 0:
             return out
         num_kv_heads = k_cache.shape[2]
-        group, pairs = num_heads // num_kv_heads, num_reqs * num_kv_heads
+        group = num_heads // num_kv_heads
         cfg = self.splitkv
         if cfg.block_n % k_cache.shape[1]:
             raise ValueError(f"block_n {cfg.block_n} must be a multiple of the cache block size "
                              f"{k_cache.shape[1]}")
         if self.decode_kernel == "splitkv":
-            num_splits, split_len = self.split_plan(meta.max_context_len, pairs, q.device)
+            num_splits, split_len = self.split_plan(meta.max_context_len, num_reqs * num_kv_heads,
+                                                    q.device)
             split_tiles = split_len // cfg.block_n
         else:
-            num_splits = self.max_splits(meta.max_context_len, pairs, q.device)
+            num_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
             split_tiles = 0
         one_split = num_splits == 1
-        if not one_split and pairs > MAX_SPLIT_PAIRS:
-            raise ValueError(f"split-KV decode merges at most {MAX_SPLIT_PAIRS} (request, KV head) pairs "
-                             f"per launch, got {pairs}")
         partials = out if one_split else torch.empty(
             num_reqs, num_heads, num_splits, head_dim + PARTIAL_EXTRA.value,
             dtype=torch.float32, device=q.device)
         splitkv_decode_kernel[(num_reqs, num_kv_heads, num_splits)](
-            q, k_cache, v_cache, partials, out, _tickets(q.device),
+            q, k_cache, v_cache, partials, out,
             meta.context_lens, meta.block_tables, scale * LOG2E, num_splits, split_tiles,
             *_strides(q, out, k_cache, v_cache, meta.block_tables),
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
-            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, BLOCK_S=MERGE_BLOCK_S,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
+        )
+        if one_split:  # the decode kernel wrote the output itself
+            return out
+        splitkv_reduce_kernel[(num_reqs, num_heads)](
+            partials, out, num_splits, out.stride(0), out.stride(1),
+            HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

@@ -1,6 +1,6 @@
 """Triton kernels for attention over the paged KV cache (see base.py for the layout).
 
-Two kernels:
+Two kernels and a reduce:
 
 * `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
   range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
@@ -8,12 +8,11 @@ Two kernels:
   requests; the program then walks every request it touches, one after the other, over
   that request's KV blocks. With one tile per decode request ("rows" layout) each program
   holds one valid row and BLOCK_M - 1 masked ones. Same code, the layout is data.
-* `splitkv_decode_kernel`: flash-decoding. One program per (request, KV head, KV split);
-  its query tile is the GQA group's query heads (padded to BLOCK_H for tl.dot), so no
-  query row is wasted and long contexts are spread over many programs. Each split writes
-  a partial (max, sum, acc) and draws a ticket; the program that draws the last one
-  merges the (request, KV head)'s partials and stores the output, so no reduce kernel is
-  launched (with one split the program normalises and stores in place). Where the
+* `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
+  (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
+  BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
+  many programs. Each split writes a partial (max, sum, acc); the reduce merges them, or
+  with one split the decode kernel normalises and stores the output itself. Where the
   splits fall is a runtime argument: one length for the whole step, chosen on the host
   ("splitkv"), or each request's context cut into its own equal splits on the device
   ("balanced", whose launch shape depends on the request count alone).
@@ -137,40 +136,11 @@ def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.conste
     return start, tl.minimum(start + tiles_per_split * BLOCK_N, context_len)
 
 
-@triton.jit
-def _merge_splits(partials_ptr, row, num_splits, out_ptr, HEAD_DIM: tl.constexpr, BLOCK_S: tl.constexpr):
-    """Store at `out_ptr` the normalised output of one (request, head), the partials' `row`:
-    its `num_splits` partials merged BLOCK_S at a time in split order, so the result does
-    not depend on which program merges or when the others finished."""
-    offs_s = tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, HEAD_DIM)
-    m = tl.full([1], NEG_BIG, tl.float32)
-    total = tl.zeros([1], tl.float32)
-    acc = tl.zeros([HEAD_DIM], tl.float32)
-    for first in range(0, num_splits, BLOCK_S):
-        valid = first + offs_s < num_splits
-        split_ptr = partials_ptr + (row * num_splits + first + offs_s).to(tl.int64) * (HEAD_DIM + PARTIAL_EXTRA)
-        # .cg: through L2, where the other programs' stores went, never a stale L1 line.
-        m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG, cache_modifier=".cg")
-        sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0, cache_modifier=".cg")
-        acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0,
-                        cache_modifier=".cg")
-        m_new = tl.maximum(m, tl.max(m_s, axis=0))
-        keep = tl.exp2(m - m_new)
-        take = tl.exp2(m_s - m_new)  # 0 for a split past the request's end (m_s NEG_BIG)
-        total = total * keep + tl.sum(sum_s * take, axis=0)
-        acc = acc * keep + tl.sum(acc_s * take[:, None], axis=0)
-        m = m_new
-    # Every request has at least one key, so total > 0.
-    tl.store(out_ptr + offs_d, (acc / total).to(out_ptr.dtype.element_ty))
-
-
 @triton.jit(do_not_specialize=["stride_bt", "max_splits", "split_tiles"])
 def splitkv_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr,
     partials_ptr,  # fp32 [n, H, max_splits, HEAD_DIM + PARTIAL_EXTRA] (unused when ONE_SPLIT)
-    out_ptr,  # [n, H, HEAD_DIM]
-    tickets_ptr,  # int32 [>= n * KV heads], zero on entry and on exit (unused when ONE_SPLIT)
+    out_ptr,  # [n, H, HEAD_DIM], written only when ONE_SPLIT
     context_lens_ptr, block_tables_ptr,
     qk_scale,
     max_splits,  # the grid's splits per (request, KV head)
@@ -185,8 +155,7 @@ def splitkv_decode_kernel(
     BLOCK_N: tl.constexpr,  # keys per iteration: BLOCK_N / KV_BLOCK_SIZE whole cache blocks
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
-    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no merge
-    BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
+    ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
 ):
     """Flash-decoding over the paged cache: one program per (request, KV head, split).
 
@@ -197,12 +166,7 @@ def splitkv_decode_kernel(
     ones still gets spread over many programs and the grid depends only on the request
     count (a CUDA graph captured once serves any context lengths); with `split_tiles` > 0
     ("splitkv") every split has the length the host derived from the step's longest
-    context. A split past a request's end stores a partial that weighs nothing.
-
-    The merge needs no launch of its own: the program of a (request, KV head) that draws
-    the last ticket merges its partials and sets the counter back to zero, so the next
-    launch, or a CUDA graph replaying this one as captured, finds it zeroed. Launches on
-    one device must not overlap (the engine runs one stream): they share the counters."""
+    context. A split past a request's end stores a partial that weighs nothing."""
     req = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
@@ -251,20 +215,45 @@ def splitkv_decode_kernel(
                  mask=head_valid[:, None])
     else:
         # Every split stores, one past the request's end too: (acc 0, max NEG_BIG, sum 0)
-        # weighs nothing in the merge, so the merge reads them all without first reading
+        # weighs nothing in the merge, so the reduce reads all of them without first reading
         # the request's context length (one dependent load fewer on its critical path).
         row_ptr = partials_ptr + ((req * num_heads + heads) * max_splits + split).to(tl.int64) \
             * (HEAD_DIM + PARTIAL_EXTRA)
         tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=head_valid[:, None])
         tl.store(row_ptr + HEAD_DIM, m_i, mask=head_valid)
         tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=head_valid)
-        # Every thread's partial is stored before the ticket is taken (the barrier), and the
-        # atomic's acquire-release order makes the other programs' partials visible to the last.
-        tl.debug_barrier()
-        pair = req * tl.num_programs(1) + kv_head
-        if tl.atomic_add(tickets_ptr + pair, 1) == max_splits - 1:
-            # Unrolled, so the heads' loads are in flight together rather than one after another.
-            for h in tl.static_range(GROUP):
-                _merge_splits(partials_ptr, req * num_heads + kv_head * GROUP + h, max_splits, out_ptr
-                              + req.to(tl.int64) * stride_o_tok + (kv_head * GROUP + h) * stride_o_head, HEAD_DIM, BLOCK_S)
-            tl.store(tickets_ptr + pair, 0)  # zero again for the next launch or graph replay
+
+
+@triton.jit(do_not_specialize=["max_splits"])
+def splitkv_reduce_kernel(
+    partials_ptr, out_ptr,
+    max_splits,  # the decode kernel's
+    stride_o_tok, stride_o_head,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
+):
+    """Merge one (request, head)'s split partials, BLOCK_S at a time."""
+    req = tl.program_id(0)
+    head = tl.program_id(1)
+    row = req * tl.num_programs(1) + head
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    m = tl.full([1], NEG_BIG, tl.float32)
+    total = tl.zeros([1], tl.float32)
+    acc = tl.zeros([HEAD_DIM], tl.float32)
+    for first in range(0, max_splits, BLOCK_S):
+        valid = first + offs_s < max_splits
+        split_ptr = partials_ptr + (row * max_splits + first + offs_s).to(tl.int64) \
+            * (HEAD_DIM + PARTIAL_EXTRA)
+        m_s = tl.load(split_ptr + HEAD_DIM, mask=valid, other=NEG_BIG)
+        sum_s = tl.load(split_ptr + HEAD_DIM + 1, mask=valid, other=0.0)
+        acc_s = tl.load(split_ptr[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0)
+        m_new = tl.maximum(m, tl.max(m_s, axis=0))
+        keep = tl.exp2(m - m_new)
+        take = tl.exp2(m_s - m_new)  # 0 for a split past the request's end (m_s NEG_BIG)
+        total = total * keep + tl.sum(sum_s * take, axis=0)
+        acc = acc * keep + tl.sum(acc_s * take[:, None], axis=0)
+        m = m_new
+    # Every request has at least one key, so total > 0.
+    tl.store(out_ptr + req.to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d,
+             (acc / total).to(out_ptr.dtype.element_ty))

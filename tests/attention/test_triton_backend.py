@@ -13,7 +13,6 @@ import textwrap
 import pytest
 import torch
 
-from fusedlib.attention import triton_backend
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
 from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
@@ -142,11 +141,11 @@ def test_splitkv_any_split_count(num_sms):
 
 @pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (64, 16), (64, 64)])
 def test_balanced_any_split_count(num_sms, block_n):
-    """One split per request (normalised in the decode kernel, no merge), a few, and more
+    """One split per request (normalised in the decode kernel, no reduce), a few, and more
     splits than a short request has tiles (those store a partial that must weigh nothing in
-    the merge); tiles of one and several cache blocks.
-    The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the merge
-    reads per iteration."""
+    the reduce); tiles of one and several cache blocks.
+    The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
+    merges per iteration."""
     q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [600], 4, 2, torch.float32, seed=5)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
     backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,  # 8 per SM: the counts above
@@ -193,46 +192,6 @@ def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
     assert (neutral[:, :HEAD_DIM] == 0).all() and (neutral[:, HEAD_DIM + 1] == 0).all()
     # The premise: the two plans differ for the 100-key request (1 split against 4).
     assert expected[2] == (1 if kernel == "splitkv" else 4)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2)])
-def test_in_kernel_merge_repeats_and_resets_its_tickets(num_heads, num_kv_heads, dtype):
-    """The last program of each (request, KV head) merges its partials: on ragged contexts,
-    with the interpreter's four SMs (several splits), both plans match the reference, give
-    the same bits call after call (the merge runs in split order), and leave every ticket
-    counter at zero (else the next launch, or a graph replay, would never merge)."""
-    contexts = [600, 1, 129, 37]
-    q, k_cache, v_cache, meta = make_decode(contexts, num_heads, num_kv_heads, dtype, seed=6)
-    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    pairs = len(contexts) * num_kv_heads
-    for name in ("splitkv", "balanced", "splitkv"):
-        backend = TritonAttention(decode_kernel=name, num_sms=None if ON_INTERPRETER else 4)
-        assert backend.max_splits(meta.max_context_len, pairs, q.device) > 1  # the premise
-        first = backend.decode(q, k_cache, v_cache, meta, SCALE)
-        assert_close(first, expected, dtype)
-        assert torch.equal(backend.decode(q, k_cache, v_cache, meta, SCALE), first)
-        assert not triton_backend._tickets(q.device).any()
-
-
-def test_ticket_counters_are_made_before_capture_and_bounded(monkeypatch):
-    q, k_cache, v_cache, meta = make_decode([100, 40], 4, 2, torch.float32, seed=8)
-    backend = TritonAttention(decode_kernel="balanced", num_sms=4)
-    triton_backend._tickets.cache_clear()  # as in a fresh process
-    with monkeypatch.context() as capturing:
-        capturing.setattr(torch.cuda, "is_available", lambda: True)
-        capturing.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
-        with pytest.raises(RuntimeError, match="before graph capture"):
-            backend.decode(q, k_cache, v_cache, meta, SCALE)
-        capturing.undo()
-        backend.decode(q, k_cache, v_cache, meta, SCALE)  # eagerly: the counters are made
-        capturing.setattr(torch.cuda, "is_available", lambda: True)
-        capturing.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
-        assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE),  # then captured, it runs
-                     TorchAttention().decode(q, k_cache, v_cache, meta, SCALE), torch.float32)
-    monkeypatch.setattr(triton_backend, "MAX_SPLIT_PAIRS", 3)  # 2 requests x 2 KV heads
-    with pytest.raises(ValueError, match="at most 3 .request, KV head. pairs"):
-        backend.decode(q, k_cache, v_cache, meta, SCALE)
 
 
 def test_balanced_launch_shape_ignores_context_lengths():
@@ -313,7 +272,7 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
     from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N,
-                                                   MERGE_BLOCK_S, SplitKVConfig)
+                                                   REDUCE_BLOCK_S, SplitKVConfig)
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -376,8 +335,10 @@ GPU_COMPILE = textwrap.dedent("""
         for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
-                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split,
-                BLOCK_S=MERGE_BLOCK_S), splitkv.num_warps, splitkv.num_stages)
+                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
+                splitkv.num_warps, splitkv.num_stages)
+        compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(
+            HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)
 
 
