@@ -101,7 +101,7 @@ SMALL_SPLIT_K = [(block_n, block_k, splits, 4, stages) for block_n, block_k, spl
                  + [(128, 64, s, 4) for s in (6, 12)]]
 SPLIT_K_SWEEP = {
     "qkv": [(64, 128, 4, 4, 4)] + SMALL_SPLIT_K,
-    "o_proj": [(64, 64, 5, 4, 4)] + SMALL_SPLIT_K,
+    "o_proj": [(64, 128, 4, 4, 4)] + SMALL_SPLIT_K,
     "down": [(64, 128, 5, 4, 4)] + [(block_n, block_k, splits, 4, stages) for block_n, block_k, splits in
                                     [(64, 128, s) for s in (4, 6, 7)] + [(64, 256, s) for s in (3, 4, 5)]
                                     + [(128, 128, s) for s in (4, 6)] + [(32, 256, s) for s in (4, 6)]

@@ -136,13 +136,13 @@ class SplitKConfig:
     sm86_stages: int = 2  # a 64-row batch's 128-deep K tiles: 32 KB a stage
 
 
-# Per projection of the 1.5B at 32 rows, the best of the H200 sweeps. down, [1536, 8960]
-# (data/roofline/down.csv, 5450832): 11.1 us with its reduce inside, 59% of the copy rate,
-# against 11.7 us for cuBLAS's two kernels; 24 column tiles x 5 splits = 120 programs.
-DOWN_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=5)
-# qkv [2048, 1536] and o_proj [1536, 1536]: 4-6 MB, 5 us on cuBLAS, which fills 32 or 24 SMs.
-QKV_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=4)
-O_PROJ_SPLIT_K = SplitKConfig(block_n=64, block_k=64, splits=5)
+# Per projection of the 1.5B at 32 rows, the best of the H200 sweep (data/roofline/split_k.csv,
+# f0f1ecf), as graph replays: qkv [2048, 1536] 4.4 us and o_proj [1536, 1536] 4.2 us against
+# cuBLAS's 5.6 and 5.4 (one kernel each, about 30 SMs busy); down [1536, 8960] 9.8 us against
+# 12.3, where 256-deep K tiles gained 1% (64 KB a stage: one stage on an A10).
+QKV_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=4)  # 32 column tiles x 4 = 128 programs
+O_PROJ_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=4)  # 24 x 4 = 96
+DOWN_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=5)  # 24 x 5 = 120
 
 
 @triton.jit(do_not_specialize=["num_rows"])
