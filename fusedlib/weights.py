@@ -22,8 +22,8 @@ def load_model(name_or_path: str, device: str | torch.device = "cpu",
                dtype: torch.dtype = torch.float32, seed: int = 0,
                fused_ops: bool | None = None, gate_up_silu: bool | None = None) -> Qwen2Model:
     """`fused_ops`: the model's fused Triton ops (see model.py); None means on for CUDA.
-    `gate_up_silu`: its MLP GEMMs as Triton kernels for decode-sized batches (gate_up with the
-    activation inside, down with its split-K reduce inside);
+    `gate_up_silu`: its GEMMs as Triton kernels for decode-sized batches (gate_up with the
+    activation inside; qkv, o_proj and down split over K, summed by their readers);
     None means as `fused_ops`."""
     if name_or_path in PRESETS:
         model = random_model(PRESETS[name_or_path], device=device, dtype=dtype, seed=seed)

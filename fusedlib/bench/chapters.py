@@ -372,12 +372,14 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # page; sets F to I (the decode step's last kernels, decode attention from a clean L2, PDL) in
 # its appendix, book/last_kernels.md.
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
+PARTIALS_SET, MERGE_SET = "L", "M"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to K, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to M, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
-            if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET))]
+            if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
+                                     PARTIALS_SET, MERGE_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -402,6 +404,10 @@ def rotary_predictions() -> list:
 
 def down_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(DOWN_SET)]
+
+
+def partials_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith((PARTIALS_SET, MERGE_SET))]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -459,10 +465,39 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     if "gates" in g:
         t["g_gates"] = _passed(g["gates"])
     h, j, k = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data), rf.measured_for_set_k(data)
+    ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
-              | gr.down_split_k_grades(by_key(), k))
-    return grades, t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
+              | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
+              | gr.in_kernel_merge_grades(by_key(), ms))
+    return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
+                    | partials_texts(ls, ms))
+
+
+def partials_texts(m: dict, merge: dict) -> dict[str, str]:
+    """The glued texts of sets L and M's section (roofline.measured_for_set_l and _m): both
+    split-K A/B leases, the sweep per projection, the kept tree's logit check and gates, the
+    in-kernel merge's lease and its decode kernel's time."""
+    t = _lease_texts(m, (("first", "l_first"), ("kept", "l_kept")))
+    if "sweep" in m:
+        for gemm, r in m["sweep"].iterrows():
+            t |= {f"l_{gemm}_cublas": f"{r['cublas_us']:.1f} µs", f"l_{gemm}_best": f"{r['best_us']:.1f} µs",
+                  f"l_{gemm}_frac": f"{r['best_frac']:.0%}", f"l_{gemm}_cublas_frac": f"{r['cublas_frac']:.0%}",
+                  f"l_{gemm}_shape": r["best_shape"], f"l_{gemm}_mb": f"{r['weight_mb']:.1f} MB"}
+        t |= {"l_shapes": f"{m['sweep']['shapes'].sum()}", "l_sweep_err": f"{m['sweep']['max_err'].max():.4f}"}
+    if "kept_step_check" in m:
+        c = m["kept_step_check"]
+        t["l_check"] = (f"max |d| {c['max_abs_diff']:.4f}, argmax {int(c['argmax_agree_outside_ties'])} of "
+                        f"{int(c['rows_outside_ties'])} outside ties")
+    if "kept_gates" in m and len(m["kept_gates"]):
+        t["l_kept_gates"] = _passed(m["kept_gates"])
+    t |= _lease_texts(merge, (("merge", "m"),))
+    if "kernels" in merge:
+        k = merge["kernels"]
+        t |= {"m_decode_before": f"{k.loc['splitkv_decode_kernel', 'base_us']:.0f} µs",
+              "m_decode_after": f"{k.loc['splitkv_decode_kernel', 'new_us']:.0f} µs",
+              "m_reduce": f"{k.loc['splitkv_reduce_kernel', 'base_us']:.0f} µs"}
+    return t
 
 
 def down_texts(m: dict) -> dict[str, str]:

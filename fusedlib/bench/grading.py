@@ -644,6 +644,77 @@ def _kernel_count_grade(p: Prediction, dec, mixed, mixed_change: int) -> Grade:
                  verdict(ok), "as predicted" if ok else "a count differs")
 
 
+def split_k_partials_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """L1-L4 on fusedlib.bench.roofline.measured_for_set_l (the engine's configuration's rows:
+    the kept lease, as for set K, and the sweep)."""
+    from .roofline import SHAPE_AB_ROLE as one
+
+    out = {}
+    kept = m.get("kept")
+    if kept is not None:
+        dec, mixed = kept.loc[(one, "decode")], kept.loc[(one, "mixed")]
+        (kernels,) = p["L1"].range(0)
+        ok = dec["new_kernels"] == dec["base_kernels"] == kernels and mixed["new_kernels"] == mixed["base_kernels"]
+        out["L1"] = Grade(f"{dec['new_kernels']:.0f} kernels against {dec['base_kernels']:.0f}; mixed step "
+                          f"{mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}", verdict(ok),
+                          "as predicted" if ok else "a count differs")
+        (a, b), (g_lo, g_hi), (limit,) = p["L3"].fractions(0), p["L3"].range(1), p["L3"].fractions(2)
+        fall, gpu, fm = 1 - dec["ratio"], dec["new_gpu_ms"], mixed["ratio"] - 1
+        ok = _in(fall, a, b) and _in(gpu, g_lo, g_hi) and abs(fm) < limit
+        out["L3"] = Grade(f"decode {gpu:.3f} ms, {_interval(dec)}; mixed {_interval(mixed)}", verdict(ok),
+                          "inside every range" if ok else
+                          f"decode fall {side(fall, a, b)} its range, {gpu:.3f} ms {side(gpu, g_lo, g_hi)} its, "
+                          f"mixed {abs(fm):.2%} against {limit:.1%}")
+    sweep = m.get("sweep")
+    if sweep is not None and {"qkv", "o_proj", "down"} <= set(sweep.index):
+        ranges = [p["L2"].range(i) for i in range(5)]
+        checks = [("qkv best", sweep.loc["qkv", "best_us"], ranges[0]), ("qkv cuBLAS", sweep.loc["qkv", "cublas_us"], ranges[1]),
+                  ("o_proj best", sweep.loc["o_proj", "best_us"], ranges[2]),
+                  ("o_proj cuBLAS", sweep.loc["o_proj", "cublas_us"], ranges[3]),
+                  ("down best", sweep.loc["down", "best_us"], ranges[4])]
+        missed = [f"{name} {side(x, lo, hi)}" for name, x, (lo, hi) in checks if not _in(x, lo, hi)]
+        out["L2"] = Grade("; ".join(f"{name} {x:.1f} µs" for name, x, _ in checks), verdict(not missed),
+                          "inside every range" if not missed else ", ".join(missed) + " its range")
+    check = m.get("kept_step_check")
+    if check is not None:
+        (lo, hi), d = p["L4"].range(0), float(check["max_abs_diff"])
+        agree = check["argmax_agree_outside_ties"] == check["rows_outside_ties"]
+        ok = lo < d < hi and agree
+        out["L4"] = Grade(f"max |d| {d:.4f}, argmax {int(check['argmax_agree_outside_ties'])} of "
+                          f"{int(check['rows_outside_ties'])} outside ties", verdict(ok),
+                          "as predicted" if ok else "identical logits" if d == 0 else "outside its range")
+    return out
+
+
+def in_kernel_merge_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """M1-M3 on fusedlib.bench.roofline.measured_for_set_m (the engine's configuration's rows)."""
+    from .roofline import SHAPE_AB_ROLE as one
+
+    merge = m.get("merge")
+    if merge is None:
+        return {}
+    dec, mixed, kernels = merge.loc[(one, "decode")], merge.loc[(one, "mixed")], m["kernels"]
+    (fewer,) = p["M1"].range(0)
+    ok = all(r["base_kernels"] - r["new_kernels"] == fewer for r in (dec, mixed))
+    out = {"M1": Grade(f"decode {dec['new_kernels']:.0f} kernels against {dec['base_kernels']:.0f}; mixed "
+                       f"{mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}", verdict(ok),
+                       "as predicted" if ok else "a count differs")}
+    (a, b), (c, d) = p["M2"].fractions(0), p["M2"].fractions(1)
+    fd, fm = 1 - dec["ratio"], 1 - mixed["ratio"]
+    ok = _in(fd, a, b) and _in(fm, c, d)
+    out["M2"] = Grade(f"decode {_interval(dec)}; mixed {_interval(mixed)}", verdict(ok),
+                      "inside both ranges" if ok else f"decode fall {side(fd, a, b)} its range, mixed {side(fm, c, d)} its")
+    (lo, hi) = p["M3"].range(0)
+    decode_kernel = kernels.loc["splitkv_decode_kernel"]
+    rise = decode_kernel["new_us"] - decode_kernel["base_us"]
+    reduce_us = kernels.loc["splitkv_reduce_kernel", "base_us"]
+    ok = _in(rise, lo, hi) and rise < reduce_us
+    out["M3"] = Grade(f"split-KV decode {decode_kernel['base_us']:.0f} -> {decode_kernel['new_us']:.0f} µs a step "
+                      f"(+{rise:.0f}); the reduce's {reduce_us:.0f} µs gone", verdict(ok),
+                      "as predicted" if ok else f"the rise {side(rise, lo, hi)} its range")
+    return out
+
+
 def rotary_in_attention_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """J1-J4 on fusedlib.bench.roofline.measured_for_set_j (the engine's configuration's rows)."""
     from .roofline import SHAPE_AB_ROLE as one

@@ -777,3 +777,50 @@ def measured_for_set_k(data: Path) -> dict:
         if len(gates):
             m["kept_gates"] = gates[gates["git_commit"] == commit]
     return m
+
+
+def measured_for_set_l(data: Path) -> dict:
+    """What set L (qkv, o_proj and down as split-K partials summed by their readers) is graded
+    on (grading.split_k_partials_grades): the A/B census leases of roofline/split_k_ab, the
+    first ("first": the first launch shapes) and the last ("kept": the sweep's), indexed by
+    (role, step); the sweep ("sweep": per projection, cuBLAS's time, the first shape listed,
+    the best shape, the largest difference from cuBLAS of any shape); the kept tree's decode
+    step check and gate runs. Keys are missing where rows are."""
+    m = {}
+    ab = census_ab(data, "split_k_ab")
+    leases = list(ab["boot_id"].unique()) if len(ab) else []
+    for key, boot in (("first", leases[0] if len(leases) > 1 else None), ("kept", leases[-1] if leases else None)):
+        if boot is not None:
+            m[key] = ab[ab["boot_id"] == boot].set_index(["role", "step"])
+    sweep = _frame(data, "roofline/split_k")
+    if len(sweep):
+        out = []
+        for gemm, g in sweep.groupby("gemm", sort=False):
+            split = g[g["kernel"] == "split-K partials"].dropna(subset=["us_per_call"])
+            cublas, best = g[g["kernel"] == "cublas"].iloc[0], split.sort_values("us_per_call").iloc[0]
+            out.append({"gemm": gemm, "commit": best["git_commit"], "weight_mb": best["weight_bytes"] / 1e6,
+                        "cublas_us": cublas["us_per_call"], "cublas_frac": cublas["fraction_of_copy"],
+                        "first_us": split["us_per_call"].iloc[0], "best_us": best["us_per_call"],
+                        "best_frac": best["fraction_of_copy"], "shapes": len(split),
+                        "best_shape": f"{best['block_n']:.0f} x {best['block_k']:.0f}, {best['splits']:.0f} splits",
+                        "max_err": split[["max_abs_err_vs_cublas", "max_abs_err_after_replays"]].max().max()})
+        m["sweep"] = pd.DataFrame(out).set_index("gemm")
+    if "kept" in m:
+        commit = m["kept"]["new_commit"].iloc[0]
+        m |= {f"kept_{k}": v for k, v in _step_check(data, commit, GATE_UP_CHECK).items()}
+        gates = _frame(data, "paired/gates")
+        if len(gates):
+            m["kept_gates"] = gates[gates["git_commit"] == commit]
+    return m
+
+
+def measured_for_set_m(data: Path) -> dict:
+    """What set M (split-KV decode merging its own partials) is graded on
+    (grading.in_kernel_merge_grades): the A/B census lease of roofline/merge_ab ("merge",
+    indexed by (role, step)) and its decode step's kernels ("kernels", by name)."""
+    ab = census_ab(data, "merge_ab")
+    if ab.empty:
+        return {}
+    boot = ab["boot_id"].iloc[-1]
+    return {"merge": ab[ab["boot_id"] == boot].set_index(["role", "step"]),
+            "kernels": census_ab_kernels(data, boot, GATE_UP, "decode", stem="merge_ab").set_index("name")}

@@ -182,8 +182,9 @@ OPTIONS = {o.name: o for o in [
            "PyTorch ops of parts 7-9 (default: the profile's, full fused, smoke reference)", before=False),
     Option("gate_up_silu", False, _BOOL,
            "on the fused_ops path (nothing without it): the gate_up GEMM of batches of at most 64 rows "
-           "as one Triton launch with SiLU*up in its epilogue, and from 2ce474e on the down GEMM as one "
-           "split-K launch with its reduce inside (Qwen2Model.gate_up_silu)", before=False),
+           "as one Triton launch with SiLU*up in its epilogue, from 2ce474e on the down GEMM as one "
+           "split-K launch with its reduce inside, and from 58410f1 on the qkv, o_proj and down GEMMs as "
+           "split-K partials their readers sum (Qwen2Model.gate_up_silu)", before=False),
     Option("overlap", False, _BOOL,
            "plan, pack and launch step n+1 before reading step n's tokens back, so host work runs "
            "while the GPU works (EngineConfig.overlap)", before=False),

@@ -615,3 +615,35 @@ def test_set_k_grades_the_down_kernel_from_the_committed_rows():
     kernels = roofline.census_ab_kernels(DATA, m["kept"]["boot_id"].iloc[0], roofline.GATE_UP, "decode",
                                          stem="down_ab").set_index("name")
     assert kernels.loc["down_proj_kernel", "base_launches"] == 0 and kernels.loc["down_proj_kernel", "new_launches"] == 28
+
+
+def test_sets_l_and_m_grade_the_partials_and_the_merge_from_the_committed_rows():
+    """Sets L and M on data/roofline's own rows: split_k_ab's first lease ran the first launch
+    shapes, its last the sweep's; merge_ab ran the in-kernel split-KV merge. A faster step,
+    sweep times inside the ranges or a different kernel count would change the grades."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    p, m, merge = predictions.by_key(), roofline.measured_for_set_l(DATA), roofline.measured_for_set_m(DATA)
+    assert m["first"]["new_commit"].iloc[0] == "58410f1" and m["kept"]["new_commit"].iloc[0] == "496c3c9"
+    assert m["sweep"].index.tolist() == ["qkv", "o_proj", "down"] and m["sweep"]["commit"].eq("f0f1ecf").all()
+    g = grading.split_k_partials_grades(p, m) | grading.in_kernel_merge_grades(p, merge)
+    assert [g[k].verdict for k in ("L1", "L2", "L3", "L4", "M1", "M2", "M3")] == \
+        ["HELD", "MISSED", "MISSED", "HELD", "HELD", "MISSED", "MISSED"]
+    assert "qkv best above" in g["L2"].why and "down best" not in g["L2"].why
+    t = chapters.partials_texts(m, merge)
+    assert (t["l_kept_kernels"], t["l_kept_kernels_before"], t["l_kept_gates"], t["m_kernels"]) == \
+        ("257", "257", "28 of 28", "229")
+    assert t["l_kept_change"].startswith("-4.0%") and t["m_change"].startswith("+21.1%")
+    faster = m["kept"].copy()
+    faster.loc[(slice(None), "decode"), ["ratio", "new_gpu_ms"]] = [0.94, 1.87]
+    assert grading.split_k_partials_grades(p, m | {"kept": faster})["L3"].verdict == "HELD"
+    inside = m["sweep"].copy()
+    inside.loc[["qkv", "o_proj"], "best_us"] = 3.0
+    assert grading.split_k_partials_grades(p, m | {"sweep": inside})["L2"].verdict == "HELD"
+    kernels = merge["kernels"].copy()
+    kernels.loc["splitkv_decode_kernel", "new_us"] = kernels.loc["splitkv_decode_kernel", "base_us"] + 30
+    assert grading.in_kernel_merge_grades(p, merge | {"kernels": kernels})["M3"].verdict == "HELD"
+    split = roofline.census_ab_kernels(DATA, m["kept"]["boot_id"].iloc[0], roofline.GATE_UP, "decode",
+                                       stem="split_k_ab").set_index("name")
+    assert split.loc["split_k_kernel", "new_launches"] == 84 and split.loc["down_proj_kernel", "new_launches"] == 0
