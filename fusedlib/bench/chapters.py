@@ -484,7 +484,14 @@ def partials_texts(m: dict, merge: dict) -> dict[str, str]:
             t |= {f"l_{gemm}_cublas": f"{r['cublas_us']:.1f} µs", f"l_{gemm}_best": f"{r['best_us']:.1f} µs",
                   f"l_{gemm}_frac": f"{r['best_frac']:.0%}", f"l_{gemm}_cublas_frac": f"{r['cublas_frac']:.0%}",
                   f"l_{gemm}_shape": r["best_shape"], f"l_{gemm}_mb": f"{r['weight_mb']:.1f} MB"}
-        t |= {"l_shapes": f"{m['sweep']['shapes'].sum()}", "l_sweep_err": f"{m['sweep']['max_err'].max():.4f}"}
+        t |= {"l_shapes": f"{m['sweep']['shapes'].sum()}", "l_sweep_err": f"{m['sweep']['max_err'].max():.4f}",
+              "l_down_first": f"{m['sweep'].loc['down', 'first_us']:.1f} µs"}
+    if "kernels" in m:  # what the GEMMs saved a step, and what summing the partials cost their readers
+        k = m["kernels"]
+        gemms, readers = ~k.index.isin(["add_rms_norm_kernel", "rotary_to_cache_kernel"]), \
+            ["add_rms_norm_kernel", "rotary_to_cache_kernel"]
+        t |= {"l_gemms_saved": f"{(k.loc[gemms, 'base_us'] - k.loc[gemms, 'new_us']).sum():.0f} µs",
+              "l_readers_cost": f"{(k.loc[readers, 'new_us'] - k.loc[readers, 'base_us']).sum():.0f} µs"}
     if "kept_step_check" in m:
         c = m["kept_step_check"]
         t["l_check"] = (f"max |d| {c['max_abs_diff']:.4f}, argmax {int(c['argmax_agree_outside_ties'])} of "

@@ -784,8 +784,9 @@ def measured_for_set_l(data: Path) -> dict:
     on (grading.split_k_partials_grades): the A/B census leases of roofline/split_k_ab, the
     first ("first": the first launch shapes) and the last ("kept": the sweep's), indexed by
     (role, step); the sweep ("sweep": per projection, cuBLAS's time, the first shape listed,
-    the best shape, the largest difference from cuBLAS of any shape); the kept tree's decode
-    step check and gate runs. Keys are missing where rows are."""
+    the best shape, the largest difference from cuBLAS of any shape); the kept lease's decode
+    step kernels ("kernels", by name); the kept tree's decode step check and gate runs. Keys
+    are missing where rows are."""
     m = {}
     ab = census_ab(data, "split_k_ab")
     leases = list(ab["boot_id"].unique()) if len(ab) else []
@@ -807,6 +808,8 @@ def measured_for_set_l(data: Path) -> dict:
         m["sweep"] = pd.DataFrame(out).set_index("gemm")
     if "kept" in m:
         commit = m["kept"]["new_commit"].iloc[0]
+        m["kernels"] = census_ab_kernels(data, m["kept"]["boot_id"].iloc[0], GATE_UP, "decode",
+                                         stem="split_k_ab").set_index("name")
         m |= {f"kept_{k}": v for k, v in _step_check(data, commit, GATE_UP_CHECK).items()}
         gates = _frame(data, "paired/gates")
         if len(gates):

@@ -635,6 +635,7 @@ def test_sets_l_and_m_grade_the_partials_and_the_merge_from_the_committed_rows()
     assert (t["l_kept_kernels"], t["l_kept_kernels_before"], t["l_kept_gates"], t["m_kernels"]) == \
         ("257", "257", "28 of 28", "229")
     assert t["l_kept_change"].startswith("-4.0%") and t["m_change"].startswith("+21.1%")
+    assert (t["l_gemms_saved"], t["l_readers_cost"]) == ("127 µs", "48 µs")
     faster = m["kept"].copy()
     faster.loc[(slice(None), "decode"), ["ratio", "new_gpu_ms"]] = [0.94, 1.87]
     assert grading.split_k_partials_grades(p, m | {"kept": faster})["L3"].verdict == "HELD"
