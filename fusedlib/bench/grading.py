@@ -658,13 +658,7 @@ def split_k_partials_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grad
         out["L1"] = Grade(f"{dec['new_kernels']:.0f} kernels against {dec['base_kernels']:.0f}; mixed step "
                           f"{mixed['new_kernels']:.0f} against {mixed['base_kernels']:.0f}", verdict(ok),
                           "as predicted" if ok else "a count differs")
-        (a, b), (g_lo, g_hi), (limit,) = p["L3"].fractions(0), p["L3"].range(1), p["L3"].fractions(2)
-        fall, gpu, fm = 1 - dec["ratio"], dec["new_gpu_ms"], mixed["ratio"] - 1
-        ok = _in(fall, a, b) and _in(gpu, g_lo, g_hi) and abs(fm) < limit
-        out["L3"] = Grade(f"decode {gpu:.3f} ms, {_interval(dec)}; mixed {_interval(mixed)}", verdict(ok),
-                          "inside every range" if ok else
-                          f"decode fall {side(fall, a, b)} its range, {gpu:.3f} ms {side(gpu, g_lo, g_hi)} its, "
-                          f"mixed {abs(fm):.2%} against {limit:.1%}")
+        out["L3"] = _step_fall_grade(p["L3"], dec, mixed)
     sweep = m.get("sweep")
     if sweep is not None and {"qkv", "o_proj", "down"} <= set(sweep.index):
         ranges = [p["L2"].range(i) for i in range(5)]
@@ -675,14 +669,8 @@ def split_k_partials_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grad
         missed = [f"{name} {side(x, lo, hi)}" for name, x, (lo, hi) in checks if not _in(x, lo, hi)]
         out["L2"] = Grade("; ".join(f"{name} {x:.1f} µs" for name, x, _ in checks), verdict(not missed),
                           "inside every range" if not missed else ", ".join(missed) + " its range")
-    check = m.get("kept_step_check")
-    if check is not None:
-        (lo, hi), d = p["L4"].range(0), float(check["max_abs_diff"])
-        agree = check["argmax_agree_outside_ties"] == check["rows_outside_ties"]
-        ok = lo < d < hi and agree
-        out["L4"] = Grade(f"max |d| {d:.4f}, argmax {int(check['argmax_agree_outside_ties'])} of "
-                          f"{int(check['rows_outside_ties'])} outside ties", verdict(ok),
-                          "as predicted" if ok else "identical logits" if d == 0 else "outside its range")
+    if m.get("kept_step_check") is not None:
+        out["L4"] = _logit_check_grade(p["L4"], m["kept_step_check"])
     return out
 
 
@@ -746,6 +734,29 @@ def rotary_in_attention_grades(p: dict[str, Prediction], m: dict) -> dict[str, G
     return out
 
 
+def _step_fall_grade(p: Prediction, dec, mixed) -> Grade:
+    """A prediction quoting the decode step's fall ("between a% and b%"), its GPU time
+    ("between x and y ms") and a bound on the mixed step's change ("less than c%"), from one
+    A/B lease's decode and mixed rows."""
+    (a, b), (g_lo, g_hi), (limit,) = p.fractions(0), p.range(1), p.fractions(2)
+    fall, gpu, fm = 1 - dec["ratio"], dec["new_gpu_ms"], mixed["ratio"] - 1
+    ok = _in(fall, a, b) and _in(gpu, g_lo, g_hi) and abs(fm) < limit
+    return Grade(f"decode {gpu:.3f} ms, {_interval(dec)}; mixed {_interval(mixed)}", verdict(ok),
+                 "inside every range" if ok else
+                 f"decode fall {side(fall, a, b)} its range, {gpu:.3f} ms {side(gpu, g_lo, g_hi)} its, "
+                 f"mixed {abs(fm):.2%} against {limit:.1%}")
+
+
+def _logit_check_grade(p: Prediction, check) -> Grade:
+    """A prediction that the logits differ, by a max |d| inside its quoted range, with every
+    argmax outside ties agreeing (a step_check row)."""
+    (lo, hi), d = p.range(0), float(check["max_abs_diff"])
+    ok = lo < d < hi and check["argmax_agree_outside_ties"] == check["rows_outside_ties"]
+    return Grade(f"max |d| {d:.4f}, argmax {int(check['argmax_agree_outside_ties'])} of "
+                 f"{int(check['rows_outside_ties'])} outside ties", verdict(ok),
+                 "as predicted" if ok else "identical logits" if d == 0 else "outside its range")
+
+
 def down_split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """K1-K4 on fusedlib.bench.roofline.measured_for_set_k (the engine's configuration's rows:
     the kept lease, and the sweeps of both shapes' commits)."""
@@ -756,13 +767,7 @@ def down_split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if kept is not None:
         dec, mixed = kept.loc[(one, "decode")], kept.loc[(one, "mixed")]
         out["K1"] = _kernel_count_grade(p["K1"], dec, mixed, mixed_change=0)
-        (a, b), (g_lo, g_hi), (limit,) = p["K3"].fractions(0), p["K3"].range(1), p["K3"].fractions(2)
-        fall, gpu, fm = 1 - dec["ratio"], dec["new_gpu_ms"], mixed["ratio"] - 1
-        ok = _in(fall, a, b) and _in(gpu, g_lo, g_hi) and abs(fm) < limit
-        out["K3"] = Grade(f"decode {gpu:.3f} ms, {_interval(dec)}; mixed {_interval(mixed)}", verdict(ok),
-                          "inside every range" if ok else
-                          f"decode fall {side(fall, a, b)} its range, {gpu:.3f} ms {side(gpu, g_lo, g_hi)} its, "
-                          f"mixed {abs(fm):.2%} against {limit:.1%}")
+        out["K3"] = _step_fall_grade(p["K3"], dec, mixed)
     sweeps = m.get("sweeps")
     if sweeps is not None and len(sweeps):
         (b_lo, b_hi), (c_lo, c_hi), (limit,) = p["K2"].range(0), p["K2"].range(1), p["K2"].range(2)
@@ -773,12 +778,6 @@ def down_split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                           verdict(ok_best and ok_cublas and err <= limit),
                           f"best {side(best, b_lo, b_hi)} its range, cuBLAS {'inside' if ok_cublas else 'outside'} "
                           f"its, difference {'within' if err <= limit else 'over'} {limit}")
-    check = m.get("kept_step_check")
-    if check is not None:
-        (lo, hi), d = p["K4"].range(0), float(check["max_abs_diff"])
-        agree = check["argmax_agree_outside_ties"] == check["rows_outside_ties"]
-        ok = lo < d < hi and agree
-        out["K4"] = Grade(f"max |d| {d:.4f}, argmax {int(check['argmax_agree_outside_ties'])} of "
-                          f"{int(check['rows_outside_ties'])} outside ties", verdict(ok),
-                          "as predicted" if ok else "identical logits" if d == 0 else "outside its range")
+    if m.get("kept_step_check") is not None:
+        out["K4"] = _logit_check_grade(p["K4"], m["kept_step_check"])
     return out
