@@ -34,8 +34,10 @@ and the other sections still run):
                  and the SiLU*up kernel against fusedlib.ops.gemm's one kernel over a sweep
                  of launch shapes; graph replays, each layer's weight its own copy so L2
                  holds none of them (as in a step); GB/s of the weight, the copy fraction
-  down           the same for the down projection: cuBLAS's split-K GEMM and reduce against
-                 fusedlib.ops.gemm's split-K kernel with the reduce inside, over a sweep
+  split_k        the same for qkv, o_proj and down: cuBLAS against fusedlib.ops.gemm's
+                 split-K kernel (partials, compared as their sum) over a sweep per projection
+  wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
+                 alone, to their return and to completion, and an idle synchronize
 
 Random weights with the Qwen2.5-1.5B config. `--smoke` runs every section with the tiny
 model on the CPU (Triton interpreter) so a unit test keeps the script working; its numbers
@@ -381,6 +383,48 @@ class Bench:
         model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)
+
+    def wall_gap(self) -> None:
+        """Where the whole-graphed decode step's wall time goes beyond its GPU time: host time
+        from the call to its return and to completion, for the step as the census runs it
+        (staging, then the graph) and for the graph's replay alone, and a synchronize on an
+        idle GPU. Medians over `iters`, the engine's configuration."""
+        torch = self.torch
+        from fusedlib.attention import make_backend
+        from fusedlib.graphs import WholeGraphs
+
+        model, p = self.model, self.p
+        model.fused_ops, model.gate_up_silu = True, True
+        decode = WholeGraphs(model, self.engine.pool, make_backend("triton-balanced"), p["rows"],
+                             capture=self.on_gpu, decode_buckets=(p["rows"],))
+        step = lambda: decode.run(self.decode_batch)  # noqa: E731
+        replay = decode.graphs[(0, p["rows"])][0].replay if self.on_gpu else step
+        for _ in range(3 if self.on_gpu else 1):
+            step()
+        _sync(self.device)
+
+        def host_ms(call, sync_inside: bool) -> float:
+            times = []
+            for _ in range(p["iters"]):
+                t0 = time.perf_counter()
+                call()
+                if sync_inside:
+                    _sync(self.device)
+                times.append((time.perf_counter() - t0) * 1e3)
+                _sync(self.device)
+            return statistics.median(times)
+
+        gpu_ms, _ = self._time_step(step)
+        rows = [{"measure": "step_gpu", "ms": gpu_ms},
+                {"measure": "step_to_completion", "ms": host_ms(step, True)},
+                {"measure": "step_call_returns", "ms": host_ms(step, False)},
+                {"measure": "replay_to_completion", "ms": host_ms(replay, True)},
+                {"measure": "replay_call_returns", "ms": host_ms(replay, False)},
+                {"measure": "sync_idle", "ms": host_ms(lambda: None, True)}]
+        model.gate_up_silu = False
+        del decode
+        self.write("wall_gap", [{**r, "rows": p["rows"], "iters": p["iters"]} for r in rows])
+        self.summary.append(("wall_gap", ", ".join(f"{r['measure']} {r['ms']:.3f} ms" for r in rows)))
 
     def _time_step(self, run) -> tuple[float, float]:
         """(GPU ms: CUDA events around each step, median; wall ms: host time of the step
@@ -809,7 +853,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")
