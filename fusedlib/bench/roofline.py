@@ -827,3 +827,13 @@ def measured_for_set_m(data: Path) -> dict:
     boot = ab["boot_id"].iloc[-1]
     return {"merge": ab[ab["boot_id"] == boot].set_index(["role", "step"]),
             "kernels": census_ab_kernels(data, boot, GATE_UP, "decode", stem="merge_ab").set_index("name")}
+
+
+def wall_gap(data: Path) -> dict[str, float]:
+    """The whole-graphed decode step's host times (roofline/wall_gap, the latest commit's
+    passes): each measure's median over the passes, in ms. Empty where no rows are."""
+    df = _frame(data, "roofline/wall_gap")
+    if df.empty:
+        return {}
+    latest = df[df["git_commit"] == df.sort_values("timestamp")["git_commit"].iloc[-1]]
+    return latest.groupby("measure")["ms"].median().to_dict()

@@ -648,3 +648,16 @@ def test_sets_l_and_m_grade_the_partials_and_the_merge_from_the_committed_rows()
     split = roofline.census_ab_kernels(DATA, m["kept"]["boot_id"].iloc[0], roofline.GATE_UP, "decode",
                                        stem="split_k_ab").set_index("name")
     assert split.loc["split_k_kernel", "new_launches"] == 84 and split.loc["down_proj_kernel", "new_launches"] == 0
+
+
+def test_wall_gap_reads_the_latest_passes():
+    """The decode step's wall beyond its GPU time is the staging before the replay: on the
+    committed rows the replay alone ends within 2% of the GPU time, the step after it."""
+    from fusedlib.bench import chapters
+    from fusedlib.bench.analysis import DATA
+
+    gap = roofline.wall_gap(DATA)
+    assert gap["replay_to_completion"] < 1.02 * gap["step_gpu"] < gap["step_to_completion"]
+    assert gap["step_call_returns"] > 10 * gap["replay_call_returns"]
+    t = chapters.partials_texts({}, {}, DATA)
+    assert (t["wg_gpu"], t["wg_replay"], t["wg_step"], t["wg_stage"]) == ("1.91 ms", "1.92 ms", "2.13 ms", "217 µs")
