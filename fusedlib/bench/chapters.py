@@ -471,16 +471,22 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
-                    | partials_texts(ls, ms, data))
+                    | partials_texts(ls, ms) | wall_gap_texts(rf.wall_gap(data)))
 
 
-def partials_texts(m: dict, merge: dict, data=None) -> dict[str, str]:
+def wall_gap_texts(gap: dict[str, float]) -> dict[str, str]:
+    """The census's decode wall time beside its replay's and the staging before it
+    (roofline.wall_gap)."""
+    if not gap:
+        return {}
+    return {"wg_replay": f"{gap['replay_to_completion']:.2f} ms", "wg_step": f"{gap['step_to_completion']:.2f} ms",
+            "wg_stage": f"{gap['step_call_returns'] * 1e3:.0f} µs", "wg_gpu": f"{gap['step_gpu']:.2f} ms"}
+
+
+def partials_texts(m: dict, merge: dict) -> dict[str, str]:
     """The glued texts of sets L and M's section (roofline.measured_for_set_l and _m): both
     split-K A/B leases, the sweep per projection, the kept tree's logit check and gates, the
-    in-kernel merge's lease and its decode kernel's time; and the decode step's wall time
-    beside its replay's (roofline.wall_gap, from `data`, default bd.DATA)."""
-    from . import roofline as rf
-
+    in-kernel merge's lease and its decode kernel's time."""
     t = _lease_texts(m, (("first", "l_first"), ("kept", "l_kept")))
     if "sweep" in m:
         for gemm, r in m["sweep"].iterrows():
@@ -501,10 +507,6 @@ def partials_texts(m: dict, merge: dict, data=None) -> dict[str, str]:
                         f"{int(c['rows_outside_ties'])} outside ties")
     if "kept_gates" in m and len(m["kept_gates"]):
         t["l_kept_gates"] = _passed(m["kept_gates"])
-    gap = rf.wall_gap(bd.DATA if data is None else data)
-    if gap:  # the census's wall time: the replay alone, and the staging before it
-        t |= {"wg_replay": f"{gap['replay_to_completion']:.2f} ms", "wg_step": f"{gap['step_to_completion']:.2f} ms",
-              "wg_stage": f"{gap['step_call_returns'] * 1e3:.0f} µs", "wg_gpu": f"{gap['step_gpu']:.2f} ms"}
     t |= _lease_texts(merge, (("merge", "m"),))
     if "kernels" in merge:
         k = merge["kernels"]

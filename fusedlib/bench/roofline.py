@@ -735,6 +735,15 @@ def measured_for_set_j(data: Path) -> dict:
 GATE_UP_CHECK = "decode_gate_up_silu_vs_cublas"  # the decode step with the one-kernel MLP GEMMs and without
 
 
+def _first_and_kept(data: Path, stem: str) -> dict:
+    """A change's A/B census leases in roofline/`stem` (census_ab), each indexed by (role,
+    step): "first" (the earliest, where there are two or more) and "kept" (the latest)."""
+    ab = census_ab(data, stem)
+    leases = list(ab["boot_id"].unique()) if len(ab) else []
+    picks = (("first", leases[0] if len(leases) > 1 else None), ("kept", leases[-1] if leases else None))
+    return {key: ab[ab["boot_id"] == boot].set_index(["role", "step"]) for key, boot in picks if boot is not None}
+
+
 def measured_for_set_k(data: Path) -> dict:
     """What set K (the down projection as one split-K launch with its reduce inside) is graded
     on (grading.down_split_k_grades): the A/B census leases of roofline/down_ab, the first
@@ -744,12 +753,7 @@ def measured_for_set_k(data: Path) -> dict:
     from cuBLAS of any shape); the kept tree's decode step check and gate runs, and that
     check's latest run before it ("before_step_check", the gate_up kernel alone). Keys are
     missing where rows are."""
-    m = {}
-    ab = census_ab(data, "down_ab")
-    leases = list(ab["boot_id"].unique()) if len(ab) else []
-    for key, boot in (("first", leases[0] if len(leases) > 1 else None), ("kept", leases[-1] if leases else None)):
-        if boot is not None:
-            m[key] = ab[ab["boot_id"] == boot].set_index(["role", "step"])
+    m = _first_and_kept(data, "down_ab")
     sweep = _frame(data, "roofline/down")
     if len(sweep):
         out = []
@@ -787,12 +791,7 @@ def measured_for_set_l(data: Path) -> dict:
     the best shape, the largest difference from cuBLAS of any shape); the kept lease's decode
     step kernels ("kernels", by name); the kept tree's decode step check and gate runs. Keys
     are missing where rows are."""
-    m = {}
-    ab = census_ab(data, "split_k_ab")
-    leases = list(ab["boot_id"].unique()) if len(ab) else []
-    for key, boot in (("first", leases[0] if len(leases) > 1 else None), ("kept", leases[-1] if leases else None)):
-        if boot is not None:
-            m[key] = ab[ab["boot_id"] == boot].set_index(["role", "step"])
+    m = _first_and_kept(data, "split_k_ab")
     sweep = _frame(data, "roofline/split_k")
     if len(sweep):
         out = []
@@ -821,12 +820,11 @@ def measured_for_set_m(data: Path) -> dict:
     """What set M (split-KV decode merging its own partials) is graded on
     (grading.in_kernel_merge_grades): the A/B census lease of roofline/merge_ab ("merge",
     indexed by (role, step)) and its decode step's kernels ("kernels", by name)."""
-    ab = census_ab(data, "merge_ab")
-    if ab.empty:
+    lease = _first_and_kept(data, "merge_ab").get("kept")
+    if lease is None:
         return {}
-    boot = ab["boot_id"].iloc[-1]
-    return {"merge": ab[ab["boot_id"] == boot].set_index(["role", "step"]),
-            "kernels": census_ab_kernels(data, boot, GATE_UP, "decode", stem="merge_ab").set_index("name")}
+    return {"merge": lease, "kernels": census_ab_kernels(data, lease["boot_id"].iloc[0], GATE_UP, "decode",
+                                                         stem="merge_ab").set_index("name")}
 
 
 def wall_gap(data: Path) -> dict[str, float]:

@@ -93,8 +93,9 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Ten
                     slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int) -> torch.Tensor:
     """q [tokens, num_heads, head_dim], rotated; k (rotated) and v written to the cache at
     `slot_mapping`. qkv is the bias-free projection [tokens, (num_heads + 2 * num_kv_heads)
-    * head_dim], or its split-K partials (see `split_layout`); cos/sin are [tokens, head_dim] (or [tokens, 1, head_dim]) rows of the
-    rotary table at each token's position; caches are [blocks, block_size, kv_heads, head_dim]."""
+    * head_dim], or its split-K partials (see `split_layout`); cos/sin are [tokens, head_dim]
+    (or [tokens, 1, head_dim]) rows of the rotary table at each token's position; caches are
+    [blocks, block_size, kv_heads, head_dim]."""
     head_dim = k_cache.shape[-1]
     splits = split_layout(qkv)
     tokens, dtype = qkv.shape[-2], k_cache.dtype

@@ -659,5 +659,5 @@ def test_wall_gap_reads_the_latest_passes():
     gap = roofline.wall_gap(DATA)
     assert gap["replay_to_completion"] < 1.02 * gap["step_gpu"] < gap["step_to_completion"]
     assert gap["step_call_returns"] > 10 * gap["replay_call_returns"]
-    t = chapters.partials_texts({}, {}, DATA)
+    t = chapters.wall_gap_texts(gap)
     assert (t["wg_gpu"], t["wg_replay"], t["wg_step"], t["wg_stage"]) == ("1.91 ms", "1.92 ms", "2.13 ms", "217 µs")
