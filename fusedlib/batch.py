@@ -1,7 +1,9 @@
 """StepPlan -> tensors: one packed, unpadded sequence plus its attention metadata.
 
-Everything is built as Python lists on the host and moved in a handful of transfers. On
-CUDA each goes through pinned memory with `non_blocking`: a copy from pageable memory
+Everything is built as Python lists on the host (`HostInputs`) and moved, when a forward
+first reads it, in a handful of transfers; a whole-step CUDA graph lays the lists out in its
+own static buffers and moves them in one (fusedlib.graphs). On CUDA each transfer goes
+through pinned memory with `non_blocking`: a copy from pageable memory
 makes PyTorch synchronize the stream, so packing step n + 1 would wait for step n to finish
 on the GPU, which is exactly the wait the engine's overlap removes.
 Block tables are padded to a multiple of 16 columns so their row stride is always
@@ -11,8 +13,9 @@ flipped between steps would compile a new kernel variant mid-run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 
+import numpy as np
 import torch
 
 from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
@@ -22,16 +25,58 @@ BLOCK_TABLE_ALIGN = 16
 
 
 @dataclass
-class Batch:
-    input_ids: torch.Tensor  # int64 [T]
-    positions: torch.Tensor  # int64 [T]
-    meta: AttentionMetadata
-    logit_indices: torch.Tensor  # int64 [S]: packed positions that produce a token
-    samplers: list[Request]  # who owns each of the S sampled tokens, in order
+class HostInputs:
+    """A step's inputs as host lists, in pack order (chunk positions first, then decode rows):
+    what `Batch` sends to the device when a forward reads its tensors, and what a whole-step
+    CUDA graph lays out in its own static buffers instead (fusedlib.graphs)."""
+    input_ids: list[int]  # a pending decode row's is a placeholder: see fed_rows
+    positions: list[int]
+    slots: list[int]
+    token_seq: list[int]  # per chunk position, the index of its chunk
+    chunk_requests: list[Request]  # per chunk, its request (its block table row)
+    decode_requests: list[Request]
+    logit_indices: list[int]  # packed positions that produce a token
+    fed_rows: list[int]  # rows whose token is still on the device, in InTransit.tokens ...
+    fed_from: list[int]  # ... at these rows
 
-    @property
-    def num_tokens(self) -> int:
-        return self.input_ids.shape[0]
+
+@dataclass
+class Batch:
+    """A packed step. Its tensors (`input_ids`, `positions`, `meta`, `logit_indices`) are sent
+    to the device the first time a forward reads them; a whole-step graph reads `host` alone."""
+    host: HostInputs
+    samplers: list[Request]  # who owns each of the S sampled tokens, in order
+    device: torch.device
+    in_transit: InTransit | None = None  # where pending rows' tokens are (fed_rows)
+
+    # Counts from the host lists; the tensors a forward reads, sent to the device when first read.
+    num_tokens = property(lambda self: len(self.host.input_ids))
+    num_decode = property(lambda self: len(self.host.decode_requests))
+    num_logits = property(lambda self: len(self.host.logit_indices))
+    input_ids = property(lambda self: self._tensors[0])  # int64 [T]
+    positions = property(lambda self: self._tensors[1])  # int64 [T]
+    meta = property(lambda self: self._tensors[2])  # AttentionMetadata
+    logit_indices = property(lambda self: self._tensors[3])  # int64 [S]
+
+    @cached_property
+    def _tensors(self) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata, torch.Tensor]:
+        h, device = self.host, self.device
+        i32 = partial(_to_device, dtype=torch.int32, device=device)
+        i64 = partial(_to_device, dtype=torch.int64, device=device)
+        n = len(h.token_seq)
+        prefill = None
+        if h.chunk_requests:
+            prefill = PrefillMeta(num_tokens=n, block_tables=_block_table(h.chunk_requests, device),
+                                  token_seq=i32(h.token_seq), positions=i32(h.positions[:n]))
+        decode = None
+        if h.decode_requests:
+            ctx = [p + 1 for p in h.positions[n:]]
+            decode = DecodeMeta(num_tokens=len(ctx), context_lens=i32(ctx),
+                                block_tables=_block_table(h.decode_requests, device), max_context_len=max(ctx))
+        input_ids = i64(h.input_ids)
+        if h.fed_rows:  # device to device: the host never waits for these tokens' values
+            input_ids.index_copy_(0, i64(h.fed_rows), self.in_transit.tokens.index_select(0, i64(h.fed_from)))
+        return input_ids, i64(h.positions), AttentionMetadata(i64(h.slots), prefill, decode), i64(h.logit_indices)
 
 
 def _to_device(data: list, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -45,6 +90,15 @@ def _block_table(requests: list[Request], device) -> torch.Tensor:
     width = -(-max(len(r.blocks) for r in requests) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
     rows = [r.blocks + [0] * (width - len(r.blocks)) for r in requests]
     return _to_device(rows, torch.int32, device)
+
+
+def block_array(request: Request) -> np.ndarray:
+    """A request's blocks as int32, converted once: they are all reserved when it is admitted and
+    stay until it finishes, so the array is kept beside the list it came from."""
+    kept = request.blocks_i32
+    if kept is None or kept[0] is not request.blocks or len(kept[1]) != len(request.blocks):
+        kept = request.blocks_i32 = (request.blocks, np.asarray(request.blocks, dtype=np.int32))
+    return kept[1]
 
 
 def span_slots(request: Request, start: int, end: int, block_size: int) -> list[int]:
@@ -80,7 +134,6 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
          in_transit: InTransit | None = None) -> Batch:
     """Chunk positions first, decode positions last, in plan order. A decode row whose newest
     token the host has not read yet (`pending`) takes it from `in_transit` on the device."""
-    device = torch.device(device)
     ids, pos, slots, logit_idx, samplers = [], [], [], [], []
     token_seq, fed_rows, fed_from = [], [], []
     for i, c in enumerate(chunks):
@@ -92,10 +145,9 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
         if c.start + c.length == r.prompt_len:  # the chunk finishes its prompt: sample its last position
             logit_idx.append(len(ids) - 1)
             samplers.append(r)
-    n_prefill = len(ids)
     for r in decodes:
         p = r.prompt_len + r.num_generated - 1  # the newest token is fed back at its position
-        if r.pending:  # its newest token is still on the device: a placeholder, overwritten below
+        if r.pending:  # its newest token is still on the device: a placeholder, overwritten there
             fed_rows.append(len(ids))
             fed_from.append(in_transit.index[id(r)])
         ids.append(0 if r.pending else r.output[-1])
@@ -103,25 +155,6 @@ def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
         slots += span_slots(r, p, p + 1, block_size)
         logit_idx.append(len(ids) - 1)
         samplers.append(r)
-
-    i32 = partial(_to_device, dtype=torch.int32, device=device)
-    i64 = partial(_to_device, dtype=torch.int64, device=device)
-
-    prefill = None
-    if chunks:
-        prefill = PrefillMeta(num_tokens=n_prefill, block_tables=_block_table([c.request for c in chunks], device),
-                              token_seq=i32(token_seq), positions=i32(pos[:n_prefill]))
-    decode = None
-    if decodes:
-        ctx = [p + 1 for p in pos[n_prefill:]]
-        decode = DecodeMeta(num_tokens=len(decodes), context_lens=i32(ctx),
-                            block_tables=_block_table(decodes, device), max_context_len=max(ctx))
-    input_ids = i64(ids)
-    if fed_rows:  # device to device: the host never waits for these tokens' values
-        input_ids.index_copy_(0, i64(fed_rows), in_transit.tokens.index_select(0, i64(fed_from)))
-    return Batch(
-        input_ids=input_ids,
-        positions=i64(pos),
-        meta=AttentionMetadata(i64(slots), prefill, decode),
-        logit_indices=i64(logit_idx),
-        samplers=samplers)
+    host = HostInputs(ids, pos, slots, token_seq, [c.request for c in chunks], list(decodes), logit_idx,
+                      fed_rows, fed_from)
+    return Batch(host, samplers, torch.device(device), in_transit if fed_rows else None)

@@ -20,10 +20,11 @@ CPU tests check the static path against the plain one with it.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
-from .batch import BLOCK_TABLE_ALIGN, Batch
+from .batch import BLOCK_TABLE_ALIGN, Batch, block_array
 
 DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32)  # decode rows
 PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks (whole: its chunk positions)
@@ -34,41 +35,26 @@ def _sizes(buckets, top: int) -> list[int]:
     return sorted({b for b in buckets if b < top} | {top})
 
 
-def _counts(batch: Batch) -> tuple[int, int]:
-    """(chunk positions, decode rows) of a batch."""
-    prefill, decode = batch.meta.prefill, batch.meta.decode
-    return (prefill.num_tokens if prefill else 0), (decode.num_tokens if decode else 0)
-
-
 def _stage(items, at: int = 0, width: int | None = None) -> None:
-    """Each (static, live, pad): `live`'s rows (and columns) copied into `static` from row `at`
-    on, and the rows after them up to `at + width` (the end if None), which a larger step may
-    have filled, turned back into padding."""
+    """Each (static, live, pad): `live`'s rows copied into `static` from row `at` on, and the
+    rows after them up to `at + width` (the end if None), which a larger step may have filled,
+    turned back into padding."""
     for static, live, pad in items:
-        n = 0 if live is None else live.shape[0]
+        n = live.shape[0]
         if n:
-            (static[at:at + n, :live.shape[1]] if live.dim() == 2 else static[at:at + n]).copy_(live)
+            static[at:at + n].copy_(live)
         static[at + n:None if width is None else at + width] = pad
 
 
-class _StaticInputs:
-    """What every graphed forward shares: static token inputs for up to `size` tokens and
-    the padding rule (token 0 at position 0, its key and value written to the pool's
-    scratch block). A subclass sets `buckets`, the shapes a forward is padded up to, and
-    cuts its forward into pieces, `_segment(bucket, i, carry)`, which `_capture` records
-    and `_piece` replays."""
+class _Graphs:
+    """What both kinds of graphs share: the padding rule (token 0 at position 0, its key and
+    value written to the pool's scratch block) and capture and replay. A subclass sets
+    `buckets`, the shapes a forward is padded up to, and cuts its forward into pieces,
+    `_segment(bucket, i, carry)`, which `_capture` records and `_piece` replays."""
 
-    def __init__(self, model, pool, backend, capture: bool, size: int):
+    def __init__(self, model, pool, backend, capture: bool):
         self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
         self.pad_slot = pool.scratch_block * pool.block_size
-        self.input_ids = torch.zeros(size, dtype=torch.int64, device=model.device)
-        self.positions = torch.zeros(size, dtype=torch.int64, device=model.device)
-        self.slot_mapping = torch.full((size,), self.pad_slot, dtype=torch.int64, device=model.device)
-
-    def _put(self, batch: Batch, live: slice, at: int, width: int) -> None:
-        """The batch's tokens `live` into the static rows from `at` on, padding up to `at + width`."""
-        _stage(((self.input_ids, batch.input_ids[live], 0), (self.positions, batch.positions[live], 0),
-                (self.slot_mapping, batch.meta.slot_mapping[live], self.pad_slot)), at, width)
 
     def _capture(self, pieces: int) -> None:
         """Capture `self._segment(n, i, carry) -> carry` for i in range(pieces) and every bucket
@@ -105,7 +91,7 @@ class _StaticInputs:
         return self.outputs[bucket][i]
 
 
-class WholeGraphs(_StaticInputs):
+class WholeGraphs(_Graphs):
     """CUDA graphs of whole forwards, attention included.
 
     A forward is laid out in two padded parts: its prompt-chunk positions first, padded up to
@@ -113,32 +99,53 @@ class WholeGraphs(_StaticInputs):
     decode bucket (beside chunks: none, or all `max_batch` rows). Each (chunk bucket, decode bucket)
     pair is one graph, so both attention launches have a fixed grid, and everything they
     read that changes from step to step (which chunk a position is in, its position, block
-    tables, context lengths) is copied into static buffers first. Padding chunk positions
-    form one extra chunk (index `max_batch`) on the scratch block; chunk slots no live chunk
-    uses are empty; padding decode rows read the one key they wrote there.
+    tables, context lengths) sits in static buffers. Padding chunk positions form one extra
+    chunk (index `max_batch`) on the scratch block; chunk slots no live chunk uses are empty;
+    padding decode rows read the one key they wrote there.
+
+    A step is staged in one host-to-device copy: its inputs, padding included, are laid out
+    on the host in `image`'s layout (pinned memory), and the graph reads the copy where it
+    lands. Only the block tables' live rows move again, on the device, into tables as wide as
+    the longest context (the graph fixes their row stride); the copy carries them compact.
+    Decode rows whose tokens are still on the device (overlap) take them there.
 
     With `chunk_tokens` 0 only decode-only forwards are graphed (part 9's decode graphs).
     """
 
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int = 0, capture: bool = True,
                  decode_buckets=DECODE_BUCKETS, chunk_buckets=PACKED_BUCKETS):
-        super().__init__(model, pool, backend, capture, chunk_tokens + max_batch)
+        super().__init__(model, pool, backend, capture)
         # Beside chunks, no decode rows (the chunked engine's chunk forwards) or all of them.
         self.buckets = [(0, d) for d in _sizes(decode_buckets, max_batch)] + (
             [(c, d) for c in _sizes(chunk_buckets, chunk_tokens) for d in (0, max_batch)] if chunk_tokens else [])
         device, scratch = model.device, pool.scratch_block
+        self.max_batch, self.chunk_tokens, self.size = max_batch, chunk_tokens, chunk_tokens + max_batch
         self.max_context_len = min(model.config.max_position_embeddings, pool.num_blocks * pool.block_size)
         width = -(-pool.blocks_for(self.max_context_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
+        self.block_tables = torch.full((max_batch, width), scratch, dtype=torch.int32, device=device)
+        self.chunk_tables = torch.full((max_batch + 1, width), scratch, dtype=torch.int32, device=device)
 
-        def ints(*shape: int, fill: int) -> torch.Tensor:
-            return torch.full(shape, fill, dtype=torch.int32, device=device)
-
-        # Decode rows; then the chunks, up to max_batch live ones and the padding chunk last.
-        self.context_lens, self.block_tables = ints(max_batch, fill=1), ints(max_batch, width, fill=scratch)
-        self.chunk_tables = ints(max_batch + 1, width, fill=scratch)
-        self.token_seq, self.chunk_positions = ints(chunk_tokens, fill=max_batch), ints(chunk_tokens, fill=0)
-        self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
-        self.rows = torch.arange(chunk_tokens + max_batch, device=device)
+        # The image: int64 token ids, positions and slots (size each), logit rows and the rows
+        # fed from the device and where from (max_batch each); int32 context lengths, then each
+        # chunk position's chunk and position; then the block tables' rows, compact.
+        n64, n32 = 3 * self.size + 3 * max_batch, max_batch + 2 * chunk_tokens
+        self._tables_at = 2 * n64 + n32  # in int32 units
+        self.image = torch.zeros(-(-(self._tables_at + 2 * max_batch * width) // 2), dtype=torch.int64, device=device)
+        self._image32 = self.image.view(torch.int32)
+        (self.input_ids, self.positions, self.slot_mapping, self.logit_indices, self._fed_rows,
+         self._fed_from) = torch.split(self.image[:n64], [self.size] * 3 + [max_batch] * 3)
+        self.context_lens, self.token_seq, self.chunk_positions = torch.split(
+            self._image32[2 * n64:self._tables_at], [max_batch, chunk_tokens, chunk_tokens])
+        # What every step's image starts from: each section's padding value (token 0 at
+        # position 0 on the scratch slot, context length 1, chunk positions in the padding chunk).
+        template = np.zeros(-(-self._tables_at // 2), dtype=np.int64)
+        template[2 * self.size:3 * self.size] = self.pad_slot
+        t32 = template.view(np.int32)
+        t32[2 * n64:2 * n64 + max_batch] = 1
+        t32[2 * n64 + max_batch:2 * n64 + max_batch + chunk_tokens] = max_batch
+        self._template = template
+        self.image[:template.shape[0]].copy_(torch.from_numpy(template))
+        self.rows = torch.arange(self.size, device=device)
         if capture:
             self._capture(1)
 
@@ -155,32 +162,56 @@ class WholeGraphs(_StaticInputs):
             self.logit_indices if c else self.rows[:d])
 
     def _bucket(self, batch: Batch) -> tuple[int, int] | None:
-        c, d = _counts(batch)
+        c, d = len(batch.host.token_seq), batch.num_decode
         fits = (b for b in self.buckets if (b[0] > 0) == (c > 0) and (b[1] > 0) == (d > 0) and b[0] >= c and b[1] >= d)
-        return next(fits, None) if batch.logit_indices.shape[0] <= self.logit_indices.shape[0] else None
+        return next(fits, None) if batch.num_logits <= self.max_batch else None
 
     def handles(self, batch: Batch) -> bool:
         return self._bucket(batch) is not None
 
     def run(self, batch: Batch) -> torch.Tensor:
         """Logits of the batch, through the smallest bucket that holds it."""
-        (c, d), (c_pad, d_pad) = _counts(batch), self._bucket(batch)
-        prefill, decode, scratch = batch.meta.prefill, batch.meta.decode, self.pool.scratch_block
-        self._put(batch, slice(c, c + d), c_pad, d_pad)
-        _stage(((self.context_lens, decode and decode.context_lens, 1),
-                (self.block_tables, decode and decode.block_tables, scratch)))
-        s = batch.logit_indices.shape[0]
-        if c_pad:
-            self._put(batch, slice(0, c), 0, c_pad)
-            # Logit rows: the chunks' (before c) stay where they are, the decode rows' move to c_pad.
-            _stage(((self.chunk_tables, prefill.block_tables, scratch),
-                    (self.token_seq, prefill.token_seq, self.chunk_tables.shape[0] - 1),
-                    (self.chunk_positions, prefill.positions, 0),
-                    (self.logit_indices, torch.cat([batch.logit_indices[:s - d], self.rows[c_pad:c_pad + d]]), 0)))
+        h, (c_pad, d_pad) = batch.host, self._bucket(batch)
+        c, d, s, size, mb = len(h.token_seq), batch.num_decode, batch.num_logits, self.size, self.max_batch
+        tables = [(self.block_tables, h.decode_requests, d_pad), (self.chunk_tables, h.chunk_requests,
+                                                                 len(h.chunk_requests))]
+        shapes = [(rows, max((len(r.blocks) for r in reqs), default=0)) for _, reqs, rows in tables]
+        end = self._tables_at + sum(rows * width for rows, width in shapes)
+        image = torch.empty(-(-end // 2), dtype=torch.int64, pin_memory=self.image.is_cuda)
+        i64 = image.numpy()
+        i32 = i64.view(np.int32)
+        i64[:self._template.shape[0]] = self._template
+        for at, live in ((0, h.input_ids), (size, h.positions), (2 * size, h.slots)):
+            i64[at:at + c], i64[at + c_pad:at + c_pad + d] = live[:c], live[c:]
+        if c:  # logit rows: the chunks' (before c) stay where they are, the decode rows' move to c_pad
+            i64[3 * size:3 * size + s] = h.logit_indices[:s - d] + list(range(c_pad, c_pad + d))
+            at = 2 * (3 * size + 3 * mb) + mb
+            i32[at:at + c], i32[at + self.chunk_tokens:at + self.chunk_tokens + c] = h.token_seq, h.positions[:c]
+        fed = len(h.fed_rows)
+        if fed:  # packed rows (all decode rows, after c) to padded ones
+            i64[3 * size + mb:3 * size + mb + fed] = [r - c + c_pad for r in h.fed_rows]
+            i64[3 * size + 2 * mb:3 * size + 2 * mb + fed] = h.fed_from
+        at = 2 * (3 * size + 3 * mb)
+        i32[at:at + d] = [p + 1 for p in h.positions[c:]]
+        views, at = [], self._tables_at
+        for (static, reqs, _), (rows, width) in zip(tables, shapes):
+            if rows:
+                compact = i32[at:at + rows * width].reshape(rows, width)
+                compact[:] = self.pool.scratch_block  # padding rows read the scratch block
+                for row, r in zip(compact, reqs):
+                    row[:len(r.blocks)] = block_array(r)
+                views.append((static[:rows, :width], at, rows, width))
+                at += rows * width
+        self.image[:image.shape[0]].copy_(image, non_blocking=True)
+        for static, at, rows, width in views:
+            static.copy_(self._image32[at:at + rows * width].view(rows, width))
+        if fed:
+            self.input_ids.index_copy_(0, self._fed_rows[:fed],
+                                       batch.in_transit.tokens.index_select(0, self._fed_from[:fed]))
         return self._piece((c_pad, d_pad), 0, None)[:s]
 
 
-class PackedGraphs(_StaticInputs):
+class PackedGraphs(_Graphs):
     """CUDA graphs for forwards that carry prompt chunks (piecewise).
 
     A packed forward's token count and attention layout change every step, so it cannot be
@@ -201,9 +232,12 @@ class PackedGraphs(_StaticInputs):
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int, capture: bool = True,
                  buckets=PACKED_BUCKETS):
         top = chunk_tokens + max_batch  # a step's most tokens: a full chunk budget plus every decode
-        super().__init__(model, pool, backend, capture, top)
+        super().__init__(model, pool, backend, capture)
         self.buckets = _sizes(buckets, top)
         cfg, device = model.config, model.device
+        self.input_ids = torch.zeros(top, dtype=torch.int64, device=device)
+        self.positions = torch.zeros(top, dtype=torch.int64, device=device)
+        self.slot_mapping = torch.full((top,), self.pad_slot, dtype=torch.int64, device=device)
         self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
         # One attention output buffer per layer: segment i reads layer i-1's.
         self.attn = torch.zeros(cfg.num_layers, top, cfg.num_heads * cfg.head_dim,
@@ -233,15 +267,16 @@ class PackedGraphs(_StaticInputs):
             return residual, q, cos, sin
 
     def handles(self, batch: Batch) -> bool:
-        return (batch.meta.prefill is not None and batch.num_tokens <= self.buckets[-1]
-                and batch.logit_indices.shape[0] <= self.logit_indices.shape[0])
+        return (bool(batch.host.chunk_requests) and batch.num_tokens <= self.buckets[-1]
+                and batch.num_logits <= self.logit_indices.shape[0])
 
     def run(self, batch: Batch) -> torch.Tensor:
         """Logits of a batch with prompt chunks, through the smallest bucket that holds it."""
         n = batch.num_tokens
         bucket = next(b for b in self.buckets if b >= n)
-        self._put(batch, slice(0, n), 0, bucket)
-        s = batch.logit_indices.shape[0]
+        s = batch.num_logits
+        _stage(((self.input_ids, batch.input_ids, 0), (self.positions, batch.positions, 0),
+                (self.slot_mapping, batch.meta.slot_mapping, self.pad_slot)), 0, bucket)
         _stage(((self.logit_indices, batch.logit_indices, 0),))
         layers, kv = self.model.layers, self.pool.kv
         carry = None

@@ -294,18 +294,26 @@ def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap(overl
 
 
 @pytest.mark.parametrize("kind", ["fused", "chunked"])
-def test_overlap_feeds_the_graphs_static_buffers(kind):
+@pytest.mark.parametrize("whole", [False, True])
+def test_overlap_feeds_the_graphs_static_buffers(kind, whole):
     """With overlap, decode rows' tokens arrive on the device: through the graphs' static
-    buffers (eager here, capture=False) the tokens are still the plain engine's."""
+    buffers (eager here, capture=False) the tokens are still the plain engine's, with forwards
+    that carry chunks piecewise or whole (where the decode rows move to after the padded chunks)."""
     from fusedlib.graphs import PackedGraphs, WholeGraphs
 
     prompts, budgets = _prompts(7, seed=2), [2 + i % 5 for i in range(7)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4).generate(prompts, budgets)
     engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4, overlap=True)
-    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 4, capture=False)
-    engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 4, 32, capture=False)
-    used = []
-    for graphs in (engine.graphs, engine.chunk_graphs):
-        graphs.run = lambda batch, run=graphs.run: used.append(run) or run(batch)
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 4, 32 if whole else 0, capture=False,
+                                chunk_buckets=(28,))
+    if not whole:
+        engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 4, 32, capture=False)
+    runners, used = [g for g in (engine.graphs, engine.chunk_graphs) if g is not None], []
+    for graphs in runners:
+        graphs.run = lambda batch, graphs=graphs, run=graphs.run: used.append(
+            (graphs, batch.num_decode > 0 and bool(batch.host.chunk_requests), bool(batch.host.fed_rows))) or run(batch)
     assert engine.generate(prompts, budgets) == plain
-    assert len(set(used)) == 2 and engine.pool.num_free_blocks == engine.pool.num_blocks
+    assert {id(g) for g, _, _ in used} == {id(g) for g in runners}
+    if whole and kind == "fused":  # mixed forwards with fed rows went through the whole graphs
+        assert any(mixed and fed for _, mixed, fed in used)
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
