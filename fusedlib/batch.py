@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, partial
 
-import numpy as np
 import torch
 
 from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
@@ -90,15 +89,6 @@ def _block_table(requests: list[Request], device) -> torch.Tensor:
     width = -(-max(len(r.blocks) for r in requests) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
     rows = [r.blocks + [0] * (width - len(r.blocks)) for r in requests]
     return _to_device(rows, torch.int32, device)
-
-
-def block_array(request: Request) -> np.ndarray:
-    """A request's blocks as int32, converted once: they are all reserved when it is admitted and
-    stay until it finishes, so the array is kept beside the list it came from."""
-    kept = request.blocks_i32
-    if kept is None or kept[0] is not request.blocks or len(kept[1]) != len(request.blocks):
-        kept = request.blocks_i32 = (request.blocks, np.asarray(request.blocks, dtype=np.int32))
-    return kept[1]
 
 
 def span_slots(request: Request, start: int, end: int, block_size: int) -> list[int]:

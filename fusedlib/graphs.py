@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
-from .batch import BLOCK_TABLE_ALIGN, Batch, block_array
+from .batch import BLOCK_TABLE_ALIGN, Batch
 
 DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32)  # decode rows
 PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks (whole: its chunk positions)
@@ -105,9 +105,10 @@ class WholeGraphs(_Graphs):
 
     A step is staged in one host-to-device copy: its inputs, padding included, are laid out
     on the host in `image`'s layout (pinned memory), and the graph reads the copy where it
-    lands. Only the block tables' live rows move again, on the device, into tables as wide as
-    the longest context (the graph fixes their row stride); the copy carries them compact.
-    Decode rows whose tokens are still on the device (overlap) take them there.
+    lands. Block tables are as wide as the longest context (the graph fixes their row stride)
+    and keep their rows across steps: only a row whose request changed travels, compact in the
+    copy, and moves on the device into its table. Decode rows whose tokens are still on the
+    device (overlap) take them there.
 
     With `chunk_tokens` 0 only decode-only forwards are graphed (part 9's decode graphs).
     """
@@ -126,14 +127,22 @@ class WholeGraphs(_Graphs):
         self.chunk_tables = torch.full((max_batch + 1, width), scratch, dtype=torch.int32, device=device)
 
         # The image: int64 token ids, positions and slots (size each), logit rows and the rows
-        # fed from the device and where from (max_batch each); int32 context lengths, then each
-        # chunk position's chunk and position; then the block tables' rows, compact.
-        n64, n32 = 3 * self.size + 3 * max_batch, max_batch + 2 * chunk_tokens
+        # fed from the device and where from (max_batch each), the table rows rewritten (up to
+        # both tables' rows); int32 context lengths, then each chunk position's chunk and
+        # position; then the rewritten table rows' blocks, compact.
+        n64, n32 = 3 * self.size + 5 * max_batch + 1, max_batch + 2 * chunk_tokens
         self._tables_at = 2 * n64 + n32  # in int32 units
         self.image = torch.zeros(-(-(self._tables_at + 2 * max_batch * width) // 2), dtype=torch.int64, device=device)
         self._image32 = self.image.view(torch.int32)
         (self.input_ids, self.positions, self.slot_mapping, self.logit_indices, self._fed_rows,
-         self._fed_from) = torch.split(self.image[:n64], [self.size] * 3 + [max_batch] * 3)
+         self._fed_from, self._table_rows) = torch.split(self.image[:n64], [self.size] * 3 + [max_batch] * 3
+                                                         + [2 * max_batch + 1])
+        # Whose blocks each static table row holds (a request's block list; None: scratch). A
+        # request's blocks never change while it runs, so a row is rewritten only when its owner
+        # changes, and a step that decodes the same requests as the last rewrites none (vLLM
+        # keeps its block table across steps the same way).
+        self._owners = ([None] * max_batch, [None] * (max_batch + 1))  # block_tables', chunk_tables'
+        self._rows_at, self._lens_at = 3 * self.size + 3 * max_batch, 2 * n64  # int64, int32 units
         self.context_lens, self.token_seq, self.chunk_positions = torch.split(
             self._image32[2 * n64:self._tables_at], [max_batch, chunk_tokens, chunk_tokens])
         # What every step's image starts from: each section's padding value (token 0 at
@@ -141,7 +150,7 @@ class WholeGraphs(_Graphs):
         template = np.zeros(-(-self._tables_at // 2), dtype=np.int64)
         template[2 * self.size:3 * self.size] = self.pad_slot
         t32 = template.view(np.int32)
-        t32[2 * n64:2 * n64 + max_batch] = 1
+        t32[2 * n64:2 * n64 + max_batch] = 1  # context lengths
         t32[2 * n64 + max_batch:2 * n64 + max_batch + chunk_tokens] = max_batch
         self._template = template
         self.image[:template.shape[0]].copy_(torch.from_numpy(template))
@@ -173,10 +182,14 @@ class WholeGraphs(_Graphs):
         """Logits of the batch, through the smallest bucket that holds it."""
         h, (c_pad, d_pad) = batch.host, self._bucket(batch)
         c, d, s, size, mb = len(h.token_seq), batch.num_decode, batch.num_logits, self.size, self.max_batch
-        tables = [(self.block_tables, h.decode_requests, d_pad), (self.chunk_tables, h.chunk_requests,
-                                                                 len(h.chunk_requests))]
-        shapes = [(rows, max((len(r.blocks) for r in reqs), default=0)) for _, reqs, rows in tables]
-        end = self._tables_at + sum(rows * width for rows, width in shapes)
+        rewrites = []  # per table: (table, owners now, rows to rewrite, their width)
+        for table, held, reqs, rows in ((self.block_tables, self._owners[0], h.decode_requests, d_pad),
+                                        (self.chunk_tables, self._owners[1], h.chunk_requests, len(h.chunk_requests))):
+            owners = [r.blocks for r in reqs] + [None] * (rows - len(reqs))
+            stale = [i for i, o in enumerate(owners) if held[i] is not o]
+            if stale:
+                rewrites.append((table, held, owners, stale, max(len(owners[i] or (0,)) for i in stale)))
+        end = self._tables_at + sum(len(stale) * width for *_, stale, width in rewrites)
         image = torch.empty(-(-end // 2), dtype=torch.int64, pin_memory=self.image.is_cuda)
         i64 = image.numpy()
         i32 = i64.view(np.int32)
@@ -185,26 +198,30 @@ class WholeGraphs(_Graphs):
             i64[at:at + c], i64[at + c_pad:at + c_pad + d] = live[:c], live[c:]
         if c:  # logit rows: the chunks' (before c) stay where they are, the decode rows' move to c_pad
             i64[3 * size:3 * size + s] = h.logit_indices[:s - d] + list(range(c_pad, c_pad + d))
-            at = 2 * (3 * size + 3 * mb) + mb
+            at = self._lens_at + mb
             i32[at:at + c], i32[at + self.chunk_tokens:at + self.chunk_tokens + c] = h.token_seq, h.positions[:c]
         fed = len(h.fed_rows)
         if fed:  # packed rows (all decode rows, after c) to padded ones
             i64[3 * size + mb:3 * size + mb + fed] = [r - c + c_pad for r in h.fed_rows]
             i64[3 * size + 2 * mb:3 * size + 2 * mb + fed] = h.fed_from
-        at = 2 * (3 * size + 3 * mb)
-        i32[at:at + d] = [p + 1 for p in h.positions[c:]]
-        views, at = [], self._tables_at
-        for (static, reqs, _), (rows, width) in zip(tables, shapes):
-            if rows:
-                compact = i32[at:at + rows * width].reshape(rows, width)
-                compact[:] = self.pool.scratch_block  # padding rows read the scratch block
-                for row, r in zip(compact, reqs):
-                    row[:len(r.blocks)] = block_array(r)
-                views.append((static[:rows, :width], at, rows, width))
-                at += rows * width
+        i32[self._lens_at:self._lens_at + d] = [p + 1 for p in h.positions[c:]]
+        at, first_row = self._tables_at, self._rows_at
+        for *_, owners, stale, width in rewrites:
+            compact = i32[at:at + len(stale) * width].reshape(len(stale), width)
+            compact[:] = self.pool.scratch_block  # a padding row reads the scratch block
+            for row, i in zip(compact, stale):
+                if owners[i] is not None:
+                    row[:len(owners[i])] = owners[i]
+            i64[first_row:first_row + len(stale)] = stale
+            at, first_row = at + len(stale) * width, first_row + len(stale)
         self.image[:image.shape[0]].copy_(image, non_blocking=True)
-        for static, at, rows, width in views:
-            static.copy_(self._image32[at:at + rows * width].view(rows, width))
+        at, first_row = self._tables_at, 0
+        for table, held, owners, stale, width in rewrites:
+            table[:, :width].index_copy_(0, self._table_rows[first_row:first_row + len(stale)],
+                                         self._image32[at:at + len(stale) * width].view(len(stale), width))
+            for i in stale:
+                held[i] = owners[i]
+            at, first_row = at + len(stale) * width, first_row + len(stale)
         if fed:
             self.input_ids.index_copy_(0, self._fed_rows[:fed],
                                        batch.in_transit.tokens.index_select(0, self._fed_from[:fed]))

@@ -33,8 +33,6 @@ class Request:
     # Tokens sampled on the device that the host has not read yet (0 or 1). Planning needs
     # only counts, so a step can be planned while the previous one's tokens are in transit.
     pending: int = 0
-    # `blocks` as an int32 array, with the list it was made from (fusedlib.batch.block_array).
-    blocks_i32: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def prompt_len(self) -> int:

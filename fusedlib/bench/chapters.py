@@ -372,14 +372,14 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # page; sets F to I (the decode step's last kernels, decode attention from a clean L2, PDL) in
 # its appendix, book/last_kernels.md.
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
-PARTIALS_SET, MERGE_SET, STAGING_SET = "L", "M", "N"
+PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET = "L", "M", "N", "O"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to N, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to O, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
-                                     PARTIALS_SET, MERGE_SET, STAGING_SET))]
+                                     PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -411,7 +411,7 @@ def partials_predictions() -> list:
 
 
 def staging_predictions() -> list:
-    return [p for p in for_chapter(10) if p.key.startswith(STAGING_SET)]
+    return [p for p in for_chapter(10) if p.key.startswith((STAGING_SET, TABLES_SET))]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
