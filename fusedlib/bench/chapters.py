@@ -470,21 +470,61 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
         t["g_gates"] = _passed(g["gates"])
     h, j, k = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data), rf.measured_for_set_k(data)
     ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
+    ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
-              | gr.in_kernel_merge_grades(by_key(), ms))
+              | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
+              | gr.tables_grades(by_key(), os_))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
-                    | partials_texts(ls, ms) | wall_gap_texts(rf.wall_gap(data)))
+                    | partials_texts(ls, ms) | staging_texts(data, ns, os_))
 
 
-def wall_gap_texts(gap: dict[str, float]) -> dict[str, str]:
-    """The census's decode wall time beside its replay's and the staging before it
-    (roofline.wall_gap)."""
+def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
+    """A wall-gap median's texts (roofline.wall_gap): the step's GPU time, its call's return and
+    completion, the replay's alone."""
     if not gap:
         return {}
-    return {"wg_replay": f"{gap['replay_to_completion']:.2f} ms", "wg_step": f"{gap['step_to_completion']:.2f} ms",
-            "wg_stage": f"{gap['step_call_returns'] * 1e3:.0f} µs", "wg_gpu": f"{gap['step_gpu']:.2f} ms"}
+    return {f"{prefix}_gpu": f"{gap['step_gpu']:.2f} ms", f"{prefix}_step": f"{gap['step_to_completion']:.2f} ms",
+            f"{prefix}_stage": f"{gap['step_call_returns'] * 1e3:.0f} µs",
+            f"{prefix}_replay": f"{gap['replay_to_completion']:.2f} ms",
+            f"{prefix}_replay_call": f"{gap['replay_call_returns'] * 1e3:.0f} µs"}
+
+
+def staging_texts(data, n: dict, o: dict) -> dict[str, str]:
+    """Sets N and O's section (roofline.measured_for_staging of staging_ab and tables_ab): both
+    A/B leases ("st", "tb": decode and mixed, GPU and wall, kernels and copies), the wall-gap
+    passes of the code before (the earliest commit with passes, "wg"), of each lease, and
+    the passes before and after a census on one boot (roofline.profiler_residue, "pr_before",
+    "pr_after")."""
+    from . import roofline as rf
+
+    t = {}
+    for prefix, m in (("st", n), ("tb", o)):
+        if "lease" not in m:
+            continue
+        dec, mixed = m["lease"].loc[(rf.SHAPE_AB_ROLE, "decode")], m["lease"].loc[(rf.SHAPE_AB_ROLE, "mixed")]
+        t |= _ab_texts(m["lease"], prefix) | {
+            f"{prefix}_copies_before": f"{dec['base_copies']:.0f}", f"{prefix}_copies": f"{dec['new_copies']:.0f}",
+            f"{prefix}_wall_fall": f"{(dec['base_wall_ms'] - dec['new_wall_ms']) * 1e3:.0f} µs",
+            f"{prefix}_mixed_wall_before": f"{mixed['base_wall_ms']:.2f} ms",
+            f"{prefix}_mixed_wall": f"{mixed['new_wall_ms']:.2f} ms",
+            f"{prefix}_mixed_kernels_before": f"{mixed['base_kernels']:.0f}",
+            f"{prefix}_mixed_kernels": f"{mixed['new_kernels']:.0f}",
+            f"{prefix}_mixed_copies_before": f"{mixed['base_copies']:.0f}",
+            f"{prefix}_mixed_copies": f"{mixed['new_copies']:.0f}"}
+        t |= _gap_texts(m.get("gap", {}), f"{prefix}_gap")
+        gates = rf._frame(data, "paired/gates")
+        if len(gates):
+            t[f"{prefix}_gates"] = _passed(gates[gates["git_commit"] == dec["new_commit"]])
+    passes = rf.wall_gap_passes(data)
+    if len(passes):
+        t |= _gap_texts(rf.wall_gap(data, passes["git_commit"].iloc[0]), "wg")
+    residue = rf.profiler_residue(data)
+    if len(residue):
+        for key, after in (("pr_before", False), ("pr_after", True)):
+            t |= _gap_texts(residue[residue["after_census"] == after].iloc[0].to_dict(), key)
+    return t
 
 
 def partials_texts(m: dict, merge: dict) -> dict[str, str]:

@@ -781,3 +781,80 @@ def down_split_k_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if m.get("kept_step_check") is not None:
         out["K4"] = _logit_check_grade(p["K4"], m["kept_step_check"])
     return out
+
+
+def _wall_fall_grade(p: Prediction, i: int, step) -> tuple[bool, str]:
+    """Whether an A/B step's census wall time (median over the rounds) fell by the i-th quote's
+    range, and the text saying so."""
+    (lo, hi), fall = p.range(i), step["base_wall_ms"] - step["new_wall_ms"]
+    return _in(fall, lo, hi), f"wall {step['base_wall_ms']:.3f} -> {step['new_wall_ms']:.3f} ms (-{fall:.3f})"
+
+
+def _staging_steps(m: dict):
+    from .roofline import SHAPE_AB_ROLE as one
+
+    lease = m["lease"]
+    return lease.loc[(one, "decode")], lease.loc[(one, "mixed")]
+
+
+def staging_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """N1-N4 on fusedlib.bench.roofline.measured_for_staging(data, "staging_ab")."""
+    if "lease" not in m:
+        return {}
+    dec, mixed = _staging_steps(m)
+    (most,) = p["N1"].range(0)
+    same = all(abs(r["new_kernels"] - r["base_kernels"]) <= 1 for r in (dec, mixed))
+    out = {"N1": Grade(f"decode {dec['base_kernels']:.0f} -> {dec['new_kernels']:.0f} kernels, "
+                       f"{dec['base_copies']:.0f} -> {dec['new_copies']:.0f} copies; mixed {mixed['base_kernels']:.0f} "
+                       f"-> {mixed['new_kernels']:.0f} kernels", verdict(same and dec["new_copies"] <= most),
+                       "as predicted" if same and dec["new_copies"] <= most else
+                       "a kernel count changed by more than one" if not same else "more copies")}
+    (limit,) = p["N2"].fractions(0)
+    ok = all(abs(r["ratio"] - 1) < limit for r in (dec, mixed))
+    out["N2"] = Grade(f"decode {_interval(dec)}; mixed {_interval(mixed)}", verdict(ok),
+                      "inside the bound" if ok else "a step moved more")
+    fell, said = _wall_fall_grade(p["N3"], 0, dec)
+    (w_lo, w_hi) = p["N3"].range(1)
+    mixed_fell, mixed_said = _wall_fall_grade(p["N3"], 2, mixed)
+    ok = fell and _in(dec["new_wall_ms"], w_lo, w_hi) and mixed_fell
+    out["N3"] = Grade(f"decode {said}; mixed {mixed_said}", verdict(ok), "inside every range" if ok else
+                      f"decode fall {'inside' if fell else 'outside'} its range, its wall "
+                      f"{side(dec['new_wall_ms'], w_lo, w_hi)} its, mixed fall {'inside' if mixed_fell else 'outside'} its")
+    if "gap" in m:
+        (lo, hi), back = p["N4"].range(0), m["gap"]["step_call_returns"]
+        out["N4"] = Grade(f"the call returns after {back:.3f} ms (median of {m['gap']['passes']:.0f} passes)",
+                          verdict(_in(back, lo, hi)), f"{side(back, lo, hi)} its range")
+    return out
+
+
+def tables_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """O1-O3 on fusedlib.bench.roofline.measured_for_staging(data, "tables_ab")."""
+    if "lease" not in m:
+        return {}
+    dec, mixed = _staging_steps(m)
+    (copies,) = p["O1"].range(0)
+    ok = dec["new_kernels"] == dec["base_kernels"] and dec["new_copies"] == copies
+    out = {"O1": Grade(f"{dec['new_kernels']:.0f} kernels (before: {dec['base_kernels']:.0f}), "
+                       f"{dec['new_copies']:.0f} copies a decode step", verdict(ok),
+                       "as predicted" if ok else "a count differs")}
+    (limit,) = p["O2"].fractions(0)
+    steady = all(abs(r["ratio"] - 1) < limit for r in (dec, mixed))
+    fell, said = _wall_fall_grade(p["O2"], 1, dec)
+    (w_lo, w_hi) = p["O2"].range(2)
+    mixed_fell, mixed_said = _wall_fall_grade(p["O2"], 3, mixed)
+    ok = steady and fell and _in(dec["new_wall_ms"], w_lo, w_hi) and mixed_fell
+    out["O2"] = Grade(f"GPU: decode {_interval(dec)}, mixed {_interval(mixed)}; decode {said}; mixed {mixed_said}",
+                      verdict(ok), "inside every range" if ok else
+                      f"GPU {'inside' if steady else 'outside'} the bound, decode fall "
+                      f"{'inside' if fell else 'outside'} its range, its wall {side(dec['new_wall_ms'], w_lo, w_hi)} "
+                      f"its, mixed fall {'inside' if mixed_fell else 'outside'} its")
+    if "gap" in m:
+        gap = m["gap"]
+        (r_lo, r_hi), (c_lo, c_hi) = p["O3"].range(0), p["O3"].range(1)
+        back, done = gap["step_call_returns"], gap["step_to_completion"]
+        ok = _in(back, r_lo, r_hi) and _in(done, c_lo, c_hi)
+        out["O3"] = Grade(f"the call returns after {back:.3f} ms, the step completes after {done:.3f} ms "
+                          f"(medians of {gap['passes']:.0f} passes)", verdict(ok),
+                          "inside both ranges" if ok else
+                          f"return {side(back, r_lo, r_hi)} its range, completion {side(done, c_lo, c_hi)} its")
+    return out

@@ -544,6 +544,7 @@ def census_ab(data: Path, stem: str = "census_ab") -> pd.DataFrame:
                 row |= {f"{name}_commit": a["git_commit"].iloc[0], f"{name}_gpu_ms": a["gpu_ms_median"].median(),
                         f"{name}_wall_ms": a["wall_ms_median"].median(),
                         f"{name}_kernels": a["kernels_per_step"].median(),
+                        f"{name}_copies": a["copies_per_step"].median() if "copies_per_step" in a else float("nan"),
                         f"{name}_per_layer": a["kernels_per_layer"].median()}
             out.append(row)
     return pd.DataFrame(out)
@@ -827,11 +828,61 @@ def measured_for_set_m(data: Path) -> dict:
                                                          stem="merge_ab").set_index("name")}
 
 
-def wall_gap(data: Path) -> dict[str, float]:
-    """The whole-graphed decode step's host times (roofline/wall_gap, the latest commit's
-    passes): each measure's median over the passes, in ms. Empty where no rows are."""
+def wall_gap_passes(data: Path) -> pd.DataFrame:
+    """The wall-gap section's passes (roofline/wall_gap), one row each in time order: commit,
+    machine boot, time, each measure in ms as a column, and `after_census`, whether a census
+    (roofline/census or wall_gap_census) ran earlier on that boot: its profiler leaves host
+    calls slower."""
     df = _frame(data, "roofline/wall_gap")
     if df.empty:
+        return pd.DataFrame()
+    # A pass writes each measure once; passes written within one second share a timestamp.
+    df = df.assign(n=df.groupby(["git_commit", "boot_id", "timestamp", "measure"]).cumcount())
+    passes = df.pivot_table(index=["git_commit", "boot_id", "timestamp", "n"], columns="measure",
+                            values="ms").reset_index().drop(columns="n")
+    # A census run beside wall-gap passes keeps its rows in roofline/wall_gap_census, out of the
+    # census the book reads.
+    census = pd.concat([_frame(data, "roofline/census"), _frame(data, "roofline/wall_gap_census")])
+    first = census.groupby("boot_id")["timestamp"].min() if len(census) else pd.Series(dtype=object)
+    passes["after_census"] = [b in first.index and first[b] < t for b, t in zip(passes["boot_id"], passes["timestamp"])]
+    return passes.sort_values("timestamp", kind="stable").reset_index(drop=True)
+
+
+def wall_gap(data: Path, commit: str | None = None, after_census: bool = False,
+             boot_id: str | None = None) -> dict[str, float]:
+    """The whole-graphed decode step's host times at `commit` (default: the latest commit with
+    passes), over its passes (on one machine boot, if given) with no census before them on
+    their boot (or, `after_census`, only those after one): each measure's median in ms, and
+    `passes`. Empty where no such passes are."""
+    df = wall_gap_passes(data)
+    if df.empty:
         return {}
-    latest = df[df["git_commit"] == df.sort_values("timestamp")["git_commit"].iloc[-1]]
-    return latest.groupby("measure")["ms"].median().to_dict()
+    commit = commit or df["git_commit"].iloc[-1]
+    mine = df[(df["git_commit"] == commit) & (df["after_census"] == after_census)
+              & ((df["boot_id"] == boot_id) if boot_id else True)]
+    if mine.empty:
+        return {}
+    return mine.drop(columns=["git_commit", "boot_id", "timestamp", "after_census"]).median().to_dict() | {
+        "passes": len(mine)}
+
+
+def measured_for_staging(data: Path, stem: str) -> dict:
+    """What sets N (a step staged in one copy, roofline/staging_ab) and O (block tables kept
+    across steps, roofline/tables_ab) are graded on (grading.staging_grades, tables_grades): the
+    A/B census lease ("lease", indexed by (role, step)) and the new tree's wall-gap passes on
+    that lease ("gap"). Keys are missing where rows are."""
+    lease = _first_and_kept(data, stem).get("kept")
+    if lease is None:
+        return {}
+    gap = wall_gap(data, lease["new_commit"].iloc[0], boot_id=lease["boot_id"].iloc[0])
+    return {"lease": lease} | ({"gap": gap} if gap else {})
+
+
+def profiler_residue(data: Path) -> pd.DataFrame:
+    """Wall-gap passes on a boot where a census ran between them: the pass before it and the
+    one after (roofline.wall_gap_passes), in time order. Empty where no boot has both."""
+    df = wall_gap_passes(data)
+    if df.empty:
+        return df
+    both = df.groupby("boot_id")["after_census"].transform(lambda a: a.any() and not a.all())
+    return df[both].reset_index(drop=True)

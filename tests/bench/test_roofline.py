@@ -650,14 +650,52 @@ def test_sets_l_and_m_grade_the_partials_and_the_merge_from_the_committed_rows()
     assert split.loc["split_k_kernel", "new_launches"] == 84 and split.loc["down_proj_kernel", "new_launches"] == 0
 
 
-def test_wall_gap_reads_the_latest_passes():
-    """The decode step's wall beyond its GPU time is the staging before the replay: on the
-    committed rows the replay alone ends within 2% of the GPU time, the step after it."""
-    from fusedlib.bench import chapters
+def test_wall_gap_passes_split_by_pass_and_by_the_census_before_them():
+    """The decode step's wall beyond its GPU time is the staging before the replay: in the code
+    before sets N and O (b6a177f) the replay alone ends within 2% of the GPU time and the step
+    after it. Two passes written in one second stay two passes; a pass after a census on its
+    boot (wall_gap_census) is kept apart, and shows the profiler's slower host calls."""
     from fusedlib.bench.analysis import DATA
 
-    gap = roofline.wall_gap(DATA)
-    assert gap["replay_to_completion"] < 1.02 * gap["step_gpu"] < gap["step_to_completion"]
-    assert gap["step_call_returns"] > 10 * gap["replay_call_returns"]
-    t = chapters.wall_gap_texts(gap)
-    assert (t["wg_gpu"], t["wg_replay"], t["wg_step"], t["wg_stage"]) == ("1.91 ms", "1.92 ms", "2.13 ms", "217 µs")
+    passes = roofline.wall_gap_passes(DATA)
+    assert passes.groupby("git_commit").size().to_dict() == {"b6a177f": 2, "3f045a0": 1, "e817b8c": 4}
+    before = roofline.wall_gap(DATA, "b6a177f")
+    assert before["replay_to_completion"] < 1.02 * before["step_gpu"] < before["step_to_completion"]
+    assert before["step_call_returns"] > 10 * before["replay_call_returns"] and before["passes"] == 2
+    residue = roofline.profiler_residue(DATA)
+    assert residue["after_census"].tolist() == [False, True] and residue["boot_id"].nunique() == 1
+    assert residue["replay_call_returns"].iloc[1] > 2 * residue["replay_call_returns"].iloc[0]
+    assert roofline.wall_gap(DATA, "e817b8c", after_census=True)["passes"] == 1
+
+
+def test_sets_n_and_o_grade_the_one_copy_staging_from_the_committed_rows():
+    """Sets N and O on data/roofline's own rows (staging_ab at 3f045a0, tables_ab at e817b8c,
+    each against f0fb13d, and each lease's wall-gap passes). A wall that fell further, one
+    copy fewer or a slower completion would change the grades."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    p = predictions.by_key()
+    n, o = roofline.measured_for_staging(DATA, "staging_ab"), roofline.measured_for_staging(DATA, "tables_ab")
+    assert n["lease"]["new_commit"].iloc[0] == "3f045a0" and o["lease"]["new_commit"].iloc[0] == "e817b8c"
+    assert n["gap"]["passes"] == 1 and o["gap"]["passes"] == 2  # each lease's own passes only
+    g = grading.staging_grades(p, n) | grading.tables_grades(p, o)
+    assert [g[k].verdict for k in ("N1", "N2", "N3", "N4", "O1", "O2", "O3")] == \
+        ["MISSED", "HELD", "MISSED", "MISSED", "MISSED", "MISSED", "MISSED"]
+    assert "more than one" in g["N1"].why and "completion below" in g["O3"].why
+    t = chapters.staging_texts(DATA, n, o)
+    assert (t["st_copies_before"], t["st_copies"], t["tb_kernels_before"], t["tb_kernels"]) == ("5", "2", "257", "256")
+    assert (t["st_mixed_kernels_before"], t["st_mixed_kernels"], t["tb_gates"]) == ("321", "313", "28 of 28")
+    assert (t["wg_stage"], t["st_gap_stage"], t["tb_gap_stage"], t["tb_gap_step"]) == \
+        ("217 µs", "122 µs", "46 µs", "1.94 ms")
+    assert (t["pr_before_replay_call"], t["pr_after_replay_call"]) == ("25 µs", "76 µs")
+    further = n["lease"].copy()
+    further.loc[(slice(None), "decode"), "new_wall_ms"] = 2.04
+    assert grading.staging_grades(p, n | {"lease": further})["N3"].verdict == "HELD"
+    one_copy = o["lease"].copy()
+    one_copy.loc[(slice(None), "decode"), ["new_copies", "new_kernels"]] = [1, 257]
+    assert grading.tables_grades(p, o | {"lease": one_copy})["O1"].verdict == "HELD"
+    slower = o["gap"] | {"step_to_completion": 1.97}
+    assert grading.tables_grades(p, o | {"gap": slower})["O3"].verdict == "HELD"
+
+
