@@ -790,6 +790,11 @@ def _wall_fall_grade(p: Prediction, i: int, step) -> tuple[bool, str]:
     return _in(fall, lo, hi), f"wall {step['base_wall_ms']:.3f} -> {step['new_wall_ms']:.3f} ms (-{fall:.3f})"
 
 
+def _passes(gap: dict) -> str:
+    n = int(gap["passes"])
+    return "one pass" if n == 1 else f"medians of {n} passes"
+
+
 def _staging_steps(m: dict):
     from .roofline import SHAPE_AB_ROLE as one
 
@@ -822,7 +827,7 @@ def staging_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                       f"{side(dec['new_wall_ms'], w_lo, w_hi)} its, mixed fall {'inside' if mixed_fell else 'outside'} its")
     if "gap" in m:
         (lo, hi), back = p["N4"].range(0), m["gap"]["step_call_returns"]
-        out["N4"] = Grade(f"the call returns after {back:.3f} ms (median of {m['gap']['passes']:.0f} passes)",
+        out["N4"] = Grade(f"the call returns after {back:.3f} ms ({_passes(m['gap'])})",
                           verdict(_in(back, lo, hi)), f"{side(back, lo, hi)} its range")
     return out
 
@@ -854,7 +859,7 @@ def tables_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         back, done = gap["step_call_returns"], gap["step_to_completion"]
         ok = _in(back, r_lo, r_hi) and _in(done, c_lo, c_hi)
         out["O3"] = Grade(f"the call returns after {back:.3f} ms, the step completes after {done:.3f} ms "
-                          f"(medians of {gap['passes']:.0f} passes)", verdict(ok),
+                          f"({_passes(gap)})", verdict(ok),
                           "inside both ranges" if ok else
                           f"return {side(back, r_lo, r_hi)} its range, completion {side(done, c_lo, c_hi)} its")
     return out
