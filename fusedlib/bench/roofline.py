@@ -332,7 +332,7 @@ def peer_comparison(data: Path, comparison: str | None = None) -> pd.DataFrame:
     """A campaign peer phase (`peer`, or `peer_whole` with comparison=PEER_WHOLE_COMPARISON):
     our fused engine closed on 128 mixed prompts x 128 tokens, once before and once after
     transformers' continuous batching on the same requests, in one lease. One row per side and
-    pass (our `repeat` 1 and 2, the peer's run on the same machine boot): median wall and output
+    pass (our `repeat` 1 and 2 and the peer's run, on the latest machine boot holding both): median wall and output
     tokens/s over its measured passes, and `times_peer`, its throughput over the peer's. Empty
     where the rows are missing."""
     from .campaign import PEER_COMPARISON
@@ -346,6 +346,8 @@ def peer_comparison(data: Path, comparison: str | None = None) -> pd.DataFrame:
     if ours.empty or peer.empty:
         return pd.DataFrame()
     peer = peer.sort_values("timestamp").iloc[[-1]]
+    if "boot_id" in peer:  # our runs of that lease only: each lease brackets its own peer run
+        ours = ours[ours["boot_id"] == peer["boot_id"].iloc[0]]
     ours = ours.sort_values("repeat")
     both = pd.concat([ours, peer], ignore_index=True)
     out = both[["engine", "wall_s", "output_throughput", "n_output_tokens"]].copy()

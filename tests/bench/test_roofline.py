@@ -315,6 +315,11 @@ def test_the_peer_comparison_takes_the_peer_run_of_our_runs_machine(tmp_path):
         for boot, tp, ts in (("b2", 800.0, "2026-12-01T10:01:00+00:00"), ("b3", 400.0, "2026-12-01T12:00:00+00:00"))])
     t = roofline.peer_comparison(tmp_path, campaign.PEER_WHOLE_COMPARISON)
     assert t["times_peer"].tolist() == pytest.approx([10.0, 10.0, 1.0])  # b2's peer run, not b3's later one
+    rows.append_rows(tmp_path / "paired/closed", [
+        {**s.row_fields(), "stat": "median", "wall_s": 2.0, "output_throughput": 6000.0, "n_output_tokens": 16384,
+         "boot_id": "b3", "timestamp": "2026-12-01T12:01:00+00:00"} for s in ours])
+    t = roofline.peer_comparison(tmp_path, campaign.PEER_WHOLE_COMPARISON)  # a later lease with both: its runs alone
+    assert t["times_peer"].tolist() == pytest.approx([15.0, 15.0, 1.0])
     assert roofline.peer_comparison(tmp_path).empty  # no runs of the piecewise comparison
 
 
