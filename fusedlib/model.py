@@ -100,10 +100,17 @@ class Attention(nn.Module):
         out = torch.empty(q.shape[0], self.q_size, dtype=q.dtype, device=q.device) if out is None else out
         heads = out.view(-1, self.num_heads, self.head_dim)
         n_prefill = meta.prefill.num_tokens if meta.prefill is not None else 0
+        side = (backend.side_stream(q.device) if meta.prefill is not None and meta.decode is not None
+                else None)
+        if side is not None:  # the decode rows go on the backend's second stream, beside the chunks,
+            side.wait_stream(torch.cuda.current_stream(q.device))  # once q and the cache writes are done
         if meta.prefill is not None:
             backend.prefill(q[:n_prefill], k_cache, v_cache, meta.prefill, self.scale, out=heads[:n_prefill])
         if meta.decode is not None:
-            backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:])
+            with torch.cuda.stream(side):  # None: the current stream
+                backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:])
+        if side is not None:  # and the layer goes on once both are done
+            torch.cuda.current_stream(q.device).wait_stream(side)
         return out
 
 

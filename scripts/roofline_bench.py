@@ -9,10 +9,12 @@ and the other sections still run):
   step_check     one mixed step's logits (512 chunk tokens + 31 decode rows) with the fused
                  ops on and off on the same Batch (and the piecewise- and whole-graphed runs
                  against eager): max |diff| and argmax agreement outside ties
-  census         torch.profiler over graph replays of a 32-row decode step (context ~1.1k)
-                 and of the mixed step, per configuration (fused ops off/on, attention
-                 split-KV/balanced, the mixed step piecewise or one graph; `--configs`): kernels per step and per layer, kernel time, GPU time per
-                 step (CUDA events, median) and wall per step; census_kernels has the names
+  census         a 32-row decode step (context ~1.1k) and the mixed step, per configuration
+                 (fused ops off/on, attention split-KV/balanced/parallel, the mixed step
+                 piecewise or one graph; `--configs`): GPU time per step (CUDA events,
+                 median) and wall per step, timed before any profiler runs in the process;
+                 then torch.profiler over graph replays: kernels per step and per layer,
+                 kernel time, and the timing again after it; census_kernels has the names
   attention      decode attention at 32 rows x {1k, 2k, 4k} context, L2 flushed: split-KV as
                  the graphs launch it (split length from the pool's longest context) and as
                  the layout bench does (from the step's), and a sweep of balanced launch
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import statistics
 import sys
@@ -60,12 +63,12 @@ PROFILES = {
     # counts of the small-op check
     "full": dict(preset="qwen2.5-1.5b", dtype="float16", device="cuda", rows=32, context=1088,
                  chunk=512, new_prompt=1600, attn_contexts=(1024, 2048, 4096), iters=50,
-                 replays=5, configs=(0, 1, 2, 3, 4, 5), op_tokens=(1, 3, 17, 33, 100, 543)),
+                 replays=5, configs=(0, 1, 2, 3, 4, 5, 6), op_tokens=(1, 3, 17, 33, 100, 543)),
     # Every section's code at the least work that still takes each path: prompts of two chunks,
     # token counts under and over a 16-row and a 32-row tile (the interpreter runs a program
     # per row, so 543 tokens cost most of the check).
     "smoke": dict(preset="tiny", dtype="float32", device="cpu", rows=4, context=20, chunk=16,
-                  new_prompt=20, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3, 4, 5),
+                  new_prompt=20, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3, 4, 5, 6),
                   op_tokens=(1, 3, 17, 33)),
 }
 TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
@@ -282,6 +285,11 @@ class Bench:
                             decode_buckets=(self.p["rows"],), chunk_buckets=(self.p["chunk"],))
         logits["whole"] = whole.run(batch)
         del whole
+        # The same whole graph with the decode rows' attention on a second stream.
+        whole = WholeGraphs(model, self.engine.pool, make_backend("triton-parallel"), self.p["rows"], self.p["chunk"],
+                            capture=self.on_gpu, decode_buckets=(self.p["rows"],), chunk_buckets=(self.p["chunk"],))
+        logits["whole_parallel"] = whole.run(batch)
+        del whole
         # The decode step (32 rows) with gate_up + activation in one kernel against cuBLAS, eager.
         decode = self.decode_batch
         for one_kernel in (False, True):
@@ -293,6 +301,7 @@ class Bench:
         for name, ref, other in (("fused_ops_on_vs_off", logits[False], logits[True]),
                                  ("graphed_vs_eager_fused", logits[True], logits["graphed"]),
                                  ("whole_graphed_vs_eager_fused", logits[True], logits["whole"]),
+                                 ("whole_parallel_vs_whole", logits["whole"], logits["whole_parallel"]),
                                  ("decode_gate_up_silu_vs_cublas", logits["decode", False],
                                   logits["decode", True])):
             top2 = ref.topk(2, dim=-1).values
@@ -311,6 +320,11 @@ class Bench:
 
     # ---- (b) census ------------------------------------------------------------------
     def census(self) -> None:
+        """Per configuration, the decode and the mixed step: GPU time (CUDA events) and wall
+        per step, timed in a first pass before any profiler has run in the process (the
+        profiler's callbacks stay on every launch once it has run: data/roofline/wall_gap),
+        then torch.profiler over `replays` replays of each (kernels, copies, kernel time),
+        and the same timing again after it, as the rows' `*_profiled` columns."""
         torch = self.torch
         from torch.autograd import DeviceType
         from torch.profiler import ProfilerActivity, profile
@@ -320,18 +334,23 @@ class Bench:
 
         model, pool, p = self.model, self.engine.pool, self.p
         layers = model.config.num_layers
-        rows, names = [], []
         # (label, fused ops, attention, mixed step as one graph, gate_up + activation in one
         # kernel): the mixed step replays piecewise (attention eager between 29 pieces) or
         # whole; decode steps are whole in all. The one kernel serves the decode step only (the
-        # mixed one has 543 rows).
+        # mixed one has 543 rows). "triton-parallel" attends the mixed step's decode rows on a
+        # second stream beside its chunks (the decode step has no chunks: the same as balanced).
         configs = [("part9: reference ops, split-KV", False, "triton-splitkv", False, False),
                    ("reference ops, balanced", False, "triton-balanced", False, False),
                    ("fused ops, split-KV", True, "triton-splitkv", False, False),
                    ("part10: fused ops, balanced", True, "triton-balanced", False, False),
                    ("part10 whole: fused ops, balanced, whole graphs", True, "triton-balanced", True, False),
-                   ("part10 gate_up: whole graphs, gate_up+SiLU one kernel", True, "triton-balanced", True, True)]
-        for label, fused, attention, whole, one_kernel in (configs[i] for i in self.configs):
+                   ("part10 gate_up: whole graphs, gate_up+SiLU one kernel", True, "triton-balanced", True, True),
+                   ("part10 parallel: gate_up, decode attention beside the chunks'", True, "triton-parallel",
+                    True, True)]
+        chosen = [configs[i] for i in self.configs]
+        steps = {}  # (label, step) -> the run, kept for the second pass
+        rows, names = [], []
+        for label, fused, attention, whole, one_kernel in chosen:
             model.fused_ops, model.gate_up_silu = fused, one_kernel
             backend = make_backend(attention)
             if self.splitkv is not None:  # a launch shape under test in place of the default
@@ -341,45 +360,49 @@ class Bench:
                                  decode_buckets=(p["rows"],), chunk_buckets=(p["chunk"],)) if whole else
                      PackedGraphs(model, pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
                                   buckets=(p["chunk"] + p["rows"],)))
-            for step, run in (("decode", lambda: decode.run(self.decode_batch)),
-                              ("mixed", lambda: mixed.run(self.mixed_batch))):
+            for step, graphs, batch in (("decode", decode, self.decode_batch), ("mixed", mixed, self.mixed_batch)):
+                run = functools.partial(graphs.run, batch)
                 for _ in range(3 if self.on_gpu else 1):
                     run()
                 _sync(self.device)
-                activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.on_gpu else [])
-                with profile(activities=activities) as prof:
-                    for _ in range(p["replays"]):
-                        run()
-                    _sync(self.device)
-                events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
-                copies = [e for e in events if e.name.startswith(("Memcpy", "Memset"))]
-                kernels = [e for e in events if not e.name.startswith(("Memcpy", "Memset"))]
-                per_name: dict[str, list[float]] = {}
-                for e in kernels:
-                    per_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
-                for name, times in per_name.items():
-                    names.append({"config": label, "step": step, "kernel": name[:200],
-                                  "per_step": len(times) / p["replays"],
-                                  "us_per_step": sum(times) / p["replays"]})
                 gpu_ms, wall_ms = self._time_step(run)
-                kernels_per_step = len(kernels) / p["replays"]
+                steps[label, step] = run
                 rows.append({"config": label, "step": step, "fused_ops": fused, "attention": attention,
                              "whole_graphs": whole, "gate_up_silu": one_kernel,
                              "splitkv": ",".join(str(x) for x in dataclasses.astuple(backend.splitkv))
                              if hasattr(backend, "splitkv") else None,
-                             "tokens": (self.decode_batch if step == "decode" else self.mixed_batch).num_tokens,
-                             "kernels_per_step": kernels_per_step,
-                             "kernels_per_layer": kernels_per_step / layers,
-                             "copies_per_step": len(copies) / p["replays"],
-                             "kernel_us_per_step": sum(e.time_range.elapsed_us() for e in kernels) / p["replays"],
-                             "gpu_ms_median": gpu_ms, "wall_ms_median": wall_ms, "replays": p["replays"],
-                             "iters": p["iters"]})
-                self.summary.append((f"census {label} {step}",
-                                     f"{kernels_per_step:.0f} kernels ({kernels_per_step / layers:.1f}/layer), "
-                                     f"GPU {gpu_ms:.3f} ms, wall {wall_ms:.3f} ms"))
-            del decode, mixed
-            if self.on_gpu:
-                torch.cuda.empty_cache()
+                             "tokens": batch.num_tokens, "gpu_ms_median": gpu_ms, "wall_ms_median": wall_ms,
+                             "timed": "before the profiler", "replays": p["replays"], "iters": p["iters"]})
+        for row, (label, fused, _, _, one_kernel) in zip(rows, (c for c in chosen for _ in range(2))):
+            model.fused_ops, model.gate_up_silu = fused, one_kernel
+            run = steps[label, row["step"]]
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.on_gpu else [])
+            with profile(activities=activities) as prof:
+                for _ in range(p["replays"]):
+                    run()
+                _sync(self.device)
+            events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+            copies = [e for e in events if e.name.startswith(("Memcpy", "Memset"))]
+            kernels = [e for e in events if not e.name.startswith(("Memcpy", "Memset"))]
+            per_name: dict[str, list[float]] = {}
+            for e in kernels:
+                per_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
+            for name, times in per_name.items():
+                names.append({"config": label, "step": row["step"], "kernel": name[:200],
+                              "per_step": len(times) / p["replays"], "us_per_step": sum(times) / p["replays"]})
+            gpu_profiled, wall_profiled = self._time_step(run)
+            kernels_per_step = len(kernels) / p["replays"]
+            row.update(kernels_per_step=kernels_per_step, kernels_per_layer=kernels_per_step / layers,
+                       copies_per_step=len(copies) / p["replays"],
+                       kernel_us_per_step=sum(e.time_range.elapsed_us() for e in kernels) / p["replays"],
+                       gpu_ms_profiled=gpu_profiled, wall_ms_profiled=wall_profiled)
+            self.summary.append((f"census {label} {row['step']}",
+                                 f"{kernels_per_step:.0f} kernels ({kernels_per_step / layers:.1f}/layer), "
+                                 f"GPU {row['gpu_ms_median']:.3f} ms, wall {row['wall_ms_median']:.3f} ms "
+                                 f"(after the profiler {wall_profiled:.3f})"))
+        steps.clear()
+        if self.on_gpu:
+            torch.cuda.empty_cache()
         model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)

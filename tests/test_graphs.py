@@ -163,7 +163,8 @@ def test_graphs_refused_without_cuda_or_with_torch_attention():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
 @pytest.mark.parametrize("fused_ops,gate_up_silu,attention", [(False, False, "triton"),
                                                               (True, False, "triton-balanced"),
-                                                              (True, True, "triton-balanced")])
+                                                              (True, True, "triton-balanced"),
+                                                              (True, True, "triton-parallel")])
 def test_graphs_on_gpu(fused_ops, gate_up_silu, attention):
     from fusedlib.config import PRESETS
     from fusedlib.weights import random_model

@@ -22,8 +22,9 @@ ENGINE = ROOT / "fusedlib"
 # and down as split-K partials summed by their readers (no counters) keep it. Staging a
 # whole-graphed step in one host-to-device copy (a pinned image in the graph's layout, block
 # table rows kept across steps, and the packed batch's tensors made only when a forward reads
-# them) took it to 1,728. Lower the budget as the engine shrinks.
-CODE_LINE_BUDGET = 1_728
+# them) took it to 1,728; a mixed step's decode attention on a second stream (the
+# "triton-parallel" backend) to 1,748. Lower the budget as the engine shrinks.
+CODE_LINE_BUDGET = 1_748
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
 

@@ -25,6 +25,11 @@ def test_smoke_run_writes_every_section(tmp_path, capsys):
         assert got, section
         assert not any(r.get("error") for r in got), (section, [r.get("error") for r in got])
         assert all(r.get("git_commit") and r.get("timestamp") for r in got), section
+    census = rows.read_rows(tmp_path / "roofline" / "census")
+    assert any(r["attention"] == "triton-parallel" for r in census)
+    # timed before the profiler ran, then again after it
+    assert all(r["timed"] == "before the profiler" and r["wall_ms_median"] > 0 and r["wall_ms_profiled"] > 0
+               for r in census)
     checks = rows.read_rows(tmp_path / "roofline" / "step_check")
     assert all(r["argmax_agree_outside_ties"] == r["rows_outside_ties"] for r in checks)
     assert "roofline bench (smoke)" in capsys.readouterr().out

@@ -6,7 +6,10 @@ rows does not pay for it)."""
 from importlib import import_module
 
 # Each Triton backend's decode kernel (see triton_backend.py); prefill is the same for all.
-TRITON_DECODE = {"triton": "rows", "triton-splitkv": "splitkv", "triton-balanced": "balanced"}
+# "triton-parallel" is "triton-balanced" with a mixed step's decode rows attended on a second
+# stream, beside its prompt chunks (TritonAttention.concurrent).
+TRITON_DECODE = {"triton": "rows", "triton-splitkv": "splitkv", "triton-balanced": "balanced",
+                 "triton-parallel": "balanced"}
 BACKENDS = ("torch", *TRITON_DECODE)
 # Exported classes -> the module defining them.
 _CLASSES = {"AttentionBackend": "base", "AttentionMetadata": "base", "DecodeMeta": "base", "PrefillMeta": "base",
@@ -24,7 +27,8 @@ def make_backend(name: str) -> "AttentionBackend":
         raise ValueError(f"unknown attention backend {name!r}; choose one of {BACKENDS}")
     if name == "torch":
         return __getattr__("TorchAttention")()
-    return import_module(".triton_backend", __name__).TritonAttention(decode_kernel=TRITON_DECODE[name])
+    return import_module(".triton_backend", __name__).TritonAttention(decode_kernel=TRITON_DECODE[name],
+                                                                      concurrent=name == "triton-parallel")
 
 
 __all__ = [*_CLASSES, "make_backend", "BACKENDS"]

@@ -58,3 +58,7 @@ class AttentionBackend(Protocol):
 
     def decode(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                meta: DecodeMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
+
+    def side_stream(self, device: torch.device) -> "torch.cuda.Stream | None":
+        """The stream a mixed step's decode attention runs on, beside its prefill on the
+        current stream; None: one after the other."""

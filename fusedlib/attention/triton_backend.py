@@ -79,13 +79,23 @@ PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
 
 
 class TritonAttention:
+    """`concurrent`: a mixed step's decode attention runs on a second stream beside its
+    prefill (`side_stream`). On the H200 the prefill kernel's programs over a 512-position
+    chunk leave most SMs idle while the tiles with the longest causal spans finish, and
+    split-KV decode waits on memory, not arithmetic: two launches that can share the SMs.
+    It is POD-Attention's observation (prefill and decode attention overlapped), here as
+    two kernels on two streams rather than one fused kernel. A CUDA graph captured from
+    both streams keeps the two branches, so the replay overlaps them too."""
+
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
-                 splitkv: SplitKVConfig | None = None):
+                 splitkv: SplitKVConfig | None = None, concurrent: bool = False):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel = decode_kernel
         self._num_sms = num_sms
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
+        self.concurrent = concurrent
+        self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
 
     # -- public interface -------------------------------------------------------------
 
@@ -98,6 +108,15 @@ class TritonAttention:
         if self.decode_kernel in ("splitkv", "balanced"):
             return self._split_decode(q, k_cache, v_cache, meta, scale, out)
         return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta, out)
+
+    def side_stream(self, device: torch.device) -> torch.cuda.Stream | None:
+        """With `concurrent` on a CUDA device, the one stream (per device) a mixed step's
+        decode attention runs on; else None."""
+        if not self.concurrent or device.type != "cuda":
+            return None
+        if device not in self._side_streams:
+            self._side_streams[device] = torch.cuda.Stream(device)
+        return self._side_streams[device]
 
     @staticmethod
     def num_compiled() -> int:

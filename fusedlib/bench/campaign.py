@@ -119,6 +119,9 @@ PART10_GATE_UP = dict(PART10_WHOLE, gate_up_silu=True)
 GATE_UP_PART = "part 10 gate_up+SiLU"
 GATE_UP_VS_CUBLAS = "part 10: gate_up+SiLU in one kernel vs cuBLAS"
 GATE_UP_FUSED_VS_CHUNKED = f"{GATE_UP_PART}: fused vs chunked"
+# And with a mixed step's decode attention on a second stream beside its chunks' attention.
+PART10_PARALLEL = dict(PART10_GATE_UP, attention="triton-parallel")
+PARALLEL_VS_SERIAL = "part 10: decode attention beside the chunks' vs after them"
 
 # What a run's rows give a comparison: the served rate of an open-loop run, the output
 # throughput of a closed run's median row (both: larger is faster).
@@ -277,7 +280,7 @@ def _decode_graphs(pairs: int) -> list:
 def _gates(pairs: int) -> list:
     # ~2.5 min: every configuration the book reports, checked at one commit (run it with OUT
     # holding no gate rows: a stored gate is not run again), the engine the series ends on first.
-    return [_gate(cfg) for cfg in (PART10_GATE_UP, PART10_WHOLE, PART10_OVERLAP, PART10, PART9, DECODE_GRAPHS, PART7)]
+    return [_gate(cfg) for cfg in (PART10_PARALLEL, PART10_GATE_UP, PART10_WHOLE, PART10_OVERLAP, PART10, PART9, DECODE_GRAPHS, PART7)]
 
 
 def _whole(pairs: int) -> list:
@@ -300,6 +303,14 @@ def _gate_up(pairs: int) -> list:
             _fused_vs_chunked(GATE_UP_PART, PART10_GATE_UP, pairs, rate=SATURATING_RATE)]
 
 
+def _parallel(pairs: int) -> list:
+    # ~4 min: gate, then the second stream against the engine without it (both gate_up,
+    # whole-graphed, fused), past both knees (80/s offered).
+    return [_gate(PART10_PARALLEL),
+            Pairs(PARALLEL_VS_SERIAL, _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_PARALLEL),
+                  _arrivals(engine="fused", rate=SATURATING_RATE, **PART10_GATE_UP), pairs)]
+
+
 def _peer_gate_up(pairs: int) -> list:
     # ~5 min, as `peer_whole`, with gate_up+SiLU (OUT holding no peer rows).
     return _peer_bracket(PEER_GATE_UP_COMPARISON, PART10_GATE_UP)
@@ -315,7 +326,8 @@ PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed
           "peer_open": _peer_open, "knees": _knees, "small_pool": _small_pool, "sensitivity": _sensitivity,
           "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
           "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole,
-          "closed_whole": _closed_whole, "gate_up": _gate_up, "peer_gate_up": _peer_gate_up}
+          "closed_whole": _closed_whole, "gate_up": _gate_up, "peer_gate_up": _peer_gate_up,
+          "parallel": _parallel}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
@@ -505,4 +517,5 @@ if __name__ == "__main__":
 __all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan", "report", "results", "measured",
            "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP", "PART10_WHOLE",
            "WHOLE_VS_PIECEWISE", "WHOLE_FUSED_VS_CHUNKED", "WHOLE_SEEDS", "PART10_GATE_UP", "GATE_UP_VS_CUBLAS",
+           "PART10_PARALLEL", "PARALLEL_VS_SERIAL",
            "GATE_UP_FUSED_VS_CHUNKED", "PEER_GATE_UP_COMPARISON"]

@@ -4,6 +4,7 @@ Caches hold random values and every request owns randomly shuffled, non-contiguo
 blocks; unused block-table entries point at other requests' blocks, so a kernel that
 reads past a request's context or ignores the table gets a wrong answer, not a lucky one.
 """
+import dataclasses
 import math
 import os
 import subprocess
@@ -127,6 +128,47 @@ def test_decode_rows_packed_splitkv_match_torch(num_heads, num_kv_heads, dtype):
     for name in ("rows", "packed", "splitkv", "balanced"):
         backend = TritonAttention(decode_kernel=name, num_sms=16)
         assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one(dtype):
+    """"triton-parallel" runs a mixed step's decode rows on a second stream beside its chunks
+    (on CUDA; on the CPU there is one stream and it runs them in order): the same kernels on
+    the same inputs, so the output is bit-identical to "triton-balanced", and both match the
+    reference. Chunks and decode rows share one cache, as in a step."""
+    from fusedlib.attention import make_backend
+    from fusedlib.attention.base import AttentionMetadata
+    from fusedlib.config import PRESETS
+    from fusedlib.model import Attention
+
+    chunks, contexts = MIXED_CHUNKS, DECODE_CONTEXTS
+    k_cache, v_cache, tables = make_cache([c + n for c, n in chunks] + contexts, 2, dtype, seed=9)
+    lengths = [n for _, n in chunks]
+    prefill = PrefillMeta(num_tokens=sum(lengths), block_tables=tables[:len(chunks)],
+                          token_seq=torch.cat([torch.full((n,), i, dtype=torch.int32)
+                                               for i, n in enumerate(lengths)]).to(DEVICE),
+                          positions=torch.cat([torch.arange(c, c + n, dtype=torch.int32)
+                                               for c, n in chunks]).to(DEVICE))
+    decode = DecodeMeta(num_tokens=len(contexts), block_tables=tables[len(chunks):],
+                        context_lens=torch.tensor(contexts, dtype=torch.int32, device=DEVICE),
+                        max_context_len=max(contexts))
+    meta = AttentionMetadata(slot_mapping=torch.zeros(0, dtype=torch.int64, device=DEVICE),
+                             prefill=prefill, decode=decode)
+    cfg = PRESETS["tiny"]
+    attn = Attention(dataclasses.replace(cfg, num_heads=4, num_kv_heads=2, head_dim=HEAD_DIM, hidden_size=4 * HEAD_DIM))
+    gen = torch.Generator().manual_seed(10)
+    q = torch.randn(sum(lengths) + len(contexts), 4, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
+    parallel, balanced = make_backend("triton-parallel"), make_backend("triton-balanced")
+    assert (parallel.side_stream(q.device) is not None) == (DEVICE == "cuda")
+    assert balanced.side_stream(q.device) is None
+    out = attn.attend(q, k_cache, v_cache, meta, parallel)
+    assert torch.equal(out, attn.attend(q, k_cache, v_cache, meta, balanced))
+    heads = out.view(-1, 4, HEAD_DIM)
+    reference = TorchAttention()
+    assert_close(heads[:prefill.num_tokens], reference.prefill(q[:prefill.num_tokens], k_cache, v_cache, prefill,
+                                                               attn.scale), dtype)
+    assert_close(heads[prefill.num_tokens:], reference.decode(q[prefill.num_tokens:], k_cache, v_cache, decode,
+                                                              attn.scale), dtype)
 
 
 @pytest.mark.parametrize("num_sms", [1, 3, 64])

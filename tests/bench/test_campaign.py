@@ -111,9 +111,16 @@ def test_the_new_phases_measure_part_10_with_overlap_where_the_brief_says():
     # every configuration the book reports, gated at one commit
     gates = campaign.expand(campaign.plan("gates"))
     assert all(s.experiment == "gates" for s in gates)
-    assert len({(s.attention, s.cuda_graphs, s.graph_chunks, s.whole_graphs, s.fused_ops, s.overlap)
-                for s in gates}) == 6
-    assert gates[0].whole_graphs and gates[0].overlap  # the engine the series ends on, first
+    assert len({(s.attention, s.cuda_graphs, s.graph_chunks, s.whole_graphs, s.fused_ops, s.gate_up_silu,
+                 s.overlap) for s in gates}) == len(gates) == 8
+    # the engine the series ends on, first
+    assert gates[0].whole_graphs and gates[0].overlap and gates[0].attention == "triton-parallel"
+    # the second stream against the same engine without it, past the knees
+    parallel = campaign.expand(campaign.plan("parallel", pairs=1))
+    arms = {s.attention for s in parallel if s.experiment == "arrivals"}
+    assert parallel[0].experiment == "gates" and arms == {"triton-parallel", "triton-balanced"}
+    assert all(s.gate_up_silu and s.whole_graphs and s.rate == campaign.SATURATING_RATE
+               for s in parallel if s.experiment == "arrivals")
     # whole graphs against piecewise, and fused against chunked with them, both past the knees
     whole = campaign.expand(campaign.plan("whole"))
     assert [s.experiment for s in whole[:3]] == ["gates", "step_trace", "step_trace"] and whole[0].whole_graphs
