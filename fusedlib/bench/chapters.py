@@ -372,14 +372,14 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # page; sets F to I (the decode step's last kernels, decode attention from a clean L2, PDL) in
 # its appendix, book/last_kernels.md.
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
-PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET = "L", "M", "N", "O"
+PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET = "L", "M", "N", "O", "P"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to O, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to P, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
-                                     PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET))]
+                                     PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -412,6 +412,10 @@ def partials_predictions() -> list:
 
 def staging_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith((STAGING_SET, TABLES_SET))]
+
+
+def parallel_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(PARALLEL_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -471,13 +475,14 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     h, j, k = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data), rf.measured_for_set_k(data)
     ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
+    ps = rf.measured_for_parallel(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
-              | gr.tables_grades(by_key(), os_))
+              | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
-                    | partials_texts(ls, ms) | staging_texts(data, ns, os_))
+                    | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -524,6 +529,37 @@ def staging_texts(data, n: dict, o: dict) -> dict[str, str]:
     if len(residue):
         for key, after in (("pr_before", False), ("pr_after", True)):
             t |= _gap_texts(residue[residue["after_census"] == after].iloc[0].to_dict(), key)
+    return t
+
+
+def parallel_texts(m: dict) -> dict[str, str]:
+    """Set P's section (roofline.measured_for_parallel), prefix "pa": both steps per side (GPU,
+    wall before and after the profiler), the paired changes, the serial decode wall's range over
+    the rounds, the mixed step's attention kernels per side, the logit check, the lease's wall gap."""
+    if "steps" not in m:
+        return {}
+    dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
+    t = {"pa_rounds": f"{int(mixed['n'])}", "pa_mixed_change": _change(mixed),
+         "pa_mixed_fall": f"{mixed['gpu_fall_ms'] * 1e3:.0f} µs", "pa_dec_change": _change(dec),
+         "pa_mixed_wall_change": (f"{mixed['wall_ratio'] - 1:+.1%} [{mixed['wall_lo'] - 1:+.1%}, "
+                                  f"{mixed['wall_hi'] - 1:+.1%}]"),
+         "pa_dec_wall_lo": f"{dec['serial_wall_min']:.2f} ms", "pa_dec_wall_hi": f"{dec['serial_wall_max']:.2f} ms",
+         "pa_kernels": f"{mixed['parallel_kernels']:.0f}"}
+    for name in ("serial", "parallel"):
+        for step, r in (("dec", dec), ("mixed", mixed)):
+            t |= {f"pa_{step}_{name}_gpu": f"{r[f'{name}_gpu_ms']:.2f} ms",
+                  f"pa_{step}_{name}_wall": f"{r[f'{name}_wall_ms']:.2f} ms",
+                  f"pa_{step}_{name}_profiled": f"{r[f'{name}_wall_profiled']:.2f} ms"}
+    if "kernels" in m:
+        for kernel, short in (("packed_attention_kernel", "prefill"), ("splitkv_decode_kernel", "decode"),
+                              ("splitkv_reduce_kernel", "reduce")):
+            for name in ("serial", "parallel"):
+                t[f"pa_{short}_{name}"] = f"{m['kernels'].loc[kernel, name]:.0f} µs"
+    if "step_check" in m:
+        c = m["step_check"]
+        t["pa_check"] = (f"max |d| {c['max_abs_diff']:.4g}, argmax {int(c['argmax_agree_outside_ties'])} of "
+                         f"{int(c['rows_outside_ties'])} outside ties")
+    t |= _gap_texts(m.get("gap", {}), "pa_gap")
     return t
 
 

@@ -863,3 +863,33 @@ def tables_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                           "inside both ranges" if ok else
                           f"return {side(back, r_lo, r_hi)} its range, completion {side(done, c_lo, c_hi)} its")
     return out
+
+
+def parallel_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """P1-P3 on fusedlib.bench.roofline.measured_for_parallel. P4 also needs the gates and the
+    capacity pairs of the second stream (campaign phase "parallel"): until they have rows it has
+    no grade."""
+    if "steps" not in m:
+        return {}
+    dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
+    (lo, hi), (limit,) = p["P1"].range(0), p["P1"].fractions(1)
+    fall, same = mixed["gpu_fall_ms"], mixed["serial_kernels"] == mixed["parallel_kernels"]
+    ok = _in(fall, lo, hi) and same and abs(dec["ratio"] - 1) < limit
+    out = {"P1": Grade(f"mixed GPU {mixed['serial_gpu_ms']:.3f} -> {mixed['parallel_gpu_ms']:.3f} ms (median fall "
+                       f"{fall:.3f} ms, {_interval(mixed)}), {mixed['serial_kernels']:.0f} -> "
+                       f"{mixed['parallel_kernels']:.0f} kernels; decode {_interval(dec)}", verdict(ok),
+                       "inside every range" if ok else
+                       f"mixed fall {side(fall, lo, hi)} its range, kernels {'the same' if same else 'changed'}, "
+                       f"decode {'inside' if abs(dec['ratio'] - 1) < limit else 'outside'} its bound")}
+    (w_lo, w_hi), (g_lo, g_hi) = p["P2"].range(0), p["P2"].range(1)
+    wall, gpu = dec["serial_wall_ms"], dec["serial_gpu_ms"]
+    ok = _in(wall, w_lo, w_hi) and _in(gpu, g_lo, g_hi)
+    out["P2"] = Grade(f"decode wall {wall:.3f} ms (rounds {dec['serial_wall_min']:.3f} to {dec['serial_wall_max']:.3f}), "
+                      f"GPU {gpu:.3f} ms, {int(dec['n'])} rounds", verdict(ok),
+                      f"wall {side(wall, w_lo, w_hi)} its range, GPU {side(gpu, g_lo, g_hi)} its")
+    (g_lo, g_hi), (w_lo, w_hi) = p["P3"].range(0), p["P3"].range(1)
+    gpu, wall = mixed["parallel_gpu_ms"], mixed["parallel_wall_ms"]
+    ok = _in(gpu, g_lo, g_hi) and _in(wall, w_lo, w_hi)
+    out["P3"] = Grade(f"mixed with the second stream: GPU {gpu:.3f} ms, wall {wall:.3f} ms", verdict(ok),
+                      f"GPU {side(gpu, g_lo, g_hi)} its range, wall {side(wall, w_lo, w_hi)} its")
+    return out

@@ -880,6 +880,54 @@ def measured_for_staging(data: Path, stem: str) -> dict:
     return {"lease": lease} | ({"gap": gap} if gap else {})
 
 
+PARALLEL = "part10 parallel: gate_up, decode attention beside the chunks'"  # census configuration 6
+PARALLEL_CHECK = "whole_parallel_vs_whole"  # step_check: the whole-graphed mixed step with it and without
+ATTENTION_KERNELS = ("packed_attention_kernel", "splitkv_decode_kernel", "splitkv_reduce_kernel")
+
+
+def measured_for_parallel(data: Path) -> dict:
+    """What set P is graded on (grading.parallel_grades): census configuration 5 (GATE_UP, the
+    mixed step's two attentions in order: "serial") against 6 (PARALLEL, decode attention on a
+    second stream: "parallel"), both in every process of roofline/parallel_ab, one lease, timed
+    before the profiler (`*_wall_ms`, `*_gpu_ms`) and after it (`*_wall_profiled`).
+    "steps": per step kind, each side's medians over the rounds, the parallel/serial GPU and wall
+    ratios paired by round (bootstrap intervals) and the median per-round GPU fall, and the range
+    of the serial side's wall over the rounds; "kernels": the mixed step's attention kernels, µs a
+    step per side (median over the rounds with kernel rows); "step_check" (PARALLEL_CHECK) and
+    "gap" (the lease's wall-gap pass) at its commit. {} without rows."""
+    df = _frame(data, "roofline/parallel_ab")
+    if df.empty:
+        return {}
+    df = df[df["boot_id"] == df.sort_values("timestamp")["boot_id"].iloc[-1]]
+    side = {"serial": GATE_UP, "parallel": PARALLEL}
+    steps = []
+    for step, g in df.groupby("step", sort=False):
+        arm = {name: g[g["config"] == label].set_index("round") for name, label in side.items()}
+        rounds = arm["serial"].index.intersection(arm["parallel"].index)
+        a, b = arm["parallel"].loc[rounds], arm["serial"].loc[rounds]
+        gpu, wall = (paired.compare_pairs(a[col], b[col]) for col in ("gpu_ms_median", "wall_ms_median"))
+        row = {"step": step, "ratio": gpu.ratio, "lo": gpu.lo, "hi": gpu.hi, "n": gpu.n,
+               "wall_ratio": wall.ratio, "wall_lo": wall.lo, "wall_hi": wall.hi,
+               "gpu_fall_ms": float((b["gpu_ms_median"] - a["gpu_ms_median"]).median()),
+               "serial_wall_min": b["wall_ms_median"].min(), "serial_wall_max": b["wall_ms_median"].max()}
+        for name, r in (("serial", b), ("parallel", a)):
+            row |= {f"{name}_gpu_ms": r["gpu_ms_median"].median(), f"{name}_wall_ms": r["wall_ms_median"].median(),
+                    f"{name}_wall_profiled": r["wall_ms_profiled"].median(),
+                    f"{name}_kernels": r["kernels_per_step"].median()}
+        steps.append(row)
+    m = {"steps": pd.DataFrame(steps).set_index("step"), "commit": df["git_commit"].iloc[0],
+         "boot_id": df["boot_id"].iloc[0]}
+    kernels = _frame(data, "roofline/parallel_ab_kernels")
+    if len(kernels):
+        k = kernels[(kernels["boot_id"] == m["boot_id"]) & (kernels["step"] == "mixed")
+                    & kernels["kernel"].isin(ATTENTION_KERNELS)]
+        per = k.groupby(["config", "kernel", "round"])["us_per_step"].sum().groupby(["config", "kernel"]).median()
+        m["kernels"] = pd.DataFrame({name: per.loc[label] for name, label in side.items()})
+    m |= _step_check(data, m["commit"], PARALLEL_CHECK)
+    gap = wall_gap(data, m["commit"], boot_id=m["boot_id"])
+    return m | ({"gap": gap} if gap else {})
+
+
 def profiler_residue(data: Path) -> pd.DataFrame:
     """Wall-gap passes on a boot where a census ran between them: the pass before it and the
     one after (roofline.wall_gap_passes), in time order. Empty where no boot has both."""

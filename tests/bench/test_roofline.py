@@ -704,3 +704,33 @@ def test_sets_n_and_o_grade_the_one_copy_staging_from_the_committed_rows():
     assert grading.tables_grades(p, o | {"gap": slower})["O3"].verdict == "HELD"
 
 
+
+
+def test_set_p_grades_the_second_stream_from_the_committed_rows():
+    """Set P on data/roofline's own rows (parallel_ab at 8e5670a: five processes, each running
+    configurations 5 and 6 in alternating order, one lease). A larger fall, a decode wall
+    inside its range or a faster mixed step would change the grades; P4 waits for its gates
+    and capacity rows."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    p = predictions.by_key()
+    m = roofline.measured_for_parallel(DATA)
+    assert m["commit"] == "8e5670a" and m["steps"].loc["mixed", "n"] == 5
+    assert m["step_check"]["max_abs_diff"] == 0 and m["gap"]["passes"] == 1
+    g = grading.parallel_grades(p, m)
+    assert sorted(g) == ["P1", "P2", "P3"]
+    assert [g[k].verdict for k in ("P1", "P2", "P3")] == ["MISSED", "MISSED", "MISSED"]
+    assert "fall below" in g["P1"].why and "wall above" in g["P2"].why and "GPU inside" in g["P2"].why
+    t = chapters.parallel_texts(m)
+    assert (t["pa_mixed_serial_gpu"], t["pa_mixed_parallel_gpu"], t["pa_mixed_fall"]) == ("4.50 ms", "4.35 ms", "146 µs")
+    assert (t["pa_dec_wall_lo"], t["pa_dec_wall_hi"], t["pa_kernels"]) == ("1.94 ms", "2.04 ms", "312")
+    assert (t["pa_decode_serial"], t["pa_decode_parallel"], t["pa_check"]) == \
+        ("393 µs", "689 µs", "max |d| 0, argmax 27 of 27 outside ties")
+    steps = m["steps"].copy()
+    steps.loc["mixed", "gpu_fall_ms"] = 0.2
+    assert grading.parallel_grades(p, m | {"steps": steps})["P1"].verdict == "HELD"
+    steps.loc["decode", "serial_wall_ms"] = 1.95
+    assert grading.parallel_grades(p, m | {"steps": steps})["P2"].verdict == "HELD"
+    steps.loc["mixed", ["parallel_gpu_ms", "parallel_wall_ms"]] = [4.2, 4.3]
+    assert grading.parallel_grades(p, m | {"steps": steps})["P3"].verdict == "HELD"
