@@ -526,6 +526,11 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
     not_kept = ("runs of the split-K GEMMs past the census: the census at bfa3594 measured them slower "
                 "than cuBLAS, so the engine does not keep them and no capacity, peer or gate run used "
                 "them (checking out bfa3594 and running the campaign's phases with small_m_gemms would)")
+    if not any(r.get("attention") == "triton-parallel" for r in results.read_rows(DATA / "paired" / "arrivals")):
+        waiting["P4"] = ("the paired campaign's `parallel` phase (`python -m fusedlib.bench.campaign OUT --phase "
+                         "parallel`): the gates with the mixed step's decode attention on a second stream and its "
+                         "capacity pairs at 80/s, whose rows will be in "
+                         f"`{rel(DATA / 'paired')}`; its logit check alone has rows (`{rel(roofline)}/step_check`)")
     return waiting | {f"F{n}": not_kept for n in range(4, 8)}
 
 

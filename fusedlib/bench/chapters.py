@@ -535,7 +535,7 @@ def staging_texts(data, n: dict, o: dict) -> dict[str, str]:
 def parallel_texts(m: dict) -> dict[str, str]:
     """Set P's section (roofline.measured_for_parallel), prefix "pa": both steps per side (GPU,
     wall before and after the profiler), the paired changes, the serial decode wall's range over
-    the rounds, the mixed step's attention kernels per side, the logit check, the lease's wall gap."""
+    the rounds, the mixed step's attention kernels per side, the logit check."""
     if "steps" not in m:
         return {}
     dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
@@ -559,7 +559,6 @@ def parallel_texts(m: dict) -> dict[str, str]:
         c = m["step_check"]
         t["pa_check"] = (f"max |d| {c['max_abs_diff']:.4g}, argmax {int(c['argmax_agree_outside_ties'])} of "
                          f"{int(c['rows_outside_ties'])} outside ties")
-    t |= _gap_texts(m.get("gap", {}), "pa_gap")
     return t
 
 

@@ -833,8 +833,8 @@ def measured_for_set_m(data: Path) -> dict:
 def wall_gap_passes(data: Path) -> pd.DataFrame:
     """The wall-gap section's passes (roofline/wall_gap), one row each in time order: commit,
     machine boot, time, each measure in ms as a column, and `after_census`, whether a census
-    (roofline/census or wall_gap_census) ran earlier on that boot: its profiler leaves host
-    calls slower."""
+    (roofline/census, wall_gap_census or parallel_ab) ran earlier on that boot: its profiler
+    leaves host calls slower."""
     df = _frame(data, "roofline/wall_gap")
     if df.empty:
         return pd.DataFrame()
@@ -844,7 +844,7 @@ def wall_gap_passes(data: Path) -> pd.DataFrame:
                             values="ms").reset_index().drop(columns="n")
     # A census run beside wall-gap passes keeps its rows in roofline/wall_gap_census, out of the
     # census the book reads.
-    census = pd.concat([_frame(data, "roofline/census"), _frame(data, "roofline/wall_gap_census")])
+    census = pd.concat([_frame(data, f"roofline/{stem}") for stem in ("census", "wall_gap_census", "parallel_ab")])
     first = census.groupby("boot_id")["timestamp"].min() if len(census) else pd.Series(dtype=object)
     passes["after_census"] = [b in first.index and first[b] < t for b, t in zip(passes["boot_id"], passes["timestamp"])]
     return passes.sort_values("timestamp", kind="stable").reset_index(drop=True)
@@ -893,8 +893,8 @@ def measured_for_parallel(data: Path) -> dict:
     "steps": per step kind, each side's medians over the rounds, the parallel/serial GPU and wall
     ratios paired by round (bootstrap intervals) and the median per-round GPU fall, and the range
     of the serial side's wall over the rounds; "kernels": the mixed step's attention kernels, µs a
-    step per side (median over the rounds with kernel rows); "step_check" (PARALLEL_CHECK) and
-    "gap" (the lease's wall-gap pass) at its commit. {} without rows."""
+    step per side (median over the rounds with kernel rows); "step_check" (PARALLEL_CHECK) at
+    its commit. {} without rows."""
     df = _frame(data, "roofline/parallel_ab")
     if df.empty:
         return {}
@@ -923,9 +923,7 @@ def measured_for_parallel(data: Path) -> dict:
                     & kernels["kernel"].isin(ATTENTION_KERNELS)]
         per = k.groupby(["config", "kernel", "round"])["us_per_step"].sum().groupby(["config", "kernel"]).median()
         m["kernels"] = pd.DataFrame({name: per.loc[label] for name, label in side.items()})
-    m |= _step_check(data, m["commit"], PARALLEL_CHECK)
-    gap = wall_gap(data, m["commit"], boot_id=m["boot_id"])
-    return m | ({"gap": gap} if gap else {})
+    return m | _step_check(data, m["commit"], PARALLEL_CHECK)
 
 
 def profiler_residue(data: Path) -> pd.DataFrame:

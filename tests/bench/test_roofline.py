@@ -663,7 +663,7 @@ def test_wall_gap_passes_split_by_pass_and_by_the_census_before_them():
     from fusedlib.bench.analysis import DATA
 
     passes = roofline.wall_gap_passes(DATA)
-    assert passes.groupby("git_commit").size().to_dict() == {"b6a177f": 2, "3f045a0": 1, "e817b8c": 4}
+    assert passes.groupby("git_commit").size().to_dict() == {"b6a177f": 2, "3f045a0": 1, "e817b8c": 4, "8e5670a": 1}
     before = roofline.wall_gap(DATA, "b6a177f")
     assert before["replay_to_completion"] < 1.02 * before["step_gpu"] < before["step_to_completion"]
     assert before["step_call_returns"] > 10 * before["replay_call_returns"] and before["passes"] == 2
@@ -671,6 +671,7 @@ def test_wall_gap_passes_split_by_pass_and_by_the_census_before_them():
     assert residue["after_census"].tolist() == [False, True] and residue["boot_id"].nunique() == 1
     assert residue["replay_call_returns"].iloc[1] > 2 * residue["replay_call_returns"].iloc[0]
     assert roofline.wall_gap(DATA, "e817b8c", after_census=True)["passes"] == 1
+    assert roofline.wall_gap(DATA, "8e5670a") == {}  # its boot ran parallel_ab's census first
 
 
 def test_sets_n_and_o_grade_the_one_copy_staging_from_the_committed_rows():
@@ -717,7 +718,7 @@ def test_set_p_grades_the_second_stream_from_the_committed_rows():
     p = predictions.by_key()
     m = roofline.measured_for_parallel(DATA)
     assert m["commit"] == "8e5670a" and m["steps"].loc["mixed", "n"] == 5
-    assert m["step_check"]["max_abs_diff"] == 0 and m["gap"]["passes"] == 1
+    assert m["step_check"]["max_abs_diff"] == 0
     g = grading.parallel_grades(p, m)
     assert sorted(g) == ["P1", "P2", "P3"]
     assert [g[k].verdict for k in ("P1", "P2", "P3")] == ["MISSED", "MISSED", "MISSED"]
