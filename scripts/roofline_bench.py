@@ -40,6 +40,13 @@ and the other sections still run):
                  split-K kernel (partials, compared as their sum) over a sweep per projection
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
                  alone, to their return and to completion, and an idle synchronize
+  loop           the census's steps as the serving loop runs them (host one step ahead):
+                 per census configuration (`--configs`) an engine serves `rows` requests
+                 decoding at ~`context`, then `rows` - 1 of them beside a queue of new
+                 `chunk`-token prompts of one token each, so every step is the decode or the
+                 mixed step; per step kind the interval from one step's start to the next's
+                 (the loop's wall per step), the step's GPU span (CUDA events) and the host's
+                 time inside step(), medians over the steady steps
 
 Random weights with the Qwen2.5-1.5B config. `--smoke` runs every section with the tiny
 model on the CPU (Triton interpreter) so a unit test keeps the script working; its numbers
@@ -60,16 +67,18 @@ from pathlib import Path
 PROFILES = {
     # preset, dtype name, device, decode rows, decode context, chunk tokens, new prompt,
     # attention contexts, timing iterations, profiled replays, census configurations, token
-    # counts of the small-op check
+    # counts of the small-op check, the loop section's steps per part and its configurations
+    # (None: the census's)
     "full": dict(preset="qwen2.5-1.5b", dtype="float16", device="cuda", rows=32, context=1088,
                  chunk=512, new_prompt=1600, attn_contexts=(1024, 2048, 4096), iters=50,
-                 replays=5, configs=(0, 1, 2, 3, 4, 5, 6), op_tokens=(1, 3, 17, 33, 100, 543)),
+                 replays=5, configs=(0, 1, 2, 3, 4, 5, 6), op_tokens=(1, 3, 17, 33, 100, 543),
+                 loop_steps=60, loop_configs=None),
     # Every section's code at the least work that still takes each path: prompts of two chunks,
     # token counts under and over a 16-row and a 32-row tile (the interpreter runs a program
     # per row, so 543 tokens cost most of the check).
     "smoke": dict(preset="tiny", dtype="float32", device="cpu", rows=4, context=20, chunk=16,
                   new_prompt=20, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3, 4, 5, 6),
-                  op_tokens=(1, 3, 17, 33)),
+                  op_tokens=(1, 3, 17, 33), loop_steps=8, loop_configs=(6,)),
 }
 TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
 BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
@@ -114,6 +123,22 @@ SPLIT_K_SWEEP = {
 }
 SPLIT_K_SWEEP = {proj: list(dict.fromkeys(shapes)) for proj, shapes in SPLIT_K_SWEEP.items()}
 SMOKE_SPLIT_K_SWEEP = [(64, 64, 5, 4, 4), (16, 32, 3, 4, 2)]
+
+# The census's configurations, by index (`--configs`): (label, fused ops, attention, mixed
+# step as one graph, gate_up + activation in one kernel). The mixed step replays piecewise
+# (attention eager between 29 pieces) or whole; decode steps are whole in all. The one kernel
+# serves the decode step only (the mixed one has 543 rows). "triton-parallel" attends the mixed
+# step's decode rows on a second stream beside its chunks (the decode step has no chunks: the
+# same as balanced).
+CENSUS_CONFIGS = [
+    ("part9: reference ops, split-KV", False, "triton-splitkv", False, False),
+    ("reference ops, balanced", False, "triton-balanced", False, False),
+    ("fused ops, split-KV", True, "triton-splitkv", False, False),
+    ("part10: fused ops, balanced", True, "triton-balanced", False, False),
+    ("part10 whole: fused ops, balanced, whole graphs", True, "triton-balanced", True, False),
+    ("part10 gate_up: whole graphs, gate_up+SiLU one kernel", True, "triton-balanced", True, True),
+    ("part10 parallel: gate_up, decode attention beside the chunks'", True, "triton-parallel", True, True),
+]
 
 
 def _sync(device) -> None:
@@ -334,20 +359,7 @@ class Bench:
 
         model, pool, p = self.model, self.engine.pool, self.p
         layers = model.config.num_layers
-        # (label, fused ops, attention, mixed step as one graph, gate_up + activation in one
-        # kernel): the mixed step replays piecewise (attention eager between 29 pieces) or
-        # whole; decode steps are whole in all. The one kernel serves the decode step only (the
-        # mixed one has 543 rows). "triton-parallel" attends the mixed step's decode rows on a
-        # second stream beside its chunks (the decode step has no chunks: the same as balanced).
-        configs = [("part9: reference ops, split-KV", False, "triton-splitkv", False, False),
-                   ("reference ops, balanced", False, "triton-balanced", False, False),
-                   ("fused ops, split-KV", True, "triton-splitkv", False, False),
-                   ("part10: fused ops, balanced", True, "triton-balanced", False, False),
-                   ("part10 whole: fused ops, balanced, whole graphs", True, "triton-balanced", True, False),
-                   ("part10 gate_up: whole graphs, gate_up+SiLU one kernel", True, "triton-balanced", True, True),
-                   ("part10 parallel: gate_up, decode attention beside the chunks'", True, "triton-parallel",
-                    True, True)]
-        chosen = [configs[i] for i in self.configs]
+        chosen = [CENSUS_CONFIGS[i] for i in self.configs]
         steps = {}  # (label, step) -> the run, kept for the second pass
         rows, names = [], []
         for label, fused, attention, whole, one_kernel in chosen:
@@ -448,6 +460,71 @@ class Bench:
         del decode
         self.write("wall_gap", [{**r, "rows": p["rows"], "iters": p["iters"]} for r in rows])
         self.summary.append(("wall_gap", ", ".join(f"{r['measure']} {r['ms']:.3f} ms" for r in rows)))
+
+    def loop(self) -> None:
+        """The census's two steps as the serving loop runs them, host one step ahead
+        (`overlap`): per chosen configuration one engine, every forward graphed as the census
+        graphs it, serves first `rows` requests of a `context`-token prompt decoding
+        `loop_steps` tokens each (the decode step), then `rows` - 1 of them beside a queue of
+        `loop_steps` new `chunk`-token prompts of one token each, so every step of the second
+        part carries one whole fresh prompt and `rows` - 1 decode rows (the mixed step). Per
+        step kind, over the steps of exactly that shape after the first three: the median
+        interval from one step's start to the next's (the wall a step costs the loop), the
+        step's GPU span between its CUDA events, and the host's time inside `step()`."""
+        torch = self.torch
+        from fusedlib.engine import Engine
+
+        model, p = self.model, self.p
+        rows, chunk, n = p["rows"], p["chunk"], p["loop_steps"]
+        g = torch.Generator().manual_seed(2)
+        prompt = lambda length: torch.randint(0, model.config.vocab_size, (length,), generator=g).tolist()  # noqa: E731
+        out = []
+        configs = p["loop_configs"] or self.configs  # the smoke profile's interpreter: one is enough
+        for label, fused, attention, whole, one_kernel in (CENSUS_CONFIGS[i] for i in configs):
+            model.fused_ops, model.gate_up_silu = fused, one_kernel
+            graphs = self.on_gpu
+            engine = Engine(model, kind="fused", attention=attention, max_batch=rows, chunk_tokens=chunk,
+                            pool_gib=6 if self.on_gpu else 0.05, cuda_graphs=graphs,
+                            whole_graphs=graphs and whole, graph_chunks=graphs and not whole, overlap=True)
+            with engine.record_steps() as decode_part:
+                for _ in range(rows):
+                    engine.add_request(prompt(p["context"]), n)
+                engine.run_until_done()
+            with engine.record_steps() as mixed_part:
+                for _ in range(rows - 1):  # decoding through every mixed step and a few after
+                    engine.add_request(prompt(p["context"]), n + 8)
+                while any(r.prefilling for r in engine.scheduler.running) or engine.scheduler.waiting:
+                    engine.step()
+                for _ in range(n):
+                    engine.add_request(prompt(chunk), 1)  # its chunk step samples its one token
+                engine.run_until_done()
+            assert engine.pool.num_free_blocks == engine.pool.num_blocks
+            for kind, records, shape in (("decode", decode_part, (0, rows)), ("mixed", mixed_part, (chunk, rows - 1))):
+                steady = [(a, b) for a, b in zip(records, records[1:])
+                          if (a.n_chunk_tokens, a.n_decode) == shape][3:]
+                if not steady:
+                    raise RuntimeError(f"{label}: no steady {kind} steps of shape {shape}")
+                row = {"config": label, "step": kind, "fused_ops": fused, "attention": attention,
+                       "whole_graphs": whole, "gate_up_silu": one_kernel, "chunk_tokens": shape[0],
+                       "decode_rows": shape[1], "steps": len(steady),
+                       "interval_ms_median": statistics.median((b.start - a.start) * 1e3 for a, b in steady),
+                       "host_ms_median": statistics.median(a.duration * 1e3 for a, _ in steady),
+                       "gpu_ms_median": statistics.median(a.gpu_s() * 1e3 for a, _ in steady) if self.on_gpu
+                       else None}
+                intervals = sorted((b.start - a.start) * 1e3 for a, b in steady)
+                row.update(interval_ms_p10=intervals[len(intervals) // 10],
+                           interval_ms_p90=intervals[(9 * len(intervals)) // 10])
+                out.append(row)
+                gpu = f", GPU {row['gpu_ms_median']:.3f} ms" if self.on_gpu else ""
+                self.summary.append((f"loop {label} {kind}",
+                                     f"{len(steady)} steps: interval {row['interval_ms_median']:.3f} ms "
+                                     f"(p10 {row['interval_ms_p10']:.3f}, p90 {row['interval_ms_p90']:.3f}){gpu}, "
+                                     f"host in step() {row['host_ms_median']:.3f} ms"))
+            del engine
+            if self.on_gpu:
+                torch.cuda.empty_cache()
+        model.fused_ops, model.gate_up_silu = True, False
+        self.write("loop", out)
 
     def _time_step(self, run) -> tuple[float, float]:
         """(GPU ms: CUDA events around each step, median; wall ms: host time of the step
@@ -876,7 +953,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap,loop")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")

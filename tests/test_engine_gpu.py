@@ -11,12 +11,15 @@ from fusedlib.bench.workloads import mixed
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-@pytest.mark.parametrize("attention", ["triton", "triton-splitkv", "triton-balanced"])
-def test_no_kernel_compiles_after_construction(attention):
+# The last: part 10's engine, every forward one graph, the host one step ahead.
+@pytest.mark.parametrize("attention,settings", [("triton", {}), ("triton-splitkv", {}), ("triton-balanced", {}),
+                                                ("triton-parallel", dict(cuda_graphs=True, whole_graphs=True,
+                                                                         overlap=True))])
+def test_no_kernel_compiles_after_construction(attention, settings):
     from fusedlib.weights import load_model
 
     model = load_model("qwen2.5-1.5b", device="cuda", dtype=torch.float16)
-    engine = Engine(model, kind="fused", attention=attention)
+    engine = Engine(model, kind="fused", attention=attention, **settings)
     specs = mixed(24, seed=7, budget=(8, 24))  # new lengths, chunk mixes and batch sizes
     engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
     assert engine.kernels_compiled_since_construction() == 0

@@ -18,7 +18,7 @@ def test_smoke_run_writes_every_section(tmp_path, capsys):
     spec.loader.exec_module(bench)
     assert bench.main([str(tmp_path), "--smoke"]) == 0
     for section in ("ops_check", "step_check", "census", "census_kernels", "attention", "prefill", "gemm",
-                    "gate_up", "split_k", "wall_gap"):
+                    "gate_up", "split_k", "wall_gap", "loop"):
         got = rows.read_rows(tmp_path / "roofline" / section)
         if section == "census_kernels":  # no CUDA kernels to name on the CPU
             continue
@@ -30,6 +30,10 @@ def test_smoke_run_writes_every_section(tmp_path, capsys):
     # timed before the profiler ran, then again after it
     assert all(r["timed"] == "before the profiler" and r["wall_ms_median"] > 0 and r["wall_ms_profiled"] > 0
                for r in census)
+    loop = rows.read_rows(tmp_path / "roofline" / "loop")
+    # both step kinds, each from steps of exactly its shape, start to start at least the host's share
+    assert {(r["step"], r["chunk_tokens"], r["decode_rows"]) for r in loop} == {("decode", 0, 4), ("mixed", 16, 3)}
+    assert all(r["steps"] >= 1 and r["interval_ms_median"] >= r["host_ms_median"] > 0 for r in loop)
     checks = rows.read_rows(tmp_path / "roofline" / "step_check")
     assert all(r["argmax_agree_outside_ties"] == r["rows_outside_ties"] for r in checks)
     assert "roofline bench (smoke)" in capsys.readouterr().out

@@ -79,10 +79,20 @@ def test_census_ab_merge_takes_another_folder_into_another_set(tmp_path):
     assert not (data / "census_ab.jsonl").exists() and len(read_rows(data / "pdl_ab")) == 2
 
 
-@pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh"])
+@pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh"])
 def test_device_scripts_parse(script):
     proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_device_loop_starts_no_stage_without_the_time_it_needs(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "LIMIT": "30", "FUSEDLIB_GIT_COMMIT": "abc1234"}  # under every stage's minimum
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "device_loop.sh"), str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    log = (out / "log.txt").read_text()
+    assert log.count("stage skipped") == 3 and not (out / "loop").exists()
 
 
 def test_device_campaign_skips_a_phase_without_time_and_still_packs_the_rows(tmp_path):

@@ -531,6 +531,10 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
                          "parallel`): the gates with the mixed step's decode attention on a second stream and its "
                          "capacity pairs at 80/s, whose rows will be in "
                          f"`{rel(DATA / 'paired')}`; its logit check alone has rows (`{rel(roofline)}/step_check`)")
+    if not results.read_rows(roofline / "loop"):
+        waiting |= {f"Q{n}": ("the roofline bench's loop section (`python scripts/roofline_bench.py OUT --sections "
+                              "loop --configs 5,6`): the steps as the serving loop runs them, whose rows will be in "
+                              f"`{rel(roofline)}/loop`") for n in range(1, 4)}
     return waiting | {f"F{n}": not_kept for n in range(4, 8)}
 
 

@@ -372,14 +372,15 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # page; sets F to I (the decode step's last kernels, decode attention from a clean L2, PDL) in
 # its appendix, book/last_kernels.md.
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
-PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET = "L", "M", "N", "O", "P"
+PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to P, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to Q, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
-                                     PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET))]
+                                     PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
+                                     LOOP_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -416,6 +417,10 @@ def staging_predictions() -> list:
 
 def parallel_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(PARALLEL_SET)]
+
+
+def loop_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(LOOP_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
