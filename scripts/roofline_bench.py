@@ -464,13 +464,14 @@ class Bench:
     def loop(self) -> None:
         """The census's two steps as the serving loop runs them, host one step ahead
         (`overlap`): per chosen configuration one engine, every forward graphed as the census
-        graphs it, serves first `rows` requests of a `context`-token prompt decoding
-        `loop_steps` tokens each (the decode step), then `rows` - 1 of them beside a queue of
-        `loop_steps` new `chunk`-token prompts of one token each, so every step of the second
-        part carries one whole fresh prompt and `rows` - 1 decode rows (the mixed step). Per
-        step kind, over the steps of exactly that shape after the first three: the median
-        interval from one step's start to the next's (the wall a step costs the loop), the
-        step's GPU span between its CUDA events, and the host's time inside `step()`."""
+        graphs it, serves first `rows` requests of a `context`-token prompt, each with a budget
+        that outlasts all of their prefills by `loop_steps` tokens (the decode step, all rows),
+        then `rows` - 1 of them beside a queue of `loop_steps` new `chunk`-token prompts of one
+        token each, so every step of the second part carries one whole fresh prompt and
+        `rows` - 1 decode rows (the mixed step). Per step kind, over the steps of exactly that
+        shape after the first three: the median interval from one step's start to the next's
+        (the wall a step costs the loop), the step's GPU span between its CUDA events, the
+        host's time inside `step()`, and the decode rows' mean context."""
         torch = self.torch
         from fusedlib.engine import Engine
 
@@ -478,6 +479,10 @@ class Bench:
         rows, chunk, n = p["rows"], p["chunk"], p["loop_steps"]
         g = torch.Generator().manual_seed(2)
         prompt = lambda length: torch.randint(0, model.config.vocab_size, (length,), generator=g).tolist()  # noqa: E731
+        # Every request is still decoding when the last one's prompt is in: its budget covers
+        # the steps all the prompts take to prefill (at most one chunk step each, plus one per
+        # request for a chunk cut short at a prompt's end).
+        budget = n + -(-rows * p["context"] // chunk) + rows
         out = []
         configs = p["loop_configs"] or self.configs  # the smoke profile's interpreter: one is enough
         for label, fused, attention, whole, one_kernel in (CENSUS_CONFIGS[i] for i in configs):
@@ -488,11 +493,11 @@ class Bench:
                             whole_graphs=graphs and whole, graph_chunks=graphs and not whole, overlap=True)
             with engine.record_steps() as decode_part:
                 for _ in range(rows):
-                    engine.add_request(prompt(p["context"]), n)
+                    engine.add_request(prompt(p["context"]), budget)
                 engine.run_until_done()
             with engine.record_steps() as mixed_part:
                 for _ in range(rows - 1):  # decoding through every mixed step and a few after
-                    engine.add_request(prompt(p["context"]), n + 8)
+                    engine.add_request(prompt(p["context"]), budget)
                 while any(r.prefilling for r in engine.scheduler.running) or engine.scheduler.waiting:
                     engine.step()
                 for _ in range(n):
@@ -509,6 +514,7 @@ class Bench:
                        "decode_rows": shape[1], "steps": len(steady),
                        "interval_ms_median": statistics.median((b.start - a.start) * 1e3 for a, b in steady),
                        "host_ms_median": statistics.median(a.duration * 1e3 for a, _ in steady),
+                       "decode_context_mean": statistics.fmean(a.decode_kv_tokens / a.n_decode for a, _ in steady),
                        "gpu_ms_median": statistics.median(a.gpu_s() * 1e3 for a, _ in steady) if self.on_gpu
                        else None}
                 intervals = sorted((b.start - a.start) * 1e3 for a, b in steady)
