@@ -7,6 +7,7 @@
 #      own process, rows in OUT/loop/<round> (rounds already there are skipped)
 #   3. the campaign's `parallel` phase (gate, then pairs at 80/s), rows in OUT/camp (a phase cut
 #      off by the limit resumes when OUT/camp comes back along)
+# Merge with `python scripts/merge_loop_rows.py OUT` and `python scripts/merge_paired_rows.py OUT/camp`.
 # STAGES picks which run (default gpu_tests,loop,parallel), ROUNDS the loop's rounds (default 2).
 # Stages stop starting at LIMIT s (default 540).
 set -u

@@ -12,6 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 import merge_campaign_rows  # noqa: E402
 import merge_census_ab  # noqa: E402
+import merge_loop_rows  # noqa: E402
 import merge_paired_rows  # noqa: E402
 
 
@@ -77,6 +78,17 @@ def test_census_ab_merge_takes_another_folder_into_another_set(tmp_path):
     append_rows(out / "flag_ab" / "new1" / "roofline" / "census", [{**row, "gpu_ms_median": 2.1}])
     assert merge_census_ab.merge(out, data, into="pdl_ab", folder="flag_ab") == 2
     assert not (data / "census_ab.jsonl").exists() and len(read_rows(data / "pdl_ab")) == 2
+
+
+def test_merge_loop_rows_marks_each_round_and_its_order_once(tmp_path):
+    out, data = tmp_path / "out", tmp_path / "data"
+    for round_, configs in ((1, ("a", "b")), (2, ("b", "a"))):
+        append_rows(out / "loop" / str(round_) / "roofline" / "loop",
+                    [{"config": c, "step": s, "timestamp": f"t{round_}"} for c in configs for s in ("decode", "mixed")])
+    assert merge_loop_rows.merge(out, data) == 8
+    assert merge_loop_rows.merge(out, data) == 0
+    got = read_rows(data / "loop")
+    assert {(r["round"], r["order"]) for r in got} == {(1, "a,b"), (2, "b,a")}
 
 
 @pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh"])
