@@ -480,14 +480,14 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     h, j, k = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data), rf.measured_for_set_k(data)
     ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
-    ps = rf.measured_for_parallel(data)
+    ps, qs = rf.measured_for_parallel(data), rf.measured_for_loop(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
-              | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps))
+              | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
-                    | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps))
+                    | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -564,6 +564,35 @@ def parallel_texts(m: dict) -> dict[str, str]:
         c = m["step_check"]
         t["pa_check"] = (f"max |d| {c['max_abs_diff']:.4g}, argmax {int(c['argmax_agree_outside_ties'])} of "
                          f"{int(c['rows_outside_ties'])} outside ties")
+    if "capacity" in m:
+        r = m["capacity"]
+        t |= {"pa_cap": _change(r), "pa_capa": f"{r['a']:.1f} requests/s", "pa_capb": f"{r['b']:.1f} requests/s",
+              "pa_cap_pairs": f"{int(r['n'])}"}
+    if "gates" in m:
+        t["pa_gates"] = _passed(m["gates"])
+    return t
+
+
+def loop_texts(m: dict) -> dict[str, str]:
+    """Set Q's section (roofline.measured_for_loop), prefix "lp": per step kind and side the
+    interval, GPU span and host time (medians over the rounds), the interval's range over the
+    rounds and its largest excess over the GPU span, the decode rows' context, the steady steps
+    a round; the paired changes and the rounds."""
+    if "steps" not in m:
+        return {}
+    dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
+    t = {"lp_rounds": f"{int(dec['n'])}", "lp_mixed_change": _change(mixed), "lp_dec_change": _change(dec),
+         "lp_mixed_fall": f"{mixed['interval_fall_ms'] * 1e3:.0f} µs",
+         "lp_context": f"{dec['parallel_context']:,.0f}", "lp_mixed_context": f"{mixed['parallel_context']:,.0f}"}
+    for step, r in (("dec", dec), ("mixed", mixed)):
+        t[f"lp_{step}_steps"] = f"{r['parallel_steps']:.0f}"
+        for name in ("serial", "parallel"):
+            t |= {f"lp_{step}_{name}": f"{r[f'{name}_interval_ms']:.2f} ms",
+                  f"lp_{step}_{name}_gpu": f"{r[f'{name}_gpu_ms']:.2f} ms",
+                  f"lp_{step}_{name}_host": f"{r[f'{name}_host_ms']:.2f} ms",
+                  f"lp_{step}_{name}_above": f"{r[f'{name}_above_gpu_ms'] * 1e3:.0f} µs",
+                  f"lp_{step}_{name}_lo": f"{r[f'{name}_interval_min']:.3f} ms",
+                  f"lp_{step}_{name}_hi": f"{r[f'{name}_interval_max']:.3f} ms"}
     return t
 
 

@@ -866,9 +866,8 @@ def tables_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
 
 
 def parallel_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
-    """P1-P3 on fusedlib.bench.roofline.measured_for_parallel. P4 also needs the gates and the
-    capacity pairs of the second stream (campaign phase "parallel"): until they have rows it has
-    no grade."""
+    """P1-P4 on fusedlib.bench.roofline.measured_for_parallel; P4 only once the gates and the
+    capacity pairs of the second stream (campaign phase "parallel") have rows."""
     if "steps" not in m:
         return {}
     dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
@@ -892,4 +891,41 @@ def parallel_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     ok = _in(gpu, g_lo, g_hi) and _in(wall, w_lo, w_hi)
     out["P3"] = Grade(f"mixed with the second stream: GPU {gpu:.3f} ms, wall {wall:.3f} ms", verdict(ok),
                       f"GPU {side(gpu, g_lo, g_hi)} its range, wall {side(wall, w_lo, w_hi)} its")
+    if {"gates", "capacity", "step_check"} <= set(m):
+        (lo, hi), gates, cap = p["P4"].fractions(1), m["gates"], m["capacity"]
+        diff, passed = m["step_check"]["max_abs_diff"], int(gates["passed"].astype(bool).sum())
+        ok = diff == 0 and passed == len(gates) and _in(cap["ratio"] - 1, lo, hi)
+        out["P4"] = Grade(f"logits max |diff| {diff:g}; gates {passed} of {len(gates)} passed; served at 80/s "
+                          f"{_interval(cap)}", verdict(ok),
+                          "every part as predicted" if ok else
+                          f"logits {'identical' if diff == 0 else 'changed'}, gates {passed} of {len(gates)}, "
+                          f"capacity {side(cap['ratio'] - 1, lo, hi)} its range")
+    return out
+
+
+def loop_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """Q1-Q3 on fusedlib.bench.roofline.measured_for_loop."""
+    if "steps" not in m:
+        return {}
+    out = {}
+    for key, step in (("Q1", "decode"), ("Q2", "mixed")):
+        r = m["steps"].loc[step]
+        (lo, hi), above_max = p[key].range(0), p[key].range(1)[0]
+        interval, above = r["parallel_interval_ms"], r["parallel_above_gpu_ms"]
+        ok = _in(interval, lo, hi) and above <= above_max
+        out[key] = Grade(f"{step} interval {interval:.3f} ms (rounds {r['parallel_interval_min']:.3f} to "
+                         f"{r['parallel_interval_max']:.3f}), GPU span {r['parallel_gpu_ms']:.3f} ms, at most "
+                         f"{above:.3f} ms above it, {int(r['n'])} rounds", verdict(ok),
+                         "inside both bounds" if ok else
+                         f"interval {side(interval, lo, hi)} its range, {above:.3f} ms above the GPU span "
+                         f"against at most {above_max:g}")
+    dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
+    (lo, hi), (limit,) = p["Q3"].range(0), p["Q3"].fractions(1)
+    fall = mixed["interval_fall_ms"]
+    ok = _in(fall, lo, hi) and abs(dec["ratio"] - 1) < limit
+    out["Q3"] = Grade(f"mixed interval {mixed['serial_interval_ms']:.3f} -> {mixed['parallel_interval_ms']:.3f} ms "
+                      f"(median fall {fall:.3f} ms, {_interval(mixed)}); decode {_interval(dec)}", verdict(ok),
+                      "inside both ranges" if ok else
+                      f"mixed fall {side(fall, lo, hi)} its range, decode "
+                      f"{'inside' if abs(dec['ratio'] - 1) < limit else 'outside'} its bound")
     return out

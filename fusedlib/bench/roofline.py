@@ -437,13 +437,14 @@ def _flag(df: pd.DataFrame, column: str) -> pd.Series:
     return df[column].fillna(False).astype(bool) if column in df else pd.Series(False, index=df.index)
 
 
-def gate_runs(gates: pd.DataFrame, gate_up_silu: bool) -> pd.DataFrame:
-    """Every gate run of a whole-graphed configuration, with or without gate_up+SiLU: all
-    four gates of each such run (one run, one timestamp; its mixed-step gate calls the model
-    directly, without graphs, so that row reads whole_graphs False)."""
+def gate_runs(gates: pd.DataFrame, gate_up_silu: bool, attention: str = "triton-balanced") -> pd.DataFrame:
+    """Every gate run of a whole-graphed configuration, with or without gate_up+SiLU, on one
+    attention backend: all four gates of each such run (one run, one timestamp; its mixed-step
+    gate calls the model directly, without graphs, so that row reads whole_graphs False)."""
     if "whole_graphs" not in gates:
         return gates.iloc[:0]
-    wanted = _flag(gates, "whole_graphs") & (_flag(gates, "gate_up_silu") == gate_up_silu)
+    wanted = (_flag(gates, "whole_graphs") & (_flag(gates, "gate_up_silu") == gate_up_silu)
+              & (gates["attention"] == attention))
     return gates[gates["timestamp"].isin(gates.loc[wanted, "timestamp"])]
 
 
@@ -894,7 +895,8 @@ def measured_for_parallel(data: Path) -> dict:
     ratios paired by round (bootstrap intervals) and the median per-round GPU fall, and the range
     of the serial side's wall over the rounds; "kernels": the mixed step's attention kernels, µs a
     step per side (median over the rounds with kernel rows); "step_check" (PARALLEL_CHECK) at
-    its commit. {} without rows."""
+    its commit; "capacity", the campaign phase "parallel"'s comparison at 80/s offered, and
+    "gates", the gate run with the second stream, where they have rows. {} without rows."""
     df = _frame(data, "roofline/parallel_ab")
     if df.empty:
         return {}
@@ -923,6 +925,12 @@ def measured_for_parallel(data: Path) -> dict:
                     & kernels["kernel"].isin(ATTENTION_KERNELS)]
         per = k.groupby(["config", "kernel", "round"])["us_per_step"].sum().groupby(["config", "kernel"]).median()
         m["kernels"] = pd.DataFrame({name: per.loc[label] for name, label in side.items()})
+    from .campaign import PARALLEL_VS_SERIAL
+
+    m |= _named(campaign_comparisons(data, phases=("parallel",)), {"capacity": PARALLEL_VS_SERIAL})
+    run = gate_runs(_frame(data, "paired/gates"), gate_up_silu=True, attention="triton-parallel")
+    if len(run):
+        m["gates"] = run
     return m | _step_check(data, m["commit"], PARALLEL_CHECK)
 
 
@@ -934,3 +942,37 @@ def profiler_residue(data: Path) -> pd.DataFrame:
         return df
     both = df.groupby("boot_id")["after_census"].transform(lambda a: a.any() and not a.all())
     return df[both].reset_index(drop=True)
+
+
+def measured_for_loop(data: Path) -> dict:
+    """What set Q is graded on (grading.loop_grades): the roofline bench's loop section, census
+    configurations 5 ("serial") and 6 ("parallel") in every process of roofline/loop on the
+    newest boot. "steps": per step kind, each side's medians over the rounds of the per-round
+    medians (interval start to start, GPU span, host time inside step(), the decode rows' mean
+    context, steady steps a round), the largest per-round interval above the GPU span, the
+    parallel/serial interval ratio paired by round (bootstrap interval) and the median per-round
+    interval fall. {} without rows."""
+    df = _frame(data, "roofline/loop")
+    if df.empty:
+        return {}
+    df = df[df["boot_id"] == df.sort_values("timestamp")["boot_id"].iloc[-1]]
+    side = {"serial": GATE_UP, "parallel": PARALLEL}
+    steps = []
+    for step, g in df.groupby("step", sort=False):
+        arm = {name: g[g["config"] == label].set_index("round") for name, label in side.items()}
+        rounds = arm["serial"].index.intersection(arm["parallel"].index)
+        a, b = arm["parallel"].loc[rounds], arm["serial"].loc[rounds]
+        interval = paired.compare_pairs(a["interval_ms_median"], b["interval_ms_median"])
+        row = {"step": step, "ratio": interval.ratio, "lo": interval.lo, "hi": interval.hi, "n": interval.n,
+               "interval_fall_ms": float((b["interval_ms_median"] - a["interval_ms_median"]).median()),
+               "chunk_tokens": int(a["chunk_tokens"].iloc[0]), "decode_rows": int(a["decode_rows"].iloc[0])}
+        for name, r in (("serial", b), ("parallel", a)):
+            row |= {f"{name}_interval_ms": r["interval_ms_median"].median(), f"{name}_gpu_ms": r["gpu_ms_median"].median(),
+                    f"{name}_host_ms": r["host_ms_median"].median(),
+                    f"{name}_above_gpu_ms": float((r["interval_ms_median"] - r["gpu_ms_median"]).max()),
+                    f"{name}_interval_min": r["interval_ms_median"].min(),
+                    f"{name}_interval_max": r["interval_ms_median"].max(),
+                    f"{name}_context": r["decode_context_mean"].median(), f"{name}_steps": r["steps"].median()}
+        steps.append(row)
+    return {"steps": pd.DataFrame(steps).set_index("step"), "commit": df["git_commit"].iloc[0],
+            "boot_id": df["boot_id"].iloc[0]}

@@ -464,13 +464,18 @@ def test_census_ab_kernels_shows_only_what_moved(tmp_path):
 
 def test_gate_runs_take_each_whole_graphed_run_whole(tmp_path):
     gates = pd.DataFrame([{"gate": g, "whole_graphs": g != "mixed_step" and w, "gate_up_silu": up, "timestamp": ts,
-                           "passed": True}
-                          for ts, w, up in (("t0", True, False), ("t1", True, True), ("t2", False, False))
+                           "passed": True, "attention": attention}
+                          for ts, w, up, attention in (("t0", True, False, "triton-balanced"),
+                                                       ("t1", True, True, "triton-balanced"),
+                                                       ("t2", False, False, "triton-balanced"),
+                                                       ("t3", True, True, "triton-parallel"))
                           for g in ("fused_vs_chunked", "mixed_step")])
     assert roofline.gate_runs(gates, gate_up_silu=True)["timestamp"].tolist() == ["t1", "t1"]
+    assert roofline.gate_runs(gates, gate_up_silu=True, attention="triton-parallel")["timestamp"].tolist() == \
+        ["t3", "t3"]
     assert roofline.gate_runs(gates, gate_up_silu=False)["timestamp"].tolist() == ["t0", "t0"]
     assert roofline.gate_runs(gates.drop(columns="gate_up_silu"), gate_up_silu=False)["timestamp"].tolist() == \
-        ["t0", "t0", "t1", "t1"]  # rows from before the option read False
+        ["t0", "t0", "t1", "t1"]  # rows from before the option read False (the parallel run: another backend)
 
 
 NCU_PROBE = """
@@ -709,9 +714,9 @@ def test_sets_n_and_o_grade_the_one_copy_staging_from_the_committed_rows():
 
 def test_set_p_grades_the_second_stream_from_the_committed_rows():
     """Set P on data/roofline's own rows (parallel_ab at 8e5670a: five processes, each running
-    configurations 5 and 6 in alternating order, one lease). A larger fall, a decode wall
-    inside its range or a faster mixed step would change the grades; P4 waits for its gates
-    and capacity rows."""
+    configurations 5 and 6 in alternating order, one lease; P4 with the campaign's parallel
+    phase at 1dbade8). A larger fall, a decode wall inside its range or a faster mixed step
+    would change the grades; so would a failed gate or a capacity change outside P4's range."""
     from fusedlib.bench import chapters, grading, predictions
     from fusedlib.bench.analysis import DATA
 
@@ -720,14 +725,22 @@ def test_set_p_grades_the_second_stream_from_the_committed_rows():
     assert m["commit"] == "8e5670a" and m["steps"].loc["mixed", "n"] == 5
     assert m["step_check"]["max_abs_diff"] == 0
     g = grading.parallel_grades(p, m)
-    assert sorted(g) == ["P1", "P2", "P3"]
-    assert [g[k].verdict for k in ("P1", "P2", "P3")] == ["MISSED", "MISSED", "MISSED"]
+    assert sorted(g) == ["P1", "P2", "P3", "P4"]
+    assert [g[k].verdict for k in ("P1", "P2", "P3", "P4")] == ["MISSED", "MISSED", "MISSED", "HELD"]
+    assert m["capacity"]["n"] == 5 and len(m["gates"]) == 4 and set(m["gates"]["attention"]) == {"triton-parallel"}
+    gates = m["gates"].assign(passed=[True, True, False, True])
+    assert grading.parallel_grades(p, m | {"gates": gates})["P4"].verdict == "MISSED"
+    capacity = m["capacity"].copy()
+    capacity["ratio"] = 1.09
+    assert grading.parallel_grades(p, m | {"capacity": capacity})["P4"].verdict == "MISSED"
+    assert "P4" not in grading.parallel_grades(p, {k: v for k, v in m.items() if k != "gates"})
     assert "fall below" in g["P1"].why and "wall above" in g["P2"].why and "GPU inside" in g["P2"].why
     t = chapters.parallel_texts(m)
     assert (t["pa_mixed_serial_gpu"], t["pa_mixed_parallel_gpu"], t["pa_mixed_fall"]) == ("4.50 ms", "4.35 ms", "146 µs")
     assert (t["pa_dec_wall_lo"], t["pa_dec_wall_hi"], t["pa_kernels"]) == ("1.94 ms", "2.04 ms", "312")
     assert (t["pa_decode_serial"], t["pa_decode_parallel"], t["pa_check"]) == \
         ("393 µs", "689 µs", "max |d| 0, argmax 27 of 27 outside ties")
+    assert (t["pa_capa"], t["pa_capb"], t["pa_gates"]) == ("46.4 requests/s", "44.8 requests/s", "4 of 4")
     steps = m["steps"].copy()
     steps.loc["mixed", "gpu_fall_ms"] = 0.2
     assert grading.parallel_grades(p, m | {"steps": steps})["P1"].verdict == "HELD"
@@ -735,3 +748,31 @@ def test_set_p_grades_the_second_stream_from_the_committed_rows():
     assert grading.parallel_grades(p, m | {"steps": steps})["P2"].verdict == "HELD"
     steps.loc["mixed", ["parallel_gpu_ms", "parallel_wall_ms"]] = [4.2, 4.3]
     assert grading.parallel_grades(p, m | {"steps": steps})["P3"].verdict == "HELD"
+
+
+def test_set_q_grades_the_serving_loop_from_the_committed_rows():
+    """Set Q on data/roofline/loop (fe0c5a7: four processes alternating configurations 5,6 and
+    6,5, one lease). An interval outside its range, a step that waits on the host (interval
+    well above the GPU span) or a smaller mixed fall would change the grades."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    p = predictions.by_key()
+    m = roofline.measured_for_loop(DATA)
+    assert m["commit"] == "fe0c5a7"
+    steps = m["steps"]
+    assert (steps["n"] == 4).all() and steps.loc["decode", "decode_rows"] == 32
+    assert (steps.loc["mixed", "chunk_tokens"], steps.loc["mixed", "decode_rows"]) == (512, 31)
+    g = grading.loop_grades(p, m)
+    assert [g[k].verdict for k in ("Q1", "Q2", "Q3")] == ["HELD", "HELD", "HELD"]
+    t = chapters.loop_texts(m)
+    assert (t["lp_dec_parallel"], t["lp_mixed_parallel"], t["lp_mixed_serial"]) == ("1.93 ms", "4.43 ms", "4.58 ms")
+    assert (t["lp_dec_steps"], t["lp_context"], t["lp_rounds"]) == ("91", "1,170", "4")
+    late = steps.copy()
+    late.loc["decode", "parallel_above_gpu_ms"] = 0.05  # the host behind the GPU
+    assert grading.loop_grades(p, m | {"steps": late})["Q1"].verdict == "MISSED"
+    late.loc["mixed", "parallel_interval_ms"] = 4.5
+    assert grading.loop_grades(p, m | {"steps": late})["Q2"].verdict == "MISSED"
+    late.loc["mixed", "interval_fall_ms"] = 0.05
+    assert grading.loop_grades(p, m | {"steps": late})["Q3"].verdict == "MISSED"
+    assert grading.loop_grades(p, {}) == {}
