@@ -886,6 +886,21 @@ PARALLEL_CHECK = "whole_parallel_vs_whole"  # step_check: the whole-graphed mixe
 ATTENTION_KERNELS = ("packed_attention_kernel", "splitkv_decode_kernel", "splitkv_reduce_kernel")
 
 
+def _newest_boot(data: Path, stem: str) -> pd.DataFrame:
+    """The rows of `stem` from the newest machine boot (one lease)."""
+    df = _frame(data, stem)
+    return df if df.empty else df[df["boot_id"] == df.sort_values("timestamp")["boot_id"].iloc[-1]]
+
+
+def _rounds_by_side(df: pd.DataFrame):
+    """Per step kind: (step, configuration 6's rows, configuration 5's), each indexed by round,
+    over the rounds that ran both."""
+    for step, g in df.groupby("step", sort=False):
+        parallel, serial = (g[g["config"] == label].set_index("round") for label in (PARALLEL, GATE_UP))
+        rounds = serial.index.intersection(parallel.index)
+        yield step, parallel.loc[rounds], serial.loc[rounds]
+
+
 def measured_for_parallel(data: Path) -> dict:
     """What set P is graded on (grading.parallel_grades): census configuration 5 (GATE_UP, the
     mixed step's two attentions in order: "serial") against 6 (PARALLEL, decode attention on a
@@ -897,16 +912,12 @@ def measured_for_parallel(data: Path) -> dict:
     step per side (median over the rounds with kernel rows); "step_check" (PARALLEL_CHECK) at
     its commit; "capacity", the campaign phase "parallel"'s comparison at 80/s offered, and
     "gates", the gate run with the second stream, where they have rows. {} without rows."""
-    df = _frame(data, "roofline/parallel_ab")
+    df = _newest_boot(data, "roofline/parallel_ab")
     if df.empty:
         return {}
-    df = df[df["boot_id"] == df.sort_values("timestamp")["boot_id"].iloc[-1]]
     side = {"serial": GATE_UP, "parallel": PARALLEL}
     steps = []
-    for step, g in df.groupby("step", sort=False):
-        arm = {name: g[g["config"] == label].set_index("round") for name, label in side.items()}
-        rounds = arm["serial"].index.intersection(arm["parallel"].index)
-        a, b = arm["parallel"].loc[rounds], arm["serial"].loc[rounds]
+    for step, a, b in _rounds_by_side(df):
         gpu, wall = (paired.compare_pairs(a[col], b[col]) for col in ("gpu_ms_median", "wall_ms_median"))
         row = {"step": step, "ratio": gpu.ratio, "lo": gpu.lo, "hi": gpu.hi, "n": gpu.n,
                "wall_ratio": wall.ratio, "wall_lo": wall.lo, "wall_hi": wall.hi,
@@ -952,16 +963,11 @@ def measured_for_loop(data: Path) -> dict:
     context, steady steps a round), the largest per-round interval above the GPU span, the
     parallel/serial interval ratio paired by round (bootstrap interval) and the median per-round
     interval fall. {} without rows."""
-    df = _frame(data, "roofline/loop")
+    df = _newest_boot(data, "roofline/loop")
     if df.empty:
         return {}
-    df = df[df["boot_id"] == df.sort_values("timestamp")["boot_id"].iloc[-1]]
-    side = {"serial": GATE_UP, "parallel": PARALLEL}
     steps = []
-    for step, g in df.groupby("step", sort=False):
-        arm = {name: g[g["config"] == label].set_index("round") for name, label in side.items()}
-        rounds = arm["serial"].index.intersection(arm["parallel"].index)
-        a, b = arm["parallel"].loc[rounds], arm["serial"].loc[rounds]
+    for step, a, b in _rounds_by_side(df):
         interval = paired.compare_pairs(a["interval_ms_median"], b["interval_ms_median"])
         row = {"step": step, "ratio": interval.ratio, "lo": interval.lo, "hi": interval.hi, "n": interval.n,
                "interval_fall_ms": float((b["interval_ms_median"] - a["interval_ms_median"]).median()),
