@@ -487,10 +487,9 @@ class Bench:
         configs = p["loop_configs"] or self.configs  # the smoke profile's interpreter: one is enough
         for label, fused, attention, whole, one_kernel in (CENSUS_CONFIGS[i] for i in configs):
             model.fused_ops, model.gate_up_silu = fused, one_kernel
-            graphs = self.on_gpu
             engine = Engine(model, kind="fused", attention=attention, max_batch=rows, chunk_tokens=chunk,
-                            pool_gib=6 if self.on_gpu else 0.05, cuda_graphs=graphs,
-                            whole_graphs=graphs and whole, graph_chunks=graphs and not whole, overlap=True)
+                            pool_gib=6 if self.on_gpu else 0.05, cuda_graphs=self.on_gpu,
+                            whole_graphs=self.on_gpu and whole, graph_chunks=self.on_gpu and not whole, overlap=True)
             with engine.record_steps() as decode_part:
                 for _ in range(rows):
                     engine.add_request(prompt(p["context"]), budget)
@@ -509,17 +508,17 @@ class Bench:
                           if (a.n_chunk_tokens, a.n_decode) == shape][3:]
                 if not steady:
                     raise RuntimeError(f"{label}: no steady {kind} steps of shape {shape}")
+                intervals = sorted((b.start - a.start) * 1e3 for a, b in steady)
                 row = {"config": label, "step": kind, "fused_ops": fused, "attention": attention,
                        "whole_graphs": whole, "gate_up_silu": one_kernel, "chunk_tokens": shape[0],
                        "decode_rows": shape[1], "steps": len(steady),
-                       "interval_ms_median": statistics.median((b.start - a.start) * 1e3 for a, b in steady),
+                       "interval_ms_median": statistics.median(intervals),
+                       "interval_ms_p10": intervals[len(intervals) // 10],
+                       "interval_ms_p90": intervals[(9 * len(intervals)) // 10],
                        "host_ms_median": statistics.median(a.duration * 1e3 for a, _ in steady),
                        "decode_context_mean": statistics.fmean(a.decode_kv_tokens / a.n_decode for a, _ in steady),
                        "gpu_ms_median": statistics.median(a.gpu_s() * 1e3 for a, _ in steady) if self.on_gpu
                        else None}
-                intervals = sorted((b.start - a.start) * 1e3 for a, b in steady)
-                row.update(interval_ms_p10=intervals[len(intervals) // 10],
-                           interval_ms_p90=intervals[(9 * len(intervals)) // 10])
                 out.append(row)
                 gpu = f", GPU {row['gpu_ms_median']:.3f} ms" if self.on_gpu else ""
                 self.summary.append((f"loop {label} {kind}",

@@ -31,9 +31,11 @@ def test_smoke_run_writes_every_section(tmp_path, capsys):
     assert all(r["timed"] == "before the profiler" and r["wall_ms_median"] > 0 and r["wall_ms_profiled"] > 0
                for r in census)
     loop = rows.read_rows(tmp_path / "roofline" / "loop")
-    # both step kinds, each from steps of exactly its shape, start to start at least the host's share
+    # both step kinds, each from steps of exactly its shape, start to start at least the host's share,
+    # the decode rows past their 20-token prompts
     assert {(r["step"], r["chunk_tokens"], r["decode_rows"]) for r in loop} == {("decode", 0, 4), ("mixed", 16, 3)}
     assert all(r["steps"] >= 1 and r["interval_ms_median"] >= r["host_ms_median"] > 0 for r in loop)
+    assert all(r["decode_context_mean"] > 20 for r in loop)
     checks = rows.read_rows(tmp_path / "roofline" / "step_check")
     assert all(r["argmax_agree_outside_ties"] == r["rows_outside_ties"] for r in checks)
     assert "roofline bench (smoke)" in capsys.readouterr().out

@@ -566,8 +566,7 @@ def parallel_texts(m: dict) -> dict[str, str]:
                          f"{int(c['rows_outside_ties'])} outside ties")
     if "capacity" in m:
         r = m["capacity"]
-        t |= {"pa_cap": _change(r), "pa_capa": f"{r['a']:.1f} requests/s", "pa_capb": f"{r['b']:.1f} requests/s",
-              "pa_cap_pairs": f"{int(r['n'])}"}
+        t |= {"pa_cap": _change(r), "pa_capa": f"{r['a']:.1f} requests/s", "pa_capb": f"{r['b']:.1f} requests/s"}
     if "gates" in m:
         t["pa_gates"] = _passed(m["gates"])
     return t
@@ -575,24 +574,22 @@ def parallel_texts(m: dict) -> dict[str, str]:
 
 def loop_texts(m: dict) -> dict[str, str]:
     """Set Q's section (roofline.measured_for_loop), prefix "lp": per step kind and side the
-    interval, GPU span and host time (medians over the rounds), the interval's range over the
-    rounds and its largest excess over the GPU span, the decode rows' context, the steady steps
-    a round; the paired changes and the rounds."""
+    interval and GPU span (medians over the rounds); with the second stream the interval's range
+    over the rounds and its largest excess over the GPU span; the decode step's context and
+    steady steps a round; the paired changes and the rounds."""
     if "steps" not in m:
         return {}
     dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
     t = {"lp_rounds": f"{int(dec['n'])}", "lp_mixed_change": _change(mixed), "lp_dec_change": _change(dec),
          "lp_mixed_fall": f"{mixed['interval_fall_ms'] * 1e3:.0f} µs",
-         "lp_context": f"{dec['parallel_context']:,.0f}", "lp_mixed_context": f"{mixed['parallel_context']:,.0f}"}
+         "lp_context": f"{dec['parallel_context']:,.0f}", "lp_dec_steps": f"{dec['parallel_steps']:.0f}"}
     for step, r in (("dec", dec), ("mixed", mixed)):
-        t[f"lp_{step}_steps"] = f"{r['parallel_steps']:.0f}"
         for name in ("serial", "parallel"):
             t |= {f"lp_{step}_{name}": f"{r[f'{name}_interval_ms']:.2f} ms",
-                  f"lp_{step}_{name}_gpu": f"{r[f'{name}_gpu_ms']:.2f} ms",
-                  f"lp_{step}_{name}_host": f"{r[f'{name}_host_ms']:.2f} ms",
-                  f"lp_{step}_{name}_above": f"{r[f'{name}_above_gpu_ms'] * 1e3:.0f} µs",
-                  f"lp_{step}_{name}_lo": f"{r[f'{name}_interval_min']:.3f} ms",
-                  f"lp_{step}_{name}_hi": f"{r[f'{name}_interval_max']:.3f} ms"}
+                  f"lp_{step}_{name}_gpu": f"{r[f'{name}_gpu_ms']:.2f} ms"}
+        t |= {f"lp_{step}_parallel_above": f"{r['parallel_above_gpu_ms'] * 1e3:.0f} µs",
+              f"lp_{step}_parallel_lo": f"{r['parallel_interval_min']:.3f} ms",
+              f"lp_{step}_parallel_hi": f"{r['parallel_interval_max']:.3f} ms"}
     return t
 
 

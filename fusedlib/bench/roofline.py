@@ -959,8 +959,8 @@ def measured_for_loop(data: Path) -> dict:
     """What set Q is graded on (grading.loop_grades): the roofline bench's loop section, census
     configurations 5 ("serial") and 6 ("parallel") in every process of roofline/loop on the
     newest boot. "steps": per step kind, each side's medians over the rounds of the per-round
-    medians (interval start to start, GPU span, host time inside step(), the decode rows' mean
-    context, steady steps a round), the largest per-round interval above the GPU span, the
+    medians (interval start to start, GPU span, the decode rows' mean context, steady steps a
+    round), the largest per-round interval above the GPU span, the
     parallel/serial interval ratio paired by round (bootstrap interval) and the median per-round
     interval fall. {} without rows."""
     df = _newest_boot(data, "roofline/loop")
@@ -974,7 +974,6 @@ def measured_for_loop(data: Path) -> dict:
                "chunk_tokens": int(a["chunk_tokens"].iloc[0]), "decode_rows": int(a["decode_rows"].iloc[0])}
         for name, r in (("serial", b), ("parallel", a)):
             row |= {f"{name}_interval_ms": r["interval_ms_median"].median(), f"{name}_gpu_ms": r["gpu_ms_median"].median(),
-                    f"{name}_host_ms": r["host_ms_median"].median(),
                     f"{name}_above_gpu_ms": float((r["interval_ms_median"] - r["gpu_ms_median"]).max()),
                     f"{name}_interval_min": r["interval_ms_median"].min(),
                     f"{name}_interval_max": r["interval_ms_median"].max(),
