@@ -76,7 +76,9 @@ class RequestsFailed(RuntimeError):
 
 class Engine:
     """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
-    keyword settings override the config's fields. Instrumentation attaches from outside:
+    keyword settings override the config's fields. `Engine(model)` on a GPU runs part 10's
+    path (Triton attention, whole-step CUDA graphs, the host one step ahead), on a CPU the
+    eager torch reference. Instrumentation attaches from outside:
     replace `clock` or `sample`, append to `observers` (or use `record_steps`), or set
     `pool.poison_freed`."""
 
@@ -86,7 +88,9 @@ class Engine:
         unknown = sorted(set(settings) - set(EngineConfig.names()))
         if unknown:
             raise ValueError(f"unknown engine setting {unknown[0]!r}; settings are {EngineConfig.names()}")
-        self.config = config = replace(config or EngineConfig(), **settings)
+        # Settings left None take the model's device's defaults (EngineConfig.for_device), so
+        # `config` says what this engine runs.
+        self.config = config = replace(config or EngineConfig(), **settings).for_device(model.device.type)
         if config.cuda_graphs and (model.device.type != "cuda" or config.attention == "torch"):
             raise ValueError("cuda_graphs needs a CUDA model and a Triton attention backend "
                              "(the torch reference reads lengths back to the host mid-forward)")

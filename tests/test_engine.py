@@ -139,9 +139,11 @@ def test_step_records_time_each_forward():
     ("chunk_tokens", "512", "chunk_tokens must be an integer >= 1, got '512'"),
     ("num_blocks", 0, "num_blocks must be an integer >= 1"),
     ("pool_gib", -1, "pool_gib must be a number > 0"),
-    ("cuda_graphs", 1, "cuda_graphs must be True or False"),
-    ("overlap", "yes", "overlap must be True or False"),
-    ("graph_chunks", True, "graph_chunks .* needs cuda_graphs"),
+    ("cuda_graphs", 1, "cuda_graphs must be True, False or None"),
+    ("overlap", "yes", "overlap must be True, False or None"),
+    ("whole_graphs", "on", "whole_graphs must be True, False or None"),
+    ("graph_chunks", None, "graph_chunks must be True or False"),
+    ("warmup", None, "warmup must be True or False"),
     ("kind", "speculative", "unknown engine kind 'speculative'"),
     ("attention", "flash", "unknown attention backend 'flash'"),
     ("max_batchh", 8, "unknown engine setting 'max_batchh'"),
@@ -160,10 +162,38 @@ def test_config_and_keywords_build_the_same_engine():
     by_keywords = Engine(tiny_model(), kind="chunked", max_batch=3, chunk_tokens=16, num_blocks=40, warmup=False)
     overridden = Engine(tiny_model(), config=EngineConfig(kind="fused"), kind="chunked", max_batch=3,
                         chunk_tokens=16, num_blocks=40, warmup=False)
-    assert by_config.config == by_keywords.config == overridden.config == config
+    assert by_config.config == by_keywords.config == overridden.config == config.for_device("cpu")
     assert by_config.pool.num_blocks == 40 and by_config.scheduler.max_batch == 3
     prompts = _prompts(5)
     assert by_config.generate(prompts, 4) == by_keywords.generate(prompts, 4)
+
+
+def test_graphs_for_prompt_chunks_need_decode_graphs():
+    with pytest.raises(ValueError, match="graph_chunks .* needs cuda_graphs"):
+        EngineConfig(graph_chunks=True, cuda_graphs=False)
+    with pytest.raises(ValueError, match="whole_graphs .* needs cuda_graphs"):
+        EngineConfig(whole_graphs=True, cuda_graphs=False)
+    EngineConfig(graph_chunks=True)  # cuda_graphs unset: decided by the device
+    with pytest.raises(ValueError, match="graph_chunks .* needs cuda_graphs"):
+        Engine(tiny_model(), graph_chunks=True)  # and on a CPU it resolves off
+
+
+def test_unset_settings_take_the_devices_path():
+    """Left unset, a GPU engine runs part 10's path and a CPU engine the eager torch reference;
+    whatever is set explicitly is kept, and graphs stay off where they cannot run."""
+    assert EngineConfig().for_device("cuda") == EngineConfig(
+        attention="triton-parallel", cuda_graphs=True, whole_graphs=True, overlap=True)
+    assert EngineConfig().for_device("cpu") == EngineConfig(
+        attention="torch", cuda_graphs=False, whole_graphs=False, overlap=False)
+    assert Engine(tiny_model(), warmup=False).config == EngineConfig(warmup=False).for_device("cpu")
+    torch_on_gpu = EngineConfig(attention="torch").for_device("cuda")
+    assert (torch_on_gpu.cuda_graphs, torch_on_gpu.whole_graphs, torch_on_gpu.overlap) == (False, False, True)
+    part9 = EngineConfig(attention="triton-splitkv", graph_chunks=True, overlap=False).for_device("cuda")
+    assert (part9.cuda_graphs, part9.graph_chunks, part9.whole_graphs, part9.overlap) == (True, True, False, False)
+    eager = EngineConfig(attention="triton", cuda_graphs=False).for_device("cuda")
+    assert (eager.cuda_graphs, eager.whole_graphs) == (False, False)
+    resolved = EngineConfig().for_device("cuda")
+    assert resolved.for_device("cpu") == resolved  # nothing left to resolve
 
 
 @pytest.mark.parametrize("prompt", [[True, False], [1, True]])

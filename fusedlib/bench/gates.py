@@ -22,6 +22,10 @@ from ..model import Qwen2Model
 from .workloads import RequestSpec, mixed
 
 TIE_TOLERANCE = 0.02  # logit units; the reference's threshold for an exact-tie flip
+# A gate's engine is eager unless the caller names graphs or overlap, on any device: a gated
+# configuration is the one its row records (an Engine left to its defaults would take part
+# 10's path on a GPU).
+EAGER = dict(cuda_graphs=False, graph_chunks=False, whole_graphs=False, overlap=False)
 
 
 @dataclass
@@ -75,6 +79,7 @@ def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch
                           chunk_tokens: int = 64, max_batch: int = 8,
                           tie_tolerance: float = TIE_TOLERANCE, **graphs) -> GateReport:
     specs = specs if specs is not None else gate_workload(model)
+    graphs = {**EAGER, **graphs}
     kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **graphs)
     _, ref, gaps = _run(model, specs, kind="chunked", record_gaps=True, **kw)
     _, fused, _ = _run(model, specs, kind="fused", **kw)
@@ -98,7 +103,7 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | N
     """Drive a fused engine to a step that carries chunks and decodes, then run that plan
     three ways on the same cache: packed, chunks alone, decodes alone."""
     cfg = model.config
-    engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8)
+    engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8, **EAGER)
     g = torch.Generator().manual_seed(1)
     for n in (5, 9, 3):
         engine.add_request(torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist(), 4)
@@ -117,12 +122,13 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | N
     err = (fused - parts).abs().max().item()
     atol = atol if atol is not None else (1e-4 if model.dtype == torch.float32 else 5e-2)
     return GateReport("mixed_step", err <= atol and not torch.isnan(fused).any().item(), {
-        "attention": attention, **_setup(model, {}), "chunk_tokens": plan.num_chunk_tokens, "decodes": len(plan.decodes),
+        "attention": attention, **_setup(model, EAGER), "chunk_tokens": plan.num_chunk_tokens, "decodes": len(plan.decodes),
         "max_abs_err": err, "atol": atol})
 
 
 def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", **graphs) -> GateReport:
     specs = gate_workload(model, n=10, seed=3)
+    graphs = {**EAGER, **graphs}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 2 * -(-longest // BLOCK_SIZE)  # room for about two of the largest requests at once
     engine = Engine(model, kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8,
@@ -148,6 +154,7 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
 
 def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused", **graphs) -> GateReport:
     specs = gate_workload(model, n=10, seed=4)
+    graphs = {**EAGER, **graphs}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 3 * -(-longest // BLOCK_SIZE)  # small, so freed (poisoned) blocks are handed out again
     kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8, **graphs)
@@ -173,7 +180,7 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
             expected.append(out[0, len(s.prompt):].tolist())
     results = {}
     for kind in ("fused", "chunked"):
-        _, outs, _ = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=4)
+        _, outs, _ = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=4, **EAGER)
         results[kind] = sum(a == b for a, b in zip(outs, expected))
     return GateReport("transformers", all(v == len(specs) for v in results.values()), {
         "attention": attention, "requests": len(specs),
@@ -182,9 +189,7 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
 
 def _setup(model: Qwen2Model, graphs: dict) -> dict:
     """What a gate ran on besides attention: the model's ops and the engine's graphs."""
-    return {"fused_ops": model.fused_ops, "gate_up_silu": model.gate_up_silu,
-            "cuda_graphs": graphs.get("cuda_graphs", False),
-            **{name: graphs.get(name, False) for name in ("graph_chunks", "whole_graphs", "overlap")}}
+    return {"fused_ops": model.fused_ops, "gate_up_silu": model.gate_up_silu, **graphs}
 
 
 def run_all(model: Qwen2Model, attentions=("torch",), with_transformers: bool | None = None,
