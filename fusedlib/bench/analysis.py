@@ -535,6 +535,11 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
         waiting |= {f"Q{n}": ("the roofline bench's loop section (`python scripts/roofline_bench.py OUT --sections "
                               "loop --configs 5,6`): the steps as the serving loop runs them, whose rows will be in "
                               f"`{rel(roofline)}/loop`") for n in range(1, 4)}
+    if not results.read_rows(roofline / "prefill_ab"):
+        waiting |= {f"R{n}": ("the census A/B of part 10's prefill shape (`scripts/device_census_ab.sh` with "
+                              "configuration 6 on both arms), the gates phase and the GPU tests at its commit, "
+                              f"whose rows will be in `{rel(roofline)}/prefill_ab`, `{rel(DATA / 'paired')}/gates` "
+                              f"and `{rel(DATA / 'gpu_tests')}`") for n in range(1, 4)}
     return waiting | {f"F{n}": not_kept for n in range(4, 8)}
 
 

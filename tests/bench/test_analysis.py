@@ -85,8 +85,9 @@ def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_
     part10 = [f"C{i}" for i in range(1, 7)]
     overlap = [f"D{i}" for i in range(1, 8)]  # no overlap rows in the paired campaign: set D is open
     # set P's gates and capacity pairs (open until arrivals with the second stream), set Q's loop
-    # (until its rows exist), and set F's runs past the census (never made, always open)
-    never = ["P4"] + [f"Q{i}" for i in range(1, 4)] + [f"F{i}" for i in range(4, 8)]
+    # and set R's A/B (until their rows exist), and set F's runs past the census (never made,
+    # always open)
+    never = ["P4"] + [f"Q{i}" for i in range(1, 4)] + [f"R{i}" for i in range(1, 4)] + [f"F{i}" for i in range(4, 8)]
     overlap += never
     assert bookdata.same_machine_capacity(eager, graphed) is None
     assert list(bookdata.open_predictions(eager, graphed)) == ["B11"] + part10 + overlap
@@ -111,3 +112,5 @@ def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_
     assert list(bookdata.open_predictions(eager, graphed)) == never[1:]
     (tmp_path / "roofline" / "loop.jsonl").write_text('{"step": "decode"}\n')
     assert list(bookdata.open_predictions(eager, graphed)) == never[4:]
+    (tmp_path / "roofline" / "prefill_ab.jsonl").write_text('{"step": "mixed"}\n')
+    assert list(bookdata.open_predictions(eager, graphed)) == never[7:]
