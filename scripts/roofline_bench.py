@@ -199,7 +199,8 @@ class Bench:
                                 gate_up_silu=False)
         cfg = self.model.config
         engine = Engine(self.model, kind="fused", attention="triton-balanced", max_batch=p["rows"],
-                        chunk_tokens=p["chunk"], pool_gib=6 if self.on_gpu else 0.05, warmup=False)
+                        chunk_tokens=p["chunk"], pool_gib=6 if self.on_gpu else 0.05, warmup=False,
+                        cuda_graphs=False, overlap=False)
         g = torch.Generator().manual_seed(0)
         prompt = lambda n: torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist()  # noqa: E731
         for _ in range(p["rows"] - 1):
@@ -763,6 +764,7 @@ class Bench:
         from fusedlib.attention.triton_kernels import packed_attention_kernel
         from fusedlib.attention.base import chunk_spans
         from fusedlib.bench.kernels import _median_ms, prefill_case
+        from fusedlib.bench.roofline import ENGINE_PREFILL_SHAPE
 
         cfg, dev, p = self.model.config, self.device, self.p
         scale = cfg.head_dim ** -0.5
@@ -819,7 +821,7 @@ class Bench:
         for case in cases:
             mine = [r for r in out if r["case"] == case and "median_ms" in r and "kernel" not in r]
             today = next((r for r in mine if (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
-                          == (32, 64, 4, 2)), None)
+                          == ENGINE_PREFILL_SHAPE), None)
             best = min(mine, key=lambda r: r["median_ms"], default=None)
             if today and best:
                 self.summary.append((f"prefill {case}",

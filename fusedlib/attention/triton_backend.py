@@ -28,7 +28,6 @@ from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_dec
                              splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
-PACKED_BLOCK_N = 64  # keys per inner iteration of the packed kernel
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
 REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
@@ -78,6 +77,24 @@ class SplitKVConfig:
 PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
 
 
+@dataclass(frozen=True)
+class PackedConfig:
+    """Launch shape of the packed kernel (prompt chunks, and the "rows" decode layout) over
+    BLOCK_M-position query tiles."""
+    # 128 keys per iteration halve the iterations of a tile's serial walk over its causal span,
+    # which sets a 512-position chunk's time (most programs finish early; the last tiles' run
+    # on). In the H200 sweep (data/roofline/prefill.csv, d5b8aa9), L2 flushed: 20.9 us against
+    # 23.3 at 64 keys for a mixed step's fresh 512-token chunk, 47.3 against 55.3 for a chunk
+    # after 1,024 cached keys. 80 KB of shared memory at two stages, which an A10 has.
+    block_n: int = 128
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+# Parts 7 to 9 keep the packed kernel's shape they were measured with.
+PART7_PACKED = PackedConfig(block_n=64)
+
+
 class TritonAttention:
     """`concurrent`: a mixed step's decode attention runs on a second stream beside its
     prefill (`side_stream`). On the H200 the prefill kernel's programs over a 512-position
@@ -88,12 +105,14 @@ class TritonAttention:
     both streams keeps the two branches, so the replay overlaps them too."""
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
-                 splitkv: SplitKVConfig | None = None, concurrent: bool = False):
+                 splitkv: SplitKVConfig | None = None, concurrent: bool = False,
+                 packed: PackedConfig | None = None):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel = decode_kernel
         self._num_sms = num_sms
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
+        self.packed = packed or (PackedConfig() if decode_kernel == "balanced" else PART7_PACKED)
         self.concurrent = concurrent
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
 
@@ -163,8 +182,9 @@ class TritonAttention:
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
-            BLOCK_N=PACKED_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
+            BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
+            num_stages=self.packed.num_stages,
         )
         return out
 

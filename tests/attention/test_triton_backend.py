@@ -313,8 +313,8 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
-    from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N,
-                                                   REDUCE_BLOCK_S, SplitKVConfig)
+    from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PART7_PACKED, REDUCE_BLOCK_S,
+                                                   PackedConfig, SplitKVConfig)
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -339,7 +339,16 @@ GPU_COMPILE = textwrap.dedent("""
                 signature[name] = "*" + dtype
             else:
                 signature[name] = "fp32" if name in ("qk_scale", "eps") else "i32"
-        compiled = triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", ARCH, 32),
+        # At a launch Triton marks 16-byte-aligned pointers and ints divisible by 16 as such
+        # (all of ours but those excluded from specialization); without the marks the loads
+        # cannot become async copies, nothing is pipelined, and the shared memory measured here
+        # would be a pipeline-free kernel's.
+        unspecialized = set(kernel.do_not_specialize) | {kernel.arg_names[i] for i in kernel.do_not_specialize
+                                                         if isinstance(i, int)}
+        aligned = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature)
+                   if signature[name] not in ("constexpr", "fp32") and name not in unspecialized}
+        compiled = triton.compile(ASTSource(kernel, signature, constexprs, attrs=aligned),
+                                  target=GPUTarget("cuda", ARCH, 32),
                                   options={"num_warps": num_warps, "num_stages": num_stages})
         # A launch needing more shared memory than the arch has per block fails only at run time.
         assert compiled.metadata.shared <= SHARED_PER_BLOCK[ARCH], (kernel.fn.__name__, compiled.metadata.shared)
@@ -370,10 +379,12 @@ GPU_COMPILE = textwrap.dedent("""
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
                 KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
-        for decode_rows in (False, True):
-            compile_for_arch(K.packed_attention_kernel, dtype, dict(
-                GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=PACKED_BLOCK_N,
-                KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4)
+        for packed in (PackedConfig(), PART7_PACKED):
+            for decode_rows in (False, True):
+                compile_for_arch(K.packed_attention_kernel, dtype, dict(
+                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=packed.block_n,
+                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision),
+                    packed.num_warps, packed.num_stages)
         for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,

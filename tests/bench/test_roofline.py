@@ -43,7 +43,7 @@ def data(tmp_path):
         layout += [{"context": 1024, "what": f"balanced, {lay}", "kv_bytes": 2e7, "median_ms": m} for m in ms]
     _write(tmp_path, "roofline/attention_layout", layout)
     prefill = [{"case": "first chunk", "block_m": m, "block_n": n, "num_warps": 4, "num_stages": 2,
-                "median_ms": ms, "tflops": 1e-3 / ms} for m, n, ms in ((32, 64, 0.02), (32, 128, 0.01), (64, 64, 0.03))]
+                "median_ms": ms, "tflops": 1e-3 / ms} for m, n, ms in ((32, 64, 0.02), (32, 128, 0.015), (64, 128, 0.01))]
     prefill += [{"case": "first chunk", "block_m": 16, "block_n": 16, "num_warps": 4, "num_stages": 2, "error": "smem"},
                 {"case": "first chunk", "kernel": "torch sdpa", "median_ms": 0.005, "tflops": 0.2}]
     _write(tmp_path, "roofline/prefill", prefill)
@@ -69,8 +69,15 @@ def test_attention_vs_copy_takes_the_fastest_shape_per_layout(data):
 
 def test_prefill_sweep_compares_the_engine_shape_with_the_fastest(data):
     p = roofline.prefill_sweep(data).iloc[0]
-    assert (p["engine_us"], p["best_us"], p["sdpa_us"]) == pytest.approx((20, 10, 5))
-    assert p["best_shape"] == (32, 128, 4, 2)
+    assert (p["engine_us"], p["best_us"], p["sdpa_us"]) == pytest.approx((15, 10, 5))
+    assert p["best_shape"] == (64, 128, 4, 2)
+
+
+def test_the_engine_prefill_shape_is_part_10s_packed_config():
+    from fusedlib.attention.triton_backend import BLOCK_M, PackedConfig
+
+    c = PackedConfig()
+    assert roofline.ENGINE_PREFILL_SHAPE == (BLOCK_M, c.block_n, c.num_warps, c.num_stages)
 
 
 def test_floors_pick_the_largest_and_count_bytes_flops_and_launches():
