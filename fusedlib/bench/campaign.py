@@ -187,6 +187,7 @@ def _closed_phase(pairs: int) -> list:
 PEER_COMPARISON = "128 x 128: fused vs transformers"
 PEER_WHOLE_COMPARISON = "128 x 128, whole graphs: fused vs transformers"
 PEER_GATE_UP_COMPARISON = "128 x 128, gate_up+SiLU: fused vs transformers"
+PEER_PARALLEL_COMPARISON = "128 x 128, second stream: fused vs transformers"
 
 
 def _closed_whole(pairs: int) -> list:
@@ -316,6 +317,12 @@ def _peer_gate_up(pairs: int) -> list:
     return _peer_bracket(PEER_GATE_UP_COMPARISON, PART10_GATE_UP)
 
 
+def _peer_parallel(pairs: int) -> list:
+    # ~5 min, as `peer_whole`, with the engine part 10 ends on (its default on a GPU: the second
+    # stream, 128 keys per prefill iteration; OUT holding no peer rows).
+    return _peer_bracket(PEER_PARALLEL_COMPARISON, PART10_PARALLEL)
+
+
 def _peer_whole(pairs: int) -> list:
     # ~5 min, as `peer`, with the engine the series ends on. Run it with OUT holding no peer
     # rows, or the peer's run (the same spec as `peer`'s) counts as done.
@@ -327,7 +334,7 @@ PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed
           "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
           "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole,
           "closed_whole": _closed_whole, "gate_up": _gate_up, "peer_gate_up": _peer_gate_up,
-          "parallel": _parallel}
+          "parallel": _parallel, "peer_parallel": _peer_parallel}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
@@ -518,4 +525,4 @@ __all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan
            "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP", "PART10_WHOLE",
            "WHOLE_VS_PIECEWISE", "WHOLE_FUSED_VS_CHUNKED", "WHOLE_SEEDS", "PART10_GATE_UP", "GATE_UP_VS_CUBLAS",
            "PART10_PARALLEL", "PARALLEL_VS_SERIAL",
-           "GATE_UP_FUSED_VS_CHUNKED", "PEER_GATE_UP_COMPARISON"]
+           "GATE_UP_FUSED_VS_CHUNKED", "PEER_GATE_UP_COMPARISON", "PEER_PARALLEL_COMPARISON"]
