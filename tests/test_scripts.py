@@ -89,6 +89,8 @@ def test_merge_loop_rows_marks_each_round_and_its_order_once(tmp_path):
     assert merge_loop_rows.merge(out, data) == 0
     got = read_rows(data / "loop")
     assert {(r["round"], r["order"]) for r in got} == {(1, "a,b"), (2, "b,a")}
+    assert merge_loop_rows.merge(out, data, into="loop_later") == 8  # another set: the same rows again
+    assert len(read_rows(data / "loop")) == 8
 
 
 @pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh"])

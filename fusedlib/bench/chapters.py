@@ -485,14 +485,16 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     h, j, k = rf.measured_for_sets_h_i(data), rf.measured_for_set_j(data), rf.measured_for_set_k(data)
     ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
-    ps, qs = rf.measured_for_parallel(data), rf.measured_for_loop(data)
+    ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
-              | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs))
+              | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs)
+              | gr.prefill_grades(by_key(), rs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
-                    | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs))
+                    | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
+                    | prefill_texts(rs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -595,6 +597,45 @@ def loop_texts(m: dict) -> dict[str, str]:
         t |= {f"lp_{step}_parallel_above": f"{r['parallel_above_gpu_ms'] * 1e3:.0f} µs",
               f"lp_{step}_parallel_lo": f"{r['parallel_interval_min']:.3f} ms",
               f"lp_{step}_parallel_hi": f"{r['parallel_interval_max']:.3f} ms"}
+    return t
+
+
+def prefill_texts(m: dict) -> dict[str, str]:
+    """Set R's section (roofline.measured_for_prefill), prefix "rf": the isolated sweep's two
+    shapes; the A/B lease's mixed and decode steps and the mixed step's attention kernels per
+    arm, the falls and changes; the serving loop on the new code; the GPU tests, the gates and
+    the peer bracket at its commit."""
+    if "lease" not in m:
+        return {}
+    lease = m["lease"]
+    dec, mixed = lease.loc[("second stream", "decode")], lease.loc[("second stream", "mixed")]
+    t = {"rf_rounds": f"{int(mixed['n'])}", "rf_mixed_base": f"{mixed['base_gpu_ms']:.2f} ms",
+         "rf_mixed_new": f"{mixed['new_gpu_ms']:.2f} ms", "rf_mixed_change": _change(mixed),
+         "rf_mixed_fall": f"{(mixed['base_gpu_ms'] - mixed['new_gpu_ms']) * 1e3:.0f} µs",
+         "rf_dec_base": f"{dec['base_gpu_ms']:.2f} ms", "rf_dec_new": f"{dec['new_gpu_ms']:.2f} ms",
+         "rf_dec_change": _change(dec)}
+    if "sweep" in m:
+        for case, key in (("setup mixed step", "fresh"), ("chunk after 2 chunks", "long")):
+            r = m["sweep"].loc[case]
+            t |= {f"rf_sweep_{key}_64": f"{r['part7_us']:.1f} µs", f"rf_sweep_{key}_128": f"{r['part10_us']:.1f} µs"}
+    for name, key in (("packed_attention_kernel", "packed"), ("splitkv_decode_kernel", "splitkv"),
+                      ("splitkv_reduce_kernel", "reduce")):
+        if "kernels" in m and name in m["kernels"].index:
+            r = m["kernels"].loc[name]
+            t |= {f"rf_{key}_base": f"{r['base_us']:.0f} µs", f"rf_{key}_new": f"{r['new_us']:.0f} µs",
+                  f"rf_{key}_fall": f"{1 - r['new_us'] / r['base_us']:.0%}"}
+    if "loop" in m:
+        ld, lm = m["loop"]["steps"].loc["decode"], m["loop"]["steps"].loc["mixed"]
+        t |= {"rf_loop_dec": f"{ld['parallel_interval_ms']:.2f} ms", "rf_loop_mixed": f"{lm['parallel_interval_ms']:.2f} ms",
+              "rf_loop_mixed_gpu": f"{lm['parallel_gpu_ms']:.2f} ms",
+              "rf_loop_mixed_serial": f"{lm['serial_interval_ms']:.2f} ms", "rf_loop_rounds": f"{int(lm['n'])}"}
+    if "gpu_tests" in m:
+        g = m["gpu_tests"]
+        t["rf_tests"] = f"{g['passed']} passed, {g['failed']} failed, {g['skipped']} skipped"
+    if "gates" in m:
+        t["rf_gates"] = f"{_passed(m['gates'])}, over {m['gates']['timestamp'].nunique()} configurations"
+    if "peer" in m:
+        t["rf_peer"] = _times_peer(m["peer"])
     return t
 
 

@@ -929,3 +929,42 @@ def loop_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                       f"mixed fall {side(fall, lo, hi)} its range, decode "
                       f"{'inside' if abs(dec['ratio'] - 1) < limit else 'outside'} its bound")
     return out
+
+
+def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """R1-R3 on fusedlib.bench.roofline.measured_for_prefill; R3 only once the gates and the
+    GPU tests at its commit have rows."""
+    if "lease" not in m:
+        return {}
+    dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
+    out = {}
+    if "kernels" in m:
+        packed = m["kernels"].loc["packed_attention_kernel"]
+        (lo, hi), (limit,) = p["R1"].fractions(0), p["R1"].fractions(1)
+        fall = 1 - packed["new_us"] / packed["base_us"]
+        ok = _in(fall, lo, hi) and abs(dec["ratio"] - 1) < limit
+        out["R1"] = Grade(f"packed kernel {packed['base_us']:.0f} -> {packed['new_us']:.0f} µs a mixed step "
+                          f"(-{fall:.1%}); decode step {_interval(dec)}", verdict(ok),
+                          "inside both bounds" if ok else
+                          f"the packed kernel's fall {side(fall, lo, hi)} its range, the decode step "
+                          f"{'inside' if abs(dec['ratio'] - 1) < limit else 'outside'} its bound")
+    (lo, hi) = p["R2"].range(0)
+    fall = mixed["base_gpu_ms"] - mixed["new_gpu_ms"]
+    same = mixed["new_kernels"] == mixed["base_kernels"]
+    ok = _in(fall, lo, hi) and same
+    out["R2"] = Grade(f"mixed step {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU (-{fall:.3f} ms, "
+                      f"{_interval(mixed)}), {mixed['base_kernels']:.0f} -> {mixed['new_kernels']:.0f} kernels",
+                      verdict(ok), "inside the range, same kernels" if ok else
+                      f"the fall {side(fall, lo, hi)} its range" + ("" if same else ", a kernel count changed"))
+    if "gates" in m and "gpu_tests" in m:
+        t, g = m["gpu_tests"], m["gates"]
+        default = g[(g["attention"] == "triton-parallel") & g["whole_graphs"].astype(bool) & g["overlap"].astype(bool)]
+        tests_ok = t["failed"] == 0 and t["exit_status"] == 0 and t["passed"] > 0
+        gates_ok = bool(g["passed"].astype(bool).all()) and len(default) > 0
+        ok = tests_ok and gates_ok
+        out["R3"] = Grade(f"GPU tests: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped; gates "
+                          f"{int(g['passed'].astype(bool).sum())} of {len(g)} passed over "
+                          f"{g['timestamp'].nunique()} configurations", verdict(ok),
+                          "as predicted" if ok else
+                          "a GPU test failed" if not tests_ok else "a gate failed, or none ran the default path")
+    return out

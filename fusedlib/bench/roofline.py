@@ -10,6 +10,7 @@ A step can run no faster than the largest of them (they overlap at best, never c
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +39,10 @@ SPLIT_K = "part10 gemm: whole graphs, split-K GEMMs"
 GATE_UP = "part10 gate_up: whole graphs, gate_up+SiLU one kernel"
 # Set G's census configuration: the MLP's norm folded into that kernel (tried, not kept).
 NORM_GATE_UP = "part10 norm+gate_up: whole graphs, norm+gate_up+SiLU one kernel"
+PARALLEL = "part10 parallel: gate_up, decode attention beside the chunks'"  # census configuration 6
 # In an A/B census the one-kernel configuration is compared across its labels.
-CENSUS_ROLE = {WHOLE: "cuBLAS gate_up", GATE_UP: "one-kernel gate_up", NORM_GATE_UP: "one-kernel gate_up"}
+CENSUS_ROLE = {WHOLE: "cuBLAS gate_up", GATE_UP: "one-kernel gate_up", NORM_GATE_UP: "one-kernel gate_up",
+               PARALLEL: "second stream"}
 DECODE_CONTEXT = 1088  # the census's decode rows' context (scripts/roofline_bench.py, full)
 
 
@@ -106,6 +109,7 @@ def attention_vs_copy(data: Path) -> pd.DataFrame:
 # The packed kernel's (BLOCK_M, BLOCK_N, warps, stages) in part 10's backends (PackedConfig;
 # parts 7-9 keep 64 keys). Written out, so a page reading rows does not import torch.
 ENGINE_PREFILL_SHAPE = (32, 128, 4, 2)
+PART7_PREFILL_SHAPE = (32, 64, 4, 2)
 
 
 def prefill_sweep(data: Path) -> pd.DataFrame:
@@ -883,7 +887,6 @@ def measured_for_staging(data: Path, stem: str) -> dict:
     return {"lease": lease} | ({"gap": gap} if gap else {})
 
 
-PARALLEL = "part10 parallel: gate_up, decode attention beside the chunks'"  # census configuration 6
 PARALLEL_CHECK = "whole_parallel_vs_whole"  # step_check: the whole-graphed mixed step with it and without
 ATTENTION_KERNELS = ("packed_attention_kernel", "splitkv_decode_kernel", "splitkv_reduce_kernel")
 
@@ -913,7 +916,7 @@ def measured_for_parallel(data: Path) -> dict:
     of the serial side's wall over the rounds; "kernels": the mixed step's attention kernels, µs a
     step per side (median over the rounds with kernel rows); "step_check" (PARALLEL_CHECK) at
     its commit; "capacity", the campaign phase "parallel"'s comparison at 80/s offered, and
-    "gates", the gate run with the second stream, where they have rows. {} without rows."""
+    "gates", the first commit's gate run with the second stream, where they have rows. {} without rows."""
     df = _newest_boot(data, "roofline/parallel_ab")
     if df.empty:
         return {}
@@ -942,8 +945,8 @@ def measured_for_parallel(data: Path) -> dict:
 
     m |= _named(campaign_comparisons(data, phases=("parallel",)), {"capacity": PARALLEL_VS_SERIAL})
     run = gate_runs(_frame(data, "paired/gates"), gate_up_silu=True, attention="triton-parallel")
-    if len(run):
-        m["gates"] = run
+    if len(run):  # the phase's own run: later commits' gate runs of this configuration are set R's
+        m["gates"] = run[run["git_commit"] == run.sort_values("timestamp")["git_commit"].iloc[0]]
     return m | _step_check(data, m["commit"], PARALLEL_CHECK)
 
 
@@ -957,15 +960,15 @@ def profiler_residue(data: Path) -> pd.DataFrame:
     return df[both].reset_index(drop=True)
 
 
-def measured_for_loop(data: Path) -> dict:
+def measured_for_loop(data: Path, stem: str = "loop") -> dict:
     """What set Q is graded on (grading.loop_grades): the roofline bench's loop section, census
-    configurations 5 ("serial") and 6 ("parallel") in every process of roofline/loop on the
+    configurations 5 ("serial") and 6 ("parallel") in every process of roofline/`stem` on the
     newest boot. "steps": per step kind, each side's medians over the rounds of the per-round
     medians (interval start to start, GPU span, the decode rows' mean context, steady steps a
     round), the largest per-round interval above the GPU span, the
     parallel/serial interval ratio paired by round (bootstrap interval) and the median per-round
     interval fall. {} without rows."""
-    df = _newest_boot(data, "roofline/loop")
+    df = _newest_boot(data, f"roofline/{stem}")
     if df.empty:
         return {}
     steps = []
@@ -983,3 +986,60 @@ def measured_for_loop(data: Path) -> dict:
         steps.append(row)
     return {"steps": pd.DataFrame(steps).set_index("step"), "commit": df["git_commit"].iloc[0],
             "boot_id": df["boot_id"].iloc[0]}
+
+
+def gpu_test_log(data: Path, commit: str) -> dict:
+    """The GPU-only tests' log at `commit` (data/gpu_tests/h200_<commit>.log, scripts/gpu_tests.py):
+    pytest's counts ("passed", "failed", "skipped", each 0 where pytest named none) and the exit
+    status. {} where there is no log."""
+    path = Path(data) / "gpu_tests" / f"h200_{commit}.log"
+    if not path.exists():
+        return {}
+    text = path.read_text()
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", text)}
+    status = re.search(r"exit status: (-?\d+)", text)
+    return {"passed": counts.get("passed", 0), "failed": counts.get("failed", 0) + counts.get("error", 0)
+            + counts.get("errors", 0), "skipped": counts.get("skipped", 0),
+            "exit_status": int(status[1]) if status else None}
+
+
+def measured_for_prefill(data: Path) -> dict:
+    """What set R (128 keys per prefill iteration in part 10's backends, and the engine's device
+    defaults) is graded on (grading.prefill_grades): the A/B census lease of roofline/prefill_ab
+    ("lease", indexed by (role, step): configuration 6, the code before against after), its
+    mixed step's attention kernels per arm ("kernels": µs a step, medians over the rounds, by
+    kernel name), the gate runs at the new commit ("gates": every configuration the gates phase
+    ran), the GPU tests' log there ("gpu_tests"), the serving loop on the new code
+    (roofline/loop_prefill: "loop", as measured_for_loop), the peer bracket of the engine part
+    10 ends on ("peer", campaign phase peer_parallel) and the isolated prefill sweep's µs at
+    parts 7-9's shape and part 10's, per chunk case ("sweep"). Keys are missing where rows are."""
+    from .campaign import PEER_PARALLEL_COMPARISON
+
+    lease = _first_and_kept(data, "prefill_ab").get("kept")
+    if lease is None:
+        return {}
+    commit, boot = lease["new_commit"].iloc[0], lease["boot_id"].iloc[0]
+    m = {"lease": lease, "commit": commit, "base_commit": lease["base_commit"].iloc[0]}
+    kernels = census_ab_kernels(data, boot, PARALLEL, "mixed", min_us=0.0, min_share=0.0, stem="prefill_ab")
+    kernels = kernels[kernels["name"].isin(ATTENTION_KERNELS)].set_index("name")
+    if len(kernels):
+        m["kernels"] = kernels
+    gates = _frame(data, "paired/gates")
+    if len(gates) and (gates["git_commit"] == commit).any():
+        m["gates"] = gates[gates["git_commit"] == commit]
+    if log := gpu_test_log(data, commit):
+        m["gpu_tests"] = log
+    if loop := measured_for_loop(data, "loop_prefill"):
+        m["loop"] = loop
+    peer = peer_comparison(data, PEER_PARALLEL_COMPARISON)
+    if len(peer):
+        m["peer"] = peer
+    sweep = _frame(data, "roofline/prefill")
+    if len(sweep):  # the isolated sweep's two shapes, per chunk case (its latest commit)
+        sweep = sweep[(sweep["git_commit"] == sweep.sort_values("timestamp")["git_commit"].iloc[-1])
+                      & sweep["median_ms"].notna() & sweep["block_m"].notna()]
+        shape = sweep[["block_m", "block_n", "num_warps", "num_stages"]].astype(int).apply(tuple, axis=1)
+        m["sweep"] = pd.DataFrame({name: sweep[shape == want].set_index("case")["median_ms"] * 1e3
+                                   for name, want in (("part7_us", PART7_PREFILL_SHAPE),
+                                                      ("part10_us", ENGINE_PREFILL_SHAPE))})
+    return m

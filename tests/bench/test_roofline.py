@@ -783,3 +783,50 @@ def test_set_q_grades_the_serving_loop_from_the_committed_rows():
     late.loc["mixed", "interval_fall_ms"] = 0.05
     assert grading.loop_grades(p, m | {"steps": late})["Q3"].verdict == "MISSED"
     assert grading.loop_grades(p, {}) == {}
+
+
+def test_set_r_grades_the_prefill_shape_from_the_committed_rows():
+    """Set R on data/roofline/prefill_ab (configuration 6, 3f47f12 against 9ae2dc8, four
+    alternated rounds on one lease), the gates and GPU tests at 9ae2dc8, the loop on the new code
+    and the peer bracket. A larger packed-kernel fall, a mixed fall inside its range, a failed
+    GPU test or gate would change the grades."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    p = predictions.by_key()
+    m = roofline.measured_for_prefill(DATA)
+    assert (m["base_commit"], m["commit"]) == ("3f47f12", "9ae2dc8")
+    assert (m["lease"]["n"] == 4).all()
+    g = grading.prefill_grades(p, m)
+    assert [g[k].verdict for k in ("R1", "R2", "R3")] == ["MISSED", "MISSED", "HELD"]
+    assert "below its range" in g["R1"].why and "above its range" in g["R2"].why
+    t = chapters.prefill_texts(m)
+    assert (t["rf_mixed_base"], t["rf_mixed_new"], t["rf_mixed_fall"]) == ("4.35 ms", "4.25 ms", "102 µs")
+    assert (t["rf_packed_fall"], t["rf_splitkv_fall"]) == ("3%", "17%")
+    assert (t["rf_sweep_fresh_64"], t["rf_sweep_fresh_128"]) == ("23.3 µs", "20.9 µs")
+    assert (t["rf_loop_mixed"], t["rf_gates"], t["rf_tests"]) == ("4.29 ms", "32 of 32, over 8 configurations",
+                                                                  "150 passed, 0 failed, 3 skipped")
+    assert t["rf_peer"] == "11.7× to 11.7×"
+    kernels = m["kernels"].copy()
+    kernels.loc["packed_attention_kernel", "new_us"] = 500.0  # -12%
+    assert grading.prefill_grades(p, m | {"kernels": kernels})["R1"].verdict == "HELD"
+    lease = m["lease"].copy()
+    lease.loc[("second stream", "mixed"), "new_gpu_ms"] = 4.30
+    assert grading.prefill_grades(p, m | {"lease": lease})["R2"].verdict == "HELD"
+    lease.loc[("second stream", "mixed"), "new_kernels"] = 313
+    assert grading.prefill_grades(p, m | {"lease": lease})["R2"].verdict == "MISSED"
+    assert grading.prefill_grades(p, m | {"gpu_tests": {**m["gpu_tests"], "failed": 1}})["R3"].verdict == "MISSED"
+    gates = m["gates"].copy()
+    gates.loc[gates.index[0], "passed"] = False
+    assert grading.prefill_grades(p, m | {"gates": gates})["R3"].verdict == "MISSED"
+    assert "R3" not in grading.prefill_grades(p, {k: v for k, v in m.items() if k != "gates"})
+    assert grading.prefill_grades(p, {}) == {} and chapters.prefill_texts({}) == {}
+
+
+def test_gpu_test_log_reads_pytests_counts_and_exit_status(tmp_path):
+    (tmp_path / "gpu_tests").mkdir()
+    (tmp_path / "gpu_tests" / "h200_abc.log").write_text(
+        "# FUSEDLIB_GPU_TESTS=1 python3 -m pytest\n# NVIDIA H200\n....F\n1 failed, 4 passed, 2 skipped in 3.0s\n"
+        "exit status: 1\n")
+    assert roofline.gpu_test_log(tmp_path, "abc") == {"passed": 4, "failed": 1, "skipped": 2, "exit_status": 1}
+    assert roofline.gpu_test_log(tmp_path, "other") == {}
