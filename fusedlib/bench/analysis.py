@@ -540,6 +540,10 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
                               "configuration 6 on both arms), the gates phase and the GPU tests at its commit, "
                               f"whose rows will be in `{rel(roofline)}/prefill_ab`, `{rel(DATA / 'paired')}/gates` "
                               f"and `{rel(DATA / 'gpu_tests')}`") for n in range(1, 4)}
+    if not results.read_rows(roofline / "prefill_serial_ab"):
+        waiting["S1"] = ("the census A/B of the 128-key prefill kernel with a mixed step's two attentions in "
+                         "order (`scripts/device_census_ab.sh` with configuration 5 on both arms), whose rows "
+                         f"will be in `{rel(roofline)}/prefill_serial_ab`")
     return waiting | {f"F{n}": not_kept for n in range(4, 8)}
 
 
