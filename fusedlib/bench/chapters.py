@@ -624,6 +624,13 @@ def prefill_texts(m: dict) -> dict[str, str]:
             r = m["kernels"].loc[name]
             t |= {f"rf_{key}_base": f"{r['base_us']:.0f} µs", f"rf_{key}_new": f"{r['new_us']:.0f} µs",
                   f"rf_{key}_fall": f"{1 - r['new_us'] / r['base_us']:.0%}"}
+    if "serial_lease" in m:
+        serial, k = m["serial_lease"].loc[("one-kernel gate_up", "mixed")], m["serial_kernels"]
+        packed = k.loc["packed_attention_kernel"]
+        t |= {"rf_serial_packed_base": f"{packed['base_us']:.0f} µs", "rf_serial_packed_new": f"{packed['new_us']:.0f} µs",
+              "rf_serial_packed_fall": f"{1 - packed['new_us'] / packed['base_us']:.0%}",
+              "rf_serial_mixed_fall": f"{(serial['base_gpu_ms'] - serial['new_gpu_ms']) * 1e3:.0f} µs",
+              "rf_serial_change": _change(serial), "rf_serial_rounds": f"{int(serial['n'])}"}
     if "loop" in m:
         ld, lm = m["loop"]["steps"].loc["decode"], m["loop"]["steps"].loc["mixed"]
         t |= {"rf_loop_dec": f"{ld['parallel_interval_ms']:.2f} ms", "rf_loop_mixed": f"{lm['parallel_interval_ms']:.2f} ms",

@@ -932,8 +932,8 @@ def loop_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
 
 
 def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
-    """R1-R3 on fusedlib.bench.roofline.measured_for_prefill; R3 only once the gates and the
-    GPU tests at its commit have rows."""
+    """R1-R3 and S1 on fusedlib.bench.roofline.measured_for_prefill; R3 only once the gates and
+    the GPU tests at its commit have rows, S1 once configuration 5's A/B has."""
     if "lease" not in m:
         return {}
     dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
@@ -956,6 +956,19 @@ def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                       f"{_interval(mixed)}), {mixed['base_kernels']:.0f} -> {mixed['new_kernels']:.0f} kernels",
                       verdict(ok), "inside the range, same kernels" if ok else
                       f"the fall {side(fall, lo, hi)} its range" + ("" if same else ", a kernel count changed"))
+    if "serial_lease" in m:
+        serial, k = m["serial_lease"].loc[("one-kernel gate_up", "mixed")], m["serial_kernels"]
+        (lo, hi), (limit,), (s_lo, s_hi) = p["S1"].fractions(0), p["S1"].fractions(1), p["S1"].range(2)
+        packed_fall = 1 - k.loc["packed_attention_kernel", "new_us"] / k.loc["packed_attention_kernel", "base_us"]
+        decode_change = k.loc["splitkv_decode_kernel", "new_us"] / k.loc["splitkv_decode_kernel", "base_us"] - 1
+        fall = serial["base_gpu_ms"] - serial["new_gpu_ms"]
+        ok = _in(packed_fall, lo, hi) and abs(decode_change) < limit and _in(fall, s_lo, s_hi)
+        out["S1"] = Grade(f"packed kernel -{packed_fall:.1%}, split-KV decode {decode_change:+.1%}; mixed step "
+                          f"{serial['base_gpu_ms']:.3f} -> {serial['new_gpu_ms']:.3f} ms GPU (-{fall:.3f} ms, "
+                          f"{_interval(serial)})", verdict(ok), "inside every range" if ok else
+                          f"packed fall {side(packed_fall, lo, hi)} its range, decode "
+                          f"{'inside' if abs(decode_change) < limit else 'outside'} its bound, step fall "
+                          f"{side(fall, s_lo, s_hi)} its range")
     if "gates" in m and "gpu_tests" in m:
         t, g = m["gpu_tests"], m["gates"]
         default = g[(g["attention"] == "triton-parallel") & g["whole_graphs"].astype(bool) & g["overlap"].astype(bool)]

@@ -1012,7 +1012,9 @@ def measured_for_prefill(data: Path) -> dict:
     ran), the GPU tests' log there ("gpu_tests"), the serving loop on the new code
     (roofline/loop_prefill: "loop", as measured_for_loop), the peer bracket of the engine part
     10 ends on ("peer", campaign phase peer_parallel) and the isolated prefill sweep's µs at
-    parts 7-9's shape and part 10's, per chunk case ("sweep"). Keys are missing where rows are."""
+    parts 7-9's shape and part 10's, per chunk case ("sweep"); for set S, the same A/B of
+    configuration 5 (roofline/prefill_serial_ab: "serial_lease", "serial_kernels"). Keys are
+    missing where rows are."""
     from .campaign import PEER_PARALLEL_COMPARISON
 
     lease = _first_and_kept(data, "prefill_ab").get("kept")
@@ -1024,6 +1026,12 @@ def measured_for_prefill(data: Path) -> dict:
     kernels = kernels[kernels["name"].isin(ATTENTION_KERNELS)].set_index("name")
     if len(kernels):
         m["kernels"] = kernels
+    serial = _first_and_kept(data, "prefill_serial_ab").get("kept")
+    if serial is not None:  # set S: configuration 5, the two attentions in order
+        m["serial_lease"] = serial
+        k = census_ab_kernels(data, serial["boot_id"].iloc[0], GATE_UP, "mixed", min_us=0.0, min_share=0.0,
+                              stem="prefill_serial_ab")
+        m["serial_kernels"] = k[k["name"].isin(ATTENTION_KERNELS)].set_index("name")
     gates = _frame(data, "paired/gates")
     if len(gates) and (gates["git_commit"] == commit).any():
         m["gates"] = gates[gates["git_commit"] == commit]

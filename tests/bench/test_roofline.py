@@ -788,7 +788,7 @@ def test_set_q_grades_the_serving_loop_from_the_committed_rows():
 def test_set_r_grades_the_prefill_shape_from_the_committed_rows():
     """Set R on data/roofline/prefill_ab (configuration 6, 3f47f12 against 9ae2dc8, four
     alternated rounds on one lease), the gates and GPU tests at 9ae2dc8, the loop on the new code
-    and the peer bracket. A larger packed-kernel fall, a mixed fall inside its range, a failed
+    and the peer bracket; set S on prefill_serial_ab (configuration 5, the same trees). A larger packed-kernel fall, a mixed fall inside its range, a failed
     GPU test or gate would change the grades."""
     from fusedlib.bench import chapters, grading, predictions
     from fusedlib.bench.analysis import DATA
@@ -798,7 +798,7 @@ def test_set_r_grades_the_prefill_shape_from_the_committed_rows():
     assert (m["base_commit"], m["commit"]) == ("3f47f12", "9ae2dc8")
     assert (m["lease"]["n"] == 4).all()
     g = grading.prefill_grades(p, m)
-    assert [g[k].verdict for k in ("R1", "R2", "R3")] == ["MISSED", "MISSED", "HELD"]
+    assert [g[k].verdict for k in ("R1", "R2", "R3", "S1")] == ["MISSED", "MISSED", "HELD", "HELD"]
     assert "below its range" in g["R1"].why and "above its range" in g["R2"].why
     t = chapters.prefill_texts(m)
     assert (t["rf_mixed_base"], t["rf_mixed_new"], t["rf_mixed_fall"]) == ("4.35 ms", "4.25 ms", "102 µs")
@@ -807,6 +807,11 @@ def test_set_r_grades_the_prefill_shape_from_the_committed_rows():
     assert (t["rf_loop_mixed"], t["rf_gates"], t["rf_tests"]) == ("4.29 ms", "32 of 32, over 8 configurations",
                                                                   "150 passed, 0 failed, 3 skipped")
     assert t["rf_peer"] == "11.7× to 11.7×"
+    assert (t["rf_serial_packed_fall"], t["rf_serial_mixed_fall"]) == ("12%", "45 µs")  # set S, configuration 5
+    serial = m["serial_kernels"].copy()
+    serial.loc["splitkv_decode_kernel", "new_us"] *= 1.05  # decode attention slower in order: outside S1
+    assert grading.prefill_grades(p, m | {"serial_kernels": serial})["S1"].verdict == "MISSED"
+    assert "S1" not in grading.prefill_grades(p, {k: v for k, v in m.items() if not k.startswith("serial")})
     kernels = m["kernels"].copy()
     kernels.loc["packed_attention_kernel", "new_us"] = 500.0  # -12%
     assert grading.prefill_grades(p, m | {"kernels": kernels})["R1"].verdict == "HELD"
