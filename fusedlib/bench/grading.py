@@ -922,13 +922,20 @@ def loop_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     dec, mixed = m["steps"].loc["decode"], m["steps"].loc["mixed"]
     (lo, hi), (limit,) = p["Q3"].range(0), p["Q3"].fractions(1)
     fall = mixed["interval_fall_ms"]
-    ok = _in(fall, lo, hi) and abs(dec["ratio"] - 1) < limit
+    ok, why = _fall_beside_a_bound(fall, lo, hi, "mixed fall", dec["ratio"], limit, "decode")
     out["Q3"] = Grade(f"mixed interval {mixed['serial_interval_ms']:.3f} -> {mixed['parallel_interval_ms']:.3f} ms "
-                      f"(median fall {fall:.3f} ms, {_interval(mixed)}); decode {_interval(dec)}", verdict(ok),
-                      "inside both ranges" if ok else
-                      f"mixed fall {side(fall, lo, hi)} its range, decode "
-                      f"{'inside' if abs(dec['ratio'] - 1) < limit else 'outside'} its bound")
+                      f"(median fall {fall:.3f} ms, {_interval(mixed)}); decode {_interval(dec)}", verdict(ok), why)
     return out
+
+
+def _fall_beside_a_bound(fall: float, lo: float, hi: float, what: str, ratio: float, limit: float,
+                         other: str) -> tuple[bool, str]:
+    """Whether `fall` is inside [lo, hi] and the other step's paired ratio within `limit` of 1,
+    and the grade's reason."""
+    steady = abs(ratio - 1) < limit
+    ok = _in(fall, lo, hi) and steady
+    return ok, ("inside both bounds" if ok else f"{what} {side(fall, lo, hi)} its range, {other} "
+                                                f"{'inside' if steady else 'outside'} its bound")
 
 
 def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
@@ -942,12 +949,9 @@ def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         packed = m["kernels"].loc["packed_attention_kernel"]
         (lo, hi), (limit,) = p["R1"].fractions(0), p["R1"].fractions(1)
         fall = 1 - packed["new_us"] / packed["base_us"]
-        ok = _in(fall, lo, hi) and abs(dec["ratio"] - 1) < limit
+        ok, why = _fall_beside_a_bound(fall, lo, hi, "the packed kernel's fall", dec["ratio"], limit, "the decode step")
         out["R1"] = Grade(f"packed kernel {packed['base_us']:.0f} -> {packed['new_us']:.0f} µs a mixed step "
-                          f"(-{fall:.1%}); decode step {_interval(dec)}", verdict(ok),
-                          "inside both bounds" if ok else
-                          f"the packed kernel's fall {side(fall, lo, hi)} its range, the decode step "
-                          f"{'inside' if abs(dec['ratio'] - 1) < limit else 'outside'} its bound")
+                          f"(-{fall:.1%}); decode step {_interval(dec)}", verdict(ok), why)
     (lo, hi) = p["R2"].range(0)
     fall = mixed["base_gpu_ms"] - mixed["new_gpu_ms"]
     same = mixed["new_kernels"] == mixed["base_kernels"]
