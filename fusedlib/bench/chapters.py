@@ -808,7 +808,8 @@ def _change(r) -> str:
 def _times_peer(peer: pd.DataFrame) -> str:
     """Our runs' range of times the peer's throughput (roofline.peer_comparison's table)."""
     ours = peer[peer["engine"] != "transformers"]["times_peer"]
-    return f"{ours.min():.1f}× to {ours.max():.1f}×"
+    lo, hi = f"{ours.min():.1f}×", f"{ours.max():.1f}×"
+    return lo if lo == hi else f"{lo} to {hi}"
 
 
 def _passed(gates: pd.DataFrame) -> str:
