@@ -20,3 +20,41 @@ def test_readme_engine_example_runs():
     shown = re.search(r"It prints\n\n```\n(.*?)\n```", section, re.S)
     assert shown, "the README shows what its example prints"
     assert ast.literal_eval(shown.group(1)) == outputs
+
+
+def _switches(cell: str) -> dict:
+    """`a="x", b=True` inside a table cell's backticks as a dict ({} for "defaults")."""
+    code = re.search(r"`([^`]*)`", cell)
+    if code is None or "=" not in code.group(1):
+        return {}
+    call = ast.parse(f"f({code.group(1)})", mode="eval").body
+    return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+
+
+def test_readme_path_table_builds_the_configurations_the_book_measured():
+    """Each row of the README's table of paths, resolved for a GPU, is the configuration the
+    campaign measured for that part (parts 7, 9 and 10's last), and part 10's row is the
+    engine's own default there."""
+    from fusedlib.bench import campaign
+    from fusedlib.config import EngineConfig
+
+    section = (ROOT / "README.md").read_text().split("## Use the engine", 1)[1]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("part "):
+            rows[cells[0].split(":")[0]] = (_switches(cells[1]), _switches(cells[2]))
+    assert set(rows) == {"part 7", "part 8", "part 9", "part 10"}
+    engine_fields = set(EngineConfig.names())
+    for part, measured in (("part 7", campaign.PART7), ("part 9", campaign.PART9),
+                           ("part 10", campaign.PART10_PARALLEL)):
+        model, engine = rows[part]
+        if part == "part 10":  # "defaults (`...`)": the switches it names are the engine's default
+            assert EngineConfig(**engine).for_device("cuda") == EngineConfig().for_device("cuda")
+            model, engine = {}, {}
+        want = {k: v for k, v in measured.items() if k in engine_fields}
+        got = EngineConfig(**engine).for_device("cuda")
+        assert all(getattr(got, k) == v for k, v in want.items()), (part, got, want)
+        assert got.overlap == measured.get("overlap", False) and got.whole_graphs == measured.get("whole_graphs", False)
+        assert model.get("fused_ops", True) == measured["fused_ops"], part
+    assert EngineConfig(**rows["part 8"][1]).for_device("cuda").cuda_graphs is False
