@@ -642,7 +642,10 @@ def prefill_texts(m: dict) -> dict[str, str]:
     if "gates" in m:
         t["rf_gates"] = f"{_passed(m['gates'])}, over {m['gates']['timestamp'].nunique()} configurations"
     if "peer" in m:
-        t["rf_peer"] = _times_peer(m["peer"])
+        ps = m["peer_steps"]
+        t |= {"rf_peer": _times_peer(m["peer"]), "rf_peer_wall": f"{ps['wall_s']:.2f} s",
+              "rf_peer_mixed_n": f"{ps['n_mixed_steps']:.0f}", "rf_peer_mixed_s": f"{ps['total_mixed_step_s']:.2f} s",
+              "rf_peer_decode_n": f"{ps['n_decode_steps']:.0f}", "rf_peer_decode_s": f"{ps['total_decode_step_s']:.2f} s"}
     return t
 
 

@@ -1011,7 +1011,8 @@ def measured_for_prefill(data: Path) -> dict:
     kernel name), the gate runs at the new commit ("gates": every configuration the gates phase
     ran), the GPU tests' log there ("gpu_tests"), the serving loop on the new code
     (roofline/loop_prefill: "loop", as measured_for_loop), the peer bracket of the engine part
-    10 ends on ("peer", campaign phase peer_parallel) and the isolated prefill sweep's µs at
+    10 ends on ("peer", campaign phase peer_parallel; "peer_steps", our passes' medians of wall and
+    step counts and totals by kind) and the isolated prefill sweep's µs at
     parts 7-9's shape and part 10's, per chunk case ("sweep"); for set S, the same A/B of
     configuration 5 (roofline/prefill_serial_ab: "serial_lease", "serial_kernels"). Keys are
     missing where rows are."""
@@ -1042,6 +1043,10 @@ def measured_for_prefill(data: Path) -> dict:
     peer = peer_comparison(data, PEER_PARALLEL_COMPARISON)
     if len(peer):
         m["peer"] = peer
+        closed = _frame(data, "paired/closed")
+        ours = closed[(closed["comparison"] == PEER_PARALLEL_COMPARISON) & (closed["stat"] == "median")]
+        m["peer_steps"] = ours[["repeat", "wall_s", "n_mixed_steps", "total_mixed_step_s", "n_decode_steps",
+                                "total_decode_step_s"]].median()
     sweep = _frame(data, "roofline/prefill")
     if len(sweep):  # the isolated sweep's two shapes, per chunk case (its latest commit)
         sweep = sweep[(sweep["git_commit"] == sweep.sort_values("timestamp")["git_commit"].iloc[-1])

@@ -807,6 +807,7 @@ def test_set_r_grades_the_prefill_shape_from_the_committed_rows():
     assert (t["rf_loop_mixed"], t["rf_gates"], t["rf_tests"]) == ("4.29 ms", "32 of 32, over 8 configurations",
                                                                   "150 passed, 0 failed, 3 skipped")
     assert t["rf_peer"] == "11.7×"  # both of our passes round alike
+    assert (t["rf_peer_mixed_n"], t["rf_peer_mixed_s"], t["rf_peer_decode_n"]) == ("352", "1.79 s", "288")
     assert (t["rf_serial_packed_fall"], t["rf_serial_mixed_fall"]) == ("12%", "45 µs")  # set S, configuration 5
     serial = m["serial_kernels"].copy()
     serial.loc["splitkv_decode_kernel", "new_us"] *= 1.05  # decode attention slower in order: outside S1
