@@ -99,6 +99,18 @@ def test_prefill_matches_torch(chunks, dtype):
     assert_close(actual, expected, dtype)
 
 
+@pytest.mark.parametrize("decode_kernel,keys", [("balanced", 128), ("splitkv", 64), ("rows", 64)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_prefill_at_each_backends_packed_shape_over_several_iterations(decode_kernel, keys, dtype):
+    """Part 10's backends walk 128 keys an iteration, parts 7-9's 64: chunks whose causal spans
+    take several iterations of either, and end inside one, match the torch reference."""
+    backend = TritonAttention(decode_kernel=decode_kernel)
+    assert backend.packed.block_n == keys
+    q, k_cache, v_cache, meta = make_prefill([(150, 40), (0, 200), (5, 3)], 4, 2, dtype)
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+
+
 def test_tiles_span_requests_in_these_cases():
     """Guards the premise of the prefill cases: some tile covers several requests."""
     for chunks in (MIXED_CHUNKS, TINY_CHUNKS):
