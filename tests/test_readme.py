@@ -51,10 +51,14 @@ def test_readme_path_table_builds_the_configurations_the_book_measured():
         model, engine = rows[part]
         if part == "part 10":  # "defaults (`...`)": the switches it names are the engine's default
             assert EngineConfig(**engine).for_device("cuda") == EngineConfig().for_device("cuda")
-            model, engine = {}, {}
+            assert model == {}, model  # load_model's defaults
+            engine = {}
         want = {k: v for k, v in measured.items() if k in engine_fields}
         got = EngineConfig(**engine).for_device("cuda")
         assert all(getattr(got, k) == v for k, v in want.items()), (part, got, want)
         assert got.overlap == measured.get("overlap", False) and got.whole_graphs == measured.get("whole_graphs", False)
-        assert model.get("fused_ops", True) == measured["fused_ops"], part
+        # load_model on CUDA: fused_ops defaults on, gate_up_silu as fused_ops
+        fused_ops = model.get("fused_ops", True)
+        assert (fused_ops, model.get("gate_up_silu", fused_ops)) == \
+            (measured["fused_ops"], measured.get("gate_up_silu", False)), part
     assert EngineConfig(**rows["part 8"][1]).for_device("cuda").cuda_graphs is False

@@ -617,14 +617,15 @@ def prefill_texts(m: dict) -> dict[str, str]:
     if "sweep" in m:
         for case, key in (("setup mixed step", "fresh"), ("chunk after 2 chunks", "long")):
             r = m["sweep"].loc[case]
-            t |= {f"rf_sweep_{key}_64": f"{r['part7_us']:.1f} µs", f"rf_sweep_{key}_128": f"{r['part10_us']:.1f} µs"}
+            t |= {f"rf_sweep_{key}_64": f"{r['part7_us']:.1f} µs", f"rf_sweep_{key}_128": f"{r['part10_us']:.1f} µs",
+                  f"rf_sweep_{key}_fall": f"{1 - r['part10_us'] / r['part7_us']:.0%}"}
     for name, key in (("packed_attention_kernel", "packed"), ("splitkv_decode_kernel", "splitkv"),
                       ("splitkv_reduce_kernel", "reduce")):
         if "kernels" in m and name in m["kernels"].index:
             r = m["kernels"].loc[name]
             t |= {f"rf_{key}_base": f"{r['base_us']:.0f} µs", f"rf_{key}_new": f"{r['new_us']:.0f} µs",
                   f"rf_{key}_fall": f"{1 - r['new_us'] / r['base_us']:.0%}"}
-    if "serial_lease" in m:
+    if "serial_kernels" in m:
         serial, k = m["serial_lease"].loc[("one-kernel gate_up", "mixed")], m["serial_kernels"]
         packed = k.loc["packed_attention_kernel"]
         t |= {"rf_serial_packed_base": f"{packed['base_us']:.0f} µs", "rf_serial_packed_new": f"{packed['new_us']:.0f} µs",

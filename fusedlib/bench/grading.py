@@ -960,7 +960,7 @@ def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                       f"{_interval(mixed)}), {mixed['base_kernels']:.0f} -> {mixed['new_kernels']:.0f} kernels",
                       verdict(ok), "inside the range, same kernels" if ok else
                       f"the fall {side(fall, lo, hi)} its range" + ("" if same else ", a kernel count changed"))
-    if "serial_lease" in m:
+    if "serial_kernels" in m:
         serial, k = m["serial_lease"].loc[("one-kernel gate_up", "mixed")], m["serial_kernels"]
         (lo, hi), (limit,), (s_lo, s_hi) = p["S1"].fractions(0), p["S1"].fractions(1), p["S1"].range(2)
         packed_fall = 1 - k.loc["packed_attention_kernel", "new_us"] / k.loc["packed_attention_kernel", "base_us"]
@@ -975,7 +975,7 @@ def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                           f"{side(fall, s_lo, s_hi)} its range")
     if "gates" in m and "gpu_tests" in m:
         t, g = m["gpu_tests"], m["gates"]
-        default = g[(g["attention"] == "triton-parallel") & g["whole_graphs"].astype(bool) & g["overlap"].astype(bool)]
+        default = g[(g["attention"] == "triton-parallel") & g["whole_graphs"].eq(True) & g["overlap"].eq(True)]
         tests_ok = t["failed"] == 0 and t["exit_status"] == 0 and t["passed"] > 0
         gates_ok = bool(g["passed"].astype(bool).all()) and len(default) > 0
         ok = tests_ok and gates_ok

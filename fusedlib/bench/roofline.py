@@ -1032,7 +1032,8 @@ def measured_for_prefill(data: Path) -> dict:
         m["serial_lease"] = serial
         k = census_ab_kernels(data, serial["boot_id"].iloc[0], GATE_UP, "mixed", min_us=0.0, min_share=0.0,
                               stem="prefill_serial_ab")
-        m["serial_kernels"] = k[k["name"].isin(ATTENTION_KERNELS)].set_index("name")
+        if len(k):
+            m["serial_kernels"] = k[k["name"].isin(ATTENTION_KERNELS)].set_index("name")
     gates = _frame(data, "paired/gates")
     if len(gates) and (gates["git_commit"] == commit).any():
         m["gates"] = gates[gates["git_commit"] == commit]

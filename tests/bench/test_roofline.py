@@ -74,10 +74,10 @@ def test_prefill_sweep_compares_the_engine_shape_with_the_fastest(data):
 
 
 def test_the_engine_prefill_shape_is_part_10s_packed_config():
-    from fusedlib.attention.triton_backend import BLOCK_M, PackedConfig
+    from fusedlib.attention.triton_backend import BLOCK_M, PART7_PACKED, PackedConfig
 
-    c = PackedConfig()
-    assert roofline.ENGINE_PREFILL_SHAPE == (BLOCK_M, c.block_n, c.num_warps, c.num_stages)
+    for shape, c in ((roofline.ENGINE_PREFILL_SHAPE, PackedConfig()), (roofline.PART7_PREFILL_SHAPE, PART7_PACKED)):
+        assert shape == (BLOCK_M, c.block_n, c.num_warps, c.num_stages)
 
 
 def test_floors_pick_the_largest_and_count_bytes_flops_and_launches():
@@ -803,7 +803,7 @@ def test_set_r_grades_the_prefill_shape_from_the_committed_rows():
     t = chapters.prefill_texts(m)
     assert (t["rf_mixed_base"], t["rf_mixed_new"], t["rf_mixed_fall"]) == ("4.35 ms", "4.25 ms", "102 µs")
     assert (t["rf_packed_fall"], t["rf_splitkv_fall"]) == ("3%", "17%")
-    assert (t["rf_sweep_fresh_64"], t["rf_sweep_fresh_128"]) == ("23.3 µs", "20.9 µs")
+    assert (t["rf_sweep_fresh_64"], t["rf_sweep_fresh_128"], t["rf_sweep_fresh_fall"]) == ("23.3 µs", "20.9 µs", "10%")
     assert (t["rf_loop_mixed"], t["rf_gates"], t["rf_tests"]) == ("4.29 ms", "32 of 32, over 8 configurations",
                                                                   "150 passed, 0 failed, 3 skipped")
     assert t["rf_peer"] == "11.7×"  # both of our passes round alike
