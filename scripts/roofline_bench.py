@@ -36,9 +36,6 @@ and the other sections still run):
                  and the SiLU*up kernel against fusedlib.ops.gemm's one kernel over a sweep
                  of launch shapes; graph replays, each layer's weight its own copy so L2
                  holds none of them (as in a step); GB/s of the weight, the copy fraction
-  gate_up_tiles  the mixed step's gate_up and activation (`chunk` + `rows` rows, as its whole
-                 graph pads them): cuBLAS and the SiLU*up kernel against the tiles kernel over
-                 a sweep of tile shapes, timed as gate_up; TFLOP/s beside µs
   split_k        the same for qkv, o_proj and down: cuBLAS against fusedlib.ops.gemm's
                  split-K kernel (partials, compared as their sum) over a sweep per projection
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
@@ -106,14 +103,6 @@ SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
                                     for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
 SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
-# The tiles kernel's (block_m, block_n, block_k, warps, stages), the first GateUpTilesConfig's
-# default. 64-row tiles pad a 544-row batch to 576 rows, 128-row ones to 640.
-GATE_UP_TILES_SWEEP = [(128, 64, 64, 8, 4)] + [
-    (block_m, block_n, block_k, warps, stages)
-    for block_m, block_n, warps in ((128, 64, 8), (128, 64, 4), (64, 64, 4), (64, 128, 4), (64, 128, 8), (128, 128, 8))
-    for block_k, stages in ((64, 3), (64, 4), (64, 5), (128, 3))]
-GATE_UP_TILES_SWEEP = list(dict.fromkeys(GATE_UP_TILES_SWEEP))
-SMOKE_GATE_UP_TILES_SWEEP = [(128, 64, 64, 8, 4), (32, 16, 32, 4, 2)]
 # The split-K kernel's launch shapes: (block_n, block_k, splits, warps, stages), by projection,
 # the first of each its SplitKConfig. qkv and o_proj (K 1536): 24-32 column tiles at 64
 # columns, so 3-6 splits give about 1 to 1.5 programs per SM; down (K 8960) around set K's
@@ -900,20 +889,6 @@ class Bench:
                      for shape in (GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP)]
         self.write("gate_up", self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants))
 
-    def gate_up_tiles(self) -> None:
-        import torch.nn.functional as F
-
-        from fusedlib import ops
-        from fusedlib.ops.gemm import GateUpTilesConfig
-
-        x = self._rows(self.model.config.hidden_size, seed=4, rows=self.p["chunk"] + self.p["rows"])
-        variants = [("cublas + silu_mul kernel", None, lambda w: ops.silu_mul(F.linear(x, w)))]
-        variants += [("tiles kernel", GateUpTilesConfig(*shape),
-                      lambda w, c=GateUpTilesConfig(*shape): ops.gate_up_silu(x, w, True, tiles=c))
-                     for shape in (GATE_UP_TILES_SWEEP if self.on_gpu else SMOKE_GATE_UP_TILES_SWEEP)]
-        self.write("gate_up_tiles", self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight,
-                                                       x, variants))
-
     def split_k(self) -> None:
         """The split-K kernel against cuBLAS on each projection it serves, one section."""
         import torch.nn.functional as F
@@ -932,11 +907,11 @@ class Bench:
                          for shape in (SPLIT_K_SWEEP[proj] if self.on_gpu else SMOKE_SPLIT_K_SWEEP)]
             self.write("split_k", self._weight_sweep(proj, weight, x, variants))  # each as it ends
 
-    def _rows(self, width: int, seed: int, rows: int | None = None):
-        """`rows` activations of `width` (default a decode step's), in the model dtype."""
+    def _rows(self, width: int, seed: int):
+        """A decode step's `rows` activations of `width`, in the model dtype."""
         torch, dev = self.torch, self.device
         gen = torch.Generator(device=dev).manual_seed(seed)
-        return torch.randn(rows or self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
+        return torch.randn(self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
 
     def _weight_sweep(self, section: str, weight, x, variants) -> list[dict]:
         """Each (kernel, launch config or None, call(weight)) of `variants`, the first cuBLAS, as
@@ -966,20 +941,18 @@ class Bench:
                 ms = _median_ms(self._graphed(every_layer) if self.on_gpu else every_layer, dev,
                                 self.p["iters"], None) / len(copies)
                 row.update(max_abs_err_after_replays=err(), us_per_call=ms * 1e3, gbs=row["weight_bytes"] / ms / 1e6,
-                           fraction_of_copy=row["weight_bytes"] / (ms / 1e3) / bandwidth,
-                           tflops=2 * x.shape[0] * n * k / (ms / 1e3) / 1e12)
+                           fraction_of_copy=row["weight_bytes"] / (ms / 1e3) / bandwidth)
             except Exception as exc:  # a launch shape the compiler rejects is a result
                 row["error"] = repr(exc)[:300]
             out.append(row)
         timed = [r for r in out if "us_per_call" in r]
         best = min(timed[1:], key=lambda r: r["us_per_call"])
-        shape = (f"M{best['block_m']} " if "block_m" in best else "") + f"N{best['block_n']} K{best['block_k']}" \
-            + (f" S{best['splits']}" if "splits" in best else "")
+        shape = f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
         self.summary.append((f"{section} {x.shape[0]} rows",
                              f"{variants[0][0]} {timed[0]['us_per_call']:.1f} us ({timed[0]['fraction_of_copy']:.0%}), "
                              f"{variants[1][0]} default {out[1].get('us_per_call', float('nan')):.1f} us, best "
-                             f"{best['us_per_call']:.1f} us ({best['fraction_of_copy']:.0%}, {best['tflops']:.0f} "
-                             f"TFLOP/s; {shape} {best['num_warps']}w{best['num_stages']}s)"))
+                             f"{best['us_per_call']:.1f} us ({best['fraction_of_copy']:.0%}; {shape} "
+                             f"{best['num_warps']}w{best['num_stages']}s)"))
         return out
 
 
@@ -987,8 +960,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,"
-                        "gate_up_tiles,split_k,wall_gap,loop")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap,loop")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")

@@ -373,15 +373,15 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # its appendix, book/last_kernels.md.
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
-PREFILL_SET, PREFILL_SERIAL_SET = "R", "S"
+PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET = "R", "S", "T"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to S, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to T, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
-                                     LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET))]
+                                     LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -426,6 +426,10 @@ def loop_predictions() -> list:
 
 def prefill_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith((PREFILL_SET, PREFILL_SERIAL_SET))]
+
+
+def gate_up_tiles_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(TILES_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -486,15 +490,16 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
+    ts = rf.measured_for_gate_up_tiles(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
               | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs)
-              | gr.prefill_grades(by_key(), rs))
+              | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
-                    | prefill_texts(rs))
+                    | prefill_texts(rs) | gate_up_tiles_texts(ts))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -598,6 +603,28 @@ def loop_texts(m: dict) -> dict[str, str]:
               f"lp_{step}_parallel_lo": f"{r['parallel_interval_min']:.3f} ms",
               f"lp_{step}_parallel_hi": f"{r['parallel_interval_max']:.3f} ms"}
     return t
+
+
+def gate_up_tiles_texts(m: dict) -> dict[str, str]:
+    """Set T's section (roofline.measured_for_gate_up_tiles), prefix "gt": cuBLAS plus the
+    activation kernel and the best tiles shape, µs a layer and TFLOP/s, their ratio, the
+    shapes timed and rejected, the batch's rows and the commit the kernel was measured at."""
+    if "best" not in m:
+        return {}
+    best, cublas = m["best"], m["cublas"]
+    act_bytes = cublas["m"] * cublas["n"] * 3 // 2 * 2  # [M, 2I] read, [M, I] written, 2 bytes each
+    return {"gt_rows": f"{m['rows']}", "gt_commit": m["commit"], "gt_shapes": f"{len(m['tiles'])}",
+            "gt_rejected": f"{m['rejected']}", "gt_cublas": f"{cublas['us_per_call']:.1f} µs",
+            "gt_cublas_tflops": f"{cublas['tflops']:.0f} TFLOP/s", "gt_best": f"{best['us_per_call']:.1f} µs",
+            "gt_best_tflops": f"{best['tflops']:.0f} TFLOP/s",
+            "gt_best_shape": f"{best['block_m']} × {best['block_n']} (K {best['block_k']}, {best['num_warps']} warps, "
+                             f"{best['num_stages']} stages)",
+            "gt_ratio": f"{best['us_per_call'] / cublas['us_per_call']:.2f}×",
+            "gt_worst": f"{m['tiles']['us_per_call'].iloc[-1]:.1f} µs",
+            # the ballpark: the activation's round trip (the projection read, half of it written)
+            # at the copy rate, and the GEMM's work
+            "gt_act_mb": f"{act_bytes / 1e6:.0f} MB", "gt_act_us": f"{act_bytes / cublas['copy_bandwidth_gbs'] / 1e3:.1f} µs",
+            "gt_gflop": f"{2 * cublas['m'] * cublas['n'] * cublas['k'] / 1e9:.0f} GFLOP"}
 
 
 def prefill_texts(m: dict) -> dict[str, str]:

@@ -985,3 +985,16 @@ def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                           "as predicted" if ok else
                           "a GPU test failed" if not tests_ok else "a gate failed, or none ran the default path")
     return out
+
+
+def gate_up_tiles_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """T1 on fusedlib.bench.roofline.measured_for_gate_up_tiles: the best tiles shape's time
+    over cuBLAS plus the activation kernel's, inside the range."""
+    if "best" not in m:
+        return {}
+    best, cublas = m["best"], m["cublas"]
+    lo, hi = p["T1"].range(0)
+    ratio = best["us_per_call"] / cublas["us_per_call"]
+    return {"T1": Grade(f"best tiles shape {best['us_per_call']:.1f} µs against {cublas['us_per_call']:.1f} µs a "
+                        f"layer at {m['rows']} rows ({ratio:.2f}×)", verdict(_in(ratio, lo, hi)),
+                        "inside the range" if _in(ratio, lo, hi) else f"the ratio {side(ratio, lo, hi)} its range")}

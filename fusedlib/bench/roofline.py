@@ -1057,3 +1057,27 @@ def measured_for_prefill(data: Path) -> dict:
                                    for name, want in (("part7_us", PART7_PREFILL_SHAPE),
                                                       ("part10_us", ENGINE_PREFILL_SHAPE))})
     return m
+
+
+TILE_SHAPE = ["block_m", "block_n", "block_k", "num_warps", "num_stages"]
+
+
+def measured_for_gate_up_tiles(data: Path) -> dict:
+    """What set T (the mixed step's gate_up with SiLU in its epilogue) is graded on
+    (grading.gate_up_tiles_grades): the sweep of roofline/gate_up_tiles at its newest commit,
+    cuBLAS plus the activation kernel ("cublas", its row) against the tiles kernel's timed
+    shapes ("tiles", fastest first; "best" the fastest), with how many shapes the compiler
+    rejected ("rejected"), the batch's rows and the commit. Empty without rows."""
+    sweep = _frame(data, "roofline/gate_up_tiles")
+    if not len(sweep):
+        return {}
+    sweep = sweep[sweep["git_commit"] == sweep.sort_values("timestamp")["git_commit"].iloc[-1]]
+    cublas = sweep[sweep["kernel"].str.startswith("cublas")]
+    ours = sweep[sweep["kernel"] == "tiles kernel"]
+    timed = ours[ours["us_per_call"].notna()].sort_values("us_per_call")
+    if not len(cublas) or not len(timed):
+        return {}
+    timed = timed.assign(**{c: timed[c].astype(int) for c in TILE_SHAPE})
+    return {"cublas": cublas.iloc[0], "tiles": timed.reset_index(drop=True), "best": timed.iloc[0],
+            "rejected": int(len(ours) - len(timed)), "rows": int(cublas["m"].iloc[0]),
+            "commit": cublas["git_commit"].iloc[0]}

@@ -20,11 +20,8 @@ left the reduce's dependent loads at the end of every GEMM. Here nothing reduces
 projection's only reader already reads it row by row (the next add + RMSNorm reads down
 and o_proj, the rotary kernel reads qkv), so it sums the partials as it loads them
 (`load_projection`), in split order, rounded to the model dtype as a GEMM output is.
-Batches of more than SMALL_M_MAX rows keep qkv, o_proj and down on cuBLAS, whose large-M
-tiles are near the FLOP rate. Their gate_up runs `gate_up_silu_tiles_kernel`: the same
-epilogue on ordinary BLOCK_M x BLOCK_N output tiles, because at a mixed step's 543 rows the
-activation kernel after cuBLAS is a 29 MB round trip through HBM (its output written, read
-back, the product written) that the epilogue does not make.
+Batches of more than SMALL_M_MAX rows stay on cuBLAS, whose large-M tiles are near the
+FLOP rate.
 """
 from __future__ import annotations
 
@@ -52,7 +49,7 @@ class GateUpConfig:
     sm86_stages: int = 3
 
 
-def stages_for(major: int, cfg: GateUpConfig | GateUpTilesConfig | SplitKConfig) -> int:
+def stages_for(major: int, cfg: GateUpConfig | SplitKConfig) -> int:
     """Pipeline stages on a GPU of compute capability `major`: five stages of a 64-row
     batch's gate_up tiles take 144 KB of shared memory, which Hopper has (227 KB per block)
     and an A10 (sm_86, Modal's default GPU, 99 KB) has not; `sm86_stages` fit there."""
@@ -95,77 +92,20 @@ def gate_up_silu_kernel(
              mask=n_valid[:, None] & m_valid[None, :])
 
 
-@dataclass(frozen=True)
-class GateUpTilesConfig:
-    """Launch shape of `gate_up_silu_tiles_kernel` (batches of more than SMALL_M_MAX rows)."""
-    block_m: int = 128
-    block_n: int = 64  # columns of SiLU(gate) * up per tile: 2 * block_n weight rows
-    block_k: int = 64
-    num_warps: int = 8
-    num_stages: int = 4  # on Hopper: 32 KB a stage; see `stages_for`
-    sm86_stages: int = 2
-
-
-@triton.jit(do_not_specialize=["num_rows"])
-def gate_up_silu_tiles_kernel(
-    x_ptr,  # [M, K]
-    w_ptr,  # [2I, K]: gate rows, then up rows
-    out_ptr,  # [M, I]
-    num_rows, intermediate, K, stride_x, stride_w, stride_out,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
-):
-    """One BLOCK_M x BLOCK_N tile of SiLU(gate) * up. Consecutive programs take the row
-    tiles of one column tile, so they run side by side and read its weight rows from HBM
-    once (the batch itself, a few MB, stays in L2)."""
-    dtype = out_ptr.dtype.element_ty
-    row_tiles = tl.cdiv(num_rows, BLOCK_M)
-    offs_m = (tl.program_id(0) % row_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = (tl.program_id(0) // row_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    m_valid, n_valid = offs_m < num_rows, offs_n < intermediate
-    x_rows = x_ptr + offs_m[:, None].to(tl.int64) * stride_x
-    gate_rows = w_ptr + offs_n[:, None].to(tl.int64) * stride_w
-    up_rows = gate_rows + intermediate * stride_w
-    gate = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    up = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + offs_k
-        k_valid = ks < K
-        x = tl.load(x_rows + ks[None, :], mask=m_valid[:, None] & k_valid[None, :], other=0.0)
-        w_mask = n_valid[:, None] & k_valid[None, :]
-        gate = tl.dot(x, tl.trans(tl.load(gate_rows + ks[None, :], mask=w_mask, other=0.0)), gate,
-                      input_precision=DOT_PRECISION)
-        up = tl.dot(x, tl.trans(tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0)), up,
-                    input_precision=DOT_PRECISION)
-    gate = gate.to(dtype).to(tl.float32)
-    silu = (gate / (1.0 + tl.exp(-gate))).to(dtype).to(tl.float32)
-    act = silu * up.to(dtype).to(tl.float32)
-    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_out + offs_n[None, :], act.to(dtype),
-             mask=m_valid[:, None] & n_valid[None, :])
-
-
 def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
-                 cfg: GateUpConfig = GateUpConfig(), tiles: GateUpTilesConfig = GateUpTilesConfig()
-                 ) -> torch.Tensor:
-    """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1): with `one_kernel`, one
-    launch, of `gate_up_silu_kernel` (cfg) for at most SMALL_M_MAX rows and of
-    `gate_up_silu_tiles_kernel` (tiles) for more; without, cuBLAS and the activation's own
-    kernel."""
-    if not one_kernel:
+                 cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
+    """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1): one launch of
+    `gate_up_silu_kernel` when `one_kernel` and x has at most SMALL_M_MAX rows, else
+    cuBLAS and the activation's own kernel."""
+    if not one_kernel or x.shape[0] > SMALL_M_MAX:
         return activation.silu_mul(F.linear(x, weight))
     _check(x, weight, "gate_up", "[2 * intermediate, K]", weight.shape[0] % 2 == 0)
     (rows, k), n2 = x.shape, weight.shape[0]
     out = torch.empty(rows, n2 // 2, dtype=x.dtype, device=x.device)
-    if not rows:
-        return out
-    args = (x, weight, out, rows, n2 // 2, k, x.stride(0), weight.stride(0), out.stride(0))
-    if rows <= SMALL_M_MAX:
+    if rows:
         gate_up_silu_kernel[(triton.cdiv(n2 // 2, cfg.block_n),)](
-            *args, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, **_launch(x, cfg))
-    else:
-        gate_up_silu_tiles_kernel[(triton.cdiv(rows, tiles.block_m) * triton.cdiv(n2 // 2, tiles.block_n),)](
-            *args, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, **_launch(x, tiles, tiles.block_m))
+            x, weight, out, rows, n2 // 2, k, x.stride(0), weight.stride(0), out.stride(0),
+            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, **_launch(x, cfg))
     return out
 
 
@@ -176,11 +116,10 @@ def _check(x: torch.Tensor, weight: torch.Tensor, name: str, shape: str, fits: b
                          f"{weight.dtype} ({shape}, unit last strides)")
 
 
-def _launch(x: torch.Tensor, cfg, block_m: int | None = None) -> dict:
-    """The launch arguments every kernel here takes from the batch, the dtype and the GPU:
-    BLOCK_M is `block_m`, or for the swap-AB kernels the batch padded to a tl.dot tile."""
+def _launch(x: torch.Tensor, cfg) -> dict:
+    """The launch arguments both kernels take from the batch, the dtype and the GPU."""
     major = torch.cuda.get_device_capability(x.device)[0] if x.is_cuda else 9  # the interpreter: any
-    return dict(BLOCK_M=block_m or max(16, triton.next_power_of_2(x.shape[0])),
+    return dict(BLOCK_M=max(16, triton.next_power_of_2(x.shape[0])),
                 DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
                 num_warps=cfg.num_warps, num_stages=stages_for(major, cfg))
 

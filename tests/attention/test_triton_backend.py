@@ -381,10 +381,6 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
                 BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
                 gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
-        tiles = gemm.GateUpTilesConfig()
-        compile_for_arch(gemm.gate_up_silu_tiles_kernel, dtype, dict(
-            BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, DOT_PRECISION=precision),
-            tiles.num_warps, gemm.stages_for(ARCH // 10, tiles))
         for split_k in (gemm.QKV_SPLIT_K, gemm.O_PROJ_SPLIT_K, gemm.DOWN_SPLIT_K):
             for rows in (16, 32, 64):
                 compile_for_arch(gemm.split_k_kernel, dtype, dict(

@@ -836,3 +836,47 @@ def test_gpu_test_log_reads_pytests_counts_and_exit_status(tmp_path):
         "exit status: 1\n")
     assert roofline.gpu_test_log(tmp_path, "abc") == {"passed": 4, "failed": 1, "skipped": 2, "exit_status": 1}
     assert roofline.gpu_test_log(tmp_path, "other") == {}
+
+
+def test_gate_up_tiles_sweep_reads_the_newest_commit_fastest_first(tmp_path):
+    """Hand-made sweep rows at two commits: only the newest counts, its shapes fastest first,
+    a rejected shape counted and not timed; T1 holds at 0.95x and misses at 1.2x."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    def sweep(commit, ts, cublas_us, shapes):
+        base = {"gemm": "gate_up", "m": 544, "n": 17920, "k": 1536, "copy_bandwidth_gbs": 4000.0,
+                "git_commit": commit, "timestamp": ts}
+        out = [{**base, "kernel": "cublas + silu_mul kernel", "us_per_call": cublas_us, "tflops": 500.0}]
+        for us, bm in shapes:
+            out.append({**base, "kernel": "tiles kernel", "block_m": bm, "block_n": 64, "block_k": 64, "num_warps": 8,
+                        "num_stages": 3, **({"us_per_call": us, "tflops": 400.0} if us else {"error": "OutOfResources"})})
+        return out
+
+    _write(tmp_path, "roofline/gate_up_tiles", sweep("old", "2026-12-03T10:00:00+00:00", 60.0, [(50.0, 32)]))
+    _write(tmp_path, "roofline/gate_up_tiles", sweep("new", "2026-12-03T11:00:00+00:00", 60.0,
+                                                     [(90.0, 64), (72.0, 128), (None, 256)]))
+    m = roofline.measured_for_gate_up_tiles(tmp_path)
+    assert (m["commit"], m["rows"], m["rejected"], len(m["tiles"])) == ("new", 544, 1, 2)
+    assert m["best"]["block_m"] == 128 and list(m["tiles"]["us_per_call"]) == [72.0, 90.0]
+    p = predictions.by_key()
+    assert grading.gate_up_tiles_grades(p, m)["T1"].verdict == "MISSED"  # 1.2x
+    best = m["best"].copy()
+    best["us_per_call"] = 57.0
+    assert grading.gate_up_tiles_grades(p, m | {"best": best})["T1"].verdict == "HELD"  # 0.95x
+    t = chapters.gate_up_tiles_texts(m)
+    assert (t["gt_ratio"], t["gt_best"], t["gt_worst"], t["gt_shapes"]) == ("1.20×", "72.0 µs", "90.0 µs", "2")
+    assert (t["gt_act_mb"], t["gt_act_us"], t["gt_gflop"]) == ("29 MB", "7.3 µs", "30 GFLOP")
+    assert roofline.measured_for_gate_up_tiles(tmp_path / "none") == {}
+    assert grading.gate_up_tiles_grades(p, {}) == {} and chapters.gate_up_tiles_texts({}) == {}
+
+
+def test_set_t_grades_the_committed_sweep():
+    """T1 on data/roofline/gate_up_tiles (H200, 5dbe2d6): the best tiles shape 1.21x cuBLAS and
+    the activation kernel, above the predicted 0.90-1.10."""
+    from fusedlib.bench import grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.measured_for_gate_up_tiles(DATA)
+    assert (m["commit"], m["rows"]) == ("5dbe2d6", 544)
+    g = grading.gate_up_tiles_grades(predictions.by_key(), m)["T1"]
+    assert g.verdict == "MISSED" and "above its range" in g.why
