@@ -147,6 +147,16 @@ CENSUS_CONFIGS = [
 ]
 
 
+def _engine_prefill_shape() -> tuple[int, int, int, int]:
+    """Part 10's packed-kernel launch shape (BLOCK_M, BLOCK_N, warps, stages), from the backend
+    (fusedlib.bench.roofline writes it out for pages, and imports IPython, which a GPU image
+    need not have)."""
+    from fusedlib.attention.triton_backend import PackedConfig
+
+    c = PackedConfig()
+    return c.block_m, c.block_n, c.num_warps, c.num_stages
+
+
 def _sync(device) -> None:
     if str(device).startswith("cuda"):
         import torch
@@ -770,9 +780,7 @@ class Bench:
     def prefill_group(self) -> None:
         """The same cases with the GQA group packed into a tile's rows (PackedConfig.pack_group)
         over a sweep of its launch shapes, beside part 10's one-head shape."""
-        from fusedlib.bench.roofline import ENGINE_PREFILL_SHAPE
-
-        self._prefill_sweep("prefill_group", [(*ENGINE_PREFILL_SHAPE, False)] + [
+        self._prefill_sweep("prefill_group", [(*_engine_prefill_shape(), False)] + [
             (*shape, True) for shape in (PREFILL_GROUP_SWEEP if self.on_gpu else SMOKE_PREFILL_GROUP_SWEEP)])
 
     def _prefill_sweep(self, section: str, sweep: list) -> None:
@@ -784,7 +792,7 @@ class Bench:
         from fusedlib.attention.triton_kernels import packed_attention_kernel
         from fusedlib.attention.base import chunk_spans
         from fusedlib.bench.kernels import _median_ms, prefill_case
-        from fusedlib.bench.roofline import ENGINE_PREFILL_SHAPE
+        engine_shape = _engine_prefill_shape()
 
         cfg, dev, p = self.model.config, self.device, self.p
         scale = cfg.head_dim ** -0.5
@@ -842,7 +850,7 @@ class Bench:
         for case in cases:
             mine = [r for r in out if r["case"] == case and "median_ms" in r and "kernel" not in r]
             today = next((r for r in mine if (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
-                          == ENGINE_PREFILL_SHAPE and not r["pack_group"]), None)
+                          == engine_shape and not r["pack_group"]), None)
             best = min(mine, key=lambda r: r["median_ms"], default=None)
             if today and best:
                 self.summary.append((f"{section} {case}",
