@@ -30,8 +30,6 @@ and the other sections still run):
   prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
                  launch shapes (BLOCK_M, BLOCK_N, warps, stages), L2 flushed; TFLOP/s of the
                  causal work, beside torch's SDPA on the first chunk
-  prefill_group  the same with each tile's rows the GQA group's heads (pack_group), over a
-                 sweep of its shapes, beside part 10's one-head shape
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -100,10 +98,6 @@ SMOKE_FLUSH_SWEEP = [(16, 2, 4, 2), (16, 8, 4, 3)]
 PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
                  for block_n in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
-# With the GQA group packed into the rows (6 heads: 64 rows hold 10 positions, 128 hold 21).
-PREFILL_GROUP_SWEEP = [(block_m, block_n, warps, stages) for block_m in (64, 128) for block_n in (32, 64, 128)
-                       for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
-SMOKE_PREFILL_GROUP_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -151,10 +145,10 @@ def _engine_prefill_shape() -> tuple[int, int, int, int]:
     """Part 10's packed-kernel launch shape (BLOCK_M, BLOCK_N, warps, stages), from the backend
     (fusedlib.bench.roofline writes it out for pages, and imports IPython, which a GPU image
     need not have)."""
-    from fusedlib.attention.triton_backend import PackedConfig
+    from fusedlib.attention.triton_backend import BLOCK_M, PackedConfig
 
     c = PackedConfig()
-    return c.block_m, c.block_n, c.num_warps, c.num_stages
+    return BLOCK_M, c.block_n, c.num_warps, c.num_stages
 
 
 def _sync(device) -> None:
@@ -774,18 +768,6 @@ class Bench:
         flushed: a 512-token first chunk, a 512-token chunk after 1,024 cached tokens, and
         the setup's mixed step's own chunks. FLOP counted causally (each query against the
         keys it sees); torch's SDPA (flash) on the first chunk, dense, as an anchor."""
-        self._prefill_sweep("prefill", [(*shape, False) for shape in
-                                        (PREFILL_SWEEP if self.on_gpu else SMOKE_PREFILL_SWEEP)])
-
-    def prefill_group(self) -> None:
-        """The same cases with the GQA group packed into a tile's rows (PackedConfig.pack_group)
-        over a sweep of its launch shapes, beside part 10's one-head shape."""
-        self._prefill_sweep("prefill_group", [(*_engine_prefill_shape(), False)] + [
-            (*shape, True) for shape in (PREFILL_GROUP_SWEEP if self.on_gpu else SMOKE_PREFILL_GROUP_SWEEP)])
-
-    def _prefill_sweep(self, section: str, sweep: list) -> None:
-        """Rows of `section`: the packed kernel at each (BLOCK_M, BLOCK_N, warps, stages,
-        pack_group) of `sweep` on each chunk case."""
         torch = self.torch
         from fusedlib.attention.torch_backend import TorchAttention
         from fusedlib.attention.triton_backend import LOG2E, _dot_precision
@@ -798,7 +780,7 @@ class Bench:
         scale = cfg.head_dim ** -0.5
         chunk = p["chunk"]
         scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
-        group = cfg.num_heads // cfg.num_kv_heads
+        sweep = PREFILL_SWEEP if self.on_gpu else SMOKE_PREFILL_SWEEP
         gen = torch.Generator(device=dev).manual_seed(2)
         meta = self.mixed_batch.meta.prefill
         setup_chunks = [(int(meta.positions[s]), e - s) for s, e in chunk_spans(meta)]
@@ -812,22 +794,21 @@ class Bench:
             pairs = sum(n * cached + n * (n + 1) // 2 for cached, n in chunks)
             flop = 4 * pairs * cfg.num_heads * cfg.head_dim
             expected = TorchAttention().prefill(q, k, v, m, scale)
-            for block_m, block_n, warps, stages, pack in sweep:
+            for block_m, block_n, warps, stages in sweep:
                 row = {"case": case, "tokens": q.shape[0], "flop": flop, "block_m": block_m,
-                       "block_n": block_n, "num_warps": warps, "num_stages": stages, "pack_group": pack}
-                height = block_m // group if pack else block_m
-                starts = torch.arange(0, q.shape[0], height, dtype=torch.int32)
-                tiles = torch.stack([starts, torch.clamp(starts + height, max=q.shape[0])], 1).to(dev)
+                       "block_n": block_n, "num_warps": warps, "num_stages": stages}
+                starts = torch.arange(0, q.shape[0], block_m, dtype=torch.int32)
+                tiles = torch.stack([starts, torch.clamp(starts + block_m, max=q.shape[0])], 1).to(dev)
                 o = torch.empty_like(q)
 
                 def call():
-                    packed_attention_kernel[(tiles.shape[0], cfg.num_kv_heads if pack else cfg.num_heads)](
+                    packed_attention_kernel[(tiles.shape[0], cfg.num_heads)](
                         q, k, v, o, tiles, m.token_seq, m.positions, m.block_tables, m.block_tables,
                         scale * LOG2E, q.stride(0), q.stride(1), o.stride(0), o.stride(1),
                         k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
                         m.block_tables.stride(0), GROUP=cfg.num_heads // cfg.num_kv_heads,
                         HEAD_DIM=cfg.head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
-                        KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False, PACK_GROUP=pack,
+                        KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False,
                         DOT_PRECISION=_dot_precision(q.dtype), num_warps=warps, num_stages=stages)
                 try:
                     call()
@@ -837,7 +818,7 @@ class Bench:
                 except Exception as exc:  # a launch shape the compiler rejects is a result
                     row["error"] = repr(exc)[:300]
                 out.append(row)
-            if case == "first chunk" and self.on_gpu and section == "prefill":
+            if case == "first chunk" and self.on_gpu:
                 n = q.shape[0]
                 dense = [torch.randn(1, h, n, cfg.head_dim, generator=gen, device=dev).to(self.dtype)
                          for h in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads)]
@@ -846,18 +827,17 @@ class Bench:
                 ms = _median_ms(sdpa, dev, p["iters"], scratch)
                 out.append({"case": case, "tokens": n, "flop": flop, "kernel": "torch sdpa (dense, causal)",
                             "median_ms": ms, "tflops": flop / ms / 1e9})
-        self.write(section, out)
+        self.write("prefill", out)
         for case in cases:
             mine = [r for r in out if r["case"] == case and "median_ms" in r and "kernel" not in r]
             today = next((r for r in mine if (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
-                          == engine_shape and not r["pack_group"]), None)
+                          == engine_shape), None)
             best = min(mine, key=lambda r: r["median_ms"], default=None)
             if today and best:
-                self.summary.append((f"{section} {case}",
+                self.summary.append((f"prefill {case}",
                                      f"today {today['median_ms'] * 1e3:.1f} us ({today['tflops']:.0f} TFLOP/s), best "
                                      f"{best['median_ms'] * 1e3:.1f} us (M{best['block_m']} N{best['block_n']} "
-                                     f"{best['num_warps']}w{best['num_stages']}s{' group' * best['pack_group']}, "
-                                     f"{best['tflops']:.0f} TFLOP/s)"))
+                                     f"{best['num_warps']}w{best['num_stages']}s)"))
 
     # ---- (d) GEMM rate and launch cost --------------------------------------------------
     def gemm(self) -> None:
@@ -990,8 +970,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,prefill_group,"
-                        "gemm,gate_up,split_k,wall_gap,loop")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap,loop")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")

@@ -50,10 +50,10 @@ def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _tile_table(layout: str, num_tokens: int, device: torch.device, height: int = BLOCK_M) -> torch.Tensor:
-    """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive `height`-position
+def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
+    """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
     tiles, 'rows' = one single-position tile per token."""
-    height = height if layout == "packed" else 1
+    height = BLOCK_M if layout == "packed" else 1
     starts = torch.arange(0, num_tokens, height, dtype=torch.int32)
     return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
@@ -89,14 +89,6 @@ class PackedConfig:
     block_n: int = 128
     num_warps: int = 4
     num_stages: int = 2
-    block_m: int = BLOCK_M  # MMA rows of a query tile
-    # Rows are (position, query head) of one KV head's GQA group, BLOCK_M // GROUP positions a
-    # tile, so a K/V tile read from L2 serves the group's heads at once instead of one.
-    pack_group: bool = False
-
-    def tile_positions(self, group: int) -> int:
-        """Positions per query tile for a GQA group of `group` query heads."""
-        return self.block_m // group if self.pack_group else self.block_m
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
@@ -179,22 +171,20 @@ class TritonAttention:
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
-        num_heads, head_dim = q.shape[1], q.shape[2]
-        group, cfg = num_heads // k_cache.shape[2], self.packed
-        if cfg.tile_positions(group) < 1:
-            raise ValueError(f"block_m {cfg.block_m} holds no whole position of a {group}-head group")
-        tiles = _tile_table(layout, q.shape[0], q.device, cfg.tile_positions(group))
+        tiles = _tile_table(layout, q.shape[0], q.device)
         decode_rows = isinstance(meta, DecodeMeta)
         block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
         token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
                                               else (meta.token_seq, meta.positions, block_tables))
-        packed_attention_kernel[(tiles.shape[0], k_cache.shape[2] if cfg.pack_group else num_heads)](
+        num_heads, head_dim = q.shape[1], q.shape[2]
+        packed_attention_kernel[(tiles.shape[0], num_heads)](
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
-            GROUP=group, HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-            KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows, DOT_PRECISION=_dot_precision(q.dtype),
-            PACK_GROUP=cfg.pack_group, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
+            BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
+            num_stages=self.packed.num_stages,
         )
         return out
 

@@ -2,11 +2,8 @@
 
 Two kernels and a reduce:
 
-* `packed_attention_kernel`: one program per (query tile, query head), or with PACK_GROUP
-  per (query tile, KV head). A query tile is a range [start, end) of packed positions, read
-  from a tile table: at most BLOCK_M positions of one head, or with PACK_GROUP at most
-  BLOCK_M // GROUP positions times the GQA group's GROUP query heads, one MMA row per
-  (position, head), so each K/V tile read serves the whole group.
+* `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
+  range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
   With consecutive BLOCK_M-position tiles ("packed" layout) a tile may span several
   requests; the program then walks every request it touches, one after the other, over
   that request's KV blocks. With one tile per decode request ("rows" layout) each program
@@ -60,24 +57,15 @@ def packed_attention_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
-    PACK_GROUP: tl.constexpr,  # rows are (position, head) of a KV head's group; grid dim 1 is KV heads
 ):
     tile = tl.program_id(0)
+    head = tl.program_id(1)
+    kv_head = head // GROUP
+
     tile_start = tl.load(tile_ranges_ptr + 2 * tile)
     tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
-    rows = tl.arange(0, BLOCK_M)
-    if PACK_GROUP:
-        # Row r is position r // GROUP of the tile, query head r % GROUP of the group; the
-        # rows past the last whole position (BLOCK_M not a multiple of GROUP) stay masked.
-        kv_head = tl.program_id(1)
-        offs_m = tile_start + rows // GROUP
-        row_head = kv_head * GROUP + rows % GROUP
-        row_valid = (rows < (BLOCK_M // GROUP) * GROUP) & (offs_m < tile_end)
-    else:
-        kv_head = tl.program_id(1) // GROUP
-        offs_m = tile_start + rows
-        row_head = tl.zeros([BLOCK_M], tl.int32) + tl.program_id(1)
-        row_valid = offs_m < tile_end
+    offs_m = tile_start + tl.arange(0, BLOCK_M)
+    row_valid = offs_m < tile_end
     if DECODE_ROWS:
         row_seq = tl.where(row_valid, offs_m, -1)
         row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
@@ -90,7 +78,7 @@ def packed_attention_kernel(
         last_seq = tl.load(token_seq_ptr + tile_end - 1)
 
     offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + row_head[:, None] * stride_q_head
+    q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
                 + offs_d[None, :], mask=row_valid[:, None], other=0.0)
 
     m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
@@ -133,7 +121,7 @@ def packed_attention_kernel(
 
     # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
     out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + row_head[:, None] * stride_o_head
+    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
              + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
 
 

@@ -373,15 +373,15 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # its appendix, book/last_kernels.md.
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
-PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET = "R", "S", "T"
+PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET = "R", "S", "T", "U"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to T, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to U, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
-                                     LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET))]
+                                     LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -430,6 +430,10 @@ def prefill_predictions() -> list:
 
 def gate_up_tiles_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(TILES_SET)]
+
+
+def prefill_group_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(GROUP_ROWS_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -490,16 +494,17 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
-    ts = rf.measured_for_gate_up_tiles(data)
+    ts, us = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
               | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs)
-              | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts))
+              | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts)
+              | gr.prefill_group_grades(by_key(), us))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
-                    | prefill_texts(rs) | gate_up_tiles_texts(ts))
+                    | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -625,6 +630,26 @@ def gate_up_tiles_texts(m: dict) -> dict[str, str]:
             # at the copy rate, and the GEMM's work
             "gt_act_mb": f"{act_bytes / 1e6:.0f} MB", "gt_act_us": f"{act_bytes / cublas['copy_bandwidth_gbs'] / 1e3:.1f} µs",
             "gt_gflop": f"{2 * cublas['m'] * cublas['n'] * cublas['k'] / 1e9:.0f} GFLOP"}
+
+
+def prefill_group_texts(m: dict) -> dict[str, str]:
+    """Set U's section (roofline.measured_for_prefill_group), prefix "pg": per chunk case
+    ("first", "long"), the one-head shape's and the best group-packed shape's µs, the latter's
+    shape and TFLOP/s, their ratio; the group shapes timed; the commit."""
+    if "cases" not in m:
+        return {}
+    t = {"pg_commit": m["commit"]}
+    for key, case in (("first", "first chunk"), ("long", "chunk after 2 chunks")):
+        if case not in m["cases"].index:
+            continue
+        c = m["cases"].loc[case]
+        block_m, block_n, warps, stages = c["group_shape"]
+        t |= {f"pg_{key}_one": f"{c['one_head_us']:.1f} µs", f"pg_{key}_group": f"{c['group_us']:.1f} µs",
+              f"pg_{key}_ratio": f"{c['group_us'] / c['one_head_us']:.2f}×",
+              f"pg_{key}_tflops": f"{c['group_tflops']:.0f} TFLOP/s",
+              f"pg_{key}_shape": f"{block_m} rows, {block_n} keys, {warps} warps, {stages} stages",
+              "pg_shapes": f"{int(c['shapes'])}"}
+    return t
 
 
 def prefill_texts(m: dict) -> dict[str, str]:

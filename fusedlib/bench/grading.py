@@ -998,3 +998,23 @@ def gate_up_tiles_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     return {"T1": Grade(f"best tiles shape {best['us_per_call']:.1f} µs against {cublas['us_per_call']:.1f} µs a "
                         f"layer at {m['rows']} rows ({ratio:.2f}×)", verdict(_in(ratio, lo, hi)),
                         "inside the range" if _in(ratio, lo, hi) else f"the ratio {side(ratio, lo, hi)} its range")}
+
+
+def prefill_group_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """U1 (the chunk after 1,024 cached keys) and U2 (the fresh first chunk) on
+    fusedlib.bench.roofline.measured_for_prefill_group: the best group-packed shape's time over
+    the one-head shape's."""
+    if "cases" not in m:
+        return {}
+    out = {}
+    for key, case in (("U1", "chunk after 2 chunks"), ("U2", "first chunk")):
+        if case not in m["cases"].index:
+            continue
+        c = m["cases"].loc[case]
+        ratio = c["group_us"] / c["one_head_us"]
+        bounds = p[key].range(0)
+        lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else bounds  # "at most x" or "between x and y"
+        out[key] = Grade(f"{case}: group-packed {c['group_us']:.1f} µs against one head's {c['one_head_us']:.1f} µs "
+                         f"({ratio:.2f}×)", verdict(_in(ratio, lo, hi)),
+                         "inside the range" if _in(ratio, lo, hi) else f"the ratio {side(ratio, lo, hi)} its range")
+    return out

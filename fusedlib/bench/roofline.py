@@ -1081,3 +1081,32 @@ def measured_for_gate_up_tiles(data: Path) -> dict:
     return {"cublas": cublas.iloc[0], "tiles": timed.reset_index(drop=True), "best": timed.iloc[0],
             "rejected": int(len(ours) - len(timed)), "rows": int(cublas["m"].iloc[0]),
             "commit": cublas["git_commit"].iloc[0]}
+
+
+def measured_for_prefill_group(data: Path) -> dict:
+    """What set U (the prefill kernel with the GQA group in its rows) is graded on
+    (grading.prefill_group_grades): the sweep of roofline/prefill_group at its newest commit,
+    per chunk case ("cases", indexed by case): part 10's one-head shape ("one_head_us") and
+    the fastest group-packed shape ("group_us", "group_shape", "group_tflops"), the number of
+    group shapes timed ("shapes") and the commit. Empty without rows."""
+    sweep = _frame(data, "roofline/prefill_group")
+    if not len(sweep):
+        return {}
+    sweep = sweep[(sweep["git_commit"] == sweep.sort_values("timestamp")["git_commit"].iloc[-1])
+                  & sweep["median_ms"].notna()]
+    shape = sweep[["block_m", "block_n", "num_warps", "num_stages"]].astype(int).apply(tuple, axis=1)
+    group = sweep["pack_group"].astype(bool)
+    out = []
+    for case in sweep["case"].unique():
+        mine = sweep["case"] == case
+        one = sweep[mine & ~group & (shape == ENGINE_PREFILL_SHAPE)]
+        packed = sweep[mine & group]
+        if not len(one) or not len(packed):
+            continue
+        best = packed.loc[packed["median_ms"].idxmin()]
+        out.append({"case": case, "one_head_us": one["median_ms"].iloc[0] * 1e3,
+                    "group_us": best["median_ms"] * 1e3, "group_tflops": best["tflops"],
+                    "group_shape": shape[best.name], "shapes": len(packed)})
+    if not out:
+        return {}
+    return {"cases": pd.DataFrame(out).set_index("case"), "commit": sweep["git_commit"].iloc[0]}

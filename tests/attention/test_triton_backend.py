@@ -16,7 +16,7 @@ import torch
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
-from fusedlib.attention.triton_backend import BLOCK_M, PackedConfig, SplitKVConfig, TritonAttention
+from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
 from fusedlib.attention.triton_kernels import NEG_BIG
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
@@ -127,34 +127,6 @@ def test_prefill_gqa_grouping(num_heads, num_kv_heads):
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     actual = TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(actual, expected, torch.float32)
-
-
-GROUP_PACKED = {  # rows the GQA group's heads: the real model's 6 heads leave rows over (64 = 10 x 6 + 4)
-    "64 rows": PackedConfig(block_m=64, block_n=64, pack_group=True),
-    "16 rows, 16 keys": PackedConfig(block_m=16, block_n=16, pack_group=True),
-}
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
-@pytest.mark.parametrize("config", GROUP_PACKED)
-@pytest.mark.parametrize("chunks", [MIXED_CHUNKS, TINY_CHUNKS], ids=["mixed", "tiny"])
-def test_prefill_with_the_group_packed_into_rows_matches_torch(chunks, config, num_heads, num_kv_heads, dtype):
-    """Tiles of (position, head) rows, whole groups or rows left over, spanning requests and
-    several key iterations, against the torch reference; the "rows" decode layout too."""
-    backend = TritonAttention(packed=GROUP_PACKED[config])
-    q, k_cache, v_cache, meta = make_prefill(chunks, num_heads, num_kv_heads, dtype, 3)
-    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
-    assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-    q, k_cache, v_cache, meta = make_decode([1, 17, 40], num_heads, num_kv_heads, dtype)
-    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-
-
-def test_a_tile_too_short_for_one_group_is_refused():
-    q, k_cache, v_cache, meta = make_prefill([(0, 5)], 12, 2, torch.float32)
-    with pytest.raises(ValueError, match="no whole position of a 6-head group"):
-        TritonAttention(packed=PackedConfig(block_m=4, pack_group=True)).prefill(q, k_cache, v_cache, meta, SCALE)
 
 
 DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
@@ -419,12 +391,12 @@ GPU_COMPILE = textwrap.dedent("""
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
                 KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
-        for packed in (PackedConfig(), PART7_PACKED, PackedConfig(block_m=128, pack_group=True)):
+        for packed in (PackedConfig(), PART7_PACKED):
             for decode_rows in (False, True):
                 compile_for_arch(K.packed_attention_kernel, dtype, dict(
-                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=packed.block_m, BLOCK_N=packed.block_n,
-                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision,
-                    PACK_GROUP=packed.pack_group), packed.num_warps, packed.num_stages)
+                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=packed.block_n,
+                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision),
+                    packed.num_warps, packed.num_stages)
         for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,

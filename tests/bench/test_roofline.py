@@ -880,3 +880,54 @@ def test_set_t_grades_the_committed_sweep():
     assert (m["commit"], m["rows"]) == ("5dbe2d6", 544)
     g = grading.gate_up_tiles_grades(predictions.by_key(), m)["T1"]
     assert g.verdict == "MISSED" and "above its range" in g.why
+
+
+def test_prefill_group_sweep_compares_the_best_packed_shape_with_one_head(tmp_path):
+    """Hand-made rows: only the newest commit counts; per case part 10's one-head shape against
+    the fastest group-packed one; U1 ("at most 0.75") and U2 ("between 0.80 and 1.20") graded."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    def sweep(commit, ts, one, packed):
+        out = []
+        for case, (one_us, group) in {"first chunk": (one, packed[0]), "chunk after 2 chunks": (one, packed[1])}.items():
+            out.append({"case": case, "block_m": 32, "block_n": 128, "num_warps": 4, "num_stages": 2,
+                        "pack_group": False, "median_ms": one_us / 1e3, "tflops": 80.0, "git_commit": commit,
+                        "timestamp": ts})
+            out.append({"case": case, "block_m": 32, "block_n": 64, "num_warps": 4, "num_stages": 2,
+                        "pack_group": False, "median_ms": one_us / 2e3, "tflops": 90.0, "git_commit": commit,
+                        "timestamp": ts})  # a faster one-head shape: not part 10's, not compared
+            for us, block_m in ((group, 64), (group * 2, 128)):
+                out.append({"case": case, "block_m": block_m, "block_n": 128, "num_warps": 4, "num_stages": 3,
+                            "pack_group": True, "median_ms": us / 1e3, "tflops": 70.0, "git_commit": commit,
+                            "timestamp": ts})
+        return out
+
+    _write(tmp_path, "roofline/prefill_group", sweep("old", "2026-12-03T10:00:00+00:00", 40.0, (1.0, 1.0)))
+    _write(tmp_path, "roofline/prefill_group", sweep("new", "2026-12-03T11:00:00+00:00", 40.0, (44.0, 28.0)))
+    m = roofline.measured_for_prefill_group(tmp_path)
+    assert m["commit"] == "new"
+    assert m["cases"].loc["chunk after 2 chunks", "group_shape"] == (64, 128, 4, 3)
+    p = predictions.by_key()
+    g = grading.prefill_group_grades(p, m)
+    assert (g["U1"].verdict, g["U2"].verdict) == ("HELD", "HELD")  # 0.70x; 1.10x
+    cases = m["cases"].copy()
+    cases.loc["chunk after 2 chunks", "group_us"] = 32.0  # 0.80x
+    cases.loc["first chunk", "group_us"] = 50.0  # 1.25x
+    g = grading.prefill_group_grades(p, m | {"cases": cases})
+    assert (g["U1"].verdict, g["U2"].verdict) == ("MISSED", "MISSED")
+    t = chapters.prefill_group_texts(m)
+    assert (t["pg_long_ratio"], t["pg_first_ratio"], t["pg_shapes"]) == ("0.70×", "1.10×", "2")
+    assert roofline.measured_for_prefill_group(tmp_path / "none") == {}
+    assert grading.prefill_group_grades(p, {}) == {} and chapters.prefill_group_texts({}) == {}
+
+
+def test_set_u_grades_the_committed_sweep():
+    """U1 and U2 on data/roofline/prefill_group (H200, ce79562): the group in the rows 1.03x
+    the one-head shape on the long chunk (U1 missed), 1.07x on the first (U2 held)."""
+    from fusedlib.bench import grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.measured_for_prefill_group(DATA)
+    assert m["commit"] == "ce79562"
+    g = grading.prefill_group_grades(predictions.by_key(), m)
+    assert (g["U1"].verdict, g["U2"].verdict) == ("MISSED", "HELD")
