@@ -89,6 +89,7 @@ class PackedConfig:
     block_n: int = 128
     num_warps: int = 4
     num_stages: int = 2
+    v_with_k: bool = False  # each V tile requested beside its K tile (see the kernel)
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
@@ -183,8 +184,8 @@ class TritonAttention:
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
-            num_stages=self.packed.num_stages,
+            DOT_PRECISION=_dot_precision(q.dtype), V_WITH_K=self.packed.v_with_k,
+            num_warps=self.packed.num_warps, num_stages=self.packed.num_stages,
         )
         return out
 
