@@ -154,6 +154,11 @@ class EngineConfig:
         chosen = {name: base[name] if getattr(self, name) is None else getattr(self, name) for name in base}
         if self.cuda_graphs is None:
             chosen["cuda_graphs"] &= chosen["attention"] != "torch"
+            asked = [name for name in ("graph_chunks", "whole_graphs") if getattr(self, name)]
+            if asked and not chosen["cuda_graphs"]:  # say why graphs are off, not only that they are
+                why = "a CPU model" if device_type != "cuda" else "the torch attention backend"
+                raise ValueError(f"{asked[0]}=True needs CUDA graphs, which are off for {why}; graphs run on "
+                                 f"a CUDA model with a Triton backend")
         if self.whole_graphs is None:
             chosen["whole_graphs"] &= chosen["cuda_graphs"] and not self.graph_chunks
         return replace(self, **chosen)

@@ -174,8 +174,12 @@ def test_graphs_for_prompt_chunks_need_decode_graphs():
     with pytest.raises(ValueError, match="whole_graphs .* needs cuda_graphs"):
         EngineConfig(whole_graphs=True, cuda_graphs=False)
     EngineConfig(graph_chunks=True)  # cuda_graphs unset: decided by the device
-    with pytest.raises(ValueError, match="graph_chunks .* needs cuda_graphs"):
-        Engine(tiny_model(), graph_chunks=True)  # and on a CPU it resolves off
+    # Resolved off, the error names the cause: the device, or the torch backend.
+    with pytest.raises(ValueError, match="graph_chunks=True needs CUDA graphs, which are off for a CPU model"):
+        Engine(tiny_model(), graph_chunks=True)
+    with pytest.raises(ValueError, match="whole_graphs=True needs CUDA graphs, .* the torch attention backend"):
+        EngineConfig(whole_graphs=True, attention="torch").for_device("cuda")
+    assert EngineConfig(graph_chunks=True).for_device("cuda").cuda_graphs
 
 
 def test_unset_settings_take_the_devices_path():

@@ -373,15 +373,16 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 # its appendix, book/last_kernels.md.
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
-PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET = "R", "S", "T", "U"
+PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET = "R", "S", "T", "U", "V"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to U, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to V, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
-                                     LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET))]
+                                     LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
+                                     V_LOAD_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -434,6 +435,10 @@ def gate_up_tiles_predictions() -> list:
 
 def prefill_group_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(GROUP_ROWS_SET)]
+
+
+def prefill_v_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(V_LOAD_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
@@ -494,17 +499,17 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ls, ms = rf.measured_for_set_l(data), rf.measured_for_set_m(data)
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
-    ts, us = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data)
+    ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
               | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs)
               | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts)
-              | gr.prefill_group_grades(by_key(), us))
+              | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
-                    | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us))
+                    | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -649,6 +654,21 @@ def prefill_group_texts(m: dict) -> dict[str, str]:
               f"pg_{key}_tflops": f"{c['group_tflops']:.0f} TFLOP/s",
               f"pg_{key}_shape": f"{block_m} rows, {block_n} keys, {warps} warps, {stages} stages",
               "pg_shapes": f"{int(c['shapes'])}"}
+    return t
+
+
+def prefill_v_texts(m: dict) -> dict[str, str]:
+    """Set V's section (roofline.measured_for_prefill_v), prefix "pv": per chunk case ("first",
+    "long") and keys an iteration (128, 64), V after the softmax and beside K in µs, their ratio
+    and the range of one alternation's; the alternations; the commit."""
+    if "cases" not in m:
+        return {}
+    t = {"pv_commit": m["commit"]}
+    for (case, block_n), c in m["cases"].iterrows():
+        key = f"pv_{'first' if case == 'first chunk' else 'long' if case == 'chunk after 2 chunks' else 'setup'}_{block_n}"
+        t |= {f"{key}_after": f"{c['after_us']:.1f} µs", f"{key}_beside": f"{c['beside_us']:.1f} µs",
+              f"{key}_ratio": f"{c['ratio']:.2f}×", f"{key}_pairs": f"{c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}×",
+              "pv_repeats": f"{int(c['repeats'])}"}
     return t
 
 

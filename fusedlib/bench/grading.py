@@ -1018,3 +1018,23 @@ def prefill_group_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                          f"({ratio:.2f}×)", verdict(_in(ratio, lo, hi)),
                          "inside the range" if _in(ratio, lo, hi) else f"the ratio {side(ratio, lo, hi)} its range")
     return out
+
+
+def prefill_v_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """V1 (the chunk after 1,024 cached keys) and V2 (the fresh first chunk) on
+    fusedlib.bench.roofline.measured_for_prefill_v at part 10's 128 keys: V beside K's median
+    time over V after the softmax's."""
+    if "cases" not in m:
+        return {}
+    out = {}
+    for key, case in (("V1", "chunk after 2 chunks"), ("V2", "first chunk")):
+        if (case, 128) not in m["cases"].index:
+            continue
+        c = m["cases"].loc[(case, 128)]
+        bounds = p[key].range(0)
+        lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else bounds  # "at most x" or "between x and y"
+        ok = _in(c["ratio"], lo, hi)
+        out[key] = Grade(f"{case}: {c['after_us']:.1f} -> {c['beside_us']:.1f} µs ({c['ratio']:.2f}×; pairs "
+                         f"{c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}× over {int(c['repeats'])} alternations)",
+                         verdict(ok), "inside the range" if ok else f"the ratio {side(c['ratio'], lo, hi)} its range")
+    return out

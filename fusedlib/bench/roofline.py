@@ -1003,6 +1003,9 @@ def gpu_test_log(data: Path, commit: str) -> dict:
             "exit_status": int(status[1]) if status else None}
 
 
+PREFILL_SWEEP_COMMIT = "d5b8aa9"  # the prefill sweep set R was written on (its premise's figures)
+
+
 def measured_for_prefill(data: Path) -> dict:
     """What set R (128 keys per prefill iteration in part 10's backends, and the engine's device
     defaults) is graded on (grading.prefill_grades): the A/B census lease of roofline/prefill_ab
@@ -1049,9 +1052,10 @@ def measured_for_prefill(data: Path) -> dict:
         m["peer_steps"] = ours[["repeat", "wall_s", "n_mixed_steps", "total_mixed_step_s", "n_decode_steps",
                                 "total_decode_step_s"]].median()
     sweep = _frame(data, "roofline/prefill")
-    if len(sweep):  # the isolated sweep's two shapes, per chunk case (its latest commit)
-        sweep = sweep[(sweep["git_commit"] == sweep.sort_values("timestamp")["git_commit"].iloc[-1])
-                      & sweep["median_ms"].notna() & sweep["block_m"].notna()]
+    if len(sweep):  # the isolated sweep's two shapes, per chunk case, from the run set R's premise cites
+        sweep = sweep[(sweep["git_commit"] == PREFILL_SWEEP_COMMIT) & sweep["median_ms"].notna()
+                      & sweep["block_m"].notna()]
+    if len(sweep):
         shape = sweep[["block_m", "block_n", "num_warps", "num_stages"]].astype(int).apply(tuple, axis=1)
         m["sweep"] = pd.DataFrame({name: sweep[shape == want].set_index("case")["median_ms"] * 1e3
                                    for name, want in (("part7_us", PART7_PREFILL_SHAPE),
@@ -1110,3 +1114,27 @@ def measured_for_prefill_group(data: Path) -> dict:
     if not out:
         return {}
     return {"cases": pd.DataFrame(out).set_index("case"), "commit": sweep["git_commit"].iloc[0]}
+
+
+def measured_for_prefill_v(data: Path) -> dict:
+    """What set V (each V tile requested beside its K tile in the packed kernel) is graded on
+    (grading.prefill_v_grades): roofline/prefill_v at its newest commit, per (case, BLOCK_N) of
+    the shapes it ran ("cases"): the medians over the alternations of V after the softmax
+    ("after_us") and beside K ("beside_us"), their ratio, and the lowest and highest ratio of one
+    alternation's pair ("ratio_lo", "ratio_hi"); the alternations ("repeats") and the commit."""
+    runs = _frame(data, "roofline/prefill_v")
+    if not len(runs):
+        return {}
+    runs = runs[(runs["git_commit"] == runs.sort_values("timestamp")["git_commit"].iloc[-1]) & runs["median_ms"].notna()]
+    out = []
+    for (case, block_n), g in runs.groupby(["case", "block_n"], sort=False):
+        by = g.assign(us=g["median_ms"] * 1e3).pivot_table(index="repeat", columns="v_with_k", values="us")
+        if not {False, True} <= set(by.columns):
+            continue
+        pair = by[True] / by[False]
+        out.append({"case": case, "block_n": int(block_n), "after_us": by[False].median(),
+                    "beside_us": by[True].median(), "ratio": by[True].median() / by[False].median(),
+                    "ratio_lo": pair.min(), "ratio_hi": pair.max(), "repeats": len(by)})
+    if not out:
+        return {}
+    return {"cases": pd.DataFrame(out).set_index(["case", "block_n"]), "commit": runs["git_commit"].iloc[0]}

@@ -931,3 +931,42 @@ def test_set_u_grades_the_committed_sweep():
     assert m["commit"] == "ce79562"
     g = grading.prefill_group_grades(predictions.by_key(), m)
     assert (g["U1"].verdict, g["U2"].verdict) == ("MISSED", "HELD")
+
+
+def test_prefill_v_pairs_the_two_load_orders_per_alternation(tmp_path):
+    """Hand-made rows: the newest commit only; per (case, keys) the medians of each order over
+    the alternations, their ratio and the pairs' range; V1 ("at most 0.90") and V2 ("between
+    0.75 and 0.95") graded at 128 keys."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    def run(commit, ts, after, beside):
+        out = []
+        for case in ("first chunk", "chunk after 2 chunks"):
+            for repeat, noise in enumerate((1.0, 1.1, 0.9)):
+                for block_n in (128, 64):
+                    for v_with_k, us in ((False, after * noise), (True, beside[case] * noise)):
+                        out.append({"case": case, "block_m": 32, "block_n": block_n, "num_warps": 4,
+                                    "num_stages": 2, "v_with_k": v_with_k, "repeat": repeat, "median_ms": us / 1e3,
+                                    "git_commit": commit, "timestamp": ts})
+        return out
+
+    _write(tmp_path, "roofline/prefill_v", run("old", "2026-12-03T10:00:00+00:00", 40.0,
+                                               {"first chunk": 1.0, "chunk after 2 chunks": 1.0}))
+    _write(tmp_path, "roofline/prefill_v", run("new", "2026-12-03T11:00:00+00:00", 40.0,
+                                               {"first chunk": 34.0, "chunk after 2 chunks": 34.0}))
+    m = roofline.measured_for_prefill_v(tmp_path)
+    c = m["cases"].loc[("chunk after 2 chunks", 128)]
+    assert m["commit"] == "new" and c["repeats"] == 3
+    assert (round(c["ratio"], 3), round(c["ratio_lo"], 3), round(c["ratio_hi"], 3)) == (0.85, 0.85, 0.85)
+    p = predictions.by_key()
+    g = grading.prefill_v_grades(p, m)
+    assert (g["V1"].verdict, g["V2"].verdict) == ("HELD", "HELD")
+    cases = m["cases"].copy()
+    cases.loc[("chunk after 2 chunks", 128), "ratio"] = 0.95
+    cases.loc[("first chunk", 128), "ratio"] = 0.70
+    g = grading.prefill_v_grades(p, m | {"cases": cases})
+    assert (g["V1"].verdict, g["V2"].verdict) == ("MISSED", "MISSED")
+    t = chapters.prefill_v_texts(m)
+    assert (t["pv_long_128_after"], t["pv_long_128_beside"], t["pv_first_64_ratio"]) == ("40.0 µs", "34.0 µs", "0.85×")
+    assert roofline.measured_for_prefill_v(tmp_path / "none") == {}
+    assert grading.prefill_v_grades(p, {}) == {} and chapters.prefill_v_texts({}) == {}
