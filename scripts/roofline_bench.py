@@ -30,8 +30,6 @@ and the other sections still run):
   prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
                  launch shapes (BLOCK_M, BLOCK_N, warps, stages), L2 flushed; TFLOP/s of the
                  causal work, beside torch's SDPA on the first chunk
-  prefill_v      the same cases at part 10's shape and its 64-key neighbour, each V tile
-                 loaded after the softmax or beside its K tile, alternated
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -100,7 +98,6 @@ SMOKE_FLUSH_SWEEP = [(16, 2, 4, 2), (16, 8, 4, 3)]
 PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
                  for block_n in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
-PREFILL_V_REPEATS = 4  # alternations of V after the softmax and V beside K, in the prefill_v section
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -771,21 +768,6 @@ class Bench:
         flushed: a 512-token first chunk, a 512-token chunk after 1,024 cached tokens, and
         the setup's mixed step's own chunks. FLOP counted causally (each query against the
         keys it sees); torch's SDPA (flash) on the first chunk, dense, as an anchor."""
-        self._prefill_sweep("prefill", [(*shape, False, 0) for shape in
-                                        (PREFILL_SWEEP if self.on_gpu else SMOKE_PREFILL_SWEEP)])
-
-    def prefill_v(self) -> None:
-        """The same cases at part 10's launch shape and its 64-key neighbour, V requested after
-        the softmax or beside K (PackedConfig.v_with_k), the two alternated PREFILL_V_REPEATS
-        times in the process."""
-        shapes = [_engine_prefill_shape(), (32, 64, 4, 2)] if self.on_gpu else SMOKE_PREFILL_SWEEP
-        self._prefill_sweep("prefill_v", [(*shape, v_with_k, repeat) for repeat in range(PREFILL_V_REPEATS)
-                                          for shape in shapes for v_with_k in ((False, True) if repeat % 2 == 0
-                                                                               else (True, False))])
-
-    def _prefill_sweep(self, section: str, sweep: list) -> None:
-        """Rows of `section`: the packed kernel at each (BLOCK_M, BLOCK_N, warps, stages,
-        v_with_k, repeat) of `sweep` on each chunk case."""
         torch = self.torch
         from fusedlib.attention.torch_backend import TorchAttention
         from fusedlib.attention.triton_backend import LOG2E, _dot_precision
@@ -798,6 +780,7 @@ class Bench:
         scale = cfg.head_dim ** -0.5
         chunk = p["chunk"]
         scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        sweep = PREFILL_SWEEP if self.on_gpu else SMOKE_PREFILL_SWEEP
         gen = torch.Generator(device=dev).manual_seed(2)
         meta = self.mixed_batch.meta.prefill
         setup_chunks = [(int(meta.positions[s]), e - s) for s, e in chunk_spans(meta)]
@@ -811,10 +794,9 @@ class Bench:
             pairs = sum(n * cached + n * (n + 1) // 2 for cached, n in chunks)
             flop = 4 * pairs * cfg.num_heads * cfg.head_dim
             expected = TorchAttention().prefill(q, k, v, m, scale)
-            for block_m, block_n, warps, stages, v_with_k, repeat in sweep:
+            for block_m, block_n, warps, stages in sweep:
                 row = {"case": case, "tokens": q.shape[0], "flop": flop, "block_m": block_m,
-                       "block_n": block_n, "num_warps": warps, "num_stages": stages, "v_with_k": v_with_k,
-                       "repeat": repeat}
+                       "block_n": block_n, "num_warps": warps, "num_stages": stages}
                 starts = torch.arange(0, q.shape[0], block_m, dtype=torch.int32)
                 tiles = torch.stack([starts, torch.clamp(starts + block_m, max=q.shape[0])], 1).to(dev)
                 o = torch.empty_like(q)
@@ -826,7 +808,7 @@ class Bench:
                         k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
                         m.block_tables.stride(0), GROUP=cfg.num_heads // cfg.num_kv_heads,
                         HEAD_DIM=cfg.head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
-                        KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False, V_WITH_K=v_with_k,
+                        KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False,
                         DOT_PRECISION=_dot_precision(q.dtype), num_warps=warps, num_stages=stages)
                 try:
                     call()
@@ -836,7 +818,7 @@ class Bench:
                 except Exception as exc:  # a launch shape the compiler rejects is a result
                     row["error"] = repr(exc)[:300]
                 out.append(row)
-            if case == "first chunk" and self.on_gpu and section == "prefill":
+            if case == "first chunk" and self.on_gpu:
                 n = q.shape[0]
                 dense = [torch.randn(1, h, n, cfg.head_dim, generator=gen, device=dev).to(self.dtype)
                          for h in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads)]
@@ -845,17 +827,17 @@ class Bench:
                 ms = _median_ms(sdpa, dev, p["iters"], scratch)
                 out.append({"case": case, "tokens": n, "flop": flop, "kernel": "torch sdpa (dense, causal)",
                             "median_ms": ms, "tflops": flop / ms / 1e9})
-        self.write(section, out)
+        self.write("prefill", out)
         for case in cases:
             mine = [r for r in out if r["case"] == case and "median_ms" in r and "kernel" not in r]
             today = next((r for r in mine if (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
-                          == engine_shape and not r["v_with_k"]), None)
+                          == engine_shape), None)
             best = min(mine, key=lambda r: r["median_ms"], default=None)
             if today and best:
-                self.summary.append((f"{section} {case}",
+                self.summary.append((f"prefill {case}",
                                      f"today {today['median_ms'] * 1e3:.1f} us ({today['tflops']:.0f} TFLOP/s), best "
                                      f"{best['median_ms'] * 1e3:.1f} us (M{best['block_m']} N{best['block_n']} "
-                                     f"{best['num_warps']}w{best['num_stages']}s{' V with K' * best['v_with_k']})"))
+                                     f"{best['num_warps']}w{best['num_stages']}s)"))
 
     # ---- (d) GEMM rate and launch cost --------------------------------------------------
     def gemm(self) -> None:
@@ -988,8 +970,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,prefill_v,gemm,"
-                        "gate_up,split_k,wall_gap,loop")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap,loop")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")

@@ -89,12 +89,10 @@ class PackedConfig:
     block_n: int = 128
     num_warps: int = 4
     num_stages: int = 2
-    # Each V tile requested beside its K tile, so an iteration waits on memory once, not twice.
-    v_with_k: bool = True
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
-PART7_PACKED = PackedConfig(block_n=64, v_with_k=False)
+PART7_PACKED = PackedConfig(block_n=64)
 
 
 class TritonAttention:
@@ -185,8 +183,8 @@ class TritonAttention:
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), V_WITH_K=self.packed.v_with_k,
-            num_warps=self.packed.num_warps, num_stages=self.packed.num_stages,
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
+            num_stages=self.packed.num_stages,
         )
         return out
 

@@ -57,7 +57,6 @@ def packed_attention_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
-    V_WITH_K: tl.constexpr,  # request each V tile beside its K tile, before the scores need K
 ):
     tile = tl.program_id(0)
     head = tl.program_id(1)
@@ -107,10 +106,6 @@ def packed_attention_kernel(
             k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
                         + slot[:, None] * stride_k_slot + kv_head * stride_k_head
                         + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-            if V_WITH_K:  # both loads in flight at once: one memory wait an iteration, not two
-                v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
-                            + slot[:, None] * stride_v_slot + kv_head * stride_v_head
-                            + offs_d[None, :], mask=key_valid[:, None], other=0.0)
             scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
             visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
             scores = tl.where(visible, scores, float("-inf"))
@@ -118,10 +113,9 @@ def packed_attention_kernel(
             alpha = tl.exp2(m_i - m_new)
             p = tl.exp2(scores - m_new[:, None])
             l_i = l_i * alpha + tl.sum(p, axis=1)
-            if not V_WITH_K:
-                v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
-                            + slot[:, None] * stride_v_slot + kv_head * stride_v_head
-                            + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+            v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
+                        + slot[:, None] * stride_v_slot + kv_head * stride_v_head
+                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
             m_i = m_new
 

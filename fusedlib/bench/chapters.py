@@ -669,6 +669,12 @@ def prefill_v_texts(m: dict) -> dict[str, str]:
         t |= {f"{key}_after": f"{c['after_us']:.1f} µs", f"{key}_beside": f"{c['beside_us']:.1f} µs",
               f"{key}_ratio": f"{c['ratio']:.2f}×", f"{key}_pairs": f"{c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}×",
               "pv_repeats": f"{int(c['repeats'])}"}
+    if "lease" in m:
+        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
+        packed = m["kernels"].loc["packed_attention_kernel"]
+        t |= {"pv_mixed_base": f"{mixed['base_gpu_ms']:.3f} ms", "pv_mixed_new": f"{mixed['new_gpu_ms']:.3f} ms",
+              "pv_mixed_change": _change(mixed), "pv_dec_change": _change(dec), "pv_rounds": f"{int(mixed['n'])}",
+              "pv_packed_base": f"{packed['base_us']:.0f} µs", "pv_packed_new": f"{packed['new_us']:.0f} µs"}
     return t
 
 

@@ -1037,4 +1037,11 @@ def prefill_v_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         out[key] = Grade(f"{case}: {c['after_us']:.1f} -> {c['beside_us']:.1f} µs ({c['ratio']:.2f}×; pairs "
                          f"{c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}× over {int(c['repeats'])} alternations)",
                          verdict(ok), "inside the range" if ok else f"the ratio {side(c['ratio'], lo, hi)} its range")
+    if "lease" in m:
+        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
+        (lo, hi), (limit,) = p["V3"].range(0), p["V3"].fractions(1)
+        fall = mixed["base_gpu_ms"] - mixed["new_gpu_ms"]
+        ok, why = _fall_beside_a_bound(fall, lo, hi, "the mixed step's fall", dec["ratio"], limit, "the decode step")
+        out["V3"] = Grade(f"mixed step {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU "
+                          f"(-{fall:.3f} ms, {_interval(mixed)}); decode step {_interval(dec)}", verdict(ok), why)
     return out

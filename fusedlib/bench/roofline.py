@@ -1121,10 +1121,18 @@ def measured_for_prefill_v(data: Path) -> dict:
     (grading.prefill_v_grades): roofline/prefill_v at its newest commit, per (case, BLOCK_N) of
     the shapes it ran ("cases"): the medians over the alternations of V after the softmax
     ("after_us") and beside K ("beside_us"), their ratio, and the lowest and highest ratio of one
-    alternation's pair ("ratio_lo", "ratio_hi"); the alternations ("repeats") and the commit."""
+    alternation's pair ("ratio_lo", "ratio_hi"); the alternations ("repeats") and the commit;
+    and the census A/B of configuration 6 in roofline/prefill_v_ab ("lease", indexed by (role,
+    step); "kernels", the mixed step's attention kernels per arm)."""
     runs = _frame(data, "roofline/prefill_v")
     if not len(runs):
         return {}
+    m = {}
+    lease = _first_and_kept(data, "prefill_v_ab").get("kept")
+    if lease is not None:
+        kernels = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
+                                    stem="prefill_v_ab")
+        m = {"lease": lease, "kernels": kernels[kernels["name"].isin(ATTENTION_KERNELS)].set_index("name")}
     runs = runs[(runs["git_commit"] == runs.sort_values("timestamp")["git_commit"].iloc[-1]) & runs["median_ms"].notna()]
     out = []
     for (case, block_n), g in runs.groupby(["case", "block_n"], sort=False):
@@ -1137,4 +1145,4 @@ def measured_for_prefill_v(data: Path) -> dict:
                     "ratio_lo": pair.min(), "ratio_hi": pair.max(), "repeats": len(by)})
     if not out:
         return {}
-    return {"cases": pd.DataFrame(out).set_index(["case", "block_n"]), "commit": runs["git_commit"].iloc[0]}
+    return m | {"cases": pd.DataFrame(out).set_index(["case", "block_n"]), "commit": runs["git_commit"].iloc[0]}

@@ -16,7 +16,7 @@ import torch
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
-from fusedlib.attention.triton_backend import BLOCK_M, PackedConfig, SplitKVConfig, TritonAttention
+from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
 from fusedlib.attention.triton_kernels import NEG_BIG
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
@@ -107,15 +107,6 @@ def test_prefill_at_each_backends_packed_shape_over_several_iterations(decode_ke
     backend = TritonAttention(decode_kernel=decode_kernel)
     assert backend.packed.block_n == keys
     q, k_cache, v_cache, meta = make_prefill([(150, 40), (0, 200), (5, 3)], 4, 2, dtype)
-    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
-    assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("chunks", [MIXED_CHUNKS, TINY_CHUNKS, [(150, 40), (0, 200)]], ids=["mixed", "tiny", "long"])
-def test_prefill_with_v_beside_k_matches_torch(chunks, dtype):
-    backend = TritonAttention(decode_kernel="balanced", packed=PackedConfig(v_with_k=True))
-    q, k_cache, v_cache, meta = make_prefill(chunks, 4, 2, dtype)
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
@@ -400,12 +391,12 @@ GPU_COMPILE = textwrap.dedent("""
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
                 KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
-        for packed in (PackedConfig(), PART7_PACKED, PackedConfig(v_with_k=True)):
+        for packed in (PackedConfig(), PART7_PACKED):
             for decode_rows in (False, True):
                 compile_for_arch(K.packed_attention_kernel, dtype, dict(
                     GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=packed.block_n,
-                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision,
-                    V_WITH_K=packed.v_with_k), packed.num_warps, packed.num_stages)
+                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision),
+                    packed.num_warps, packed.num_stages)
         for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
                 GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,

@@ -970,3 +970,19 @@ def test_prefill_v_pairs_the_two_load_orders_per_alternation(tmp_path):
     assert (t["pv_long_128_after"], t["pv_long_128_beside"], t["pv_first_64_ratio"]) == ("40.0 µs", "34.0 µs", "0.85×")
     assert roofline.measured_for_prefill_v(tmp_path / "none") == {}
     assert grading.prefill_v_grades(p, {}) == {} and chapters.prefill_v_texts({}) == {}
+
+
+def test_set_v_grades_the_committed_rows():
+    """V1-V3 on data/roofline/prefill_v and prefill_v_ab (H200, ba5f868 against 4a3ccaf): the
+    load order changed neither the kernel (1.00x) nor the mixed step (-0.007 ms): all missed."""
+    from fusedlib.bench import grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.measured_for_prefill_v(DATA)
+    assert m["commit"] == "ba5f868" and (m["lease"]["n"] == 4).all()
+    g = grading.prefill_v_grades(predictions.by_key(), m)
+    assert [g[k].verdict for k in ("V1", "V2", "V3")] == ["MISSED"] * 3
+    assert "below its range" in g["V3"].why
+    lease = m["lease"].copy()
+    lease.loc[("second stream", "mixed"), "new_gpu_ms"] = lease.loc[("second stream", "mixed"), "base_gpu_ms"] - 0.05
+    assert grading.prefill_v_grades(predictions.by_key(), m | {"lease": lease})["V3"].verdict == "HELD"
