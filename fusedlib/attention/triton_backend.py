@@ -91,11 +91,11 @@ class PackedConfig:
     num_stages: int = 2
     # Prompt chunks' causal spans cut into this many runs, one program each, merged by the
     # split-KV reduce: the longest walk, which sets the kernel's time, shortens by as much.
-    splits: int = 1
+    splits: int = 2
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
-PART7_PACKED = PackedConfig(block_n=64)
+PART7_PACKED = PackedConfig(block_n=64, splits=1)
 
 
 class TritonAttention:
