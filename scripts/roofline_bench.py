@@ -30,8 +30,6 @@ and the other sections still run):
   prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
                  launch shapes (BLOCK_M, BLOCK_N, warps, stages), L2 flushed; TFLOP/s of the
                  causal work, beside torch's SDPA on the first chunk
-  prefill_splits the first two prefill cases through part 10's backend with each causal span
-                 cut into 1-4 runs merged by the split-KV reduce, alternated, L2 flushed
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -100,8 +98,6 @@ SMOKE_FLUSH_SWEEP = [(16, 2, 4, 2), (16, 8, 4, 3)]
 PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
                  for block_n in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
-PREFILL_SPLITS = (1, 2, 3, 4)  # the prefill_splits section's runs per causal span
-PREFILL_SPLIT_REPEATS = 4
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -806,13 +802,13 @@ class Bench:
                 o = torch.empty_like(q)
 
                 def call():
-                    packed_attention_kernel[(tiles.shape[0], cfg.num_heads, 1)](
-                        q, k, v, o, o, 1, tiles, m.token_seq, m.positions, m.block_tables, m.block_tables,
+                    packed_attention_kernel[(tiles.shape[0], cfg.num_heads)](
+                        q, k, v, o, tiles, m.token_seq, m.positions, m.block_tables, m.block_tables,
                         scale * LOG2E, q.stride(0), q.stride(1), o.stride(0), o.stride(1),
                         k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
                         m.block_tables.stride(0), GROUP=cfg.num_heads // cfg.num_kv_heads,
                         HEAD_DIM=cfg.head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
-                        KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False, SPLIT=False,
+                        KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False,
                         DOT_PRECISION=_dot_precision(q.dtype), num_warps=warps, num_stages=stages)
                 try:
                     call()
@@ -842,40 +838,6 @@ class Bench:
                                      f"today {today['median_ms'] * 1e3:.1f} us ({today['tflops']:.0f} TFLOP/s), best "
                                      f"{best['median_ms'] * 1e3:.1f} us (M{best['block_m']} N{best['block_n']} "
                                      f"{best['num_warps']}w{best['num_stages']}s)"))
-
-    def prefill_splits(self) -> None:
-        """The prefill cases through part 10's backend with each chunk's causal spans cut into
-        1 to 4 runs (PackedConfig.splits; the packed kernel and, past one, the reduce), L2
-        flushed, the split counts alternated PREFILL_SPLIT_REPEATS times in the process."""
-        torch = self.torch
-        from fusedlib.attention.torch_backend import TorchAttention
-        from fusedlib.attention.triton_backend import PackedConfig, TritonAttention
-        from fusedlib.bench.kernels import _median_ms, prefill_case
-
-        cfg, dev, p, chunk = self.model.config, self.device, self.p, self.p["chunk"]
-        scale = cfg.head_dim ** -0.5
-        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
-        gen = torch.Generator(device=dev).manual_seed(2)
-        out = []
-        for case, chunks in {"first chunk": [(0, chunk)], "chunk after 2 chunks": [(2 * chunk, chunk)]}.items():
-            q, k, v, m = prefill_case(chunks, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, self.dtype, dev, gen)
-            expected = TorchAttention().prefill(q, k, v, m, scale)
-            for repeat in range(PREFILL_SPLIT_REPEATS):
-                order = PREFILL_SPLITS if repeat % 2 == 0 else PREFILL_SPLITS[::-1]
-                for splits in order:
-                    backend = TritonAttention(decode_kernel="balanced", packed=PackedConfig(splits=splits))
-                    call = lambda b=backend: b.prefill(q, k, v, m, scale)  # noqa: E731
-                    got = call()
-                    ms = _median_ms(call, dev, p["iters"], scratch)
-                    out.append({"case": case, "tokens": q.shape[0], "splits": splits, "repeat": repeat,
-                                "max_abs_err": (got.float() - expected.float()).abs().max().item(),
-                                "median_ms": ms, **dataclasses.asdict(backend.packed)})
-        self.write("prefill_splits", out)
-        for case in ("first chunk", "chunk after 2 chunks"):
-            mine = [r for r in out if r["case"] == case]
-            med = {s: sorted(r["median_ms"] for r in mine if r["splits"] == s) for s in PREFILL_SPLITS}
-            self.summary.append((f"prefill_splits {case}", ", ".join(
-                f"{s}: {v[len(v) // 2] * 1e3:.1f} us" for s, v in med.items())))
 
     # ---- (d) GEMM rate and launch cost --------------------------------------------------
     def gemm(self) -> None:
@@ -1008,8 +970,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,prefill_splits,gemm,"
-                        "gate_up,split_k,wall_gap,loop")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap,loop")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")

@@ -89,13 +89,10 @@ class PackedConfig:
     block_n: int = 128
     num_warps: int = 4
     num_stages: int = 2
-    # Prompt chunks' causal spans cut into this many runs, one program each, merged by the
-    # split-KV reduce: the longest walk, which sets the kernel's time, shortens by as much.
-    splits: int = 2
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
-PART7_PACKED = PackedConfig(block_n=64, splits=1)
+PART7_PACKED = PackedConfig(block_n=64)
 
 
 class TritonAttention:
@@ -180,23 +177,15 @@ class TritonAttention:
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
         token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
                                               else (meta.token_seq, meta.positions, block_tables))
-        num_tokens, num_heads, head_dim = q.shape
-        splits = 1 if decode_rows else self.packed.splits
-        partials = out if splits == 1 else torch.empty(num_tokens, num_heads, splits, head_dim + PARTIAL_EXTRA.value,
-                                                       dtype=torch.float32, device=q.device)
-        packed_attention_kernel[(tiles.shape[0], num_heads, splits)](
-            q, k_cache, v_cache, out, partials, splits, tiles, token_seq, positions, context_lens, block_tables,
+        num_heads, head_dim = q.shape[1], q.shape[2]
+        packed_attention_kernel[(tiles.shape[0], num_heads)](
+            q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), SPLIT=splits > 1, num_warps=self.packed.num_warps,
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
             num_stages=self.packed.num_stages,
         )
-        if splits > 1:
-            splitkv_reduce_kernel[(num_tokens, num_heads)](
-                partials, out, splits, out.stride(0), out.stride(1),
-                HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
-            )
         return out
 
     def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:

@@ -2,11 +2,8 @@
 
 Two kernels and a reduce:
 
-* `packed_attention_kernel`: one program per (query tile, query head, KV split). A query
-  tile is a range [start, end) of packed positions, at most BLOCK_M long, read from a tile
-  table. With one split a program walks its rows' whole causal span and stores the output;
-  with more, each walks one of `num_splits` equal runs of every request's span and stores a
-  partial that `splitkv_reduce_kernel` merges per (position, head), as for split-KV decode.
+* `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
+  range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
   With consecutive BLOCK_M-position tiles ("packed" layout) a tile may span several
   requests; the program then walks every request it touches, one after the other, over
   that request's KV blocks. With one tile per decode request ("rows" layout) each program
@@ -40,11 +37,9 @@ NEG_BIG = tl.constexpr(-1.0e30)
 PARTIAL_EXTRA = tl.constexpr(4)
 
 
-@triton.jit(do_not_specialize=["stride_bt", "num_splits"])
+@triton.jit(do_not_specialize=["stride_bt"])
 def packed_attention_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
-    partials_ptr,  # fp32 [P, H, num_splits, HEAD_DIM + PARTIAL_EXTRA], written only when SPLIT
-    num_splits,  # the grid's splits per (tile, head)
     tile_ranges_ptr,  # int32 [num_tiles, 2]: packed range [start, end) of each query tile
     token_seq_ptr,  # int32 [P]: request of each packed position (unused when DECODE_ROWS)
     positions_ptr,  # int32 [P]: key index of each packed position (unused when DECODE_ROWS)
@@ -62,11 +57,9 @@ def packed_attention_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
-    SPLIT: tl.constexpr,  # store split partials for the reduce instead of the output
 ):
     tile = tl.program_id(0)
     head = tl.program_id(1)
-    split = tl.program_id(2)
     kv_head = head // GROUP
 
     tile_start = tl.load(tile_ranges_ptr + 2 * tile)
@@ -101,12 +94,7 @@ def packed_attention_kernel(
         kv_len = tl.max(tl.where(in_seq, row_pos, -1), axis=0) + 1
         block_row_ptr = block_tables_ptr + seq * stride_bt
         row_last_key = tl.where(in_seq, row_pos, -1)
-        # This program's run of the span: whole BLOCK_N tiles, the span cut into num_splits
-        # (the first run holds key 0, which every row sees, so no row's merge is empty).
-        tiles_per_split = tl.cdiv(tl.cdiv(kv_len, BLOCK_N), num_splits)
-        span_start = split * tiles_per_split * BLOCK_N
-        kv_len = tl.minimum(span_start + tiles_per_split * BLOCK_N, kv_len)
-        for kv_start in range(span_start, kv_len, BLOCK_N):
+        for kv_start in range(0, kv_len, BLOCK_N):
             # One BLOCK_N step of online softmax: gather K and V through the block table,
             # score, fold into (m_i, l_i, acc). Row r sees key j only if j <= its
             # row_last_key: the causal limit, or -1 for a row of another request.
@@ -131,17 +119,10 @@ def packed_attention_kernel(
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
             m_i = m_new
 
-    if SPLIT:  # (acc, max, sum) unnormalised; a row that saw no key here weighs nothing
-        row_ptr = partials_ptr + ((offs_m.to(tl.int64) * tl.num_programs(1) + head) * num_splits + split) \
-            * (HEAD_DIM + PARTIAL_EXTRA)
-        tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=row_valid[:, None])
-        tl.store(row_ptr + HEAD_DIM, m_i, mask=row_valid)
-        tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=row_valid)
-    else:
-        # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
-        out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-        tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
-                 + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
+    # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
+             + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
 
 
 @triton.jit

@@ -441,6 +441,10 @@ def prefill_v_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(V_LOAD_SET)]
 
 
+def prefill_splits_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(SPLIT_SPAN_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's section on the decode step's last small kernels: the grades of
     sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
@@ -500,16 +504,19 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
+    ws = rf.measured_for_prefill_splits(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
               | gr.in_kernel_merge_grades(by_key(), ms) | gr.staging_grades(by_key(), ns)
               | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs)
               | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts)
-              | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs))
+              | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs)
+              | gr.prefill_splits_grades(by_key(), ws))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
-                    | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs))
+                    | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
+                    | prefill_splits_texts(ws))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -675,6 +682,28 @@ def prefill_v_texts(m: dict) -> dict[str, str]:
         t |= {"pv_mixed_base": f"{mixed['base_gpu_ms']:.3f} ms", "pv_mixed_new": f"{mixed['new_gpu_ms']:.3f} ms",
               "pv_mixed_change": _change(mixed), "pv_dec_change": _change(dec), "pv_rounds": f"{int(mixed['n'])}",
               "pv_packed_base": f"{packed['base_us']:.0f} µs", "pv_packed_new": f"{packed['new_us']:.0f} µs"}
+    return t
+
+
+def prefill_splits_texts(m: dict) -> dict[str, str]:
+    """Set W's section (roofline.measured_for_prefill_splits), prefix "ps": per chunk case
+    ("first", "long") the medians at 1 to 4 runs a span; the alternations; the A/B lease's mixed
+    step per arm and its change, its kernel counts, and the packed kernel's and the reduce's µs
+    a mixed step per arm; the commit."""
+    if "sweep" not in m:
+        return {}
+    t = {"ps_commit": m["commit"], "ps_repeats": f"{m['repeats']}"}
+    for key, case in (("first", "first chunk"), ("long", "chunk after 2 chunks")):
+        if case in m["sweep"].index:
+            t |= {f"ps_{key}_{n}": f"{us:.1f} µs" for n, us in m["sweep"].loc[case].items()}
+    if "lease" in m:
+        mixed, k = m["lease"].loc[("second stream", "mixed")], m["kernels"]
+        t |= {"ps_mixed_base": f"{mixed['base_gpu_ms']:.2f} ms", "ps_mixed_new": f"{mixed['new_gpu_ms']:.2f} ms",
+              "ps_mixed_change": _change(mixed), "ps_kernels_base": f"{mixed['base_kernels']:.0f}",
+              "ps_kernels_new": f"{mixed['new_kernels']:.0f}",
+              **{f"ps_{short}_{arm}": f"{k.loc[name, f'{arm}_us']:.0f} µs"
+                 for short, name in (("packed", "packed_attention_kernel"), ("reduce", "splitkv_reduce_kernel"))
+                 for arm in ("base", "new")}}
     return t
 
 

@@ -1045,3 +1045,30 @@ def prefill_v_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         out["V3"] = Grade(f"mixed step {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU "
                           f"(-{fall:.3f} ms, {_interval(mixed)}); decode step {_interval(dec)}", verdict(ok), why)
     return out
+
+
+def prefill_splits_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """W1 (the chunk after 1,024 cached keys) and W2 (the fresh chunk) on
+    fusedlib.bench.roofline.measured_for_prefill_splits: two runs a span over one, kernel and
+    reduce together; W3 on its census A/B, as V3."""
+    if "sweep" not in m:
+        return {}
+    out = {}
+    for key, case in (("W1", "chunk after 2 chunks"), ("W2", "first chunk")):
+        if case not in m["sweep"].index:
+            continue
+        one, two = m["sweep"].loc[case, 1], m["sweep"].loc[case, 2]
+        bounds = p[key].range(0)
+        lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else bounds  # "at most x" or "between x and y"
+        ok = _in(two / one, lo, hi)
+        out[key] = Grade(f"{case}: {one:.1f} µs in one run, {two:.1f} in two ({two / one:.2f}×; medians over "
+                         f"{m['repeats']} alternations)", verdict(ok),
+                         "inside the range" if ok else f"the ratio {side(two / one, lo, hi)} its range")
+    if "lease" in m:
+        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
+        (lo, hi), (limit,) = p["W3"].range(0), p["W3"].fractions(1)
+        fall = mixed["base_gpu_ms"] - mixed["new_gpu_ms"]
+        ok, why = _fall_beside_a_bound(fall, lo, hi, "the mixed step's fall", dec["ratio"], limit, "the decode step")
+        out["W3"] = Grade(f"mixed step {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU "
+                          f"({_interval(mixed)}); decode step {_interval(dec)}", verdict(ok), why)
+    return out

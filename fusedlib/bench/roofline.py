@@ -1146,3 +1146,25 @@ def measured_for_prefill_v(data: Path) -> dict:
     if not out:
         return {}
     return m | {"cases": pd.DataFrame(out).set_index(["case", "block_n"]), "commit": runs["git_commit"].iloc[0]}
+
+
+def measured_for_prefill_splits(data: Path) -> dict:
+    """What set W (the packed kernel's causal spans split across programs) is graded on
+    (grading.prefill_splits_grades): roofline/prefill_splits at its newest commit, the median
+    µs per (case, runs a span) over the alternations ("sweep": cases as rows, run counts as
+    columns) and the alternations ("repeats"); the census A/B of configuration 6 in
+    roofline/prefill_splits_ab ("lease", indexed by (role, step); "kernels", the mixed step's
+    attention kernels per arm, by name). Empty without sweep rows."""
+    runs = _frame(data, "roofline/prefill_splits")
+    if not len(runs):
+        return {}
+    runs = runs[runs["git_commit"] == runs.sort_values("timestamp")["git_commit"].iloc[-1]]
+    m = {"sweep": runs.assign(us=runs["median_ms"] * 1e3).pivot_table(index="case", columns="splits", values="us",
+                                                                      aggfunc="median"),
+         "repeats": int(runs["repeat"].nunique()), "commit": runs["git_commit"].iloc[0]}
+    lease = _first_and_kept(data, "prefill_splits_ab").get("kept")
+    if lease is not None:
+        kernels = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
+                                    stem="prefill_splits_ab")
+        m |= {"lease": lease, "kernels": kernels[kernels["name"].isin(ATTENTION_KERNELS)].set_index("name")}
+    return m

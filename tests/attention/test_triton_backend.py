@@ -16,7 +16,7 @@ import torch
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
-from fusedlib.attention.triton_backend import BLOCK_M, PackedConfig, SplitKVConfig, TritonAttention
+from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
 from fusedlib.attention.triton_kernels import NEG_BIG
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
@@ -107,19 +107,6 @@ def test_prefill_at_each_backends_packed_shape_over_several_iterations(decode_ke
     backend = TritonAttention(decode_kernel=decode_kernel)
     assert backend.packed.block_n == keys
     q, k_cache, v_cache, meta = make_prefill([(150, 40), (0, 200), (5, 3)], 4, 2, dtype)
-    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
-    assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("splits", [2, 3, 5])
-@pytest.mark.parametrize("chunks", [MIXED_CHUNKS, TINY_CHUNKS, [(150, 40), (0, 200), (5, 3)]],
-                         ids=["mixed", "tiny", "long"])
-def test_prefill_with_split_spans_matches_torch(chunks, splits, dtype):
-    """Causal spans cut into runs merged by the reduce: spans shorter than the runs (empty
-    runs), tiles over many requests, several 16-key iterations a run; decode rows stay whole."""
-    backend = TritonAttention(decode_kernel="balanced", packed=PackedConfig(block_n=16, splits=splits))
-    q, k_cache, v_cache, meta = make_prefill(chunks, 4, 2, dtype)
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
@@ -405,10 +392,10 @@ GPU_COMPILE = textwrap.dedent("""
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
                 KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
         for packed in (PackedConfig(), PART7_PACKED):
-            for decode_rows, split in ((False, False), (True, False), (False, True)):
+            for decode_rows in (False, True):
                 compile_for_arch(K.packed_attention_kernel, dtype, dict(
                     GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=packed.block_n,
-                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision, SPLIT=split),
+                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision),
                     packed.num_warps, packed.num_stages)
         for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(

@@ -986,3 +986,26 @@ def test_set_v_grades_the_committed_rows():
     lease = m["lease"].copy()
     lease.loc[("second stream", "mixed"), "new_gpu_ms"] = lease.loc[("second stream", "mixed"), "base_gpu_ms"] - 0.05
     assert grading.prefill_v_grades(predictions.by_key(), m | {"lease": lease})["V3"].verdict == "HELD"
+
+
+def test_set_w_grades_the_committed_rows(tmp_path):
+    """W1-W3 on data/roofline/prefill_splits and prefill_splits_ab (H200, 103e31c against
+    479492f): two runs a span 1.47x and 2.02x one run's time, the mixed step +10.7%: all
+    missed; on hand-made medians inside the ranges W1 and W2 hold."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    p = predictions.by_key()
+    m = roofline.measured_for_prefill_splits(DATA)
+    assert m["commit"] == "103e31c" and m["repeats"] == 4 and list(m["sweep"].columns) == [1, 2, 3, 4]
+    g = grading.prefill_splits_grades(p, m)
+    assert [g[k].verdict for k in ("W1", "W2", "W3")] == ["MISSED"] * 3
+    sweep = m["sweep"].copy()
+    sweep.loc["chunk after 2 chunks", 2] = 0.7 * sweep.loc["chunk after 2 chunks", 1]
+    sweep.loc["first chunk", 2] = 0.9 * sweep.loc["first chunk", 1]
+    g = grading.prefill_splits_grades(p, m | {"sweep": sweep})
+    assert (g["W1"].verdict, g["W2"].verdict) == ("HELD", "HELD")
+    t = chapters.prefill_splits_texts(m)
+    assert (t["ps_reduce_base"], t["ps_kernels_new"]) == ("92 µs", "340")
+    assert roofline.measured_for_prefill_splits(tmp_path) == {} and grading.prefill_splits_grades(p, {}) == {}
+    assert chapters.prefill_splits_texts({}) == {}
