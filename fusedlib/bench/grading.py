@@ -987,17 +987,35 @@ def prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     return out
 
 
+def _ratio_grade(pred: Prediction, ratio: float, measured: str) -> Grade:
+    """A time ratio against its prediction's first quote: "at most x" or "between x and y"."""
+    bounds = pred.range(0)
+    lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else bounds
+    ok = _in(ratio, lo, hi)
+    return Grade(measured, verdict(ok), "inside the range" if ok else f"the ratio {side(ratio, lo, hi)} its range")
+
+
+def _mixed_fall_grade(pred: Prediction, lease: pd.DataFrame) -> Grade:
+    """A census A/B of configuration 6 (indexed by (role, step)) against a prediction of the
+    mixed step's fall (its first quote, ms) beside a bound on the decode step's change (its
+    second, %)."""
+    dec, mixed = (lease.loc[("second stream", step)] for step in ("decode", "mixed"))
+    (lo, hi), (limit,) = pred.range(0), pred.fractions(1)
+    fall = mixed["base_gpu_ms"] - mixed["new_gpu_ms"]
+    ok, why = _fall_beside_a_bound(fall, lo, hi, "the mixed step's fall", dec["ratio"], limit, "the decode step")
+    return Grade(f"mixed step {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU ({_interval(mixed)}); "
+                 f"decode step {_interval(dec)}", verdict(ok), why)
+
+
 def gate_up_tiles_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """T1 on fusedlib.bench.roofline.measured_for_gate_up_tiles: the best tiles shape's time
     over cuBLAS plus the activation kernel's, inside the range."""
     if "best" not in m:
         return {}
     best, cublas = m["best"], m["cublas"]
-    lo, hi = p["T1"].range(0)
     ratio = best["us_per_call"] / cublas["us_per_call"]
-    return {"T1": Grade(f"best tiles shape {best['us_per_call']:.1f} µs against {cublas['us_per_call']:.1f} µs a "
-                        f"layer at {m['rows']} rows ({ratio:.2f}×)", verdict(_in(ratio, lo, hi)),
-                        "inside the range" if _in(ratio, lo, hi) else f"the ratio {side(ratio, lo, hi)} its range")}
+    return {"T1": _ratio_grade(p["T1"], ratio, f"best tiles shape {best['us_per_call']:.1f} µs against "
+                                               f"{cublas['us_per_call']:.1f} µs a layer at {m['rows']} rows ({ratio:.2f}×)")}
 
 
 def prefill_group_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
@@ -1012,11 +1030,8 @@ def prefill_group_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
             continue
         c = m["cases"].loc[case]
         ratio = c["group_us"] / c["one_head_us"]
-        bounds = p[key].range(0)
-        lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else bounds  # "at most x" or "between x and y"
-        out[key] = Grade(f"{case}: group-packed {c['group_us']:.1f} µs against one head's {c['one_head_us']:.1f} µs "
-                         f"({ratio:.2f}×)", verdict(_in(ratio, lo, hi)),
-                         "inside the range" if _in(ratio, lo, hi) else f"the ratio {side(ratio, lo, hi)} its range")
+        out[key] = _ratio_grade(p[key], ratio, f"{case}: group-packed {c['group_us']:.1f} µs against one head's "
+                                               f"{c['one_head_us']:.1f} µs ({ratio:.2f}×)")
     return out
 
 
@@ -1031,19 +1046,11 @@ def prefill_v_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         if (case, 128) not in m["cases"].index:
             continue
         c = m["cases"].loc[(case, 128)]
-        bounds = p[key].range(0)
-        lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else bounds  # "at most x" or "between x and y"
-        ok = _in(c["ratio"], lo, hi)
-        out[key] = Grade(f"{case}: {c['after_us']:.1f} -> {c['beside_us']:.1f} µs ({c['ratio']:.2f}×; pairs "
-                         f"{c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}× over {int(c['repeats'])} alternations)",
-                         verdict(ok), "inside the range" if ok else f"the ratio {side(c['ratio'], lo, hi)} its range")
+        out[key] = _ratio_grade(p[key], c["ratio"], f"{case}: {c['after_us']:.1f} -> {c['beside_us']:.1f} µs "
+                                                    f"({c['ratio']:.2f}×; pairs {c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}× "
+                                                    f"over {int(c['repeats'])} alternations)")
     if "lease" in m:
-        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
-        (lo, hi), (limit,) = p["V3"].range(0), p["V3"].fractions(1)
-        fall = mixed["base_gpu_ms"] - mixed["new_gpu_ms"]
-        ok, why = _fall_beside_a_bound(fall, lo, hi, "the mixed step's fall", dec["ratio"], limit, "the decode step")
-        out["V3"] = Grade(f"mixed step {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU "
-                          f"(-{fall:.3f} ms, {_interval(mixed)}); decode step {_interval(dec)}", verdict(ok), why)
+        out["V3"] = _mixed_fall_grade(p["V3"], m["lease"])
     return out
 
 
@@ -1058,17 +1065,8 @@ def prefill_splits_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]
         if case not in m["sweep"].index:
             continue
         one, two = m["sweep"].loc[case, 1], m["sweep"].loc[case, 2]
-        bounds = p[key].range(0)
-        lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else bounds  # "at most x" or "between x and y"
-        ok = _in(two / one, lo, hi)
-        out[key] = Grade(f"{case}: {one:.1f} µs in one run, {two:.1f} in two ({two / one:.2f}×; medians over "
-                         f"{m['repeats']} alternations)", verdict(ok),
-                         "inside the range" if ok else f"the ratio {side(two / one, lo, hi)} its range")
+        out[key] = _ratio_grade(p[key], two / one, f"{case}: {one:.1f} µs in one run, {two:.1f} in two "
+                                                   f"({two / one:.2f}×; medians over {m['repeats']} alternations)")
     if "lease" in m:
-        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
-        (lo, hi), (limit,) = p["W3"].range(0), p["W3"].fractions(1)
-        fall = mixed["base_gpu_ms"] - mixed["new_gpu_ms"]
-        ok, why = _fall_beside_a_bound(fall, lo, hi, "the mixed step's fall", dec["ratio"], limit, "the decode step")
-        out["W3"] = Grade(f"mixed step {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU "
-                          f"({_interval(mixed)}); decode step {_interval(dec)}", verdict(ok), why)
+        out["W3"] = _mixed_fall_grade(p["W3"], m["lease"])
     return out
