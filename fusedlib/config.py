@@ -141,7 +141,8 @@ class EngineConfig:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
         for name in ("graph_chunks", "whole_graphs"):
             if getattr(self, name) and self.cuda_graphs is False:
-                raise ValueError(f"{name} (graphs for forwards with prompt chunks) needs cuda_graphs")
+                raise ValueError(f"{name}=True (graphs for forwards with prompt chunks) needs CUDA graphs, which are "
+                                 f"off: set False, or left unset on a CPU model or under the torch backend")
         if self.graph_chunks and self.whole_graphs:
             raise ValueError("graph forwards with prompt chunks piecewise (graph_chunks) or whole (whole_graphs), not both")
 
@@ -154,11 +155,6 @@ class EngineConfig:
         chosen = {name: base[name] if getattr(self, name) is None else getattr(self, name) for name in base}
         if self.cuda_graphs is None:
             chosen["cuda_graphs"] &= chosen["attention"] != "torch"
-            asked = [name for name in ("graph_chunks", "whole_graphs") if getattr(self, name)]
-            if asked and not chosen["cuda_graphs"]:  # say why graphs are off, not only that they are
-                why = "a CPU model" if device_type != "cuda" else "the torch attention backend"
-                raise ValueError(f"{asked[0]}=True needs CUDA graphs, which are off for {why}; graphs run on "
-                                 f"a CUDA model with a Triton backend")
         if self.whole_graphs is None:
             chosen["whole_graphs"] &= chosen["cuda_graphs"] and not self.graph_chunks
         return replace(self, **chosen)
