@@ -141,8 +141,7 @@ class EngineConfig:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
         for name in ("graph_chunks", "whole_graphs"):
             if getattr(self, name) and self.cuda_graphs is False:
-                raise ValueError(f"{name}=True (graphs for forwards with prompt chunks) needs CUDA graphs, which are "
-                                 f"off: set False, or left unset on a CPU model or under the torch backend")
+                raise ValueError(f"{name}=True needs CUDA graphs, off here (set False, or unset on a CPU or torch backend)")
         if self.graph_chunks and self.whole_graphs:
             raise ValueError("graph forwards with prompt chunks piecewise (graph_chunks) or whole (whole_graphs), not both")
 
