@@ -1,4 +1,5 @@
-"""The README's engine example runs as written."""
+"""The README as written: its engine example runs, its path table builds the measured
+configurations, its loop figures round the committed rows."""
 import ast
 import re
 import subprocess
@@ -62,3 +63,18 @@ def test_readme_path_table_builds_the_configurations_the_book_measured():
         assert (fused_ops, model.get("gate_up_silu", fused_ops)) == \
             (measured["fused_ops"], measured.get("gate_up_silu", False)), part
     assert EngineConfig(**rows["part 8"][1]).for_device("cuda").cuda_graphs is False
+
+
+def test_readme_loop_figures_round_the_committed_rows():
+    """The README's two serving-loop figures are the committed loop rows (roofline/loop_prefill,
+    the engine part 10 ends on) rounded to a tenth of a millisecond, as the book glues them."""
+    from fusedlib.bench import chapters, roofline
+    from fusedlib.bench.analysis import DATA
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    found = re.search(r"decode step at ~[\d.]+k context costs about ([\d.]+) ms and a mixed step .*? about ([\d.]+) ms",
+                      text)
+    assert found, "the README's loop sentence moved"
+    t = chapters.prefill_texts(roofline.measured_for_prefill(DATA))
+    rows = [float(t[key].removesuffix(" ms")) for key in ("rf_loop_dec", "rf_loop_mixed")]
+    assert [float(x) for x in found.groups()] == [round(x, 1) for x in rows]
