@@ -394,6 +394,8 @@ class Bench:
                              "whole_graphs": whole, "gate_up_silu": one_kernel,
                              "splitkv": ",".join(str(x) for x in dataclasses.astuple(backend.splitkv))
                              if hasattr(backend, "splitkv") else None,
+                             "packed": ",".join(str(x) for x in dataclasses.astuple(backend.packed))
+                             if hasattr(backend, "packed") else None,
                              "tokens": batch.num_tokens, "gpu_ms_median": gpu_ms, "wall_ms_median": wall_ms,
                              "timed": "before the profiler", "replays": p["replays"], "iters": p["iters"]})
         for row, (label, fused, _, _, one_kernel) in zip(rows, (c for c in chosen for _ in range(2))):

@@ -29,6 +29,9 @@ def test_smoke_run_writes_every_section(tmp_path, capsys):
         assert all(r.get("git_commit") and r.get("timestamp") for r in got), section
     census = rows.read_rows(tmp_path / "roofline" / "census")
     assert any(r["attention"] == "triton-parallel" for r in census)
+    # the packed kernel's launch shape (block_n, warps, stages) recorded beside split-KV's
+    packed = {r["attention"]: r["packed"] for r in census}
+    assert packed["triton-parallel"] == "128,4,2" and packed["triton-splitkv"] == "64,4,2"
     # timed before the profiler ran, then again after it
     assert all(r["timed"] == "before the profiler" and r["wall_ms_median"] > 0 and r["wall_ms_profiled"] > 0
                for r in census)
