@@ -648,13 +648,13 @@ def prefill_group_texts(m: dict) -> dict[str, str]:
     """Set U's section (roofline.measured_for_prefill_group), prefix "pg": per chunk case
     ("first", "long"), the one-head shape's and the best group-packed shape's µs, the latter's
     shape and TFLOP/s, their ratio; the group shapes timed; the commit."""
+    from . import roofline as rf
+
     if "cases" not in m:
         return {}
     t = {"pg_commit": m["commit"]}
-    for key, case in (("first", "first chunk"), ("long", "chunk after 2 chunks")):
-        if case not in m["cases"].index:
-            continue
-        c = m["cases"].loc[case]
+    for case, c in m["cases"].iterrows():
+        key = rf.CHUNK_CASES[case]
         block_m, block_n, warps, stages = c["group_shape"]
         t |= {f"pg_{key}_one": f"{c['one_head_us']:.1f} µs", f"pg_{key}_group": f"{c['group_us']:.1f} µs",
               f"pg_{key}_ratio": f"{c['group_us'] / c['one_head_us']:.2f}×",
@@ -668,14 +668,15 @@ def prefill_v_texts(m: dict) -> dict[str, str]:
     """Set V's section (roofline.measured_for_prefill_v), prefix "pv": per chunk case ("first",
     "long") and keys an iteration (128, 64), V after the softmax and beside K in µs, their ratio
     and the range of one alternation's; the alternations; the commit."""
+    from . import roofline as rf
+
     if "cases" not in m:
         return {}
-    t = {"pv_commit": m["commit"]}
+    t = {"pv_commit": m["commit"], "pv_repeats": f"{int(m['cases']['repeats'].min())}"}
     for (case, block_n), c in m["cases"].iterrows():
-        key = f"pv_{'first' if case == 'first chunk' else 'long' if case == 'chunk after 2 chunks' else 'setup'}_{block_n}"
+        key = f"pv_{rf.CHUNK_CASES[case]}_{block_n}"
         t |= {f"{key}_after": f"{c['after_us']:.1f} µs", f"{key}_beside": f"{c['beside_us']:.1f} µs",
-              f"{key}_ratio": f"{c['ratio']:.2f}×", f"{key}_pairs": f"{c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}×",
-              "pv_repeats": f"{int(c['repeats'])}"}
+              f"{key}_ratio": f"{c['ratio']:.2f}×", f"{key}_pairs": f"{c['ratio_lo']:.2f}-{c['ratio_hi']:.2f}×"}
     if "lease" in m:
         dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
         packed = m["kernels"].loc["packed_attention_kernel"]
@@ -690,15 +691,16 @@ def prefill_splits_texts(m: dict) -> dict[str, str]:
     ("first", "long") the medians at 1 to 4 runs a span; the alternations; the A/B lease's mixed
     step per arm and its change, its kernel counts, and the packed kernel's and the reduce's µs
     a mixed step per arm; the commit."""
+    from . import roofline as rf
+
     if "sweep" not in m:
         return {}
     t = {"ps_commit": m["commit"], "ps_repeats": f"{m['repeats']}"}
-    for key, case in (("first", "first chunk"), ("long", "chunk after 2 chunks")):
-        if case in m["sweep"].index:
-            t |= {f"ps_{key}_{n}": f"{us:.1f} µs" for n, us in m["sweep"].loc[case].items()}
+    for case, row in m["sweep"].iterrows():
+        t |= {f"ps_{rf.CHUNK_CASES[case]}_{n}": f"{us:.1f} µs" for n, us in row.items()}
     if "lease" in m:
         mixed, k = m["lease"].loc[("second stream", "mixed")], m["kernels"]
-        t |= {"ps_mixed_base": f"{mixed['base_gpu_ms']:.2f} ms", "ps_mixed_new": f"{mixed['new_gpu_ms']:.2f} ms",
+        t |= {"ps_rounds": f"{int(mixed['n'])}", "ps_mixed_base": f"{mixed['base_gpu_ms']:.2f} ms", "ps_mixed_new": f"{mixed['new_gpu_ms']:.2f} ms",
               "ps_mixed_change": _change(mixed), "ps_kernels_base": f"{mixed['base_kernels']:.0f}",
               "ps_kernels_new": f"{mixed['new_kernels']:.0f}",
               **{f"ps_{short}_{arm}": f"{k.loc[name, f'{arm}_us']:.0f} µs"

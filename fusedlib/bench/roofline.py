@@ -50,6 +50,23 @@ def _frame(data: Path, stem: str) -> pd.DataFrame:
     return pd.DataFrame(rows.read_rows(Path(data) / stem))
 
 
+def _newest_commit(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `df` from the commit of its latest row (a re-run at a new commit replaces the
+    old one's rows, never averages with them)."""
+    return df[df["git_commit"] == df.sort_values("timestamp")["git_commit"].iloc[-1]] if len(df) else df
+
+
+def _attention_ab(data: Path, stem: str, config: str = PARALLEL) -> dict:
+    """A change's census A/B in roofline/`stem` (its latest lease): "lease", indexed by (role,
+    step), and "kernels", the mixed step's attention kernels of census configuration `config`
+    per arm, indexed by name; empty without a lease."""
+    lease = _first_and_kept(data, stem).get("kept")
+    if lease is None:
+        return {}
+    k = census_ab_kernels(data, lease["boot_id"].iloc[0], config, "mixed", min_us=0.0, min_share=0.0, stem=stem)
+    return {"lease": lease, "kernels": k[k["name"].isin(ATTENTION_KERNELS)].set_index("name")}
+
+
 def first_run(df: pd.DataFrame) -> pd.DataFrame:
     """The rows of the earliest commit in a result set: the roofline bench ran twice, the
     second time on a decode kernel variant main reverted; the first is main's code."""
@@ -268,7 +285,7 @@ def overlap_steps(data: Path) -> pd.DataFrame:
     s = df[(df["record"] == "summary") & df.get("overlap", pd.Series(index=df.index, dtype=object)).notna()]
     if "whole_graphs" in s:  # the part10 phase's traces: piecewise graphs, with and without overlap
         s = s[~s["whole_graphs"].fillna(False).astype(bool)]
-    s = s[s["git_commit"] == s.sort_values("timestamp")["git_commit"].iloc[-1]] if len(s) else s
+    s = _newest_commit(s)
     cols = {"median_decode_step_s": "decode_ms", "median_decode_step_gpu_s": "decode_gpu_ms",
             "median_mixed_step_s": "mixed_ms", "median_mixed_step_gpu_s": "mixed_gpu_ms"}
     out = s[["engine", "overlap", *cols]].rename(columns=cols)
@@ -1003,6 +1020,8 @@ def gpu_test_log(data: Path, commit: str) -> dict:
             "exit_status": int(status[1]) if status else None}
 
 
+# The prefill bench's chunk cases (roofline_bench.py), by the short names the pages' texts use.
+CHUNK_CASES = {"first chunk": "first", "chunk after 2 chunks": "long", "setup mixed step": "setup"}
 PREFILL_SWEEP_COMMIT = "d5b8aa9"  # the prefill sweep set R was written on (its premise's figures)
 
 
@@ -1021,22 +1040,19 @@ def measured_for_prefill(data: Path) -> dict:
     missing where rows are."""
     from .campaign import PEER_PARALLEL_COMPARISON
 
-    lease = _first_and_kept(data, "prefill_ab").get("kept")
-    if lease is None:
+    m = _attention_ab(data, "prefill_ab")
+    if not m:
         return {}
-    commit, boot = lease["new_commit"].iloc[0], lease["boot_id"].iloc[0]
-    m = {"lease": lease, "commit": commit, "base_commit": lease["base_commit"].iloc[0]}
-    kernels = census_ab_kernels(data, boot, PARALLEL, "mixed", min_us=0.0, min_share=0.0, stem="prefill_ab")
-    kernels = kernels[kernels["name"].isin(ATTENTION_KERNELS)].set_index("name")
-    if len(kernels):
-        m["kernels"] = kernels
-    serial = _first_and_kept(data, "prefill_serial_ab").get("kept")
-    if serial is not None:  # set S: configuration 5, the two attentions in order
-        m["serial_lease"] = serial
-        k = census_ab_kernels(data, serial["boot_id"].iloc[0], GATE_UP, "mixed", min_us=0.0, min_share=0.0,
-                              stem="prefill_serial_ab")
-        if len(k):
-            m["serial_kernels"] = k[k["name"].isin(ATTENTION_KERNELS)].set_index("name")
+    lease = m["lease"]
+    commit = lease["new_commit"].iloc[0]
+    m |= {"commit": commit, "base_commit": lease["base_commit"].iloc[0]}
+    if not len(m["kernels"]):
+        del m["kernels"]
+    serial = _attention_ab(data, "prefill_serial_ab", GATE_UP)  # set S: configuration 5, the two attentions in order
+    if serial:
+        m["serial_lease"] = serial["lease"]
+        if len(serial["kernels"]):
+            m["serial_kernels"] = serial["kernels"]
     gates = _frame(data, "paired/gates")
     if len(gates) and (gates["git_commit"] == commit).any():
         m["gates"] = gates[gates["git_commit"] == commit]
@@ -1075,7 +1091,7 @@ def measured_for_gate_up_tiles(data: Path) -> dict:
     sweep = _frame(data, "roofline/gate_up_tiles")
     if not len(sweep):
         return {}
-    sweep = sweep[sweep["git_commit"] == sweep.sort_values("timestamp")["git_commit"].iloc[-1]]
+    sweep = _newest_commit(sweep)
     cublas = sweep[sweep["kernel"].str.startswith("cublas")]
     ours = sweep[sweep["kernel"] == "tiles kernel"]
     timed = ours[ours["us_per_call"].notna()].sort_values("us_per_call")
@@ -1096,8 +1112,8 @@ def measured_for_prefill_group(data: Path) -> dict:
     sweep = _frame(data, "roofline/prefill_group")
     if not len(sweep):
         return {}
-    sweep = sweep[(sweep["git_commit"] == sweep.sort_values("timestamp")["git_commit"].iloc[-1])
-                  & sweep["median_ms"].notna()]
+    sweep = _newest_commit(sweep)
+    sweep = sweep[sweep["median_ms"].notna()]
     shape = sweep[["block_m", "block_n", "num_warps", "num_stages"]].astype(int).apply(tuple, axis=1)
     group = sweep["pack_group"].astype(bool)
     out = []
@@ -1127,13 +1143,8 @@ def measured_for_prefill_v(data: Path) -> dict:
     runs = _frame(data, "roofline/prefill_v")
     if not len(runs):
         return {}
-    m = {}
-    lease = _first_and_kept(data, "prefill_v_ab").get("kept")
-    if lease is not None:
-        kernels = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
-                                    stem="prefill_v_ab")
-        m = {"lease": lease, "kernels": kernels[kernels["name"].isin(ATTENTION_KERNELS)].set_index("name")}
-    runs = runs[(runs["git_commit"] == runs.sort_values("timestamp")["git_commit"].iloc[-1]) & runs["median_ms"].notna()]
+    runs = _newest_commit(runs)
+    runs = runs[runs["median_ms"].notna()]
     out = []
     for (case, block_n), g in runs.groupby(["case", "block_n"], sort=False):
         by = g.assign(us=g["median_ms"] * 1e3).pivot_table(index="repeat", columns="v_with_k", values="us")
@@ -1145,7 +1156,8 @@ def measured_for_prefill_v(data: Path) -> dict:
                     "ratio_lo": pair.min(), "ratio_hi": pair.max(), "repeats": len(by)})
     if not out:
         return {}
-    return m | {"cases": pd.DataFrame(out).set_index(["case", "block_n"]), "commit": runs["git_commit"].iloc[0]}
+    return _attention_ab(data, "prefill_v_ab") | {"cases": pd.DataFrame(out).set_index(["case", "block_n"]),
+                                                   "commit": runs["git_commit"].iloc[0]}
 
 
 def measured_for_prefill_splits(data: Path) -> dict:
@@ -1158,13 +1170,8 @@ def measured_for_prefill_splits(data: Path) -> dict:
     runs = _frame(data, "roofline/prefill_splits")
     if not len(runs):
         return {}
-    runs = runs[runs["git_commit"] == runs.sort_values("timestamp")["git_commit"].iloc[-1]]
-    m = {"sweep": runs.assign(us=runs["median_ms"] * 1e3).pivot_table(index="case", columns="splits", values="us",
-                                                                      aggfunc="median"),
-         "repeats": int(runs["repeat"].nunique()), "commit": runs["git_commit"].iloc[0]}
-    lease = _first_and_kept(data, "prefill_splits_ab").get("kept")
-    if lease is not None:
-        kernels = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
-                                    stem="prefill_splits_ab")
-        m |= {"lease": lease, "kernels": kernels[kernels["name"].isin(ATTENTION_KERNELS)].set_index("name")}
-    return m
+    runs = _newest_commit(runs)
+    return _attention_ab(data, "prefill_splits_ab") | {
+        "sweep": runs.assign(us=runs["median_ms"] * 1e3).pivot_table(index="case", columns="splits", values="us",
+                                                                     aggfunc="median"),
+        "repeats": int(runs["repeat"].nunique()), "commit": runs["git_commit"].iloc[0]}
