@@ -47,7 +47,7 @@ def test_the_books_predictions_load_with_every_quote_in_its_text():
         + [f"I{i}" for i in range(1, 5)] + [f"J{i}" for i in range(1, 5)] + [f"K{i}" for i in range(1, 5)] \
         + [f"L{i}" for i in range(1, 5)] + [f"M{i}" for i in range(1, 4)] + [f"N{i}" for i in range(1, 5)] \
         + [f"O{i}" for i in range(1, 4)] + [f"P{i}" for i in range(1, 5)] + [f"Q{i}" for i in range(1, 4)] \
-            + [f"R{i}" for i in range(1, 4)] + ["S1", "T1", "U1", "U2", "V1", "V2", "V3", "W1", "W2", "W3"]
+            + [f"R{i}" for i in range(1, 4)] + ["S1", "T1", "U1", "U2", "V1", "V2", "V3", "W1", "W2", "W3", "X1", "X2", "X3", "X4"]
     for s in sets:
         for p in s.predictions:
             assert p.date == {"D": "2026-12-01", "E": "2026-12-01", "F": "2026-12-02", "G": "2026-12-02",
