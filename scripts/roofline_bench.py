@@ -30,6 +30,10 @@ and the other sections still run):
   prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
                  launch shapes (BLOCK_M, BLOCK_N, warps, stages), L2 flushed; TFLOP/s of the
                  causal work, beside torch's SDPA on the first chunk
+  kernel_probe   what bounds part 10's two attention kernels: decode at each attention
+                 context and the prefill kernel on two chunks, beside each of torch's SDPA
+                 backends on a dense copy of the same K/V; compiled registers and shared
+                 memory; one eager call of each for `ncu` (rows; not in the default sections)
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -55,6 +59,7 @@ mean nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import os
@@ -149,6 +154,23 @@ def _engine_prefill_shape() -> tuple[int, int, int, int]:
 
     c = PackedConfig()
     return BLOCK_M, c.block_n, c.num_warps, c.num_stages
+
+
+def _compiled(*kernels) -> dict[str, str]:
+    """Each Triton kernel's compiled variants as "regs R, spills S, shared B, warps W" (joined
+    by " / " when a kernel compiled more than once); nothing under the interpreter."""
+    out = {}
+    for kernel in kernels:
+        variants = []
+        for entry in getattr(kernel, "device_caches", {}).values():
+            for compiled in next((c for c in entry if isinstance(c, dict)), {}).values():
+                if hasattr(compiled, "_init_handles"):
+                    compiled._init_handles()
+                variants.append(f"regs {getattr(compiled, 'n_regs', '?')}, spills {getattr(compiled, 'n_spills', '?')}, "
+                                f"shared {compiled.metadata.shared}, warps {compiled.metadata.num_warps}")
+        if variants:
+            out[kernel.__name__] = " / ".join(variants)
+    return out
 
 
 def _sync(device) -> None:
@@ -840,6 +862,109 @@ class Bench:
                                      f"today {today['median_ms'] * 1e3:.1f} us ({today['tflops']:.0f} TFLOP/s), best "
                                      f"{best['median_ms'] * 1e3:.1f} us (M{best['block_m']} N{best['block_n']} "
                                      f"{best['num_warps']}w{best['num_stages']}s)"))
+
+    # ---- (c'') what bounds the attention kernels -----------------------------------------
+    def kernel_probe(self) -> None:
+        """Part 10's two attention kernels beside each of torch's SDPA backends on the same
+        problems: decode at `rows` x each attention context and the prefill kernel on a fresh
+        chunk and on one after two chunks. SDPA reads a dense copy of the same K/V (gathered
+        through the block table, causal from the bottom right), so each row's max |diff|
+        against ours shows the problem is the same. Graph replays after a reading L2 flush;
+        our rows carry each Triton kernel's registers, spills and shared memory as compiled.
+        Then one eager call of each, in `probe_order`, inside the NVTX range "kernel_probe"
+        with a spin kernel before each call: `ncu --nvtx --nvtx-include kernel_probe/` profiles
+        those calls only, and the spins mark where each call's kernels begin."""
+        torch = self.torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.attention.bias import causal_lower_right
+
+        from fusedlib.attention import triton_kernels
+        from fusedlib.attention.base import DecodeMeta
+        from fusedlib.attention.triton_backend import TritonAttention
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth, prefill_case
+
+        cfg, dev, p = self.model.config, self.device, self.p
+        scale = cfg.head_dim ** -0.5
+        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        timed = (lambda call: _median_ms(self._graphed(call), dev, p["iters"] * 2, scratch, "read")) \
+            if self.on_gpu else (lambda call: _median_ms(call, dev, p["iters"], None))
+        backends = ([("sdpa flash", SDPBackend.FLASH_ATTENTION), ("sdpa cudnn", SDPBackend.CUDNN_ATTENTION),
+                     ("sdpa efficient", SDPBackend.EFFICIENT_ATTENTION)] if self.on_gpu
+                    else [("sdpa math", SDPBackend.MATH)])
+        ours = TritonAttention(decode_kernel="balanced")  # part 10's backend, as the engine builds it
+
+        def dense(cache, tables, length):  # [requests, kv heads, length, head_dim] through the table
+            blocks = cache[tables.long()]  # [requests, blocks, block_size, kv heads, head_dim]
+            return blocks.flatten(1, 2)[:, :length].transpose(1, 2).contiguous()
+
+        cases = []  # (case, kind, context, tokens, work, our call, {label: sdpa call})
+        for context, q, k, v, meta, kv_bytes in self._decode_cases():
+            graph_meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, cfg.max_position_embeddings)
+            qd, kd, vd = q.unsqueeze(2), dense(k, meta.block_tables, context), dense(v, meta.block_tables, context)
+            sdpa = lambda qd=qd, kd=kd, vd=vd: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+                qd, kd, vd, scale=scale, enable_gqa=True).squeeze(2)
+            cases.append((f"decode {context}", "decode", context, q.shape[0], kv_bytes,
+                          lambda q=q, k=k, v=v, m=graph_meta: ours.decode(q, k, v, m, scale), sdpa))
+        gen = torch.Generator(device=dev).manual_seed(2)
+        for case, cached in (("first chunk", 0), ("chunk after 2 chunks", 2 * p["chunk"])):
+            n = p["chunk"]
+            q, k, v, m = prefill_case([(cached, n)], cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, self.dtype, dev, gen)
+            flop = 4 * (n * cached + n * (n + 1) // 2) * cfg.num_heads * cfg.head_dim
+            qd = q.transpose(0, 1).unsqueeze(0)
+            kd, vd = dense(k, m.block_tables, cached + n), dense(v, m.block_tables, cached + n)
+            mask = causal_lower_right(n, cached + n)
+            sdpa = lambda qd=qd, kd=kd, vd=vd, mask=mask: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+                qd, kd, vd, attn_mask=mask, scale=scale, enable_gqa=True)[0].transpose(0, 1)
+            cases.append((case, "prefill", cached + n, n, flop,
+                          lambda q=q, k=k, v=v, m=m: ours.prefill(q, k, v, m, scale), sdpa))
+
+        out, probe = [], []
+        for case, kind, context, tokens, work, our_call, sdpa in cases:
+            expected = our_call().float()
+            calls = [("ours", contextlib.nullcontext, our_call)]
+            calls += [(label, lambda b=b: sdpa_kernel([b]), sdpa) for label, b in backends]
+            for label, context_manager, call in calls:
+                row = {"case": case, "kind": kind, "context": context, "tokens": tokens, "kernel": label,
+                       "copy_bandwidth_gbs": bandwidth / 1e9, ("kv_bytes" if kind == "decode" else "flop"): work}
+                try:
+                    with context_manager():
+                        row["max_abs_err"] = (call().float() - expected).abs().max().item()
+                        ms = timed(call)
+                    row["median_ms"] = ms
+                    if kind == "decode":
+                        row["fraction_of_copy"] = work / (ms / 1e3) / bandwidth
+                    else:
+                        row["tflops"] = work / ms / 1e9
+                    row["probe_order"] = len(probe)
+                    probe.append((context_manager, call))
+                except Exception as exc:  # a backend that refuses the problem is a result
+                    row["error"] = repr(exc)[:300]
+                out.append(row)
+        compiled = _compiled(triton_kernels.packed_attention_kernel, triton_kernels.splitkv_decode_kernel,
+                             triton_kernels.splitkv_reduce_kernel)
+        for row in out:
+            if row["kernel"] == "ours":
+                names = ("packed_attention_kernel",) if row["kind"] == "prefill" else \
+                    ("splitkv_decode_kernel", "splitkv_reduce_kernel")
+                if any(name in compiled for name in names):
+                    row["compiled"] = "; ".join(compiled.get(name, "none") for name in names)
+        self.write("kernel_probe", out)
+        if self.on_gpu:
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_push("kernel_probe")
+            for context_manager, call in probe:
+                torch.cuda._sleep(1000)  # the marker: a spin kernel before each call's kernels
+                with context_manager():
+                    call()
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
+        for case, *_ in cases:
+            mine = {r["kernel"]: r for r in out if r["case"] == case and "median_ms" in r}
+            peers = ", ".join(f"{k.removeprefix('sdpa ')} {r['median_ms'] * 1e3:.1f}" for k, r in mine.items() if k != "ours")
+            self.summary.append((f"kernel_probe {case}",
+                                 f"ours {mine['ours']['median_ms'] * 1e3:.1f} us; sdpa {peers or 'none ran'} us"
+                                 if "ours" in mine else "ERROR ours did not run"))
 
     # ---- (d) GEMM rate and launch cost --------------------------------------------------
     def gemm(self) -> None:

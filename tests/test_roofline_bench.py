@@ -56,3 +56,18 @@ def test_the_prefill_sweep_runs_without_ipython(tmp_path):
             f"sys.exit(m.main([{str(tmp_path)!r}, '--smoke', '--sections', 'prefill']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+@pytest.mark.slow(15)
+def test_the_kernel_probe_gives_sdpa_the_same_problem(tmp_path):
+    """kernel_probe's SDPA rows read a dense copy of the paged K/V: on the CPU in fp32 (the
+    math backend) each case's output matches ours, so the times compare one problem."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "kernel_probe"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "kernel_probe")
+    assert {r["case"] for r in got} == {"decode 32", "first chunk", "chunk after 2 chunks"}
+    assert {r["kernel"] for r in got} == {"ours", "sdpa math"}
+    assert all("error" not in r and r["max_abs_err"] < 1e-5 and r["median_ms"] > 0 for r in got)
+    # the order in which the ncu pass calls them, one each
+    assert sorted(r["probe_order"] for r in got) == list(range(len(got)))
