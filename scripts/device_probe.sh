@@ -21,8 +21,8 @@ ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 if left 200 && [ -n "$ncu" ]; then
   PYTHONPATH=$PWD timeout 240 "$ncu" --clock-control none --nvtx --nvtx-include "kernel_probe/" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    --page raw --csv python3 scripts/roofline_bench.py /tmp/probe --sections kernel_probe \
-    > "$out/kernel_probe_ncu.csv" 2> "$out/ncu.err"
+    --page raw --csv --log-file "$out/kernel_probe_ncu.csv" \
+    python3 scripts/roofline_bench.py /tmp/probe --sections kernel_probe > "$out/ncu.out" 2> "$out/ncu.err"
   echo "ncu exit $? ($ncu), $(wc -l < "$out/kernel_probe_ncu.csv") lines" | tee -a "$out/log.txt"
   tail -3 "$out/ncu.err" | tee -a "$out/log.txt"
 fi

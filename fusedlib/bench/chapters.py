@@ -509,7 +509,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
-    ws = rf.measured_for_prefill_splits(data)
+    ws, xs = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -517,11 +517,11 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs)
               | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts)
               | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs)
-              | gr.prefill_splits_grades(by_key(), ws))
+              | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
-                    | prefill_splits_texts(ws))
+                    | prefill_splits_texts(ws) | attention_bound_texts(xs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -712,6 +712,73 @@ def prefill_splits_texts(m: dict) -> dict[str, str]:
                  for short, name in (("packed", "packed_attention_kernel"), ("reduce", "splitkv_reduce_kernel"))
                  for arm in ("base", "new")}}
     return t
+
+
+PROBE_CASES = {"decode 1024": "d1k", "decode 2048": "d2k", "decode 4096": "d4k",
+               "first chunk": "first", "chunk after 2 chunks": "long"}
+PROBE_CALLS = {"ours": "ours", "sdpa flash": "flash", "sdpa cudnn": "cudnn"}
+
+
+def attention_bound_texts(m: dict) -> dict[str, str]:
+    """Set X's section (roofline.measured_for_attention_bound), prefix "xb": per case
+    (PROBE_CASES) and call (PROBE_CALLS) the graph replay's µs with the fraction of the copy
+    rate (decode) or TFLOP/s (prefill); the commit; from the counters, ncu's time of our decode
+    kernel and of its reduce at 1k and each one's share of the pair, the decode kernel's own
+    fraction of the copy rate, the packed kernel's warps per scheduler and, on the fresh chunk,
+    the instructions it issues against FlashAttention-2's main kernel."""
+    if "probe" not in m:
+        return {}
+    probe = m["probe"]
+    t = {"xb_commit": m["commit"]}
+    if "gemm_flops" in m:  # the ballpark: the 1k decode case's bytes at the copy rate, the long chunk's FLOP at the GEMM rate
+        dec, long = probe.loc[("decode 1024", "ours")], probe.loc[("chunk after 2 chunks", "ours")]
+        t |= {"xb_dec_mb": f"{dec['kv_bytes'] / 1e6:.1f} MB",
+              "xb_dec_floor": f"{dec['kv_bytes'] / (dec['copy_bandwidth_gbs'] * 1e9) * 1e6:.1f} µs",
+              "xb_long_gflop": f"{long['flop'] / 1e9:.1f} GFLOP", "xb_long_floor": f"{long['flop'] / m['gemm_flops'] * 1e6:.1f} µs"}
+    for (case, call), r in probe.iterrows():
+        if case in PROBE_CASES and call in PROBE_CALLS:
+            rate = (f"{r['fraction_of_copy']:.0%} of the copy rate" if r["kind"] == "decode"
+                    else f"{r['tflops']:.0f} TFLOP/s")
+            t[f"xb_{PROBE_CASES[case]}_{PROBE_CALLS[call]}"] = f"{r['us']:.1f} µs ({rate})"
+    if "counters" in m:
+        c = m["counters"][m["counters"]["call"] == "ours"].set_index(["case", "kernel"])
+        dec, red = c.loc[("decode 1024", "splitkv_decode_kernel")], c.loc[("decode 1024", "splitkv_reduce_kernel")]
+        kv, bw = probe.loc[("decode 1024", "ours"), ["kv_bytes", "copy_bandwidth_gbs"]]
+        t |= {"xb_dec_kernel": f"{dec['us']:.1f} µs", "xb_dec_reduce": f"{red['us']:.1f} µs",
+              "xb_dec_reduce_share": f"{red['us'] / (dec['us'] + red['us']):.0%}",
+              "xb_dec_kernel_frac": f"{kv / (dec['us'] * 1e-6) / (bw * 1e9):.0%}"}
+        packed = c.xs("packed_attention_kernel", level="kernel")
+        # warps resident per SM (64 slots) over its 4 schedulers
+        t["xb_packed_warps"] = f"{packed['occupancy_pct'].max() / 100 * 64 / 4:.1f}"
+        first = packed.iloc[0]
+        t |= {"xb_packed_regs": f"{first['registers']:.0f}", "xb_packed_kb": f"{first['shared_bytes'] / 1024:.0f} KB",
+              "xb_packed_programs": f"{first['grid']:.0f}", "xb_packed_issue": f"{packed['issue_per_cycle'].max():.2f}",
+              "xb_packed_tensor": f"{packed['tensor_pct'].min():.0f}–{packed['tensor_pct'].max():.0f}%",
+              "xb_dec_waves": f"{dec['waves']:.2f}"}
+        flash = m["counters"].set_index(["case", "call", "kernel"]).loc[
+            ("first chunk", "sdpa flash", "pytorch_flash::flash_fwd_splitkv_kernel")]
+        ours = packed.loc["first chunk"]
+        # Same grid (192 programs) and occupancy, so instructions issued scale as time x issue rate.
+        t["xb_issued_vs_flash"] = f"{ours['us'] * ours['issue_per_cycle'] / (flash['us'] * flash['issue_per_cycle']):.1f}×"
+    return t
+
+
+def attention_bound_table(m: dict) -> pd.DataFrame:
+    """Set X's counter table: per case (decode at 1k and both chunks), call and kernel (the
+    mask-building kernels of cuDNN's bottom-right causal path left out), ncu's time and the counters
+    the section reads, formatted for the page."""
+    c = m["counters"]
+    c = c[~c["kernel"].str.startswith("native::") & c["case"].isin(["decode 1024", "first chunk", "chunk after 2 chunks"])]
+    return pd.DataFrame({
+        "case": c["case"], "call": c["call"].str.replace("sdpa ", "SDPA "),
+        "kernel": c["kernel"].str.replace("cudnn_generated_fort_native_", "cudnn ").str.replace(r"_knob.*", "", regex=True)
+                             .str.removeprefix("pytorch_flash::"),
+        "µs": c["us"].map(lambda x: f"{x:.1f}"), "DRAM, % of peak": c["dram_pct"].map(lambda x: f"{x:.0f}"),
+        "tensor pipe, %": c["tensor_pct"].map(lambda x: f"{x:.0f}"),
+        "warp slots used, % (at most)": [f"{a:.0f} ({b:.0f})" for a, b in zip(c["occupancy_pct"], c["theoretical_pct"])],
+        "registers": c["registers"].map(lambda x: f"{x:.0f}"), "programs": c["grid"].map(lambda x: f"{x:.0f}"),
+        "issue / cycle": c["issue_per_cycle"].map(lambda x: f"{x:.2f}"),
+        "largest stall (cycles / instruction)": [f"{s} ({v:.1f})" for s, v in zip(c["top_stall"], c["top_stall_cycles"])]})
 
 
 def prefill_texts(m: dict) -> dict[str, str]:

@@ -1070,3 +1070,54 @@ def prefill_splits_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]
     if "lease" in m:
         out["W3"] = _mixed_fall_grade(p["W3"], m["lease"])
     return out
+
+
+# ncu's stall reasons that are waits on memory or on other warps: what X3 predicted would lead.
+# ("wait", a fixed-latency dependency on an earlier instruction, is neither.)
+MEMORY_WAITS = ("long_scoreboard", "barrier")
+
+
+def attention_bound_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """Set X on fusedlib.bench.roofline.measured_for_attention_bound: X1 the fastest SDPA
+    backend's time over our packed kernel's on the chunk after 1,024 cached keys; X2 the fastest
+    SDPA backend's fraction of the copy rate at 32 rows x 1k; X3 the packed kernel's achieved
+    occupancy on both chunks and its largest stall; X4 split-KV decode's DRAM throughput and
+    occupancy at 1k (the reduce is its own kernel and not counted)."""
+    if "probe" not in m:
+        return {}
+    probe, out = m["probe"], {}
+    sdpa = lambda case: probe.loc[case].drop("ours", errors="ignore")  # noqa: E731
+    long, dec = "chunk after 2 chunks", "decode 1024"
+    if long in probe.index.get_level_values(0):
+        peers, ours = sdpa(long), probe.loc[(long, "ours")]
+        best = peers["us"].idxmin()
+        ratio = peers.loc[best, "us"] / ours["us"]
+        out["X1"] = _ratio_grade(p["X1"], ratio, f"{best} {peers.loc[best, 'us']:.1f} µs against ours "
+                                                 f"{ours['us']:.1f} µs ({ratio:.2f}×)")
+    if dec in probe.index.get_level_values(0):
+        peers = sdpa(dec)
+        best = peers["fraction_of_copy"].idxmax()
+        frac, (lo, hi) = peers.loc[best, "fraction_of_copy"], p["X2"].fractions(0)
+        ok = _in(frac, lo, hi)
+        out["X2"] = Grade(f"{best} {frac:.1%} of the copy rate; ours {probe.loc[(dec, 'ours'), 'fraction_of_copy']:.1%}",
+                          verdict(ok), "inside the range" if ok else f"{side(frac, lo, hi)} the range")
+    if "counters" in m:
+        c = m["counters"][m["counters"]["call"] == "ours"].set_index(["case", "kernel"])
+        packed = c.xs("packed_attention_kernel", level="kernel")
+        (limit,) = p["X3"].fractions(0)
+        full = packed["occupancy_pct"].max() / 100 < limit
+        waits = packed["top_stall"].isin(MEMORY_WAITS).all()
+        out["X3"] = Grade("; ".join(f"{case}: {r['occupancy_pct']:.1f}% of warp slots, largest stall "
+                                    f"{r['top_stall']} ({r['top_stall_cycles']:.2f} cycles an instruction)"
+                                    for case, r in packed.iterrows()),
+                          verdict(full and waits),
+                          f"occupancy {'under' if full else 'over'} {limit:.0%}; the largest stall "
+                          f"{'is' if waits else 'is not'} one of {', '.join(MEMORY_WAITS)}")
+        d = c.loc[(dec, "splitkv_decode_kernel")]
+        (lo, hi), (occ_limit,) = p["X4"].fractions(0), p["X4"].fractions(1)
+        dram_ok, occ_ok = _in(d["dram_pct"] / 100, lo, hi), d["occupancy_pct"] / 100 < occ_limit
+        out["X4"] = Grade(f"DRAM {d['dram_pct']:.1f}% of peak over {d['us']:.1f} µs, {d['occupancy_pct']:.1f}% of warp slots",
+                          verdict(dram_ok and occ_ok),
+                          f"DRAM {side(d['dram_pct'] / 100, lo, hi)} its range; occupancy "
+                          f"{'under' if occ_ok else 'over'} {occ_limit:.0%}")
+    return out

@@ -1175,3 +1175,81 @@ def measured_for_prefill_splits(data: Path) -> dict:
         "sweep": runs.assign(us=runs["median_ms"] * 1e3).pivot_table(index="case", columns="splits", values="us",
                                                                      aggfunc="median"),
         "repeats": int(runs["repeat"].nunique()), "commit": runs["git_commit"].iloc[0]}
+
+
+MARKER_KERNEL = "spin_kernel"  # kernel_probe's marker before each call under ncu
+# ncu's raw metrics kernel_probe_counters keeps: column -> its raw name
+PROBE_COUNTERS = {
+    "us": "gpu__time_duration.sum",  # ns in the file; converted below
+    "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "tensor_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "theoretical_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "issue_per_cycle": "smsp__issue_active.avg.per_cycle_active",
+    "registers": "launch__registers_per_thread",
+    "shared_bytes": "launch__shared_mem_per_block_dynamic",
+    "grid": "launch__grid_size",
+    "block": "launch__block_size",
+    "waves": "launch__waves_per_multiprocessor",
+}
+_STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
+
+
+def _short_kernel_name(name: str) -> str:
+    """A CUDA kernel's name without "void ", template arguments or parameters."""
+    return re.split(r"[<(]", name.removeprefix("void "), maxsplit=1)[0]
+
+
+def kernel_probe_counters(path: Path, probe: pd.DataFrame) -> pd.DataFrame:
+    """Nsight Compute's raw page over roofline_bench's kernel_probe (`--page raw --csv`, the
+    program's own output before the table): one row per profiled kernel, charged to the call
+    it belongs to through the spin markers and `probe`'s rows (their `probe_order`), with
+    PROBE_COUNTERS, the largest stall reason per issued instruction and its cycles
+    ("top_stall", "top_stall_cycles") and every reason's ("stalls")."""
+    import csv
+
+    lines = Path(path).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    header, _units, *body = list(csv.reader(lines[start:]))
+    table = pd.DataFrame(body, columns=header)
+    calls = probe.dropna(subset=["probe_order"]).set_index("probe_order")[["case", "kernel"]]
+    stall_columns = {c: m.group(1) for c in header if (m := _STALL.fullmatch(c))}
+    out, call = [], -1
+    for _, r in table.iterrows():
+        if MARKER_KERNEL in r["Kernel Name"]:
+            call += 1
+            continue
+        if call not in calls.index:
+            raise ValueError(f"{path}: kernel {r['Kernel Name'][:60]!r} after marker {call}, but the probe "
+                             f"rows name {len(calls)} calls")
+        value = lambda column: float(r[column].replace(",", ""))  # noqa: E731
+        stalls = {reason: value(c) for c, reason in stall_columns.items()}
+        top = max(stalls, key=stalls.get)
+        out.append({"case": calls.loc[call, "case"], "call": calls.loc[call, "kernel"],
+                    "kernel": _short_kernel_name(r["Kernel Name"]),
+                    **{k: value(c) for k, c in PROBE_COUNTERS.items()},
+                    "top_stall": top, "top_stall_cycles": stalls[top], "stalls": stalls})
+    if call != len(calls) - 1:
+        raise ValueError(f"{path}: {call + 1} markers for {len(calls)} probe calls")
+    df = pd.DataFrame(out)
+    return df.assign(us=df["us"] / 1e3)
+
+
+def measured_for_attention_bound(data: Path) -> dict:
+    """What set X (what bounds the two attention kernels, beside torch's SDPA) is graded on
+    (grading.attention_bound_grades): roofline/kernel_probe at its newest commit ("probe": µs,
+    the fraction of the copy rate or TFLOP/s, per case and call, the calls that ran), the GEMM
+    rate for the ballpark ("gemm_flops", FLOP/s) and, where ncu ran over it, the counters per kernel (kernel_probe_counters, "counters")."""
+    probe = _frame(data, "roofline/kernel_probe")
+    if not len(probe):
+        return {}
+    probe = _newest_commit(probe)
+    out = {"probe_rows": probe, "commit": probe["git_commit"].iloc[0],
+           **({"gemm_flops": rates(data).gemm_flops} if (Path(data) / "roofline" / "gemm.jsonl").exists() else {}),
+           "probe": probe.dropna(subset=["median_ms"]).assign(us=lambda d: d["median_ms"] * 1e3)
+                         .set_index(["case", "kernel"])}
+    ncu = Path(data) / "roofline" / "ncu" / "kernel_probe_ncu.csv"  # not a result set: outside the folder's glob
+    if ncu.exists():
+        out["counters"] = kernel_probe_counters(ncu, probe)
+    return out

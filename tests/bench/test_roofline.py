@@ -1009,3 +1009,68 @@ def test_set_w_grades_the_committed_rows(tmp_path):
     assert (t["ps_reduce_base"], t["ps_kernels_new"]) == ("92 µs", "340")
     assert roofline.measured_for_prefill_splits(tmp_path) == {} and grading.prefill_splits_grades(p, {}) == {}
     assert chapters.prefill_splits_texts({}) == {}
+
+
+NCU_RAW = '''some program output
+"ID","Kernel Name","gpu__time_duration.sum","gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed","sm__throughput.avg.pct_of_peak_sustained_elapsed","sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed","sm__warps_active.avg.pct_of_peak_sustained_active","sm__maximum_warps_per_active_cycle_pct","smsp__issue_active.avg.per_cycle_active","launch__registers_per_thread","launch__shared_mem_per_block_dynamic","launch__grid_size","launch__block_size","launch__waves_per_multiprocessor","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+"","","ns","%","%","%","%","%","inst","register/thread","byte","","","","inst","inst"
+"0","cuda::<unnamed>::spin_kernel(long)","2,048","0","0","0","1","100","0.01","16","0","1","1","0","0.1","0.2"
+"1","splitkv_decode_kernel","14,720","49.3","24","5.6","32.2","43.75","0.33","72","21,504","832","128","0.9","1.9","6.6"
+"2","splitkv_reduce_kernel","4,576","12","9","0","17.7","75","0.14","40","2,048","384","128","0.24","1.1","8.5"
+"3","cuda::<unnamed>::spin_kernel(long)","2,112","0","0","0","1","100","0.01","16","0","1","1","0","0.1","0.2"
+"4","void pytorch_flash::flash_fwd_kernel<Traits, 1>(Params)","13,856","52","24","24","11.9","12.5","0.3","246","81,920","256","128","0.97","1.2","1.4"
+'''
+
+
+def _probe_rows(calls):
+    return pd.DataFrame([{"case": case, "kernel": kernel, "probe_order": float(i) if i is not None else None}
+                         for case, kernel, i in calls])
+
+
+def test_kernel_probe_counters_charge_each_kernel_to_the_call_after_its_marker(tmp_path):
+    path = tmp_path / "ncu.csv"
+    path.write_text(NCU_RAW)
+    probe = _probe_rows([("decode 1024", "ours", 0), ("decode 1024", "sdpa efficient", None),
+                         ("decode 1024", "sdpa flash", 1)])
+    c = roofline.kernel_probe_counters(path, probe)
+    assert c[["call", "kernel"]].values.tolist() == [["ours", "splitkv_decode_kernel"], ["ours", "splitkv_reduce_kernel"],
+                                                     ["sdpa flash", "pytorch_flash::flash_fwd_kernel"]]
+    assert c["us"].tolist() == [14.72, 4.576, 13.856] and c["shared_bytes"].iloc[0] == 21504
+    assert c["top_stall"].tolist() == ["long_scoreboard", "long_scoreboard", "long_scoreboard"]
+    assert c["stalls"].iloc[0] == {"wait": 1.9, "long_scoreboard": 6.6}
+    # a probe that names more calls than the markers, or fewer, is an error, not a shifted table
+    with pytest.raises(ValueError, match="2 markers for 3"):
+        roofline.kernel_probe_counters(path, _probe_rows([("a", "ours", 0), ("b", "ours", 1), ("c", "ours", 2)]))
+    with pytest.raises(ValueError, match="after marker 1"):
+        roofline.kernel_probe_counters(path, _probe_rows([("a", "ours", 0)]))
+
+
+def test_set_x_grades_the_committed_rows(tmp_path):
+    """X1-X4 on data/roofline/kernel_probe and kernel_probe_ncu.csv (H200, faefd26): SDPA's
+    fastest backend at 0.95x ours on the long chunk (X1 missed), cuDNN at 44% of the copy rate
+    at 1k (X2 held), the packed kernel's largest stall "wait" (X3 missed), split-KV decode at
+    49% of DRAM peak with 32% of warp slots (X4 missed); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_attention_bound(DATA)
+    assert m["commit"] == "faefd26"
+    g = grading.attention_bound_grades(p, m)
+    assert [g[k].verdict for k in ("X1", "X2", "X3", "X4")] == ["MISSED", "HELD", "MISSED", "MISSED"]
+    assert "sdpa flash" in g["X1"].measured and "occupancy under 15%" in g["X3"].why
+    probe = m["probe"].copy()
+    probe.loc[("chunk after 2 chunks", "sdpa flash"), "us"] = 0.5 * probe.loc[("chunk after 2 chunks", "ours"), "us"]
+    probe.loc[("decode 1024", "sdpa cudnn"), "fraction_of_copy"] = 0.55
+    counters = m["counters"].copy()
+    ours = counters["call"] == "ours"
+    counters.loc[ours & (counters["kernel"] == "packed_attention_kernel"), "top_stall"] = "long_scoreboard"
+    dec = ours & (counters["kernel"] == "splitkv_decode_kernel") & (counters["case"] == "decode 1024")
+    counters.loc[dec, ["dram_pct", "occupancy_pct"]] = [40.0, 25.0]
+    g = grading.attention_bound_grades(p, m | {"probe": probe, "counters": counters})
+    assert [g[k].verdict for k in ("X1", "X2", "X3", "X4")] == ["HELD", "MISSED", "HELD", "HELD"]
+    t = chapters.attention_bound_texts(m)
+    assert (t["xb_dec_kernel"], t["xb_dec_reduce"], t["xb_packed_regs"], t["xb_issued_vs_flash"]) == (
+        "14.7 µs", "4.6 µs", "213", "1.8×")
+    assert len(chapters.attention_bound_table(m)) == 14  # decode at 1k and both chunks, no mask fills
+    assert roofline.measured_for_attention_bound(tmp_path) == {} and grading.attention_bound_grades(p, {}) == {}
+    assert chapters.attention_bound_texts({}) == {}
