@@ -374,7 +374,7 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
-ATTENTION_BOUND_SET = "X"
+ATTENTION_BOUND_SET, UNMASKED_SET = "X", "Y"
 
 
 def part10_predictions() -> list:
@@ -383,7 +383,8 @@ def part10_predictions() -> list:
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
-                                     V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET))]
+                                     V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
+                                     UNMASKED_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -448,6 +449,10 @@ def prefill_splits_predictions() -> list:
 
 def attention_bound_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(ATTENTION_BOUND_SET)]
+
+
+def unmasked_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(UNMASKED_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
