@@ -37,50 +37,6 @@ NEG_BIG = tl.constexpr(-1.0e30)
 PARTIAL_EXTRA = tl.constexpr(4)
 
 
-@triton.jit
-def _attend_keys(q, acc, m_i, l_i, k_cache_ptr, v_cache_ptr, block_row_ptr, row_last_key, lo, hi, kv_len,
-                 qk_scale, kv_head, stride_k_block, stride_k_slot, stride_k_head, stride_v_block,
-                 stride_v_slot, stride_v_head, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
-                 KV_BLOCK_SIZE: tl.constexpr, DOT_PRECISION: tl.constexpr, MASKED: tl.constexpr):
-    """Online softmax over keys [lo, hi) in BLOCK_N steps: gather K and V through the block
-    table, score, fold into (acc, m_i, l_i). With MASKED, row r sees key j only if j <=
-    its row_last_key (the causal limit, or -1 for a row of another request) and j < kv_len;
-    without, every key is in range and visible to every row."""
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    for kv_start in range(lo, hi, BLOCK_N):
-        key_idx = kv_start + offs_n
-        key_valid = key_idx < kv_len
-        if MASKED:
-            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid, other=0).to(tl.int64)
-        else:
-            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE).to(tl.int64)
-        slot = key_idx % KV_BLOCK_SIZE
-        k_ptrs = (k_cache_ptr + block_id[:, None] * stride_k_block + slot[:, None] * stride_k_slot
-                  + kv_head * stride_k_head + offs_d[None, :])
-        v_ptrs = (v_cache_ptr + block_id[:, None] * stride_v_block + slot[:, None] * stride_v_slot
-                  + kv_head * stride_v_head + offs_d[None, :])
-        if MASKED:
-            k = tl.load(k_ptrs, mask=key_valid[:, None], other=0.0)
-        else:
-            k = tl.load(k_ptrs)
-        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-        if MASKED:
-            visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
-            scores = tl.where(visible, scores, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(scores - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        if MASKED:
-            v = tl.load(v_ptrs, mask=key_valid[:, None], other=0.0)
-        else:
-            v = tl.load(v_ptrs)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-        m_i = m_new
-    return acc, m_i, l_i
-
-
 @triton.jit(do_not_specialize=["stride_bt"])
 def packed_attention_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
@@ -128,6 +84,7 @@ def packed_attention_kernel(
     m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
 
     # Requests are visited one after the other: this serial walk is what makes a tile
     # spanning many requests slow.
@@ -137,20 +94,30 @@ def packed_attention_kernel(
         kv_len = tl.max(tl.where(in_seq, row_pos, -1), axis=0) + 1
         block_row_ptr = block_tables_ptr + seq * stride_bt
         row_last_key = tl.where(in_seq, row_pos, -1)
-        # Keys below every row's position are visible to the whole tile when no row belongs to
-        # another request (padding rows are never stored): those whole BLOCK_N tiles skip the
-        # causal and bounds masks, which cost the kernel instructions it is short of.
-        others = tl.sum((row_valid & (row_seq != seq)).to(tl.int32), axis=0)
-        first_row_key = tl.min(tl.where(in_seq, row_pos, kv_len), axis=0)
-        unmasked_end = tl.where(others == 0, (first_row_key + 1) // BLOCK_N * BLOCK_N, 0)
-        acc, m_i, l_i = _attend_keys(
-            q, acc, m_i, l_i, k_cache_ptr, v_cache_ptr, block_row_ptr, row_last_key, 0, unmasked_end,
-            kv_len, qk_scale, kv_head, stride_k_block, stride_k_slot, stride_k_head, stride_v_block,
-            stride_v_slot, stride_v_head, HEAD_DIM, BLOCK_N, KV_BLOCK_SIZE, DOT_PRECISION, MASKED=False)
-        acc, m_i, l_i = _attend_keys(
-            q, acc, m_i, l_i, k_cache_ptr, v_cache_ptr, block_row_ptr, row_last_key, unmasked_end, kv_len,
-            kv_len, qk_scale, kv_head, stride_k_block, stride_k_slot, stride_k_head, stride_v_block,
-            stride_v_slot, stride_v_head, HEAD_DIM, BLOCK_N, KV_BLOCK_SIZE, DOT_PRECISION, MASKED=True)
+        for kv_start in range(0, kv_len, BLOCK_N):
+            # One BLOCK_N step of online softmax: gather K and V through the block table,
+            # score, fold into (m_i, l_i, acc). Row r sees key j only if j <= its
+            # row_last_key: the causal limit, or -1 for a row of another request.
+            key_idx = kv_start + offs_n
+            key_valid = key_idx < kv_len
+            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
+                               other=0).to(tl.int64)
+            slot = key_idx % KV_BLOCK_SIZE
+            k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
+                        + slot[:, None] * stride_k_slot + kv_head * stride_k_head
+                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+            scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+            visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
+            scores = tl.where(visible, scores, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+            alpha = tl.exp2(m_i - m_new)
+            p = tl.exp2(scores - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, axis=1)
+            v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
+                        + slot[:, None] * stride_v_slot + kv_head * stride_v_head
+                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+            m_i = m_new
 
     # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
     out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]

@@ -514,7 +514,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ns, os_ = rf.measured_for_staging(data, "staging_ab"), rf.measured_for_staging(data, "tables_ab")
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
-    ws, xs = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data)
+    ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -522,11 +522,13 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.tables_grades(by_key(), os_) | gr.parallel_grades(by_key(), ps) | gr.loop_grades(by_key(), qs)
               | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts)
               | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs)
-              | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs))
+              | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs)
+              | gr.unmasked_grades(by_key(), ys))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
-                    | prefill_splits_texts(ws) | attention_bound_texts(xs))
+                    | prefill_splits_texts(ws) | attention_bound_texts(xs)
+                    | unmasked_texts(ys))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -765,6 +767,34 @@ def attention_bound_texts(m: dict) -> dict[str, str]:
         ours = packed.loc["first chunk"]
         # Same grid (192 programs) and occupancy, so instructions issued scale as time x issue rate.
         t["xb_issued_vs_flash"] = f"{ours['us'] * ours['issue_per_cycle'] / (flash['us'] * flash['issue_per_cycle']):.1f}×"
+    return t
+
+
+def unmasked_texts(m: dict) -> dict[str, str]:
+    """Set Y's section (roofline.measured_for_unmasked), prefix "um": per chunk case ("first",
+    "long") the packed kernel's µs before and after and the ratio; the rounds and commits; the
+    A/B lease's mixed and decode steps per arm and their changes, and the mixed step's packed and
+    split-KV decode kernels' µs a step per arm."""
+    from . import roofline as rf
+
+    if "cases" not in m:
+        return {}
+    t = {"um_commit": m["commit"], "um_base_commit": m["base_commit"], "um_rounds": f"{m['rounds']}"}
+    for case, c in m["cases"].iterrows():
+        short = rf.CHUNK_CASES.get(case)
+        if short:
+            t |= {f"um_{short}_base": f"{c['base']:.1f} µs", f"um_{short}_new": f"{c['new']:.1f} µs",
+                  f"um_{short}_ratio": f"{c['ratio']:.2f}×"}
+    if "lease" in m:
+        lease, k = m["lease"], m["kernels"]
+        for step, short in (("mixed", "mixed"), ("decode", "dec")):
+            r = lease.loc[("second stream", step)]
+            t |= {f"um_{short}_base": f"{r['base_gpu_ms']:.2f} ms", f"um_{short}_new": f"{r['new_gpu_ms']:.2f} ms",
+                  f"um_{short}_change": _change(r)}
+        t["um_ab_rounds"] = f"{int(lease.loc[('second stream', 'mixed'), 'n'])}"
+        t |= {f"um_{short}_{arm}_us": f"{k.loc[name, f'{arm}_us']:.0f} µs"
+              for short, name in (("packed", "packed_attention_kernel"), ("splitkv", "splitkv_decode_kernel"))
+              for arm in ("base", "new")}
     return t
 
 

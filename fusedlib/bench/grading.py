@@ -1121,3 +1121,20 @@ def attention_bound_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade
                           f"DRAM {side(d['dram_pct'] / 100, lo, hi)} its range; occupancy "
                           f"{'under' if occ_ok else 'over'} {occ_limit:.0%}")
     return out
+
+
+def unmasked_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """Y1 (the chunk after 1,024 cached keys) and Y2 (the fresh chunk) on
+    fusedlib.bench.roofline.measured_for_unmasked: the packed kernel's median time after the
+    change over before; Y3 on its census A/B, as V3."""
+    if "cases" not in m:
+        return {}
+    out = {}
+    for key, case in (("Y1", "chunk after 2 chunks"), ("Y2", "first chunk")):
+        if case in m["cases"].index:
+            c = m["cases"].loc[case]
+            out[key] = _ratio_grade(p[key], c["ratio"], f"{case}: {c['base']:.1f} -> {c['new']:.1f} µs "
+                                                        f"({c['ratio']:.2f}×; medians over {m['rounds']} rounds)")
+    if "lease" in m:
+        out["Y3"] = _mixed_fall_grade(p["Y3"], m["lease"])
+    return out

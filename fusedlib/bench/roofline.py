@@ -1253,3 +1253,20 @@ def measured_for_attention_bound(data: Path) -> dict:
     if ncu.exists():
         out["counters"] = kernel_probe_counters(ncu, probe)
     return out
+
+
+def measured_for_unmasked(data: Path) -> dict:
+    """What set Y (the packed kernel's whole tiles walked without masks) is graded on
+    (grading.unmasked_grades): roofline/kernel_probe_ab, the kernel_probe section on the code
+    before ("base") and after ("new") in alternated processes, our kernel's median µs per case
+    and arm ("cases", with the ratio new / base and the rounds); the census A/B of
+    configuration 6 in roofline/unmasked_ab (as _attention_ab). Empty without probe rows."""
+    runs = _frame(data, "roofline/kernel_probe_ab")
+    if not len(runs):
+        return {}
+    ours = runs[(runs["kernel"] == "ours") & runs["median_ms"].notna()]
+    cases = ours.assign(us=ours["median_ms"] * 1e3).pivot_table(index="case", columns="arm", values="us", aggfunc="median")
+    return _attention_ab(data, "unmasked_ab") | {
+        "cases": cases.assign(ratio=cases["new"] / cases["base"]), "rounds": int(runs["round"].nunique()),
+        "commit": str(ours[ours["arm"] == "new"]["git_commit"].iloc[0]),
+        "base_commit": str(ours[ours["arm"] == "base"]["git_commit"].iloc[0])}

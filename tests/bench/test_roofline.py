@@ -1074,3 +1074,27 @@ def test_set_x_grades_the_committed_rows(tmp_path):
     assert len(chapters.attention_bound_table(m)) == 14  # decode at 1k and both chunks, no mask fills
     assert roofline.measured_for_attention_bound(tmp_path) == {} and grading.attention_bound_grades(p, {}) == {}
     assert chapters.attention_bound_texts({}) == {}
+
+
+def test_set_y_grades_the_committed_rows(tmp_path):
+    """Y1-Y3 on data/roofline/kernel_probe_ab and unmasked_ab (H200, 41f99ab against c747837):
+    the long chunk 0.90x (Y1 held), the fresh one 1.01x (Y2 missed), the mixed step +1.4%
+    (Y3 missed); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_unmasked(DATA)
+    assert (m["commit"], m["base_commit"], m["rounds"]) == ("41f99ab", "c747837", 2)
+    g = grading.unmasked_grades(p, m)
+    assert [g[k].verdict for k in ("Y1", "Y2", "Y3")] == ["HELD", "MISSED", "MISSED"]
+    cases = m["cases"].copy()
+    cases.loc["chunk after 2 chunks", "ratio"], cases.loc["first chunk", "ratio"] = 0.97, 0.95
+    lease = m["lease"].copy()
+    lease.loc[("second stream", "mixed"), "new_gpu_ms"] = lease.loc[("second stream", "mixed"), "base_gpu_ms"] - 0.03
+    g = grading.unmasked_grades(p, m | {"cases": cases, "lease": lease})
+    assert [g[k].verdict for k in ("Y1", "Y2", "Y3")] == ["MISSED", "HELD", "HELD"]
+    t = chapters.unmasked_texts(m)
+    assert (t["um_long_ratio"], t["um_splitkv_new_us"], t["um_ab_rounds"]) == ("0.90×", "636 µs", "4")
+    assert roofline.measured_for_unmasked(tmp_path) == {} and grading.unmasked_grades(p, {}) == {}
+    assert chapters.unmasked_texts({}) == {}
