@@ -173,6 +173,12 @@ def _compiled(*kernels) -> dict[str, str]:
     return out
 
 
+def _causal_flop(chunks, cfg) -> int:
+    """FLOP of causal attention over prompt chunks ((tokens cached before, chunk length) each):
+    query i of a chunk after `cached` keys sees cached + i + 1 keys, 4 FLOP a key and dim."""
+    return 4 * sum(n * cached + n * (n + 1) // 2 for cached, n in chunks) * cfg.num_heads * cfg.head_dim
+
+
 def _sync(device) -> None:
     if str(device).startswith("cuda"):
         import torch
@@ -814,9 +820,7 @@ class Bench:
         for case, chunks in cases.items():
             q, k, v, m = prefill_case(chunks, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
                                       self.dtype, dev, gen)
-            # Causal work: query i of a chunk starting after `cached` keys sees cached + i + 1 keys.
-            pairs = sum(n * cached + n * (n + 1) // 2 for cached, n in chunks)
-            flop = 4 * pairs * cfg.num_heads * cfg.head_dim
+            flop = _causal_flop(chunks, cfg)
             expected = TorchAttention().prefill(q, k, v, m, scale)
             for block_m, block_n, warps, stages in sweep:
                 row = {"case": case, "tokens": q.shape[0], "flop": flop, "block_m": block_m,
@@ -898,7 +902,7 @@ class Bench:
             blocks = cache[tables.long()]  # [requests, blocks, block_size, kv heads, head_dim]
             return blocks.flatten(1, 2)[:, :length].transpose(1, 2).contiguous()
 
-        cases = []  # (case, kind, context, tokens, work, our call, {label: sdpa call})
+        cases = []  # (case, kind, context, tokens, KV bytes or FLOP, our call, the SDPA call)
         for context, q, k, v, meta, kv_bytes in self._decode_cases():
             graph_meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, cfg.max_position_embeddings)
             qd, kd, vd = q.unsqueeze(2), dense(k, meta.block_tables, context), dense(v, meta.block_tables, context)
@@ -910,7 +914,7 @@ class Bench:
         for case, cached in (("first chunk", 0), ("chunk after 2 chunks", 2 * p["chunk"])):
             n = p["chunk"]
             q, k, v, m = prefill_case([(cached, n)], cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, self.dtype, dev, gen)
-            flop = 4 * (n * cached + n * (n + 1) // 2) * cfg.num_heads * cfg.head_dim
+            flop = _causal_flop([(cached, n)], cfg)
             qd = q.transpose(0, 1).unsqueeze(0)
             kd, vd = dense(k, m.block_tables, cached + n), dense(v, m.block_tables, cached + n)
             mask = causal_lower_right(n, cached + n)

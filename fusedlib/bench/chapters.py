@@ -761,12 +761,17 @@ def attention_bound_texts(m: dict) -> dict[str, str]:
         t |= {"xb_packed_regs": f"{first['registers']:.0f}", "xb_packed_kb": f"{first['shared_bytes'] / 1024:.0f} KB",
               "xb_packed_programs": f"{first['grid']:.0f}", "xb_packed_issue": f"{packed['issue_per_cycle'].max():.2f}",
               "xb_packed_tensor": f"{packed['tensor_pct'].min():.0f}–{packed['tensor_pct'].max():.0f}%",
-              "xb_dec_waves": f"{dec['waves']:.2f}"}
+              "xb_dec_waves": f"{dec['waves']:.2f}",
+              # warp slots at most (of 64) over the warps a program has
+              "xb_packed_per_sm": f"{first['theoretical_pct'] / 100 * 64 / (first['block'] / 32):.0f}"}
+        cudnn = m["counters"][m["counters"]["kernel"].str.contains("sm90")].iloc[0]
+        t |= {"xb_cudnn_programs": f"{cudnn['grid']:.0f}", "xb_cudnn_groups": f"{cudnn['block'] / 128:.0f}"}
         flash = m["counters"].set_index(["case", "call", "kernel"]).loc[
             ("first chunk", "sdpa flash", "pytorch_flash::flash_fwd_splitkv_kernel")]
         ours = packed.loc["first chunk"]
         # Same grid (192 programs) and occupancy, so instructions issued scale as time x issue rate.
         t["xb_issued_vs_flash"] = f"{ours['us'] * ours['issue_per_cycle'] / (flash['us'] * flash['issue_per_cycle']):.1f}×"
+        t["xb_flash_vs_ours"] = f"{flash['us'] / ours['us']:.2f}×"
     return t
 
 

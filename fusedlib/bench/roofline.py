@@ -1245,7 +1245,7 @@ def measured_for_attention_bound(data: Path) -> dict:
     if not len(probe):
         return {}
     probe = _newest_commit(probe)
-    out = {"probe_rows": probe, "commit": probe["git_commit"].iloc[0],
+    out = {"commit": probe["git_commit"].iloc[0],
            **({"gemm_flops": rates(data).gemm_flops} if (Path(data) / "roofline" / "gemm.jsonl").exists() else {}),
            "probe": probe.dropna(subset=["median_ms"]).assign(us=lambda d: d["median_ms"] * 1e3)
                          .set_index(["case", "kernel"])}

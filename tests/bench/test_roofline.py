@@ -1071,6 +1071,7 @@ def test_set_x_grades_the_committed_rows(tmp_path):
     t = chapters.attention_bound_texts(m)
     assert (t["xb_dec_kernel"], t["xb_dec_reduce"], t["xb_packed_regs"], t["xb_issued_vs_flash"]) == (
         "14.7 µs", "4.6 µs", "213", "1.8×")
+    assert (t["xb_flash_vs_ours"], t["xb_packed_per_sm"], t["xb_cudnn_programs"]) == ("0.67×", "2", "48")
     assert len(chapters.attention_bound_table(m)) == 14  # decode at 1k and both chunks, no mask fills
     assert roofline.measured_for_attention_bound(tmp_path) == {} and grading.attention_bound_grades(p, {}) == {}
     assert chapters.attention_bound_texts({}) == {}
