@@ -374,17 +374,17 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
-ATTENTION_BOUND_SET, UNMASKED_SET = "X", "Y"
+ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET = "X", "Y", "Z"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to W, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to Z, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
-                                     UNMASKED_SET))]
+                                     UNMASKED_SET, PREFETCH_SET))]
 
 
 def whole_graph_predictions() -> list:
