@@ -7,7 +7,8 @@
 #      prefetch ("base"), alternated, one process each, ROUNDS rounds (default 4), rows in
 #      OUT/prefetch_ab/<arm><round> (scripts/merge_census_ab.py OUT prefetch_ab prefetch_ab)
 #   3. the GPU tests of the prefetch (OUT/gpu_tests/h200_prefetch_COMMIT.log), while time is left
-# Stages stop starting at LIMIT s (default 540).
+# With BEST set (a --prefetch argument) the sweep is skipped and BEST is the plan. Stages stop
+# starting at LIMIT s (default 540); the A/B's rows land in OUT/prefetch_ab.tgz.
 set -u
 out=$1; limit=${LIMIT:-540}; rounds=${ROUNDS:-4}; config=${CONFIG:-6}
 export PYTHONUNBUFFERED=1
@@ -15,10 +16,10 @@ commit=${FUSEDLIB_GIT_COMMIT:?set FUSEDLIB_GIT_COMMIT}
 mkdir -p "$out"
 left() { [ $((limit - SECONDS)) -gt "$1" ] || { echo "stage skipped: $((limit - SECONDS)) s left" | tee -a "$out/log.txt"; return 1; }; }
 echo "kernel $(uname -r); $(nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader)" | tee -a "$out/log.txt"
-left 60 && PYTHONPATH=$PWD timeout 200 python3 scripts/roofline_bench.py "$out/sweep" \
+[ -z "${BEST:-}" ] && left 60 && PYTHONPATH=$PWD timeout 200 python3 scripts/roofline_bench.py "$out/sweep" \
   --sections prefetch_sweep 2>&1 | tail -6 | tee -a "$out/log.txt"
 # The fastest plan by its median over rounds, as --prefetch's argument (none: no prefetch).
-best=$(python3 - "$out/sweep/roofline/prefetch_sweep.jsonl" <<'PY'
+[ -n "${BEST:-}" ] && best=$BEST || best=$(python3 - "$out/sweep/roofline/prefetch_sweep.jsonl" <<'PY'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 plans = {}
@@ -37,6 +38,7 @@ for round in $(seq 1 "$rounds"); do
       --sections census --configs "$config" --prefetch "$plan" 2>&1 | tail -4 | tee -a "$out/log.txt"
   done
 done
+mkdir -p "$out/prefetch_ab" && tar czf "$out/prefetch_ab.tgz" -C "$out" prefetch_ab
 left 120 && PYTHONPATH=$PWD timeout 200 python3 scripts/gpu_tests.py "$out" "h200_prefetch_$commit" \
   tests/ops/test_ops.py tests/test_graphs.py -k "prefetch or graphs_on_gpu" 2>&1 | tail -3 | tee -a "$out/log.txt"
 echo "done in $SECONDS s" | tee -a "$out/log.txt"

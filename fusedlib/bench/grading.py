@@ -1138,3 +1138,44 @@ def unmasked_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if "lease" in m:
         out["Y3"] = _mixed_fall_grade(p["Y3"], m["lease"])
     return out
+
+
+def prefetch_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """Z1-Z3 and Z5 on fusedlib.bench.roofline.measured_for_prefetch's sweep, Z4 on its census
+    A/B: falls of GPU time against the plan without prefetch (or, for Z2 and Z3, the plans
+    they compare), inside the predictions' ranges."""
+    if "plans" not in m:
+        return {}
+    plans = m["plans"].set_index(["gate_up_mb", "down_mb", "bulk", "in_rotary"])
+    best, out = m["best"], {}
+    fall = -best["change"]
+    lo, hi = p["Z1"].fractions(0)
+    out["Z1"] = Grade(f"fastest plan ({best['gate_up_mb']:g} MB of gate_up, {best['down_mb']:g} MB of down, "
+                      f"{'bulk' if best['bulk'] else 'lines'}{', from the rotary kernel' if best['in_rotary'] else ''}): "
+                      f"{m['none_ms']:.3f} -> {best['gpu_ms']:.3f} ms GPU ({fall:+.1%} fall)",
+                      verdict(_in(fall, lo, hi)), "inside the range" if _in(fall, lo, hi) else
+                      f"the fall {side(fall, lo, hi)} its range")
+    line, bulk = plans.loc[(24, 0, False, False), "gpu_ms"], plans.loc[(24, 0, True, False), "gpu_ms"]
+    out["Z2"] = Grade(f"24 MB, lines {line:.3f} ms, bulk {bulk:.3f} ms", verdict(line > bulk),
+                      "lines slower" if line > bulk else "lines not slower")
+    alone = plans.loc[(24, 0, True, False), "gpu_ms"]
+    (limit,) = p["Z3"].fractions(0)
+    changes = {d: plans.loc[(24, d, True, False), "gpu_ms"] / alone - 1 for d in (8, 16)}
+    ok = all(abs(c) < limit for c in changes.values())
+    out["Z3"] = Grade("; ".join(f"+{d} MB of down: {c:+.1%}" for d, c in changes.items()) + f" (against {alone:.3f} ms)",
+                      verdict(ok), "both inside the bound" if ok else "outside the bound")
+    if "lease" in m:
+        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
+        (lo, hi), (gate_up_fall,), (mixed_limit,) = p["Z4"].fractions(0), p["Z4"].fractions(1), p["Z4"].fractions(2)
+        k = m["decode_kernels"]
+        g = k.loc["gate_up_silu_kernel"] if "gate_up_silu_kernel" in k.index else None
+        g_fall = 1 - g["new_us"] / g["base_us"] if g is not None else float("nan")
+        ok = _in(1 - dec["ratio"], lo, hi) and g_fall >= gate_up_fall and abs(mixed["ratio"] - 1) < mixed_limit
+        out["Z4"] = Grade(f"decode {dec['base_gpu_ms']:.3f} -> {dec['new_gpu_ms']:.3f} ms GPU ({_interval(dec)}); "
+                          f"gate_up {g['base_us']:.0f} -> {g['new_us']:.0f} µs a step ({g_fall:.0%} fall); "
+                          f"mixed {_interval(mixed)}" if g is not None else f"decode {_interval(dec)}",
+                          verdict(ok), "all three inside" if ok else "not all three inside")
+    worst = m["plans"]["max_abs_diff"].max()
+    out["Z5"] = Grade(f"largest logit difference from no prefetch: {worst:g}", verdict(worst == 0),
+                      "identical" if worst == 0 else "different")
+    return out

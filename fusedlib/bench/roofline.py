@@ -1270,3 +1270,28 @@ def measured_for_unmasked(data: Path) -> dict:
         "cases": cases.assign(ratio=cases["new"] / cases["base"]), "rounds": int(runs["round"].nunique()),
         "commit": str(ours[ours["arm"] == "new"]["git_commit"].iloc[0]),
         "base_commit": str(ours[ours["arm"] == "base"]["git_commit"].iloc[0])}
+
+
+def measured_for_prefetch(data: Path) -> dict:
+    """What set Z (weights asked into L2 while the layer leaves memory idle) is graded on
+    (grading.prefetch_grades): roofline/prefetch_sweep's newest lease, per plan (gate_up MB,
+    down MB, bulk, from the rotary kernel) the median GPU and wall ms over rounds, its change
+    against no prefetch, the largest logit difference and the rounds ("plans", in sweep order;
+    "best", the fastest); the census A/B of roofline/prefetch_ab ("lease", as _attention_ab)
+    and its decode step's kernels per arm ("decode_kernels", by name). Empty without sweep rows."""
+    sweep = _newest_boot(data, "roofline/prefetch_sweep")
+    if not len(sweep):
+        return {}
+    keys = ["gate_up_mb", "down_mb", "bulk", "in_rotary"]
+    plans = sweep.groupby(keys, sort=False).agg(gpu_ms=("gpu_ms_median", "median"), wall_ms=("wall_ms_median", "median"),
+                                                max_abs_diff=("max_abs_diff", "max"), rounds=("round", "nunique"))
+    none = plans.loc[(0, 0, True, False), "gpu_ms"]
+    plans = plans.assign(change=plans["gpu_ms"] / none - 1).reset_index()
+    m = {"plans": plans, "best": plans.loc[plans["gpu_ms"].idxmin()], "none_ms": float(none),
+         "commit": str(sweep["git_commit"].iloc[0])}
+    ab = _attention_ab(data, "prefetch_ab")
+    if ab:
+        k = census_ab_kernels(data, ab["lease"]["boot_id"].iloc[0], PARALLEL, "decode", min_us=0.0, min_share=0.0,
+                              stem="prefetch_ab")
+        m |= {"lease": ab["lease"], "decode_kernels": k.set_index("name")}
+    return m
