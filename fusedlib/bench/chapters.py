@@ -455,6 +455,10 @@ def unmasked_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(UNMASKED_SET)]
 
 
+def prefetch_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(PREFETCH_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's section on the decode step's last small kernels: the grades of
     sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
@@ -515,6 +519,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
+    zs = rf.measured_for_prefetch(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -523,12 +528,12 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts)
               | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs)
               | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs)
-              | gr.unmasked_grades(by_key(), ys))
+              | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
-                    | unmasked_texts(ys))
+                    | unmasked_texts(ys) | prefetch_texts(zs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -800,6 +805,36 @@ def unmasked_texts(m: dict) -> dict[str, str]:
         t |= {f"um_{short}_{arm}_us": f"{k.loc[name, f'{arm}_us']:.0f} µs"
               for short, name in (("packed", "packed_attention_kernel"), ("splitkv", "splitkv_decode_kernel"))
               for arm in ("base", "new")}
+    return t
+
+
+def prefetch_texts(m: dict) -> dict[str, str]:
+    """Set Z's section (roofline.measured_for_prefetch), prefix "pf": the sweep's commit and
+    rounds, the step without prefetch, each plan's GPU time and change ("pf_<gate_up MB>" for
+    bulk requests from the side stream, "_lines", "_down<MB>" beside 24 MB of gate_up,
+    "_down_only", "_rotary<MB>"), the fastest plan; the A/B's decode step per arm, its
+    change and rounds, the decode kernels that moved (gate_up, split-KV decode, the prefetch
+    kernel itself) a step per arm, and the mixed step's change."""
+    if "plans" not in m:
+        return {}
+    t = {"pf_commit": m["commit"], "pf_none": f"{m['none_ms']:.3f} ms",
+         "pf_rounds": f"{int(m['plans']['rounds'].min())}",
+         "pf_best_mb": f"{m['best']['gate_up_mb']:g} MB"}
+    for _, r in m["plans"].iterrows():
+        g, d, bulk, rotary = r["gate_up_mb"], r["down_mb"], r["bulk"], r["in_rotary"]
+        key = (f"pf_rotary{g:g}" if rotary else f"pf_down{d:g}" if g and d else "pf_down_only" if d
+               else f"pf_{g:g}" if bulk else "pf_lines")
+        if key != "pf_0":
+            t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
+    if "lease" in m:
+        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
+        t |= {"pf_ab_base": f"{dec['base_gpu_ms']:.3f} ms", "pf_ab_new": f"{dec['new_gpu_ms']:.3f} ms",
+              "pf_ab_change": _change(dec), "pf_ab_rounds": f"{int(dec['n'])}", "pf_ab_mixed": _change(mixed),
+              "pf_ab_per_layer": f"{dec['new_per_layer']:.1f}", "pf_ab_commit": str(dec["new_commit"])}
+        k = m["decode_kernels"]
+        for short, name in (("gate_up", "gate_up_silu_kernel"), ("decode", "splitkv_decode_kernel")):
+            t |= {f"pf_{short}_{arm}_us": f"{k.loc[name, f'{arm}_us']:.0f} µs" for arm in ("base", "new")}
+        t["pf_kernel_us"] = f"{k.loc['l2_prefetch_kernel', 'new_us'] / k.loc['l2_prefetch_kernel', 'new_launches']:.0f} µs"
     return t
 
 

@@ -1099,3 +1099,37 @@ def test_set_y_grades_the_committed_rows(tmp_path):
     assert (t["um_long_ratio"], t["um_splitkv_new_us"], t["um_ab_rounds"]) == ("0.90×", "636 µs", "4")
     assert roofline.measured_for_unmasked(tmp_path) == {} and grading.unmasked_grades(p, {}) == {}
     assert chapters.unmasked_texts({}) == {}
+
+
+def test_set_z_grades_the_committed_rows(tmp_path):
+    """Z1-Z5 on data/roofline/prefetch_sweep (d7281c9) and prefetch_ab (ede9533): the fastest
+    plan -0.5% (Z1 missed), lines slower (Z2 held), 16 MB of down +7% (Z3 missed), the census
+    decode step +0.3% with gate_up -12% (Z4 missed), identical logits (Z5 held); each verdict
+    turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_prefetch(DATA)
+    assert m["commit"] == "d7281c9" and len(m["plans"]) == 14
+    g = grading.prefetch_grades(p, m)
+    assert [g[k].verdict for k in ("Z1", "Z2", "Z3", "Z4", "Z5")] == ["MISSED", "HELD", "MISSED", "MISSED", "HELD"]
+    plans = m["plans"].copy()
+    key = ["gate_up_mb", "down_mb", "bulk", "in_rotary"]
+    at = lambda *k: (plans[key] == list(k)).all(axis=1)  # noqa: E731
+    plans.loc[at(24, 0, True, False), "change"] = -0.05
+    plans.loc[at(24, 0, False, False), "gpu_ms"] = plans.loc[at(24, 0, True, False), "gpu_ms"].iloc[0] * 0.99
+    plans.loc[at(24, 16, True, False), "gpu_ms"] = plans.loc[at(24, 0, True, False), "gpu_ms"].iloc[0]
+    plans.loc[at(0, 0, True, False), "max_abs_diff"] = 0.0
+    plans.loc[at(56, 0, True, True), "max_abs_diff"] = 1e-3
+    lease, k = m["lease"].copy(), m["decode_kernels"].copy()
+    lease.loc[("second stream", "decode"), "ratio"] = 0.95
+    k.loc["gate_up_silu_kernel", "new_us"] = 0.7 * k.loc["gate_up_silu_kernel", "base_us"]
+    best = plans.loc[at(24, 0, True, False)].iloc[0]
+    g = grading.prefetch_grades(p, m | {"plans": plans, "best": best, "lease": lease, "decode_kernels": k})
+    assert [g[k].verdict for k in ("Z1", "Z2", "Z3", "Z4", "Z5")] == ["HELD", "MISSED", "HELD", "HELD", "MISSED"]
+    t = chapters.prefetch_texts(m)
+    assert (t["pf_24"], t["pf_gate_up_new_us"], t["pf_decode_new_us"], t["pf_ab_rounds"]) == \
+        ("1.900 ms", "454 µs", "454 µs", "4")
+    assert roofline.measured_for_prefetch(tmp_path) == {} and grading.prefetch_grades(p, {}) == {}
+    assert chapters.prefetch_texts({}) == {}
