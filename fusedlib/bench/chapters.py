@@ -374,17 +374,17 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
 WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "F", "G", "H", "I", "J", "K"
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
-ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET = "X", "Y", "Z"
+ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET = "X", "Y", "Z", "AA"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to Z, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to AA, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
-                                     UNMASKED_SET, PREFETCH_SET))]
+                                     UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -457,6 +457,10 @@ def unmasked_predictions() -> list:
 
 def prefetch_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(PREFETCH_SET)]
+
+
+def prefetch_after_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(PREFETCH_AFTER_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
