@@ -137,11 +137,10 @@ class DecoderLayer(nn.Module):
     # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
     # Both parts take the model's `fused_ops` switch (see Qwen2Model).
     def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool,
-                      gate_up_silu: bool, prefetch=None):
+                      gate_up_silu: bool):
         """(q, residual): the residual stream gains `hidden`, is normed and projected; this
         step's keys and values go to the cache. `residual` is None before the first layer.
-        `gate_up_silu` is the model's switch of that name (see Qwen2Model); `prefetch` goes
-        to the rotary kernel (fused path only)."""
+        `gate_up_silu` is the model's switch of that name (see Qwen2Model)."""
         attn, norm = self.self_attn, self.input_layernorm
         if fused_ops:
             # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
@@ -149,16 +148,15 @@ class DecoderLayer(nn.Module):
             x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
             qkv = ops.linear(x, attn.qkv_proj.weight, gate_up_silu, ops.QKV_SPLIT_K)
             return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
-                                       slot_mapping, attn.num_heads, attn.num_kv_heads, prefetch), residual
+                                       slot_mapping, attn.num_heads, attn.num_kv_heads), residual
         residual = hidden if residual is None else hidden + residual
         return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
 
     def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool,
-                       gate_up_silu: bool, before_mlp=None):
+                       gate_up_silu: bool):
         """(hidden, residual): the MLP's output, and the stream it is to be added to.
         `gate_up_silu` is the model's switch of that name (see Qwen2Model); with it, the
-        returned `hidden` may be the down projection's split-K partials. `before_mlp`, if
-        given, is called with the MLP when its input is ready (fused path only)."""
+        returned `hidden` may be the down projection's split-K partials."""
         o_proj = self.self_attn.o_proj
         if fused_ops:
             # The attention output joins the stream inside the norm; SiLU and the multiply
@@ -166,8 +164,6 @@ class DecoderLayer(nn.Module):
             norm, mlp = self.post_attention_layernorm, self.mlp
             o = ops.linear(attn_out, o_proj.weight, gate_up_silu, ops.O_PROJ_SPLIT_K)
             x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
-            if before_mlp is not None:
-                before_mlp(mlp)
             act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)
             return ops.linear(act, mlp.down_proj.weight, gate_up_silu, ops.DOWN_SPLIT_K), residual
         residual = residual + o_proj(attn_out)
@@ -187,11 +183,6 @@ class Qwen2Model(nn.Module):
         # every forward, by the head and by each layer part it is passed to.
         self.fused_ops = False
         self.gate_up_silu = False
-        # Weights asked into L2 from a side stream in decode-sized forwards (ops.prefetch);
-        # the default asks for nothing.
-        self.l2_prefetch = ops.PrefetchConfig()
-        self._prefetch_stream: torch.cuda.Stream | None = None
-        self._forked = False  # this forward queued work on the side stream
 
     @property
     def device(self) -> torch.device:
@@ -210,41 +201,13 @@ class Qwen2Model(nn.Module):
         largest matmul in the model."""
         hidden, residual = self.embed_tokens(input_ids), None
         cos, sin = self.rotary(positions, hidden.dtype)
-        plan = self.l2_prefetch
-        prefetching = (hidden.is_cuda and self.fused_ops and self.gate_up_silu
-                       and hidden.shape[0] <= ops.SMALL_M_MAX and (plan.gate_up_bytes or plan.down_bytes))
-        self._forked = False
-        before_mlp = (lambda mlp: self._prefetch(mlp.down_proj.weight, plan.down_bytes)) if prefetching else None
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
-            gate_up, from_rotary = layer.mlp.gate_up_proj.weight, None
-            if prefetching and plan.in_rotary:
-                num_bytes, chunk, bulk = plan.prefetch_bytes(gate_up, plan.gate_up_bytes)
-                from_rotary = (gate_up, num_bytes, chunk) if num_bytes and bulk else None
             q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
-                                              self.fused_ops, self.gate_up_silu, from_rotary)
-            if prefetching and from_rotary is None and not plan.after_attention:
-                self._prefetch(gate_up, plan.gate_up_bytes)  # attention and what follows leave memory idle
+                                              self.fused_ops, self.gate_up_silu)
             attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
-            if prefetching and from_rotary is None and plan.after_attention:
-                self._prefetch(gate_up, plan.gate_up_bytes)
-            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.gate_up_silu,
-                                                    before_mlp)
-        if self._forked:  # the side stream rejoins (a CUDA graph's capture requires it)
-            torch.cuda.current_stream().wait_stream(self._prefetch_stream)
+            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.gate_up_silu)
         return self.head(hidden, residual, logit_indices)
-
-    def _prefetch(self, weight: torch.Tensor, num_bytes: int) -> None:
-        """Ask L2 for `weight`'s first `num_bytes` from the side stream, once the work queued
-        so far on the current stream is done; nothing on the current stream waits for it."""
-        if not num_bytes:
-            return
-        if self._prefetch_stream is None or self._prefetch_stream.device != weight.device:
-            self._prefetch_stream = torch.cuda.Stream(weight.device)
-        self._prefetch_stream.wait_stream(torch.cuda.current_stream())
-        self._forked = True
-        with torch.cuda.stream(self._prefetch_stream):
-            ops.prefetch_l2(weight, num_bytes, self.l2_prefetch)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
         # Fused, the last residual add, the gather of the logit rows and the final norm are one kernel.

@@ -128,17 +128,6 @@ SPLIT_K_SWEEP = {
 }
 SPLIT_K_SWEEP = {proj: list(dict.fromkeys(shapes)) for proj, shapes in SPLIT_K_SWEEP.items()}
 SMOKE_SPLIT_K_SWEEP = [(64, 64, 5, 4, 4), (16, 32, 3, 4, 2)]
-# (gate_up MB, down MB, bulk, from the rotary kernel) per decode-sized layer for the L2 prefetch
-# sweep (ops.prefetch): the first row is no prefetch; lines beside bulk requests at one size.
-PREFETCH_SWEEP = [(0, 0, True, False)] + [(mb, 0, True, False) for mb in (8, 16, 24, 32, 44, 56)] \
-    + [(24, 0, False, False), (24, 8, True, False), (24, 16, True, False), (0, 16, True, False)] \
-    + [(mb, 0, True, True) for mb in (16, 32, 56)]
-SMOKE_PREFETCH_SWEEP = [(0, 0, True, False), (1, 1, True, False), (1, 0, True, True)]
-# (gate_up MB, fork after attention) for the follow-up: bulk requests from the side stream forked
-# once attention is done (or, for the reference row, before it, as in PREFETCH_SWEEP).
-PREFETCH_AFTER_SWEEP = [(0, False), (8, True), (16, True), (24, True), (24, False)]
-SMOKE_PREFETCH_AFTER_SWEEP = [(0, False), (1, True)]
-PREFETCH_ROUNDS = 3
 
 # The census's configurations, by index (`--configs`): (label, fused ops, attention, mixed
 # step as one graph, gate_up + activation in one kernel). The mixed step replays piecewise
@@ -214,7 +203,6 @@ class Bench:
         self.summary: list[tuple[str, str]] = []
         self.on_gpu = self.device == "cuda"
         self.splitkv = None  # the census's split-KV launch shape, when not the default (`--splitkv`)
-        self.prefetch = None  # the census's L2 prefetch plan, when not the model's default (`--prefetch`)
         self.configs = self.p["configs"]
 
     # ---- rows -----------------------------------------------------------------------
@@ -413,9 +401,6 @@ class Bench:
         chosen = [CENSUS_CONFIGS[i] for i in self.configs]
         steps = {}  # (label, step) -> the run, kept for the second pass
         rows, names = [], []
-        default_prefetch = model.l2_prefetch
-        if self.prefetch is not None:
-            model.l2_prefetch = self.prefetch
         for label, fused, attention, whole, one_kernel in chosen:
             model.fused_ops, model.gate_up_silu = fused, one_kernel
             backend = make_backend(attention)
@@ -435,7 +420,6 @@ class Bench:
                 steps[label, step] = run
                 rows.append({"config": label, "step": step, "fused_ops": fused, "attention": attention,
                              "whole_graphs": whole, "gate_up_silu": one_kernel,
-                             "l2_prefetch": ",".join(str(x) for x in dataclasses.astuple(model.l2_prefetch)),
                              "splitkv": ",".join(str(x) for x in dataclasses.astuple(backend.splitkv))
                              if hasattr(backend, "splitkv") else None,
                              "packed": ",".join(str(x) for x in dataclasses.astuple(backend.packed))
@@ -472,63 +456,9 @@ class Bench:
         steps.clear()
         if self.on_gpu:
             torch.cuda.empty_cache()
-        model.fused_ops, model.gate_up_silu, model.l2_prefetch = True, False, default_prefetch
+        model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)
-
-    def prefetch_after(self) -> None:
-        """prefetch_sweep's timing over PREFETCH_AFTER_SWEEP: the gate_up requests forked once
-        the layer's attention is done."""
-        sweep = PREFETCH_AFTER_SWEEP if self.on_gpu else SMOKE_PREFETCH_AFTER_SWEEP
-        self.prefetch_sweep("prefetch_after", [(mb, 0, True, False, after) for mb, after in sweep])
-
-    def prefetch_sweep(self, section: str = "prefetch_sweep", sweep=None) -> None:
-        """The whole-graphed 32-row decode step (census configuration 5's path) under each L2
-        prefetch plan of the sweep, one graph each, replayed in rotating order over
-        PREFETCH_ROUNDS rounds: GPU ms (CUDA events) and wall ms per plan and round, and the
-        largest logit difference from the plan without prefetch (a hint changes no value)."""
-        torch = self.torch
-        from fusedlib.attention import make_backend
-        from fusedlib.graphs import WholeGraphs
-        from fusedlib.ops import PrefetchConfig
-
-        model, p = self.model, self.p
-        sweep = sweep or [plan + (False,) for plan in (PREFETCH_SWEEP if self.on_gpu else SMOKE_PREFETCH_SWEEP)]
-        default_prefetch = model.l2_prefetch
-        model.fused_ops, model.gate_up_silu = True, True
-        backend, runs, logits = make_backend("triton-balanced"), [], []
-        try:
-            for gate_up_mb, down_mb, bulk, in_rotary, after in sweep:
-                model.l2_prefetch = PrefetchConfig(int(gate_up_mb * 1e6), int(down_mb * 1e6), bulk,
-                                                   programs=PrefetchConfig.programs if bulk else 32,
-                                                   in_rotary=in_rotary, after_attention=after)
-                graphs = WholeGraphs(model, self.engine.pool, backend, p["rows"], capture=self.on_gpu,
-                                     decode_buckets=(p["rows"],))
-                runs.append(functools.partial(graphs.run, self.decode_batch))
-                logits.append(runs[-1]().float().clone())
-        finally:
-            model.l2_prefetch, model.gate_up_silu = default_prefetch, False
-        rows = []
-        for rnd in range(PREFETCH_ROUNDS if self.on_gpu else 1):
-            for k in range(len(sweep)):
-                i = (k + rnd) % len(sweep)  # each round starts one plan later
-                for _ in range(3 if self.on_gpu else 1):
-                    runs[i]()
-                _sync(self.device)
-                gpu_ms, wall_ms = self._time_step(runs[i])
-                gate_up_mb, down_mb, bulk, in_rotary, after = sweep[i]
-                rows.append({"gate_up_mb": gate_up_mb, "down_mb": down_mb, "bulk": bulk, "in_rotary": in_rotary,
-                             **({"after_attention": after} if section == "prefetch_after" else {}),
-                             "round": rnd,
-                             "order": k, "gpu_ms_median": gpu_ms, "wall_ms_median": wall_ms,
-                             "max_abs_diff": float((logits[i] - logits[0]).abs().max()), "iters": p["iters"]})
-        best = min(rows, key=lambda r: r["gpu_ms_median"])
-        base = statistics.median(r["gpu_ms_median"] for r in rows if not r["gate_up_mb"] and not r["down_mb"])
-        self.summary.append((section, f"none {base:.3f} ms; best {best['gpu_ms_median']:.3f} ms at "
-                             f"{best['gate_up_mb']},{best['down_mb']},{best['bulk']},{best['in_rotary']},"
-                             f"{best.get('after_attention', False)}"))
-        runs.clear()
-        self.write(section, rows)
 
     def wall_gap(self) -> None:
         """Where the whole-graphed decode step's wall time goes beyond its GPU time: host time
@@ -1175,15 +1105,8 @@ def main(argv=None) -> int:
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")
-    parser.add_argument("--prefetch", help="the census's L2 prefetch plan in place of the model's default: "
-                        "GATE_UP_BYTES,DOWN_BYTES,BULK(0/1),CHUNK,PROGRAMS,IN_ROTARY(0/1)")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
-    if args.prefetch:
-        from fusedlib.ops import PrefetchConfig
-
-        gate_up, down, bulk, chunk, programs, in_rotary = (int(x) for x in args.prefetch.split(","))
-        bench.prefetch = PrefetchConfig(gate_up, down, bool(bulk), chunk, programs, bool(in_rotary))
     if args.splitkv:
         from fusedlib.attention.triton_backend import SplitKVConfig
 

@@ -105,4 +105,3 @@ def test_overlap_on_the_graphed_1_5b_agrees_within_the_tie_tolerance(record_prop
         at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
         assert len(b) == len(a)
         assert at is None or gaps[(rid, at)] < TIE_TOLERANCE, (rid, at, gaps.get((rid, at)))
-

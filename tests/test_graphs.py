@@ -182,25 +182,3 @@ def test_graphs_on_gpu(fused_ops, gate_up_silu, attention):
     plain = outs[False, False, False]
     assert outs[True, False, False] == plain and outs[True, True, False] == plain
     assert outs[True, False, True] == plain
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
-@pytest.mark.parametrize("whole", [False, True])
-def test_l2_prefetch_serves_the_same_tokens(whole):
-    """The prefetch is a hint from a side stream: eagerly and with every forward one graph,
-    the engine serves the same tokens with it (both weights, bulk or by line) as without."""
-    from fusedlib.config import PRESETS
-    from fusedlib.ops import PrefetchConfig
-    from fusedlib.weights import random_model
-
-    model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
-    model.fused_ops, model.gate_up_silu = True, True
-    prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
-    outs = []
-    for plan in (PrefetchConfig(), PrefetchConfig(1 << 20, 1 << 20), PrefetchConfig(1 << 20, 0, bulk=False)):
-        model.l2_prefetch = plan
-        engine = Engine(model, kind="fused", attention="triton-balanced", chunk_tokens=32, max_batch=8,
-                        cuda_graphs=whole, graph_chunks=False, whole_graphs=whole, overlap=False)
-        outs.append(engine.generate(prompts, budgets))
-        assert engine.pool.num_free_blocks == engine.pool.num_blocks
-    assert outs[1] == outs[0] and outs[2] == outs[0]

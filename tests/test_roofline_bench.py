@@ -71,14 +71,3 @@ def test_the_kernel_probe_gives_sdpa_the_same_problem(tmp_path):
     assert all("error" not in r and r["max_abs_err"] < 1e-5 and r["median_ms"] > 0 for r in got)
     # the order in which the ncu pass calls them, one each
     assert sorted(r["probe_order"] for r in got) == list(range(len(got)))
-
-
-@pytest.mark.slow(15)
-def test_the_prefetch_sweep_times_every_plan_and_compares_its_logits(tmp_path):
-    spec = importlib.util.spec_from_file_location("roofline_bench", SCRIPT)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert bench.main([str(tmp_path), "--smoke", "--sections", "prefetch_sweep"]) == 0
-    got = rows.read_rows(tmp_path / "roofline" / "prefetch_sweep")
-    assert [(r["gate_up_mb"], r["down_mb"], r["bulk"], r["in_rotary"]) for r in got] == bench.SMOKE_PREFETCH_SWEEP
-    assert all(r["max_abs_diff"] == 0 and r["wall_ms_median"] > 0 and r["git_commit"] for r in got)

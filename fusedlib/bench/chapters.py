@@ -523,7 +523,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
-    zs = rf.measured_for_prefetch(data)
+    zs, aas = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -532,12 +532,13 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefill_grades(by_key(), rs) | gr.gate_up_tiles_grades(by_key(), ts)
               | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs)
               | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs)
-              | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs))
+              | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
+              | gr.prefetch_after_grades(by_key(), aas))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
-                    | unmasked_texts(ys) | prefetch_texts(zs))
+                    | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -839,6 +840,20 @@ def prefetch_texts(m: dict) -> dict[str, str]:
         for short, name in (("gate_up", "gate_up_silu_kernel"), ("decode", "splitkv_decode_kernel")):
             t |= {f"pf_{short}_{arm}_us": f"{k.loc[name, f'{arm}_us']:.0f} µs" for arm in ("base", "new")}
         t["pf_kernel_us"] = f"{k.loc['l2_prefetch_kernel', 'new_us'] / k.loc['l2_prefetch_kernel', 'new_launches']:.0f} µs"
+    return t
+
+
+def prefetch_after_texts(m: dict) -> dict[str, str]:
+    """Set AA's paragraph (roofline.measured_for_prefetch_after), prefix "pa2": the commit, the
+    rounds, the step without prefetch, and each plan's GPU time and change ("pa2_after<MB>",
+    "pa2_before24")."""
+    if "plans" not in m:
+        return {}
+    t = {"pa2_commit": m["commit"], "pa2_none": f"{m['none_ms']:.3f} ms",
+         "pa2_rounds": f"{int(m['plans']['rounds'].min())}"}
+    for _, r in m["plans"][m["plans"]["gate_up_mb"] > 0].iterrows():
+        key = f"pa2_{'after' if r['after_attention'] else 'before'}{r['gate_up_mb']:g}"
+        t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
     return t
 
 

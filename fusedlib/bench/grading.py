@@ -1179,3 +1179,19 @@ def prefetch_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     out["Z5"] = Grade(f"largest logit difference from no prefetch: {worst:g}", verdict(worst == 0),
                       "identical" if worst == 0 else "different")
     return out
+
+
+def prefetch_after_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AA1 (the fastest plan forked after attention within a bound of no prefetch) and AA2
+    (24 MB after attention against 24 MB before it) on roofline.measured_for_prefetch_after."""
+    if "plans" not in m:
+        return {}
+    plans, best = m["plans"].set_index(["gate_up_mb", "after_attention"]), m["best"]
+    (limit,) = p["AA1"].fractions(0)
+    ok = abs(best["change"]) < limit
+    after, before = plans.loc[(24, True), "gpu_ms"], plans.loc[(24, False), "gpu_ms"]
+    return {"AA1": Grade(f"fastest after attention ({best['gate_up_mb']:g} MB): {m['none_ms']:.3f} -> "
+                         f"{best['gpu_ms']:.3f} ms GPU ({best['change']:+.1%})", verdict(ok),
+                         "inside the bound" if ok else "outside the bound"),
+            "AA2": Grade(f"24 MB: after attention {after:.3f} ms, before it {before:.3f} ms", verdict(after < before),
+                         "after is faster" if after < before else "after is not faster")}

@@ -1295,3 +1295,20 @@ def measured_for_prefetch(data: Path) -> dict:
                               stem="prefetch_ab")
         m |= {"lease": ab["lease"], "decode_kernels": k.set_index("name")}
     return m
+
+
+def measured_for_prefetch_after(data: Path) -> dict:
+    """What set AA (set Z's gate_up prefetch forked once attention is done) is graded on
+    (grading.prefetch_after_grades): roofline/prefetch_after's newest lease, per plan (gate_up
+    MB, forked after attention) the median GPU ms over rounds and its change against no
+    prefetch ("plans"; "best", the fastest forked after attention). Empty without rows."""
+    sweep = _newest_boot(data, "roofline/prefetch_after")
+    if not len(sweep):
+        return {}
+    plans = sweep.groupby(["gate_up_mb", "after_attention"], sort=False).agg(
+        gpu_ms=("gpu_ms_median", "median"), max_abs_diff=("max_abs_diff", "max"), rounds=("round", "nunique"))
+    none = plans.loc[(0, False), "gpu_ms"]
+    plans = plans.assign(change=plans["gpu_ms"] / none - 1).reset_index()
+    after = plans[plans["after_attention"]]
+    return {"plans": plans, "best": after.loc[after["gpu_ms"].idxmin()], "none_ms": float(none),
+            "commit": str(sweep["git_commit"].iloc[0])}

@@ -16,7 +16,6 @@ import triton
 import triton.language as tl
 
 from .gemm import load_projection, split_layout
-from .prefetch import request_l2
 
 
 @triton.jit
@@ -43,15 +42,11 @@ def rotary_to_cache_kernel(
     stride_qkv, stride_split, stride_cos, stride_sin, stride_q_tok,
     stride_k_block, stride_k_slot, stride_k_head,
     stride_v_block, stride_v_slot, stride_v_head,
-    prefetch_ptr, prefetch_bytes,  # a weight to ask L2 for (ops.prefetch), when PREFETCH_CHUNK
     NUM_HEADS: tl.constexpr, NUM_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
     BLOCK_HQ: tl.constexpr, BLOCK_HKV: tl.constexpr, KV_BLOCK_SIZE: tl.constexpr,
     SPLITS: tl.constexpr,  # qkv is SPLITS split-K partials (0: qkv itself)
     HAS_BIAS: tl.constexpr,
-    PREFETCH_CHUNK: tl.constexpr = 0,  # bulk request size; 0: no prefetch
 ):
-    if PREFETCH_CHUNK:  # first, so the copy engine starts on it while this kernel works
-        request_l2(prefetch_ptr, prefetch_bytes, tl.program_id(0), tl.num_programs(0), PREFETCH_CHUNK, True)
     tok = tl.program_id(0).to(tl.int64)
     dtype = q_out_ptr.dtype.element_ty
     half = tl.arange(0, HEAD_DIM // 2)
@@ -95,14 +90,12 @@ def rotary_to_cache_kernel(
 
 def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Tensor,
                     sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                    slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int,
-                    prefetch: tuple[torch.Tensor, int, int] | None = None) -> torch.Tensor:
+                    slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int) -> torch.Tensor:
     """q [tokens, num_heads, head_dim], rotated; k (rotated) and v written to the cache at
     `slot_mapping`. qkv is the bias-free projection [tokens, (num_heads + 2 * num_kv_heads)
     * head_dim], or its split-K partials (see `split_layout`); cos/sin are [tokens, head_dim]
     (or [tokens, 1, head_dim]) rows of the rotary table at each token's position; caches are
-    [blocks, block_size, kv_heads, head_dim]. `prefetch`, (a contiguous weight, bytes, bulk
-    request size), is asked of L2 from the kernel's programs (Hopper's bulk prefetch)."""
+    [blocks, block_size, kv_heads, head_dim]."""
     head_dim = k_cache.shape[-1]
     splits = split_layout(qkv)
     tokens, dtype = qkv.shape[-2], k_cache.dtype
@@ -126,10 +119,8 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Ten
         qkv, qkv if bias is None else bias, cos, sin, slot_mapping, q, k_cache, v_cache,
         qkv.stride(-2), splits[1], cos.stride(0), sin.stride(0), q.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
-        qkv if prefetch is None else prefetch[0].view(-1).view(torch.int8), 0 if prefetch is None else prefetch[1],
         NUM_HEADS=num_heads, NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim,
         BLOCK_HQ=triton.next_power_of_2(num_heads), BLOCK_HKV=triton.next_power_of_2(num_kv_heads),
-        KV_BLOCK_SIZE=k_cache.shape[1], SPLITS=splits[0], HAS_BIAS=bias is not None,
-        PREFETCH_CHUNK=0 if prefetch is None else prefetch[2], num_warps=4,
+        KV_BLOCK_SIZE=k_cache.shape[1], SPLITS=splits[0], HAS_BIAS=bias is not None, num_warps=4,
     )
     return q

@@ -327,7 +327,7 @@ GPU_COMPILE = textwrap.dedent("""
     from fusedlib.attention import triton_kernels as K
     from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PART7_PACKED, REDUCE_BLOCK_S,
                                                    PackedConfig, SplitKVConfig)
-    from fusedlib.ops import activation, gemm, norm, prefetch, rotary
+    from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
     SHARED_PER_BLOCK = {90: 227 * 1024, 86: 99 * 1024}  # H100/H200 and A10 opt-in maxima
@@ -336,7 +336,7 @@ GPU_COMPILE = textwrap.dedent("""
     INT64 = {"slot_mapping_ptr"}
     FP32 = {"partials_ptr"}
 
-    def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2, fp32=(), int8=()):
+    def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2, fp32=()):
         signature = {}
         for name in inspect.signature(kernel.fn).parameters:
             if name in constexprs:
@@ -347,8 +347,6 @@ GPU_COMPILE = textwrap.dedent("""
                 signature[name] = "*i64"
             elif name in FP32 or name in fp32:
                 signature[name] = "*fp32"
-            elif name in int8:
-                signature[name] = "*i8"
             elif name.endswith("_ptr"):
                 signature[name] = "*" + dtype
             else:
@@ -388,17 +386,11 @@ GPU_COMPILE = textwrap.dedent("""
                 compile_for_arch(gemm.split_k_kernel, dtype, dict(
                     BLOCK_M=rows, BLOCK_N=split_k.block_n, BLOCK_K=split_k.block_k, DOT_PRECISION=precision),
                     split_k.num_warps, gemm.stages_for(ARCH // 10, split_k))
-        # Bulk L2 requests from the rotary kernel on Hopper only; single lines from their own
-        # kernel on both.
-        for splits, chunk in ((0, 0), (gemm.QKV_SPLIT_K.splits, 0)) + (((0, 16384),) if ARCH >= 90 else ()):
+        for splits in (0, gemm.QKV_SPLIT_K.splits):
             compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
-                KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True, PREFETCH_CHUNK=chunk), 4,
-                fp32={"qkv_ptr"} if splits else (), int8={"prefetch_ptr"})
-        for bulk in (False, True) if ARCH >= 90 else (False,):
-            compile_for_arch(prefetch.l2_prefetch_kernel, "i8", dict(
-                CHUNK=16384 if bulk else prefetch.LINE, BULK=bulk), 1)
+                KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
         for packed in (PackedConfig(), PART7_PACKED):
             for decode_rows in (False, True):
                 compile_for_arch(K.packed_attention_kernel, dtype, dict(

@@ -1133,3 +1133,28 @@ def test_set_z_grades_the_committed_rows(tmp_path):
         ("1.900 ms", "454 µs", "454 µs", "4")
     assert roofline.measured_for_prefetch(tmp_path) == {} and grading.prefetch_grades(p, {}) == {}
     assert chapters.prefetch_texts({}) == {}
+
+
+def test_set_aa_grades_the_committed_rows(tmp_path):
+    """AA1-AA2 on data/roofline/prefetch_after (a10aaf1): 8 MB forked after attention -0.9%
+    (AA1 held), 24 MB after attention faster than before it (AA2 held); each verdict turns on
+    its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_prefetch_after(DATA)
+    assert m["commit"] == "a10aaf1" and len(m["plans"]) == 5 and m["best"]["gate_up_mb"] == 8
+    g = grading.prefetch_after_grades(p, m)
+    assert [g[k].verdict for k in ("AA1", "AA2")] == ["HELD", "HELD"]
+    plans = m["plans"].copy()
+    before = (plans["gate_up_mb"] == 24) & ~plans["after_attention"]
+    plans.loc[before, "gpu_ms"] = 1.0
+    best = m["best"].copy()
+    best["change"] = -0.02
+    g = grading.prefetch_after_grades(p, m | {"plans": plans, "best": best})
+    assert [g[k].verdict for k in ("AA1", "AA2")] == ["MISSED", "MISSED"]
+    t = chapters.prefetch_after_texts(m)
+    assert (t["pa2_after8_change"], t["pa2_rounds"]) == ("-0.9%", "3")
+    assert roofline.measured_for_prefetch_after(tmp_path) == {} and grading.prefetch_after_grades(p, {}) == {}
+    assert chapters.prefetch_after_texts({}) == {}

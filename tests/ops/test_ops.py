@@ -234,25 +234,3 @@ def test_bad_shapes_name_the_problem():
     with pytest.raises(ValueError, match="qkv"):
         ops.rotary_to_cache(rand(3, 100, dtype=torch.float32, seed=3), None, x, x, cache, cache,
                             torch.arange(3, device=DEVICE), 4, 2)
-
-
-def test_prefetch_refuses_what_it_cannot_ask_l2_for():
-    x = rand(64, 64, dtype=torch.float16, seed=0)
-    if DEVICE == "cpu":
-        with pytest.raises(ValueError, match="contiguous CUDA tensor"):
-            ops.prefetch_l2(x, 1024, ops.PrefetchConfig())
-    else:
-        with pytest.raises(ValueError, match="contiguous CUDA tensor"):
-            ops.prefetch_l2(x.t(), 1024, ops.PrefetchConfig())
-        with pytest.raises(ValueError, match="multiple of 16 bytes"):
-            ops.prefetch_l2(x, 1024, ops.PrefetchConfig(chunk=100))
-
-
-@pytest.mark.skipif(DEVICE == "cpu", reason="inline PTX: the interpreter cannot run it")
-@pytest.mark.parametrize("bulk,num_bytes", [(True, 3 * 16384 + 5), (False, 1 << 20), (True, 1 << 40)])
-def test_prefetch_changes_no_value(bulk, num_bytes):
-    x = rand(4096, 1536, dtype=torch.float16, seed=3)
-    before = x.clone()
-    ops.prefetch_l2(x, num_bytes, ops.PrefetchConfig(bulk=bulk, programs=3))
-    torch.cuda.synchronize()
-    assert torch.equal(x, before)
