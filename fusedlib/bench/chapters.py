@@ -825,12 +825,15 @@ def prefetch_texts(m: dict) -> dict[str, str]:
     t = {"pf_commit": m["commit"], "pf_none": f"{m['none_ms']:.3f} ms",
          "pf_rounds": f"{int(m['plans']['rounds'].min())}",
          "pf_best_mb": f"{m['best']['gate_up_mb']:g} MB"}
-    for _, r in m["plans"].iterrows():
-        g, d, bulk, rotary = r["gate_up_mb"], r["down_mb"], r["bulk"], r["in_rotary"]
-        key = (f"pf_rotary{g:g}" if rotary else f"pf_down{d:g}" if g and d else "pf_down_only" if d
-               else f"pf_{g:g}" if bulk else "pf_lines")
-        if key != "pf_0":
-            t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
+    for _, r in m["plans"].iloc[1:].iterrows():  # the first plan is no prefetch
+        g, d = f"{r['gate_up_mb']:g}", f"{r['down_mb']:g}"
+        if r["in_rotary"]:
+            key = f"pf_rotary{g}"
+        elif r["down_mb"]:
+            key = f"pf_down{d}" if r["gate_up_mb"] else "pf_down_only"
+        else:
+            key = f"pf_{g}" if r["bulk"] else "pf_lines"
+        t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
     if "lease" in m:
         dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
         t |= {"pf_ab_base": f"{dec['base_gpu_ms']:.3f} ms", "pf_ab_new": f"{dec['new_gpu_ms']:.3f} ms",
@@ -851,7 +854,7 @@ def prefetch_after_texts(m: dict) -> dict[str, str]:
         return {}
     t = {"pa2_commit": m["commit"], "pa2_none": f"{m['none_ms']:.3f} ms",
          "pa2_rounds": f"{int(m['plans']['rounds'].min())}"}
-    for _, r in m["plans"][m["plans"]["gate_up_mb"] > 0].iterrows():
+    for _, r in m["plans"].iloc[1:].iterrows():  # the first plan is no prefetch
         key = f"pa2_{'after' if r['after_attention'] else 'before'}{r['gate_up_mb']:g}"
         t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
     return t

@@ -1167,14 +1167,12 @@ def prefetch_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if "lease" in m:
         dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
         (lo, hi), (gate_up_fall,), (mixed_limit,) = p["Z4"].fractions(0), p["Z4"].fractions(1), p["Z4"].fractions(2)
-        k = m["decode_kernels"]
-        g = k.loc["gate_up_silu_kernel"] if "gate_up_silu_kernel" in k.index else None
-        g_fall = 1 - g["new_us"] / g["base_us"] if g is not None else float("nan")
+        g = m["decode_kernels"].loc["gate_up_silu_kernel"]
+        g_fall = 1 - g["new_us"] / g["base_us"]
         ok = _in(1 - dec["ratio"], lo, hi) and g_fall >= gate_up_fall and abs(mixed["ratio"] - 1) < mixed_limit
         out["Z4"] = Grade(f"decode {dec['base_gpu_ms']:.3f} -> {dec['new_gpu_ms']:.3f} ms GPU ({_interval(dec)}); "
                           f"gate_up {g['base_us']:.0f} -> {g['new_us']:.0f} µs a step ({g_fall:.0%} fall); "
-                          f"mixed {_interval(mixed)}" if g is not None else f"decode {_interval(dec)}",
-                          verdict(ok), "all three inside" if ok else "not all three inside")
+                          f"mixed {_interval(mixed)}", verdict(ok), "all three inside" if ok else "not all three inside")
     worst = m["plans"]["max_abs_diff"].max()
     out["Z5"] = Grade(f"largest logit difference from no prefetch: {worst:g}", verdict(worst == 0),
                       "identical" if worst == 0 else "different")

@@ -1272,22 +1272,27 @@ def measured_for_unmasked(data: Path) -> dict:
         "base_commit": str(ours[ours["arm"] == "base"]["git_commit"].iloc[0])}
 
 
+def _plan_medians(sweep: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """A prefetch sweep's plans (by `keys`, in sweep order, whose first plan is no prefetch):
+    median GPU and wall ms over rounds, the largest logit difference, the rounds, and the
+    change of GPU time against the first plan."""
+    plans = sweep.groupby(keys, sort=False).agg(gpu_ms=("gpu_ms_median", "median"), wall_ms=("wall_ms_median", "median"),
+                                                max_abs_diff=("max_abs_diff", "max"), rounds=("round", "nunique"))
+    return plans.assign(change=plans["gpu_ms"] / plans["gpu_ms"].iloc[0] - 1).reset_index()
+
+
 def measured_for_prefetch(data: Path) -> dict:
     """What set Z (weights asked into L2 while the layer leaves memory idle) is graded on
     (grading.prefetch_grades): roofline/prefetch_sweep's newest lease, per plan (gate_up MB,
-    down MB, bulk, from the rotary kernel) the median GPU and wall ms over rounds, its change
-    against no prefetch, the largest logit difference and the rounds ("plans", in sweep order;
-    "best", the fastest); the census A/B of roofline/prefetch_ab ("lease", as _attention_ab)
-    and its decode step's kernels per arm ("decode_kernels", by name). Empty without sweep rows."""
+    down MB, bulk, from the rotary kernel) as _plan_medians ("plans"; "best", the fastest;
+    "none_ms", no prefetch's GPU ms); the census A/B of roofline/prefetch_ab ("lease", as
+    _attention_ab) and its decode step's kernels per arm ("decode_kernels", by name). Empty
+    without sweep rows."""
     sweep = _newest_boot(data, "roofline/prefetch_sweep")
     if not len(sweep):
         return {}
-    keys = ["gate_up_mb", "down_mb", "bulk", "in_rotary"]
-    plans = sweep.groupby(keys, sort=False).agg(gpu_ms=("gpu_ms_median", "median"), wall_ms=("wall_ms_median", "median"),
-                                                max_abs_diff=("max_abs_diff", "max"), rounds=("round", "nunique"))
-    none = plans.loc[(0, 0, True, False), "gpu_ms"]
-    plans = plans.assign(change=plans["gpu_ms"] / none - 1).reset_index()
-    m = {"plans": plans, "best": plans.loc[plans["gpu_ms"].idxmin()], "none_ms": float(none),
+    plans = _plan_medians(sweep, ["gate_up_mb", "down_mb", "bulk", "in_rotary"])
+    m = {"plans": plans, "best": plans.loc[plans["gpu_ms"].idxmin()], "none_ms": float(plans["gpu_ms"].iloc[0]),
          "commit": str(sweep["git_commit"].iloc[0])}
     ab = _attention_ab(data, "prefetch_ab")
     if ab:
@@ -1300,15 +1305,12 @@ def measured_for_prefetch(data: Path) -> dict:
 def measured_for_prefetch_after(data: Path) -> dict:
     """What set AA (set Z's gate_up prefetch forked once attention is done) is graded on
     (grading.prefetch_after_grades): roofline/prefetch_after's newest lease, per plan (gate_up
-    MB, forked after attention) the median GPU ms over rounds and its change against no
-    prefetch ("plans"; "best", the fastest forked after attention). Empty without rows."""
+    MB, forked after attention) as _plan_medians ("plans"; "best", the fastest forked after
+    attention; "none_ms"). Empty without rows."""
     sweep = _newest_boot(data, "roofline/prefetch_after")
     if not len(sweep):
         return {}
-    plans = sweep.groupby(["gate_up_mb", "after_attention"], sort=False).agg(
-        gpu_ms=("gpu_ms_median", "median"), max_abs_diff=("max_abs_diff", "max"), rounds=("round", "nunique"))
-    none = plans.loc[(0, False), "gpu_ms"]
-    plans = plans.assign(change=plans["gpu_ms"] / none - 1).reset_index()
+    plans = _plan_medians(sweep, ["gate_up_mb", "after_attention"])
     after = plans[plans["after_attention"]]
-    return {"plans": plans, "best": after.loc[after["gpu_ms"].idxmin()], "none_ms": float(none),
+    return {"plans": plans, "best": after.loc[after["gpu_ms"].idxmin()], "none_ms": float(plans["gpu_ms"].iloc[0]),
             "commit": str(sweep["git_commit"].iloc[0])}
