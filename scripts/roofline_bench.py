@@ -77,13 +77,13 @@ PROFILES = {
     "full": dict(preset="qwen2.5-1.5b", dtype="float16", device="cuda", rows=32, context=1088,
                  chunk=512, new_prompt=1600, attn_contexts=(1024, 2048, 4096), iters=50,
                  replays=5, configs=(0, 1, 2, 3, 4, 5, 6), op_tokens=(1, 3, 17, 33, 100, 543),
-                 loop_steps=60, loop_configs=None, prefill_gemm_rows=(544, 160)),
+                 loop_steps=60, loop_configs=None),
     # Every section's code at the least work that still takes each path: prompts of two chunks,
     # token counts under and over a 16-row and a 32-row tile (the interpreter runs a program
     # per row, so 543 tokens cost most of the check).
     "smoke": dict(preset="tiny", dtype="float32", device="cpu", rows=4, context=20, chunk=16,
                   new_prompt=20, attn_contexts=(32,), iters=1, replays=1, configs=(0, 3, 4, 5, 6),
-                  op_tokens=(1, 3, 17, 33), loop_steps=8, loop_configs=(6,), prefill_gemm_rows=(20,)),
+                  op_tokens=(1, 3, 17, 33), loop_steps=8, loop_configs=(6,)),
 }
 TIE_GAP = 0.02  # the gates' logit tolerance: a top-2 gap below it is a tie
 BALANCED_SWEEP = [(block_n, per_sm, warps, stages)
@@ -108,17 +108,6 @@ SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
                                     for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
 SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
-# The same kernel at a prompt chunk's batch sizes (gate_up_prefill): (block_m, block_n,
-# block_k, warps, stages), the first fusedlib.ops.gemm.PREFILL_GATE_UP. Tiles of 64 to 128
-# rows by 64 to 256 columns of SiLU(gate) * up (twice as many weight rows), the shared memory
-# of every stage count within Hopper's 227 KB.
-PREFILL_GATE_UP_SWEEP = [(128, 128, 64, 8, 3)] + [
-    (block_m, block_n, block_k, warps, stages) for block_m, block_n, block_k, warps, stages in (
-        (128, 128, 64, 8, 4), (128, 128, 32, 8, 4), (128, 128, 32, 8, 6), (128, 128, 64, 4, 3),
-        (128, 64, 64, 4, 4), (128, 64, 64, 8, 4), (128, 64, 64, 4, 6), (64, 128, 64, 4, 4),
-        (64, 128, 64, 8, 4), (64, 64, 64, 4, 5), (64, 256, 64, 8, 3), (256, 64, 64, 8, 3),
-        (64, 256, 32, 8, 4), (128, 256, 32, 8, 3))]
-SMOKE_PREFILL_GATE_UP_SWEEP = [(128, 128, 64, 8, 3), (16, 32, 32, 4, 2)]
 # The split-K kernel's launch shapes: (block_n, block_k, splits, warps, stages), by projection,
 # the first of each its SplitKConfig. qkv and o_proj (K 1536): 24-32 column tiles at 64
 # columns, so 3-6 splits give about 1 to 1.5 programs per SM; down (K 8960) around set K's
@@ -143,7 +132,7 @@ SMOKE_SPLIT_K_SWEEP = [(64, 64, 5, 4, 4), (16, 32, 3, 4, 2)]
 # The census's configurations, by index (`--configs`): (label, fused ops, attention, mixed
 # step as one graph, gate_up + activation in one kernel). The mixed step replays piecewise
 # (attention eager between 29 pieces) or whole; decode steps are whole in all. The one kernel
-# serves both steps (the mixed one's 543 rows in 128-row tiles since set AB). "triton-parallel" attends the mixed
+# serves the decode step only (the mixed one has 543 rows). "triton-parallel" attends the mixed
 # step's decode rows on a second stream beside its chunks (the decode step has no chunks: the
 # same as balanced).
 CENSUS_CONFIGS = [
@@ -165,15 +154,6 @@ def _engine_prefill_shape() -> tuple[int, int, int, int]:
 
     c = PackedConfig()
     return BLOCK_M, c.block_n, c.num_warps, c.num_stages
-
-
-def _prefill_gate_up_shape() -> str:
-    """The gate_up + activation kernel's launch shape past SMALL_M_MAX rows, as
-    `--gate-up-prefill` takes it: block_m,block_n,block_k,warps,stages."""
-    from fusedlib.ops import gemm
-
-    c = gemm.PREFILL_GATE_UP
-    return f"{c.block_m},{c.block_n},{c.block_k},{c.num_warps},{c.num_stages}"
 
 
 def _compiled(*kernels) -> dict[str, str]:
@@ -312,9 +292,6 @@ class Bench:
             gate_up = rand(tokens, 2 * cfg.intermediate_size)
             gate, up = gate_up.split(cfg.intermediate_size, -1)
             compare("silu_mul", tokens, ops.silu_mul(gate_up), F.silu(gate) * up)
-            w_gate_up = layer.mlp.gate_up_proj.weight
-            gate, up = F.linear(x, w_gate_up).chunk(2, -1)
-            compare("gate_up_silu", tokens, ops.gate_up_silu(x, w_gate_up, True), F.silu(gate) * up)
             if tokens <= SMALL_M_MAX:  # the decode-sized batches the split-K kernel serves
                 for proj, w_proj, split_k in (("qkv", layer.self_attn.qkv_proj.weight, ops.QKV_SPLIT_K),
                                               ("o_proj", layer.self_attn.o_proj.weight, ops.O_PROJ_SPLIT_K),
@@ -447,7 +424,6 @@ class Bench:
                              if hasattr(backend, "splitkv") else None,
                              "packed": ",".join(str(x) for x in dataclasses.astuple(backend.packed))
                              if hasattr(backend, "packed") else None,
-                             "gate_up_prefill": _prefill_gate_up_shape(),
                              "tokens": batch.num_tokens, "gpu_ms_median": gpu_ms, "wall_ms_median": wall_ms,
                              "timed": "before the profiler", "replays": p["replays"], "iters": p["iters"]})
         for row, (label, fused, _, _, one_kernel) in zip(rows, (c for c in chosen for _ in range(2))):
@@ -1054,25 +1030,6 @@ class Bench:
                      for shape in (GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP)]
         self.write("gate_up", self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants))
 
-    def gate_up_prefill(self) -> None:
-        """The gate_up + activation kernel over row tiles at a prompt chunk's batch sizes (a
-        mixed step's 512 chunk tokens and 32 decode rows as its graph runs them, and a
-        128-token chunk's), against cuBLAS and the activation kernel."""
-        import torch.nn.functional as F
-
-        from fusedlib import ops
-        from fusedlib.ops.gemm import GateUpConfig
-
-        weight = self.model.layers[0].mlp.gate_up_proj.weight
-        for rows in self.p["prefill_gemm_rows"]:
-            x = self._rows(weight.shape[1], seed=4, rows=rows)
-            variants = [("cublas + silu_mul kernel", None, lambda w, x=x: ops.silu_mul(F.linear(x, w)))]
-            for block_m, block_n, block_k, warps, stages in (PREFILL_GATE_UP_SWEEP if self.on_gpu
-                                                              else SMOKE_PREFILL_GATE_UP_SWEEP):
-                c = GateUpConfig(block_n, block_k, warps, stages, block_m=block_m)
-                variants.append(("one kernel", c, lambda w, x=x, c=c: ops.gate_up_silu(x, w, True, c)))
-            self.write("gate_up_prefill", self._weight_sweep("gate_up", weight, x, variants))  # each as it ends
-
     def split_k(self) -> None:
         """The split-K kernel against cuBLAS on each projection it serves, one section."""
         import torch.nn.functional as F
@@ -1091,11 +1048,11 @@ class Bench:
                          for shape in (SPLIT_K_SWEEP[proj] if self.on_gpu else SMOKE_SPLIT_K_SWEEP)]
             self.write("split_k", self._weight_sweep(proj, weight, x, variants))  # each as it ends
 
-    def _rows(self, width: int, seed: int, rows: int | None = None):
-        """`rows` activations of `width` (default: a decode step's), in the model dtype."""
+    def _rows(self, width: int, seed: int):
+        """A decode step's `rows` activations of `width`, in the model dtype."""
         torch, dev = self.torch, self.device
         gen = torch.Generator(device=dev).manual_seed(seed)
-        return torch.randn(rows or self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
+        return torch.randn(self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
 
     def _weight_sweep(self, section: str, weight, x, variants) -> list[dict]:
         """Each (kernel, launch config or None, call(weight)) of `variants`, the first cuBLAS, as
@@ -1131,8 +1088,7 @@ class Bench:
             out.append(row)
         timed = [r for r in out if "us_per_call" in r]
         best = min(timed[1:], key=lambda r: r["us_per_call"])
-        shape = (f"M{best['block_m']} " if x.shape[0] > best.get("block_m", x.shape[0]) else "") \
-            + f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
+        shape = f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
         self.summary.append((f"{section} {x.shape[0]} rows",
                              f"{variants[0][0]} {timed[0]['us_per_call']:.1f} us ({timed[0]['fraction_of_copy']:.0%}), "
                              f"{variants[1][0]} default {out[1].get('us_per_call', float('nan')):.1f} us, best "
@@ -1145,19 +1101,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,gate_up_prefill,split_k,wall_gap,loop")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap,loop")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")
-    parser.add_argument("--gate-up-prefill", help="the gate_up + activation kernel's launch shape past "
-                        "SMALL_M_MAX rows in place of the default: BLOCK_M,BLOCK_N,BLOCK_K,WARPS,STAGES")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
-    if args.gate_up_prefill:
-        from fusedlib.ops import gemm
-
-        block_m, block_n, block_k, warps, stages = (int(x) for x in args.gate_up_prefill.split(","))
-        gemm.PREFILL_GATE_UP = gemm.GateUpConfig(block_n, block_k, warps, stages, block_m=block_m)
     if args.splitkv:
         from fusedlib.attention.triton_backend import SplitKVConfig
 

@@ -75,10 +75,9 @@ def test_fused_ops_switch_reaches_every_layer(monkeypatch):
 
 
 def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
-    """With the switch on, every layer asks for the one-kernel gate_up + activation (at
-    any batch size: no activation kernel runs) and, in a decode-sized forward, launches its
-    three other projections split over K (one launch each), past SMALL_M_MAX rows cuBLAS's;
-    off, every layer takes cuBLAS and the activation kernel."""
+    """With the switch on, every layer of a decode-sized forward asks for the one-kernel
+    gate_up + activation and for its three other projections split over K (one launch
+    each); off, or past SMALL_M_MAX rows, every layer takes cuBLAS and the activation kernel."""
     from fusedlib import ops
     from fusedlib.ops import gemm
 
@@ -95,9 +94,9 @@ def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
         Engine(model, warmup=False, chunk_tokens=128).generate([list(range(1, prompt_len + 1))], 1)
         layers = model.config.num_layers
         assert asked == [switch] * layers and asked_split == [switch] * 3 * layers, (prompt_len, switch)
-        assert len(launched) == (0 if switch else layers), (prompt_len, switch)
-        split_k = switch and prompt_len <= gemm.SMALL_M_MAX
-        assert len(split_launches) == (3 * layers if split_k else 0), (prompt_len, switch)
+        one_kernel = switch and prompt_len <= gemm.SMALL_M_MAX
+        assert len(launched) == (0 if one_kernel else layers), (prompt_len, switch)
+        assert len(split_launches) == (3 * layers if one_kernel else 0), (prompt_len, switch)
 
 
 def test_splitkv_decode_attention_generates_the_reference_tokens():

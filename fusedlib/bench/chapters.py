@@ -527,7 +527,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ps, qs, rs = rf.measured_for_parallel(data), rf.measured_for_loop(data), rf.measured_for_prefill(data)
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
-    zs, aas = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data)
+    zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -537,12 +537,13 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs)
               | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs)
               | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
-              | gr.prefetch_after_grades(by_key(), aas))
+              | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
-                    | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas))
+                    | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
+                    | gate_up_prefill_texts(abs_))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -861,6 +862,42 @@ def prefetch_after_texts(m: dict) -> dict[str, str]:
     for _, r in m["plans"].iloc[1:].iterrows():  # the first plan is no prefetch
         key = f"pa2_{'after' if r['after_attention'] else 'before'}{r['gate_up_mb']:g}"
         t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
+    return t
+
+
+def gate_up_prefill_texts(m: dict) -> dict[str, str]:
+    """Set AB's section (roofline.measured_for_gate_up_prefill), prefix "gp": the sweep's
+    commit and shapes, per batch size ("gp_<rows>_...") cuBLAS with the activation kernel and
+    the fastest shape (µs a layer, TFLOP/s), their ratio, the shape and the slowest; the
+    largest output difference; the A/B's mixed and decode steps per arm and their changes,
+    rounds and kernels per layer, and the mixed step's gate_up time a step per arm (cuBLAS's
+    GEMM and the activation kernel, against the one kernel)."""
+    if "sizes" not in m:
+        return {}
+    sizes = m["sizes"]
+    t = {"gp_commit": m["commit"], "gp_shapes": f"{int(sizes['shapes'].max())}",
+         "gp_max_err": f"{sizes['max_err'].max():.2g}"}
+    for rows, r in sizes.iterrows():
+        t |= {f"gp_{rows}_cublas": f"{r['cublas_us']:.1f} µs", f"gp_{rows}_best": f"{r['best_us']:.1f} µs",
+              f"gp_{rows}_cublas_tflops": f"{r['cublas_tflops']:.0f} TFLOP/s",
+              f"gp_{rows}_best_tflops": f"{r['best_tflops']:.0f} TFLOP/s", f"gp_{rows}_ratio": f"{r['ratio']:.2f}×",
+              f"gp_{rows}_shape": r["best_shape"], f"gp_{rows}_worst": f"{r['worst_us']:.0f} µs"}
+    if "lease" in m:
+        lease, k = m["lease"], m["mixed_kernels"]
+        for step, short in (("mixed", "mixed"), ("decode", "dec")):
+            r = lease.loc[("second stream", step)]
+            t |= {f"gp_{short}_base": f"{r['base_gpu_ms']:.2f} ms", f"gp_{short}_new": f"{r['new_gpu_ms']:.2f} ms",
+                  f"gp_{short}_change": _change(r)}
+        mixed = lease.loc[("second stream", "mixed")]
+        t |= {"gp_ab_rounds": f"{int(mixed['n'])}", "gp_per_layer_base": f"{mixed['base_per_layer']:.1f}",
+              "gp_per_layer_new": f"{mixed['new_per_layer']:.1f}"}
+        gemm = k[k.index.str.startswith("nvjet") & (k["new_launches"] == 0)]  # cuBLAS's gate_up, gone after
+        one, top = k.loc["gate_up_silu_kernel"], sizes.loc[sizes.index.max()]
+        flop = top["best_tflops"] * top["best_us"] * 1e6 * one["new_launches"]  # a step's gate_up FLOP
+        t |= {"gp_cublas_step": f"{gemm['base_us'].sum():.0f} µs",
+              "gp_cublas_step_tflops": f"{flop / gemm['base_us'].sum() / 1e6:.0f} TFLOP/s",
+              "gp_silu_step": f"{k.loc['silu_mul_kernel', 'base_us']:.0f} µs", "gp_one_step": f"{one['new_us']:.0f} µs",
+              "gp_one_step_tflops": f"{flop / one['new_us'] / 1e6:.0f} TFLOP/s"}
     return t
 
 

@@ -1193,3 +1193,32 @@ def prefetch_after_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]
                          "inside the bound" if ok else "outside the bound"),
             "AA2": Grade(f"24 MB: after attention {after:.3f} ms, before it {before:.3f} ms", verdict(after < before),
                          "after is faster" if after < before else "after is not faster")}
+
+
+def gate_up_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AB1 and AB2 (the fastest launch shape's fall against cuBLAS and the activation kernel
+    at 544 and 160 rows, inside the predictions' ranges) on
+    roofline.measured_for_gate_up_prefill's sweep; AB3 (the mixed step's fall inside its range,
+    the decode step's change inside its bound) and AB4 (the mixed step after the change at most
+    the target's milliseconds) on its census A/B."""
+    if "sizes" not in m:
+        return {}
+    out = {}
+    for key, rows in (("AB1", 544), ("AB2", 160)):
+        r = m["sizes"].loc[rows]
+        fall = 1 - r["ratio"]
+        lo, hi = p[key].fractions(0)
+        out[key] = Grade(f"{rows} rows: fastest shape {r['best_us']:.1f} µs against {r['cublas_us']:.1f} µs a layer "
+                         f"({fall:+.1%} fall)", verdict(_in(fall, lo, hi)),
+                         "inside the range" if _in(fall, lo, hi) else f"the fall {side(fall, lo, hi)} its range")
+    if "lease" in m:
+        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
+        (lo, hi), (limit,) = p["AB3"].fractions(0), p["AB3"].fractions(1)
+        ok = _in(1 - mixed["ratio"], lo, hi) and abs(dec["ratio"] - 1) < limit
+        out["AB3"] = Grade(f"mixed {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU ({_interval(mixed)}); "
+                           f"decode {_interval(dec)}", verdict(ok), "both inside" if ok else "not both inside")
+        (target_ms,) = p["AB4"].range(0)
+        ok = mixed["new_gpu_ms"] <= target_ms
+        out["AB4"] = Grade(f"mixed step after the change: {mixed['new_gpu_ms']:.3f} ms GPU", verdict(ok),
+                           "at or under the target" if ok else "over the target")
+    return out

@@ -1314,3 +1314,36 @@ def measured_for_prefetch_after(data: Path) -> dict:
     after = plans[plans["after_attention"]]
     return {"plans": plans, "best": after.loc[after["gpu_ms"].idxmin()], "none_ms": float(plans["gpu_ms"].iloc[0]),
             "commit": str(sweep["git_commit"].iloc[0])}
+
+
+def measured_for_gate_up_prefill(data: Path) -> dict:
+    """What set AB (the decode step's gate_up + SiLU kernel over row tiles at a prompt chunk's
+    batch sizes) is graded on (grading.gate_up_prefill_grades): roofline/gate_up_prefill's
+    newest lease, per batch size ("sizes", indexed by rows: cuBLAS with the activation kernel,
+    the fastest launch shape and the slowest, in µs a layer, the fastest's shape and
+    TFLOP/s, the shapes timed and the largest difference from cuBLAS's output); the census
+    A/B of roofline/gate_up_prefill_ab ("lease", indexed by (role, step)) and its mixed step's
+    kernels per arm ("mixed_kernels", by name). Empty without sweep rows."""
+    sweep = _newest_boot(data, "roofline/gate_up_prefill")
+    if not len(sweep):
+        return {}
+    sizes = []
+    for rows, g in sweep.groupby("m"):
+        cublas = g[g["kernel"] != "one kernel"].iloc[0]
+        one = g[g["kernel"] == "one kernel"].dropna(subset=["us_per_call"])
+        best = one.loc[one["us_per_call"].idxmin()]
+        flop = 2 * rows * best["k"] * best["n"]
+        sizes.append({"rows": rows, "cublas_us": cublas["us_per_call"], "best_us": best["us_per_call"],
+                      "worst_us": one["us_per_call"].max(), "best_tflops": flop / best["us_per_call"] / 1e6,
+                      "cublas_tflops": flop / cublas["us_per_call"] / 1e6, "shapes": len(one),
+                      "best_shape": f"{best['block_m']:.0f} × {best['block_n']:.0f} (K {best['block_k']:.0f}, "
+                                    f"{best['num_warps']:.0f} warps, {best['num_stages']:.0f} stages)",
+                      "max_err": one[["max_abs_err_vs_cublas", "max_abs_err_after_replays"]].max().max()})
+    m = {"sizes": pd.DataFrame(sizes).set_index("rows").assign(ratio=lambda d: d["best_us"] / d["cublas_us"]),
+         "commit": str(sweep["git_commit"].iloc[0])}
+    lease = _first_and_kept(data, "gate_up_prefill_ab").get("kept")
+    if lease is not None:
+        k = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
+                              stem="gate_up_prefill_ab")
+        m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
+    return m

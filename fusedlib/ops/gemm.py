@@ -1,6 +1,5 @@
-"""A layer's GEMMs in Triton: gate_up with SiLU(gate) * up in its epilogue (any batch), and,
-for decode-sized batches, qkv, o_proj and down split over K, each summed by the kernel
-that reads it.
+"""A layer's GEMMs for decode-sized batches: gate_up with SiLU(gate) * up in its epilogue,
+and qkv, o_proj and down split over K, each summed by the kernel that reads it.
 
 A decode step multiplies 32 rows by each weight, so the gate_up GEMM is a 55 MB weight
 read, and the activation after it one more launch. Here one program computes a BLOCK_N
@@ -12,13 +11,6 @@ and the batch its narrow one (swap-AB), so a 32-row batch fills no padded rows o
 without splitting K. Values are rounded where the reference rounds (the projection's
 output, F.silu's, the product), as in `fusedlib.ops.activation`.
 
-A forward carrying a prompt chunk (a mixed step: 512 chunk tokens and 32 decode rows) runs
-the same kernel over BLOCK_M-row tiles of the batch (`PREFILL_GATE_UP`). There the GEMM is
-bound by arithmetic, not by the weight read, and the activation kernel after cuBLAS reads
-the [M, 2I] output back and writes half of it again (58 MB at 544 rows): the epilogue
-removes that pass and its launch. The row tile is the grid's first dimension, so the
-programs that share a weight slice run side by side and the weight leaves HBM about once.
-
 The other three projections of the same batch have too few output columns to fill the
 chip (1536 / 64 = 24 column tiles for down and o_proj, 32 for qkv), so `split_k_kernel`
 also splits K: program (n, s) multiplies column tile n over the s-th slice of K and stores
@@ -28,8 +20,8 @@ left the reduce's dependent loads at the end of every GEMM. Here nothing reduces
 projection's only reader already reads it row by row (the next add + RMSNorm reads down
 and o_proj, the rotary kernel reads qkv), so it sums the partials as it loads them
 (`load_projection`), in split order, rounded to the model dtype as a GEMM output is.
-Batches of more than SMALL_M_MAX rows take these three from cuBLAS, whose large-M tiles
-are near the FLOP rate.
+Batches of more than SMALL_M_MAX rows stay on cuBLAS, whose large-M tiles are near the
+FLOP rate.
 """
 from __future__ import annotations
 
@@ -55,12 +47,6 @@ class GateUpConfig:
     num_warps: int = 4
     num_stages: int = 5  # on Hopper; see `stages_for`
     sm86_stages: int = 3
-    block_m: int = SMALL_M_MAX  # batch rows per program: a decode-sized batch is one tile
-
-
-# A prompt chunk's batch: 128 x 128 tiles of SiLU(gate) * up, each a 128 x 256 tile of the
-# projection, the shape Hopper's tensor cores run near their rate with two warp groups.
-PREFILL_GATE_UP = GateUpConfig(block_n=128, block_k=64, num_warps=8, num_stages=3, sm86_stages=2, block_m=128)
 
 
 def stages_for(major: int, cfg: GateUpConfig | SplitKConfig) -> int:
@@ -80,8 +66,8 @@ def gate_up_silu_kernel(
     DOT_PRECISION: tl.constexpr,
 ):
     dtype = out_ptr.dtype.element_ty
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, BLOCK_M)
     offs_k = tl.arange(0, BLOCK_K)
     n_valid = offs_n < intermediate
     m_valid = offs_m < num_rows
@@ -107,22 +93,19 @@ def gate_up_silu_kernel(
 
 
 def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
-                 cfg: GateUpConfig | None = None) -> torch.Tensor:
+                 cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
     """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1): one launch of
-    `gate_up_silu_kernel` when `one_kernel` (launch shape `cfg`, by default `GateUpConfig()`
-    for at most SMALL_M_MAX rows and `PREFILL_GATE_UP` for more), else cuBLAS and the
-    activation's own kernel."""
-    if not one_kernel:
+    `gate_up_silu_kernel` when `one_kernel` and x has at most SMALL_M_MAX rows, else
+    cuBLAS and the activation's own kernel."""
+    if not one_kernel or x.shape[0] > SMALL_M_MAX:
         return activation.silu_mul(F.linear(x, weight))
     _check(x, weight, "gate_up", "[2 * intermediate, K]", weight.shape[0] % 2 == 0)
-    cfg = cfg or (GateUpConfig() if x.shape[0] <= SMALL_M_MAX else PREFILL_GATE_UP)
     (rows, k), n2 = x.shape, weight.shape[0]
     out = torch.empty(rows, n2 // 2, dtype=x.dtype, device=x.device)
     if rows:
-        launch = _launch(x, cfg, cfg.block_m)
-        gate_up_silu_kernel[(triton.cdiv(rows, launch["BLOCK_M"]), triton.cdiv(n2 // 2, cfg.block_n))](
+        gate_up_silu_kernel[(triton.cdiv(n2 // 2, cfg.block_n),)](
             x, weight, out, rows, n2 // 2, k, x.stride(0), weight.stride(0), out.stride(0),
-            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, **launch)
+            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, **_launch(x, cfg))
     return out
 
 
@@ -133,11 +116,10 @@ def _check(x: torch.Tensor, weight: torch.Tensor, name: str, shape: str, fits: b
                          f"{weight.dtype} ({shape}, unit last strides)")
 
 
-def _launch(x: torch.Tensor, cfg, block_m: int = SMALL_M_MAX) -> dict:
-    """The launch arguments both kernels take from the batch (in row tiles of at most
-    `block_m`), the dtype and the GPU."""
+def _launch(x: torch.Tensor, cfg) -> dict:
+    """The launch arguments both kernels take from the batch, the dtype and the GPU."""
     major = torch.cuda.get_device_capability(x.device)[0] if x.is_cuda else 9  # the interpreter: any
-    return dict(BLOCK_M=max(16, min(block_m, triton.next_power_of_2(x.shape[0]))),
+    return dict(BLOCK_M=max(16, triton.next_power_of_2(x.shape[0])),
                 DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
                 num_warps=cfg.num_warps, num_stages=stages_for(major, cfg))
 

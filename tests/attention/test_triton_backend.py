@@ -376,11 +376,11 @@ GPU_COMPILE = textwrap.dedent("""
                 SPLITS=splits, HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
                 HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4, fp32={"x_ptr"} if splits else ())
         compile_for_arch(activation.silu_mul_kernel, dtype, dict(BLOCK=activation.SILU_MUL_BLOCK), 4)
-        for gate_up, row_tiles in ((gemm.GateUpConfig(), (16, 32, 64)), (gemm.PREFILL_GATE_UP, (128,))):
-            for rows in row_tiles:
-                compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
-                    BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
-                    gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
+        gate_up = gemm.GateUpConfig()
+        for rows in (16, 32, 64):
+            compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
+                BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
+                gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
         for split_k in (gemm.QKV_SPLIT_K, gemm.O_PROJ_SPLIT_K, gemm.DOWN_SPLIT_K):
             for rows in (16, 32, 64):
                 compile_for_arch(gemm.split_k_kernel, dtype, dict(

@@ -1157,3 +1157,29 @@ def test_set_aa_grades_the_committed_rows(tmp_path):
     assert (t["pa2_after8_change"], t["pa2_rounds"]) == ("-0.9%", "3")
     assert roofline.measured_for_prefetch_after(tmp_path) == {} and grading.prefetch_after_grades(p, {}) == {}
     assert chapters.prefetch_after_texts({}) == {}
+
+
+def test_set_ab_grades_the_committed_rows(tmp_path):
+    """AB1-AB4 on data/roofline/gate_up_prefill and gate_up_prefill_ab (25f2872): the fastest
+    shape 21% slower than cuBLAS and the activation kernel at 544 rows (AB1 missed) and 37% at
+    160 (AB2 missed), the mixed step +7.9% (AB3 missed) at 4.56 ms (AB4 missed); each verdict
+    turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_gate_up_prefill(DATA)
+    assert m["commit"] == "25f2872" and list(m["sizes"].index) == [160, 544] and m["sizes"]["shapes"].min() == 15
+    g = grading.gate_up_prefill_grades(p, m)
+    assert [g[k].verdict for k in ("AB1", "AB2", "AB3", "AB4")] == ["MISSED"] * 4
+    sizes, lease = m["sizes"].copy(), m["lease"].copy()
+    sizes.loc[544, "ratio"], sizes.loc[160, "ratio"] = 0.95, 0.85
+    mixed = ("second stream", "mixed")
+    lease.loc[mixed, "ratio"], lease.loc[mixed, "new_gpu_ms"] = 0.96, 3.98
+    g = grading.gate_up_prefill_grades(p, m | {"sizes": sizes, "lease": lease})
+    assert [g[k].verdict for k in ("AB1", "AB2", "AB3", "AB4")] == ["HELD"] * 4
+    t = chapters.gate_up_prefill_texts(m)
+    assert (t["gp_544_ratio"], t["gp_mixed_new"], t["gp_per_layer_new"], t["gp_silu_step"]) == \
+        ("1.21×", "4.56 ms", "10.1", "187 µs")
+    assert roofline.measured_for_gate_up_prefill(tmp_path) == {} and grading.gate_up_prefill_grades(p, {}) == {}
+    assert chapters.gate_up_prefill_texts({}) == {}

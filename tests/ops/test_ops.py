@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from fusedlib import ops
 from fusedlib.ops import gemm
-from fusedlib.ops.gemm import PREFILL_GATE_UP, SMALL_M_MAX, GateUpConfig, SplitKConfig
+from fusedlib.ops.gemm import SMALL_M_MAX, GateUpConfig, SplitKConfig
 from fusedlib.model import RMSNorm, RotaryEmbedding, _rotate_half
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -108,23 +108,19 @@ def test_rotary_to_cache(tokens, dtype, heads, kv_heads, head_dim):
             .view(2, -1, kv_heads, head_dim)[:, slots]).any()
 
 
-GATE_UP_CONFIGS = {  # the default tile; a narrow one with K in several short steps; a prompt
-    # chunk's; 16-row tiles, so a batch spans several (the last ragged)
+GATE_UP_CONFIGS = {  # the default tile; a narrow one with K in several short steps
     "default": GateUpConfig(),
     "narrow": GateUpConfig(block_n=16, block_k=32),
-    "prefill": PREFILL_GATE_UP,
-    "row_tiles": GateUpConfig(block_n=32, block_k=64, block_m=16),
 }
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("config", GATE_UP_CONFIGS)
-@pytest.mark.parametrize("tokens", [1, 17, 64, 150])
+@pytest.mark.parametrize("tokens", [1, 17, 64])
 def test_gate_up_silu_matches_the_reference(tokens, config, dtype):
-    """Ragged rows (a 64-row tile holding 1 or 17; 150 rows over tiles of 16 or 128), a
-    ragged last column tile (intermediate 100) and K not a multiple of block_k (300),
-    against the reference's gate_up projection, F.silu and product, each rounded to the
-    model dtype."""
+    """Ragged rows (a 64-row tile holding 1 or 17), a ragged last column tile
+    (intermediate 100) and K not a multiple of block_k (300), against the reference's
+    gate_up projection, F.silu and product, each rounded to the model dtype."""
     intermediate, k = 100, 300
     x = rand(tokens, k, dtype=dtype, seed=tokens)
     weight = rand(2 * intermediate, k, dtype=dtype, seed=7, scale=0.1)
@@ -207,22 +203,19 @@ def summed_linear(x, weight, split_k):
     return summed(out, x.dtype) if out.dim() == 3 else out
 
 
-@pytest.mark.parametrize("op,kernel,expected,large", [
-    (ops.gate_up_silu, "gate_up_silu_kernel", gate_up_silu_reference, True),
-    (summed_linear, "split_k_kernel", F.linear, False)], ids=["gate_up_silu", "split_k"])
-def test_which_batches_the_triton_gemms_take(monkeypatch, op, kernel, expected, large):
-    """Switched on, gate_up + SiLU is one launch at any batch size (row tiles of 128 past
-    SMALL_M_MAX rows), the split-K projections only up to SMALL_M_MAX rows; switched off,
-    neither launches."""
+@pytest.mark.parametrize("op,kernel,expected", [(ops.gate_up_silu, "gate_up_silu_kernel", gate_up_silu_reference),
+                                                (summed_linear, "split_k_kernel", F.linear)],
+                         ids=["gate_up_silu", "split_k"])
+def test_triton_gemms_take_small_batches_only(monkeypatch, op, kernel, expected):
     launches = []
     real = getattr(gemm, kernel)
     monkeypatch.setattr(gemm, kernel, type("Spy", (), {
         "__getitem__": lambda self, grid: launches.append(grid) or real[grid]})())
     weight = rand(16, 8, dtype=torch.float32, seed=1)
-    for rows, one_kernel in ((SMALL_M_MAX, True), (3 * PREFILL_GATE_UP.block_m + 1, True), (3, False)):
+    for rows, one_kernel in ((SMALL_M_MAX, True), (SMALL_M_MAX + 1, True), (3, False)):
         x = rand(rows, 8, dtype=torch.float32, seed=rows)
         assert_close(op(x, weight, one_kernel), expected(x, weight), torch.float32, str(rows))
-    assert [grid[0] for grid in launches] == ([1, 4] if large else [1])  # row tiles, or column tiles
+    assert len(launches) == 1
 
 
 def test_bad_shapes_name_the_problem():
