@@ -375,16 +375,18 @@ WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
 ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET = "X", "Y", "Z", "AA", "AB"
+PDL_PREFETCH_SET = "AC"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to AB, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to AC, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
-                                     UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET))]
+                                     UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET,
+                                     PDL_PREFETCH_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -465,6 +467,10 @@ def prefetch_after_predictions() -> list:
 
 def gate_up_prefill_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(GATE_UP_PREFILL_SET)]
+
+
+def pdl_prefetch_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(PDL_PREFETCH_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
