@@ -164,7 +164,7 @@ class DecoderLayer(nn.Module):
             norm, mlp = self.post_attention_layernorm, self.mlp
             o = ops.linear(attn_out, o_proj.weight, gate_up_silu, ops.O_PROJ_SPLIT_K)
             x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
-            act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu, ops.GATE_UP)
+            act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)
             return ops.linear(act, mlp.down_proj.weight, gate_up_silu, ops.DOWN_SPLIT_K), residual
         residual = residual + o_proj(attn_out)
         return self.mlp(self.post_attention_layernorm(residual)), residual

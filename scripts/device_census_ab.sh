@@ -10,8 +10,7 @@
 #      rounds (default 3), each run in its own process, rows in OUT/AB_DIR/<arm><round> (default
 #      ab); the trees are BASE_TREE (default .base) and NEW_TREE (default this one), the census
 #      configurations BASE_CONFIGS and NEW_CONFIGS (default 4,5 both: with BASE_TREE=. an A/B of
-#      two configurations on one tree); NEW_FLAGS, census flags of the new arm's (e.g.
-#      --pdl-plan 1,384,384,256,0)
+#      two configurations on one tree)
 #   5. with FLAG_AB set (a census flag, e.g. --no-pdl): the census on this tree with the flag
 #      ("base") and without it ("new"), interleaved, ROUNDS rounds, rows in OUT/flag_ab/<arm><round>
 # STAGES picks which run (default sections,gpu_tests,gates,ab); SECTIONS_S bounds stage 1 (default
@@ -40,7 +39,7 @@ on gates && left 60 && PYTHONPATH=$PWD timeout 240 python3 -m fusedlib.bench.cam
 for round in $(seq 1 "$rounds"); do
   on ab && left 50 || break  # a round is both arms or neither
   census "$ab_dir" base "$base_tree" "$base_commit" "$round" "$base_configs"
-  census "$ab_dir" new "$new_tree" "$new_commit" "$round" "$new_configs" "${NEW_FLAGS:-}"
+  census "$ab_dir" new "$new_tree" "$new_commit" "$round" "$new_configs"
 done
 for round in $(seq 1 "$rounds"); do
   [ -n "$flag_ab" ] && left 50 || break

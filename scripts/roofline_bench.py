@@ -128,14 +128,6 @@ SPLIT_K_SWEEP = {
 }
 SPLIT_K_SWEEP = {proj: list(dict.fromkeys(shapes)) for proj, shapes in SPLIT_K_SWEEP.items()}
 SMOKE_SPLIT_K_SWEEP = [(64, 64, 5, 4, 4), (16, 32, 3, 4, 2)]
-# pdl_sweep's plans: (PDL, then the columns of each weight row the qkv, o_proj, gate_up and down
-# kernels ask L2 for before they wait). The first is the engine without PDL, the second PDL
-# alone (set I's); 384 columns are a qkv or o_proj program's whole K slice (4 splits of 1536);
-# 128 to 512 of gate_up's 1536 are 4.6 to 18 MB of its 55; 256 of down's 1792-column slices 3.9 MB.
-PDL_SWEEP = [(False, 0, 0, 0, 0), (True, 0, 0, 0, 0), (True, 384, 384, 0, 0), (True, 384, 384, 128, 0),
-             (True, 384, 384, 256, 0), (True, 384, 384, 512, 0), (True, 384, 384, 256, 256)]
-SMOKE_PDL_SWEEP = [(False, 0, 0, 0, 0), (True, 384, 384, 256, 256)]  # the interpreter launches plainly
-PDL_ROUNDS = 3
 
 # The census's configurations, by index (`--configs`): (label, fused ops, attention, mixed
 # step as one graph, gate_up + activation in one kernel). The mixed step replays piecewise
@@ -162,33 +154,6 @@ def _engine_prefill_shape() -> tuple[int, int, int, int]:
 
     c = PackedConfig()
     return BLOCK_M, c.block_n, c.num_warps, c.num_stages
-
-
-def _set_pdl_plan(pdl: bool, qkv: int, o_proj: int, gate_up: int, down: int) -> None:
-    """PDL on or off for every Triton kernel, and the columns of each weight row the four
-    decode GEMMs ask L2 for before they wait (fusedlib.ops.launch), for the forwards captured
-    or run after it."""
-    from fusedlib import ops
-    from fusedlib.ops import launch
-
-    launch.enabled = pdl
-    for name, cols in (("QKV_SPLIT_K", qkv), ("O_PROJ_SPLIT_K", o_proj), ("GATE_UP", gate_up),
-                       ("DOWN_SPLIT_K", down)):
-        setattr(ops, name, dataclasses.replace(getattr(ops, name), prefetch_k=cols))
-
-
-def _pdl_plan() -> tuple:
-    """The plan in force, as _set_pdl_plan takes it."""
-    from fusedlib import ops
-    from fusedlib.ops import launch
-
-    return (launch.enabled, ops.QKV_SPLIT_K.prefetch_k, ops.O_PROJ_SPLIT_K.prefetch_k, ops.GATE_UP.prefetch_k,
-            ops.DOWN_SPLIT_K.prefetch_k)
-
-
-def _pdl_plan_text(row: dict) -> str:
-    """A plan as `--pdl-plan` takes it: pdl,qkv,o_proj,gate_up,down."""
-    return ",".join(str(int(row[k])) for k in ("pdl", "qkv_k", "o_proj_k", "gate_up_k", "down_k"))
 
 
 def _compiled(*kernels) -> dict[str, str]:
@@ -459,7 +424,6 @@ class Bench:
                              if hasattr(backend, "splitkv") else None,
                              "packed": ",".join(str(x) for x in dataclasses.astuple(backend.packed))
                              if hasattr(backend, "packed") else None,
-                             "pdl_plan": ",".join(str(int(x)) for x in _pdl_plan()),
                              "tokens": batch.num_tokens, "gpu_ms_median": gpu_ms, "wall_ms_median": wall_ms,
                              "timed": "before the profiler", "replays": p["replays"], "iters": p["iters"]})
         for row, (label, fused, _, _, one_kernel) in zip(rows, (c for c in chosen for _ in range(2))):
@@ -495,55 +459,6 @@ class Bench:
         model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)
-
-    def pdl_sweep(self) -> None:
-        """The whole-graphed decode and mixed steps (census configuration 6's path) under each
-        plan of PDL_SWEEP, one graph each, replayed in rotating order over PDL_ROUNDS rounds:
-        GPU ms (CUDA events) and wall ms per plan, step and round, and the largest logit
-        difference from the first plan (neither PDL nor a prefetch changes a value). On the
-        CPU the plans run the interpreter's plain launches."""
-        from fusedlib.attention import make_backend
-        from fusedlib.graphs import WholeGraphs
-
-        model, p, plans = self.model, self.p, PDL_SWEEP if self.on_gpu else SMOKE_PDL_SWEEP
-        model.fused_ops, model.gate_up_silu = True, True
-        backend, runs, logits, before = make_backend("triton-parallel"), [], [], _pdl_plan()
-        try:
-            for plan in plans:
-                _set_pdl_plan(*plan)
-                decode = WholeGraphs(model, self.engine.pool, backend, p["rows"], capture=self.on_gpu,
-                                     decode_buckets=(p["rows"],))
-                mixed = WholeGraphs(model, self.engine.pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
-                                    decode_buckets=(p["rows"],), chunk_buckets=(p["chunk"],))
-                pair = {"decode": functools.partial(decode.run, self.decode_batch),
-                        "mixed": functools.partial(mixed.run, self.mixed_batch)}
-                runs.append(pair)
-                logits.append({step: run().float().clone() for step, run in pair.items()})
-        finally:
-            _set_pdl_plan(*before)
-            model.gate_up_silu = False
-        rows = []
-        for rnd in range(PDL_ROUNDS if self.on_gpu else 1):
-            for k in range(len(plans)):
-                i = (k + rnd) % len(plans)  # each round starts one plan later
-                for step, run in runs[i].items():
-                    for _ in range(3 if self.on_gpu else 1):
-                        run()
-                    _sync(self.device)
-                    gpu_ms, wall_ms = self._time_step(run)
-                    pdl, qkv, o_proj, gate_up, down = plans[i]
-                    rows.append({"step": step, "pdl": pdl, "qkv_k": qkv, "o_proj_k": o_proj, "gate_up_k": gate_up,
-                                 "down_k": down, "round": rnd, "order": k, "gpu_ms_median": gpu_ms,
-                                 "wall_ms_median": wall_ms, "iters": p["iters"],
-                                 "max_abs_diff": float((logits[i][step] - logits[0][step]).abs().max())})
-        for step in ("decode", "mixed"):
-            mine = [r for r in rows if r["step"] == step]
-            plain = statistics.median(r["gpu_ms_median"] for r in mine if not r["pdl"])
-            best = min(mine, key=lambda r: r["gpu_ms_median"])
-            self.summary.append((f"pdl_sweep {step}", f"no PDL {plain:.3f} ms; best {best['gpu_ms_median']:.3f} ms at "
-                                 f"{_pdl_plan_text(best)}"))
-        runs.clear()
-        self.write("pdl_sweep", rows)
 
     def wall_gap(self) -> None:
         """Where the whole-graphed decode step's wall time goes beyond its GPU time: host time
@@ -1186,17 +1101,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="folder for the rows (e.g. $OUT)")
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU interpreter")
-    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,pdl_sweep,wall_gap,loop")
+    parser.add_argument("--sections", default="ops_check,step_check,census,attention,prefill,gemm,gate_up,split_k,wall_gap,loop")
     parser.add_argument("--configs", help="census configurations by index, e.g. 3,4 (default: the profile's)")
     parser.add_argument("--splitkv", help="the census's split-KV launch shape in place of the default: "
                         "BLOCK_N,PROGRAMS_PER_SM,WARPS,STAGES")
-    parser.add_argument("--pdl-plan", help="PDL and the decode GEMMs' weight prefetch in place of the "
-                        "defaults: PDL(0/1),QKV,O_PROJ,GATE_UP,DOWN (columns per weight row)")
     args = parser.parse_args(argv)
     bench = Bench(args.out, "smoke" if args.smoke else "full")
-    if args.pdl_plan:
-        pdl, *cols = (int(x) for x in args.pdl_plan.split(","))
-        _set_pdl_plan(bool(pdl), *cols)
     if args.splitkv:
         from fusedlib.attention.triton_backend import SplitKVConfig
 

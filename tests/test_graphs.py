@@ -182,34 +182,3 @@ def test_graphs_on_gpu(fused_ops, gate_up_silu, attention):
     plain = outs[False, False, False]
     assert outs[True, False, False] == plain and outs[True, True, False] == plain
     assert outs[True, False, True] == plain
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
-def test_pdl_and_the_weight_prefetch_change_no_token_on_gpu(monkeypatch):
-    """Programmatic dependent launch and the decode GEMMs' L2 requests before it waits
-    (fusedlib.ops.launch) move when kernels run and where weights sit, never what is
-    computed: eager and whole-graphed engines (decode attention on its second stream) serve the
-    same tokens with PDL off, on, and on with every GEMM prefetching (below sm_90 all three
-    launch plainly)."""
-    import dataclasses
-
-    from fusedlib import ops
-    from fusedlib.config import PRESETS
-    from fusedlib.ops import launch
-    from fusedlib.weights import random_model
-
-    model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
-    model.fused_ops = model.gate_up_silu = True
-    prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
-    outs = {}
-    for pdl, prefetch_k in ((False, 0), (True, 0), (True, 256)):
-        monkeypatch.setattr(launch, "enabled", pdl)
-        for name in ("QKV_SPLIT_K", "O_PROJ_SPLIT_K", "GATE_UP", "DOWN_SPLIT_K"):
-            monkeypatch.setattr(ops, name, dataclasses.replace(getattr(ops, name), prefetch_k=prefetch_k))
-        for graphs in (False, True):
-            engine = Engine(model, kind="fused", attention="triton-parallel", chunk_tokens=32, max_batch=8,
-                            cuda_graphs=graphs, whole_graphs=graphs)
-            outs[pdl, prefetch_k, graphs] = engine.generate(prompts, budgets)
-            assert engine.pool.num_free_blocks == engine.pool.num_blocks
-    for graphs in (False, True):
-        assert outs[True, 0, graphs] == outs[False, 0, graphs] and outs[True, 256, graphs] == outs[False, 0, graphs]

@@ -83,7 +83,7 @@ def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
 
     asked, asked_split, launched, split_launches = [], [], [], []
     real, real_linear, real_kernel = ops.gate_up_silu, ops.linear, gemm.split_k_kernel
-    monkeypatch.setattr(ops, "gate_up_silu", lambda x, w, one, cfg: asked.append(one) or real(x, w, one, cfg))
+    monkeypatch.setattr(ops, "gate_up_silu", lambda x, w, one: asked.append(one) or real(x, w, one))
     monkeypatch.setattr(ops, "linear", lambda x, w, one, cfg: asked_split.append(one) or real_linear(x, w, one, cfg))
     monkeypatch.setattr(gemm.activation, "silu_mul", lambda t, real=gemm.activation.silu_mul: launched.append(1) or real(t))
     monkeypatch.setattr(gemm, "split_k_kernel", type("Spy", (), {

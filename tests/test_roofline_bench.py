@@ -20,7 +20,7 @@ def test_smoke_run_writes_every_section(tmp_path, capsys):
     spec.loader.exec_module(bench)
     assert bench.main([str(tmp_path), "--smoke"]) == 0
     for section in ("ops_check", "step_check", "census", "census_kernels", "attention", "prefill", "gemm",
-                    "gate_up", "split_k", "pdl_sweep", "wall_gap", "loop"):
+                    "gate_up", "split_k", "wall_gap", "loop"):
         got = rows.read_rows(tmp_path / "roofline" / section)
         if section == "census_kernels":  # no CUDA kernels to name on the CPU
             continue

@@ -93,8 +93,7 @@ def test_merge_loop_rows_marks_each_round_and_its_order_once(tmp_path):
     assert len(read_rows(data / "loop")) == 8
 
 
-@pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh", "device_probe.sh",
-                                    "device_pdl.sh"])
+@pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh", "device_probe.sh"])
 def test_device_scripts_parse(script):
     proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

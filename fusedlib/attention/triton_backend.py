@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from ..ops.launch import options
 from .base import DecodeMeta, PrefillMeta
 from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
                              splitkv_reduce_kernel)
@@ -185,7 +184,7 @@ class TritonAttention:
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
             DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
-            num_stages=self.packed.num_stages, **options(q),
+            num_stages=self.packed.num_stages,
         )
         return out
 
@@ -244,12 +243,12 @@ class TritonAttention:
             GROUP=group, HEAD_DIM=head_dim, BLOCK_H=max(MIN_DOT_ROWS, triton.next_power_of_2(group)),
             BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1],
             DOT_PRECISION=_dot_precision(q.dtype), ONE_SPLIT=one_split, num_warps=cfg.num_warps,
-            num_stages=cfg.num_stages, **options(q),
+            num_stages=cfg.num_stages,
         )
         if one_split:  # the decode kernel wrote the output itself
             return out
         splitkv_reduce_kernel[(num_reqs, num_heads)](
             partials, out, num_splits, out.stride(0), out.stride(1),
-            HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4, **options(q),
+            HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4,
         )
         return out

@@ -29,8 +29,6 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..ops.launch import wait_for_predecessor
-
 # Initial running max: finite, far below any real score (see module docstring).
 NEG_BIG = tl.constexpr(-1.0e30)
 # A split-KV partial is one row of HEAD_DIM + PARTIAL_EXTRA fp32: the unnormalised
@@ -59,9 +57,7 @@ def packed_attention_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
-    PDL: tl.constexpr,
 ):
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
     tile = tl.program_id(0)
     head = tl.program_id(1)
     kv_head = head // GROUP
@@ -160,7 +156,6 @@ def splitkv_decode_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
     ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
-    PDL: tl.constexpr,
 ):
     """Flash-decoding over the paged cache: one program per (request, KV head, split).
 
@@ -172,7 +167,6 @@ def splitkv_decode_kernel(
     count (a CUDA graph captured once serves any context lengths); with `split_tiles` > 0
     ("splitkv") every split has the length the host derived from the step's longest
     context. A split past a request's end stores a partial that weighs nothing."""
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
     req = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)
@@ -237,10 +231,8 @@ def splitkv_reduce_kernel(
     stride_o_tok, stride_o_head,
     HEAD_DIM: tl.constexpr,
     BLOCK_S: tl.constexpr,  # partials merged per iteration (fixed, so no split count recompiles)
-    PDL: tl.constexpr,
 ):
     """Merge one (request, head)'s split partials, BLOCK_S at a time."""
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
     req = tl.program_id(0)
     head = tl.program_id(1)
     row = req * tl.num_programs(1) + head

@@ -10,6 +10,6 @@ norm, values rounded to the model dtype where the reference rounds them), so the
 agree to rounding and both match transformers in fp32.
 """
 from .activation import silu_mul
-from .gemm import DOWN_SPLIT_K, GATE_UP, O_PROJ_SPLIT_K, QKV_SPLIT_K, gate_up_silu, linear
+from .gemm import DOWN_SPLIT_K, O_PROJ_SPLIT_K, QKV_SPLIT_K, gate_up_silu, linear
 from .norm import add_rms_norm, rms_norm_rows
 from .rotary import rotary_to_cache

@@ -5,15 +5,12 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import options, wait_for_predecessor
-
 SILU_MUL_BLOCK = 1024
 
 
 @triton.jit
 def silu_mul_kernel(gate_up_ptr, out_ptr, intermediate, stride_in, stride_out,
-                    BLOCK: tl.constexpr, PDL: tl.constexpr):
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
+                    BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < intermediate
@@ -34,6 +31,5 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
     out = torch.empty(tokens, intermediate, dtype=gate_up.dtype, device=gate_up.device)
     if tokens:
         silu_mul_kernel[(tokens, triton.cdiv(intermediate, SILU_MUL_BLOCK))](
-            gate_up, out, intermediate, gate_up.stride(0), out.stride(0), BLOCK=SILU_MUL_BLOCK, num_warps=4,
-            **options(gate_up))
+            gate_up, out, intermediate, gate_up.stride(0), out.stride(0), BLOCK=SILU_MUL_BLOCK, num_warps=4)
     return out

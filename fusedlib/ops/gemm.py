@@ -32,7 +32,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from . import activation, launch
+from . import activation
 
 SMALL_M_MAX = 64
 
@@ -47,10 +47,6 @@ class GateUpConfig:
     num_warps: int = 4
     num_stages: int = 5  # on Hopper; see `stages_for`
     sm86_stages: int = 3
-    prefetch_k: int = 0  # with PDL, columns of each weight row asked into L2 before the wait (fusedlib.ops.launch)
-
-
-GATE_UP = GateUpConfig()
 
 
 def stages_for(major: int, cfg: GateUpConfig | SplitKConfig) -> int:
@@ -67,7 +63,7 @@ def gate_up_silu_kernel(
     out_ptr,  # [M, I]
     num_rows, intermediate, K, stride_x, stride_w, stride_out,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, PREFETCH_K: tl.constexpr, PDL: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
 ):
     dtype = out_ptr.dtype.element_ty
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -75,14 +71,8 @@ def gate_up_silu_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     n_valid = offs_n < intermediate
     m_valid = offs_m < num_rows
-    gate_row = w_ptr + offs_n.to(tl.int64) * stride_w
-    if PREFETCH_K:  # the weight's rows, read by no kernel before, then the batch once it is written
-        prefetch_bytes = tl.minimum(PREFETCH_K, K) * w_ptr.dtype.element_ty.primitive_bitwidth // 8
-        launch.prefetch_rows(gate_row, n_valid, w_ptr, prefetch_bytes, PDL)
-        launch.prefetch_rows(gate_row + intermediate * stride_w, n_valid, w_ptr, prefetch_bytes, PDL)
-    launch.wait_for_predecessor(PDL)
     x_rows = x_ptr + offs_m[:, None].to(tl.int64) * stride_x
-    gate_rows = gate_row[:, None]
+    gate_rows = w_ptr + offs_n[:, None].to(tl.int64) * stride_w
     up_rows = gate_rows + intermediate * stride_w
     gate = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)  # transposed tiles: swap-AB
     up = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)
@@ -102,7 +92,8 @@ def gate_up_silu_kernel(
              mask=n_valid[:, None] & m_valid[None, :])
 
 
-def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool, cfg: GateUpConfig) -> torch.Tensor:
+def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
+                 cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
     """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1): one launch of
     `gate_up_silu_kernel` when `one_kernel` and x has at most SMALL_M_MAX rows, else
     cuBLAS and the activation's own kernel."""
@@ -114,7 +105,7 @@ def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool, cfg: G
     if rows:
         gate_up_silu_kernel[(triton.cdiv(n2 // 2, cfg.block_n),)](
             x, weight, out, rows, n2 // 2, k, x.stride(0), weight.stride(0), out.stride(0),
-            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, PREFETCH_K=cfg.prefetch_k, **_launch(x, cfg))
+            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, **_launch(x, cfg))
     return out
 
 
@@ -130,7 +121,7 @@ def _launch(x: torch.Tensor, cfg) -> dict:
     major = torch.cuda.get_device_capability(x.device)[0] if x.is_cuda else 9  # the interpreter: any
     return dict(BLOCK_M=max(16, triton.next_power_of_2(x.shape[0])),
                 DOT_PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
-                num_warps=cfg.num_warps, num_stages=stages_for(major, cfg), **launch.options(x))
+                num_warps=cfg.num_warps, num_stages=stages_for(major, cfg))
 
 
 @dataclass(frozen=True)
@@ -143,7 +134,6 @@ class SplitKConfig:
     num_warps: int = 4
     num_stages: int = 4  # on Hopper; see `stages_for`
     sm86_stages: int = 2  # a 64-row batch's 128-deep K tiles: 32 KB a stage
-    prefetch_k: int = 0  # with PDL, columns of each weight row's K slice asked into L2 before the wait
 
 
 # Per projection of the 1.5B at 32 rows, the best of the H200 sweep (data/roofline/split_k.csv,
@@ -162,23 +152,17 @@ def split_k_kernel(
     partials_ptr,  # fp32 [SPLITS, M, N]
     num_rows, N, K, k_per_split, stride_x, stride_w,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, PREFETCH_K: tl.constexpr, PDL: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
 ):
     tile, split = tl.program_id(0), tl.program_id(1)
     offs_n = tile * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
     offs_k = tl.arange(0, BLOCK_K)
     n_valid, m_valid = offs_n < N, offs_m < num_rows
-    k_start = split * k_per_split
-    w_row = w_ptr + offs_n.to(tl.int64) * stride_w
-    if PREFETCH_K:  # this program's slice of the weight rows, then the batch once it is written
-        prefetch_bytes = tl.minimum(PREFETCH_K, tl.minimum(k_per_split, K - k_start)) \
-            * w_ptr.dtype.element_ty.primitive_bitwidth // 8
-        launch.prefetch_rows(w_row + k_start, n_valid, w_ptr, prefetch_bytes, PDL)
-    launch.wait_for_predecessor(PDL)
     x_rows = x_ptr + offs_m[:, None].to(tl.int64) * stride_x
-    w_rows = w_row[:, None]
+    w_rows = w_ptr + offs_n[:, None].to(tl.int64) * stride_w
     acc = tl.zeros([BLOCK_N, BLOCK_M], tl.float32)  # transposed tile: swap-AB, as above
+    k_start = split * k_per_split
     for k0 in range(k_start, tl.minimum(k_start + k_per_split, K), BLOCK_K):
         ks = k0 + offs_k
         k_valid = ks < K
@@ -226,5 +210,5 @@ def linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool, cfg: SplitKConf
         k_per_split = triton.cdiv(triton.cdiv(k, cfg.splits), cfg.block_k) * cfg.block_k
         split_k_kernel[(triton.cdiv(n, cfg.block_n), cfg.splits)](
             x, weight, partials, rows, n, k, k_per_split, x.stride(0), weight.stride(0),
-            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, PREFETCH_K=cfg.prefetch_k, **_launch(x, cfg))
+            BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, **_launch(x, cfg))
     return partials

@@ -13,7 +13,6 @@ import triton
 import triton.language as tl
 
 from .gemm import load_projection, split_layout
-from .launch import options, wait_for_predecessor
 
 
 @triton.jit
@@ -26,9 +25,7 @@ def add_rms_norm_kernel(
     WRITE_RESIDUAL: tl.constexpr,  # store the sum (the next layer's residual)
     HAS_ROWS: tl.constexpr,  # program i reads row rows[i] (the head's logit rows)
     BLOCK: tl.constexpr,
-    PDL: tl.constexpr,
 ):
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
     i = tl.program_id(0)
     if HAS_ROWS:
         src = tl.load(rows_ptr + i).to(tl.int64)
@@ -78,7 +75,6 @@ def _launch(x, splits, residual, weight, eps, out, residual_out, rows):
         0 if residual_out is None else residual_out.stride(0),
         SPLITS=splits[0], HAS_RESIDUAL=residual is not None, WRITE_RESIDUAL=residual_out is not None,
         HAS_ROWS=rows is not None, BLOCK=block, num_warps=min(16, max(1, block // 256)),
-        **options(x),
     )
 
 

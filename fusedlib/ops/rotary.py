@@ -16,7 +16,6 @@ import triton
 import triton.language as tl
 
 from .gemm import load_projection, split_layout
-from .launch import options, wait_for_predecessor
 
 
 @triton.jit
@@ -47,9 +46,7 @@ def rotary_to_cache_kernel(
     BLOCK_HQ: tl.constexpr, BLOCK_HKV: tl.constexpr, KV_BLOCK_SIZE: tl.constexpr,
     SPLITS: tl.constexpr,  # qkv is SPLITS split-K partials (0: qkv itself)
     HAS_BIAS: tl.constexpr,
-    PDL: tl.constexpr,
 ):
-    wait_for_predecessor(PDL)  # fusedlib.ops.launch
     tok = tl.program_id(0).to(tl.int64)
     dtype = q_out_ptr.dtype.element_ty
     half = tl.arange(0, HEAD_DIM // 2)
@@ -125,6 +122,5 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Ten
         NUM_HEADS=num_heads, NUM_KV_HEADS=num_kv_heads, HEAD_DIM=head_dim,
         BLOCK_HQ=triton.next_power_of_2(num_heads), BLOCK_HKV=triton.next_power_of_2(num_kv_heads),
         KV_BLOCK_SIZE=k_cache.shape[1], SPLITS=splits[0], HAS_BIAS=bias is not None, num_warps=4,
-        **options(qkv),
     )
     return q

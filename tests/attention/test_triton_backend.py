@@ -315,7 +315,7 @@ def test_num_compiled_is_zero_on_the_interpreter():
 
 
 # The interpreter accepts code the GPU compiler rejects (non-constexpr globals, tile
-# shapes, inline PTX it never runs). Compiling for sm_90 (the H200) and sm_86 (the A10, Modal's default) needs no
+# shapes). Compiling for sm_90 (the H200) and sm_86 (the A10, Modal's default) needs no
 # GPU, only Triton's bundled ptxas, so do it here, in a subprocess without
 # TRITON_INTERPRET, at the real model's shape and the tiny one's.
 GPU_COMPILE = textwrap.dedent("""
@@ -337,8 +337,6 @@ GPU_COMPILE = textwrap.dedent("""
     FP32 = {"partials_ptr"}
 
     def compile_for_arch(kernel, dtype, constexprs, num_warps, num_stages=2, fp32=()):
-        # As fusedlib.ops.launch launches them: PDL and the weight prefetch on Hopper only.
-        constexprs = {**constexprs, "PDL": ARCH >= 90}
         signature = {}
         for name in inspect.signature(kernel.fn).parameters:
             if name in constexprs:
@@ -378,16 +376,16 @@ GPU_COMPILE = textwrap.dedent("""
                 SPLITS=splits, HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
                 HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4, fp32={"x_ptr"} if splits else ())
         compile_for_arch(activation.silu_mul_kernel, dtype, dict(BLOCK=activation.SILU_MUL_BLOCK), 4)
-        gate_up = gemm.GATE_UP
-        for rows, prefetch_k in ((16, 0), (32, 256), (64, gate_up.prefetch_k)):
+        gate_up = gemm.GateUpConfig()
+        for rows in (16, 32, 64):
             compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
-                BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision,
-                PREFETCH_K=prefetch_k), gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
+                BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
+                gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
         for split_k in (gemm.QKV_SPLIT_K, gemm.O_PROJ_SPLIT_K, gemm.DOWN_SPLIT_K):
-            for rows, prefetch_k in ((16, 0), (32, 256), (64, split_k.prefetch_k)):
+            for rows in (16, 32, 64):
                 compile_for_arch(gemm.split_k_kernel, dtype, dict(
-                    BLOCK_M=rows, BLOCK_N=split_k.block_n, BLOCK_K=split_k.block_k, DOT_PRECISION=precision,
-                    PREFETCH_K=prefetch_k), split_k.num_warps, gemm.stages_for(ARCH // 10, split_k))
+                    BLOCK_M=rows, BLOCK_N=split_k.block_n, BLOCK_K=split_k.block_k, DOT_PRECISION=precision),
+                    split_k.num_warps, gemm.stages_for(ARCH // 10, split_k))
         for splits in (0, gemm.QKV_SPLIT_K.splits):
             compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,

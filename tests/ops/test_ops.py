@@ -203,11 +203,7 @@ def summed_linear(x, weight, split_k):
     return summed(out, x.dtype) if out.dim() == 3 else out
 
 
-def default_gate_up_silu(x, weight, one_kernel):
-    return ops.gate_up_silu(x, weight, one_kernel, ops.GATE_UP)
-
-
-@pytest.mark.parametrize("op,kernel,expected", [(default_gate_up_silu, "gate_up_silu_kernel", gate_up_silu_reference),
+@pytest.mark.parametrize("op,kernel,expected", [(ops.gate_up_silu, "gate_up_silu_kernel", gate_up_silu_reference),
                                                 (summed_linear, "split_k_kernel", F.linear)],
                          ids=["gate_up_silu", "split_k"])
 def test_triton_gemms_take_small_batches_only(monkeypatch, op, kernel, expected):
@@ -229,7 +225,7 @@ def test_bad_shapes_name_the_problem():
     with pytest.raises(ValueError, match="gate_up"):
         ops.silu_mul(rand(3, 7, dtype=torch.float32, seed=1))
     with pytest.raises(ValueError, match="does not fit a gate_up weight"):
-        ops.gate_up_silu(x, rand(5, 8, dtype=torch.float32, seed=1), True, ops.GATE_UP)
+        ops.gate_up_silu(x, rand(5, 8, dtype=torch.float32, seed=1), True)
     with pytest.raises(ValueError, match="does not fit a projection weight"):
         ops.linear(x, rand(5, 7, dtype=torch.float32, seed=1), True, ops.DOWN_SPLIT_K)
     with pytest.raises(ValueError, match="fp32 \\[splits, tokens, N\\] partials"):
