@@ -534,6 +534,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
+    acs = rf.measured_for_pdl_prefetch(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -543,13 +544,14 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefill_group_grades(by_key(), us) | gr.prefill_v_grades(by_key(), vs)
               | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs)
               | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
-              | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_))
+              | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
+              | gr.pdl_prefetch_grades(by_key(), acs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
-                    | gate_up_prefill_texts(abs_))
+                    | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -904,6 +906,23 @@ def gate_up_prefill_texts(m: dict) -> dict[str, str]:
               "gp_cublas_step_tflops": f"{flop / gemm['base_us'].sum() / 1e6:.0f} TFLOP/s",
               "gp_silu_step": f"{k.loc['silu_mul_kernel', 'base_us']:.0f} µs", "gp_one_step": f"{one['new_us']:.0f} µs",
               "gp_one_step_tflops": f"{flop / one['new_us'] / 1e6:.0f} TFLOP/s"}
+    return t
+
+
+def pdl_prefetch_texts(m: dict) -> dict[str, str]:
+    """Set AC's section (roofline.measured_for_pdl_prefetch), prefix "pp": the sweep's commit
+    and rounds, the decode step per plan ("pp_<qkv>_<o_proj>_<gate_up>_<down>" with PDL,
+    "pp_off" without) and its change, the A/B's decode and mixed changes."""
+    if "decode" not in m:
+        return {}
+    dec = m["decode"]
+    t = {"pp_commit": m["commit"], "pp_rounds": f"{int(dec['rounds'].min())}"}
+    for _, r in dec.iterrows():
+        key = "pp_off" if not r["pdl"] else f"pp_{r['qkv_k']:.0f}_{r['o_proj_k']:.0f}_{r['gate_up_k']:.0f}_{r['down_k']:.0f}"
+        t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
+    if "lease" in m:
+        for step, short in (("decode", "dec"), ("mixed", "mixed")):
+            t[f"pp_ab_{short}"] = _change(m["lease"].loc[("second stream", step)])
     return t
 
 

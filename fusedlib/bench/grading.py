@@ -1222,3 +1222,39 @@ def gate_up_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade
         out["AB4"] = Grade(f"mixed step after the change: {mixed['new_gpu_ms']:.3f} ms GPU", verdict(ok),
                            "at or under the target" if ok else "over the target")
     return out
+
+
+def pdl_prefetch_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AC1 (the fastest decode plan's fall against no PDL inside its range), AC2 (PDL alone
+    between the quoted speed-up and slow-down, and down's prefetch beside gate_up's slower than
+    gate_up's alone), AC3 (every logit equal; the mixed step under the fastest decode plan
+    inside its bound) on roofline.measured_for_pdl_prefetch's sweep; AC4 on its census A/B."""
+    if "decode" not in m:
+        return {}
+    dec, mixed = (m[s].set_index(["pdl", "qkv_k", "o_proj_k", "gate_up_k", "down_k"]) for s in ("decode", "mixed"))
+    best = dec["gpu_ms"].idxmin()
+    text = lambda k: f"PDL {'on' if k[0] else 'off'}, prefetch {k[1]}/{k[2]}/{k[3]}/{k[4]} columns"  # noqa: E731
+    lo, hi = p["AC1"].fractions(0)
+    fall = -dec.loc[best, "change"]
+    out = {"AC1": Grade(f"fastest plan ({text(best)}): {dec['gpu_ms'].iloc[0]:.3f} -> {dec.loc[best, 'gpu_ms']:.3f} ms GPU "
+                        f"({fall:+.1%} fall)", verdict(_in(fall, lo, hi)),
+                        "inside the range" if _in(fall, lo, hi) else f"the fall {side(fall, lo, hi)} its range")}
+    faster, slower = p["AC2"].fractions(0)
+    alone = dec.loc[(True, 0, 0, 0, 0), "change"]
+    with_down, without = dec.loc[(True, 384, 384, 256, 256), "gpu_ms"], dec.loc[(True, 384, 384, 256, 0), "gpu_ms"]
+    ok = _in(alone, -faster, slower) and with_down > without
+    out["AC2"] = Grade(f"PDL alone {alone:+.1%}; down's 256 columns beside gate_up's 256: {with_down:.3f} against "
+                       f"{without:.3f} ms", verdict(ok), "both held" if ok else "not both held")
+    (limit,) = p["AC3"].fractions(1)
+    worst = max(m["decode"]["max_abs_diff"].max(), m["mixed"]["max_abs_diff"].max())
+    mixed_change = mixed.loc[best, "change"]
+    ok = worst == 0 and abs(mixed_change) < limit
+    out["AC3"] = Grade(f"largest logit difference {worst:g}; mixed step under the fastest decode plan {mixed_change:+.1%}",
+                       verdict(ok), "both held" if ok else "not both held")
+    if "lease" in m:
+        d, x = (m["lease"].loc[("second stream", s)] for s in ("decode", "mixed"))
+        (lo, hi), (limit,) = p["AC4"].fractions(0), p["AC4"].fractions(1)
+        ok = _in(1 - d["ratio"], lo, hi) and abs(x["ratio"] - 1) < limit
+        out["AC4"] = Grade(f"decode {d['base_gpu_ms']:.3f} -> {d['new_gpu_ms']:.3f} ms GPU ({_interval(d)}); "
+                           f"mixed {_interval(x)}", verdict(ok), "both inside" if ok else "not both inside")
+    return out

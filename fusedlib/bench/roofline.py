@@ -1347,3 +1347,19 @@ def measured_for_gate_up_prefill(data: Path) -> dict:
                               stem="gate_up_prefill_ab")
         m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
     return m
+
+
+def measured_for_pdl_prefetch(data: Path) -> dict:
+    """What set AC (PDL with the decode GEMMs' weights asked into L2 before they wait) is graded
+    on (grading.pdl_prefetch_grades): roofline/pdl_sweep's newest lease per step and plan
+    (_plan_medians over pdl, qkv_k, o_proj_k, gate_up_k, down_k; the first plan is no PDL) as
+    "decode" and "mixed", and the census A/B of roofline/pdl_prefetch_ab ("lease", indexed by
+    (role, step)). Empty without sweep rows."""
+    sweep = _newest_boot(data, "roofline/pdl_sweep")
+    if not len(sweep):
+        return {}
+    keys = ["pdl", "qkv_k", "o_proj_k", "gate_up_k", "down_k"]
+    m = {step: _plan_medians(sweep[sweep["step"] == step], keys) for step in ("decode", "mixed")}
+    m["commit"] = str(sweep["git_commit"].iloc[0])
+    lease = _first_and_kept(data, "pdl_prefetch_ab").get("kept")
+    return m | ({"lease": lease} if lease is not None else {})

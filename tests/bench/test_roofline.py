@@ -1183,3 +1183,30 @@ def test_set_ab_grades_the_committed_rows(tmp_path):
         ("1.21×", "4.56 ms", "10.1", "187 µs")
     assert roofline.measured_for_gate_up_prefill(tmp_path) == {} and grading.gate_up_prefill_grades(p, {}) == {}
     assert chapters.gate_up_prefill_texts({}) == {}
+
+
+def test_set_ac_grades_the_committed_rows(tmp_path):
+    """AC1-AC4 on data/roofline/pdl_sweep and pdl_prefetch_ab (a725769): the fastest plan 0.1%
+    under no PDL (AC1 missed), PDL alone +1.8% (AC2 missed), every logit equal and the mixed
+    step +0.8% (AC3 held), the census decode -0.4% (AC4 missed); each verdict turns on its
+    numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_pdl_prefetch(DATA)
+    assert m["commit"] == "a725769" and len(m["decode"]) == 7
+    g = grading.pdl_prefetch_grades(p, m)
+    assert [g[k].verdict for k in ("AC1", "AC2", "AC3", "AC4")] == ["MISSED", "MISSED", "HELD", "MISSED"]
+    dec, mixed, lease = m["decode"].copy(), m["mixed"].copy(), m["lease"].copy()
+    best = dec["gpu_ms"].idxmin()
+    dec.loc[best, "change"] = -0.05
+    dec.loc[(dec["pdl"]) & (dec["qkv_k"] == 0), "change"] = 0.01
+    mixed.loc[0, "max_abs_diff"] = 1e-3
+    lease.loc[("second stream", "decode"), "ratio"] = 0.95
+    g = grading.pdl_prefetch_grades(p, m | {"decode": dec, "mixed": mixed, "lease": lease})
+    assert [g[k].verdict for k in ("AC1", "AC2", "AC3", "AC4")] == ["HELD", "HELD", "MISSED", "HELD"]
+    t = chapters.pdl_prefetch_texts(m)
+    assert (t["pp_off"], t["pp_0_0_0_0_change"], t["pp_rounds"]) == ("1.912 ms", "+1.8%", "3")
+    assert roofline.measured_for_pdl_prefetch(tmp_path) == {} and grading.pdl_prefetch_grades(p, {}) == {}
+    assert chapters.pdl_prefetch_texts({}) == {}
