@@ -815,10 +815,7 @@ def unmasked_texts(m: dict) -> dict[str, str]:
                   f"um_{short}_ratio": f"{c['ratio']:.2f}×"}
     if "lease" in m:
         lease, k = m["lease"], m["kernels"]
-        for step, short in (("mixed", "mixed"), ("decode", "dec")):
-            r = lease.loc[("second stream", step)]
-            t |= {f"um_{short}_base": f"{r['base_gpu_ms']:.2f} ms", f"um_{short}_new": f"{r['new_gpu_ms']:.2f} ms",
-                  f"um_{short}_change": _change(r)}
+        t |= _step_change_texts("um", lease)
         t["um_ab_rounds"] = f"{int(lease.loc[('second stream', 'mixed'), 'n'])}"
         t |= {f"um_{short}_{arm}_us": f"{k.loc[name, f'{arm}_us']:.0f} µs"
               for short, name in (("packed", "packed_attention_kernel"), ("splitkv", "splitkv_decode_kernel"))
@@ -892,10 +889,7 @@ def gate_up_prefill_texts(m: dict) -> dict[str, str]:
               f"gp_{rows}_shape": r["best_shape"], f"gp_{rows}_worst": f"{r['worst_us']:.0f} µs"}
     if "lease" in m:
         lease, k = m["lease"], m["mixed_kernels"]
-        for step, short in (("mixed", "mixed"), ("decode", "dec")):
-            r = lease.loc[("second stream", step)]
-            t |= {f"gp_{short}_base": f"{r['base_gpu_ms']:.2f} ms", f"gp_{short}_new": f"{r['new_gpu_ms']:.2f} ms",
-                  f"gp_{short}_change": _change(r)}
+        t |= _step_change_texts("gp", lease)
         mixed = lease.loc[("second stream", "mixed")]
         t |= {"gp_ab_rounds": f"{int(mixed['n'])}", "gp_per_layer_base": f"{mixed['base_per_layer']:.1f}",
               "gp_per_layer_new": f"{mixed['new_per_layer']:.1f}"}
@@ -1145,6 +1139,17 @@ def _ab_texts(lease: pd.DataFrame, prefix: str) -> dict[str, str]:
             f"{prefix}_kernels_before": f"{dec['base_kernels']:.0f}", f"{prefix}_kernels": f"{dec['new_kernels']:.0f}",
             f"{prefix}_per_layer": f"{dec['new_per_layer']:.1f}",
             f"{prefix}_wall_before": f"{dec['base_wall_ms']:.2f} ms", f"{prefix}_wall": f"{dec['new_wall_ms']:.2f} ms"}
+
+
+def _step_change_texts(prefix: str, lease: pd.DataFrame) -> dict[str, str]:
+    """A census A/B's mixed and decode steps (configuration 6): "<prefix>_mixed_base", "_new"
+    and "_change", and the same for "_dec"."""
+    t = {}
+    for step, short in (("mixed", "mixed"), ("decode", "dec")):
+        r = lease.loc[("second stream", step)]
+        t |= {f"{prefix}_{short}_base": f"{r['base_gpu_ms']:.2f} ms", f"{prefix}_{short}_new": f"{r['new_gpu_ms']:.2f} ms",
+              f"{prefix}_{short}_change": _change(r)}
+    return t
 
 
 def _change(r) -> str:

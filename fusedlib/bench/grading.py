@@ -1195,6 +1195,16 @@ def prefetch_after_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]
                          "after is faster" if after < before else "after is not faster")}
 
 
+def _fall_and_bound(p: Prediction, lease: pd.DataFrame, falls: str, bounded: str) -> Grade:
+    """A census A/B (configuration 6's rows of `lease`) against a prediction whose first quote
+    is the range `falls`' GPU time falls by and whose second the bound on `bounded`'s change."""
+    f, b = (lease.loc[("second stream", step)] for step in (falls, bounded))
+    (lo, hi), (limit,) = p.fractions(0), p.fractions(1)
+    ok = _in(1 - f["ratio"], lo, hi) and abs(b["ratio"] - 1) < limit
+    return Grade(f"{falls} {f['base_gpu_ms']:.3f} -> {f['new_gpu_ms']:.3f} ms GPU ({_interval(f)}); "
+                 f"{bounded} {_interval(b)}", verdict(ok), "both inside" if ok else "not both inside")
+
+
 def gate_up_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """AB1 and AB2 (the fastest launch shape's fall against cuBLAS and the activation kernel
     at 544 and 160 rows, inside the predictions' ranges) on
@@ -1212,11 +1222,8 @@ def gate_up_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade
                          f"({fall:+.1%} fall)", verdict(_in(fall, lo, hi)),
                          "inside the range" if _in(fall, lo, hi) else f"the fall {side(fall, lo, hi)} its range")
     if "lease" in m:
-        dec, mixed = (m["lease"].loc[("second stream", step)] for step in ("decode", "mixed"))
-        (lo, hi), (limit,) = p["AB3"].fractions(0), p["AB3"].fractions(1)
-        ok = _in(1 - mixed["ratio"], lo, hi) and abs(dec["ratio"] - 1) < limit
-        out["AB3"] = Grade(f"mixed {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU ({_interval(mixed)}); "
-                           f"decode {_interval(dec)}", verdict(ok), "both inside" if ok else "not both inside")
+        out["AB3"] = _fall_and_bound(p["AB3"], m["lease"], "mixed", "decode")
+        mixed = m["lease"].loc[("second stream", "mixed")]
         (target_ms,) = p["AB4"].range(0)
         ok = mixed["new_gpu_ms"] <= target_ms
         out["AB4"] = Grade(f"mixed step after the change: {mixed['new_gpu_ms']:.3f} ms GPU", verdict(ok),
@@ -1252,9 +1259,5 @@ def pdl_prefetch_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     out["AC3"] = Grade(f"largest logit difference {worst:g}; mixed step under the fastest decode plan {mixed_change:+.1%}",
                        verdict(ok), "both held" if ok else "not both held")
     if "lease" in m:
-        d, x = (m["lease"].loc[("second stream", s)] for s in ("decode", "mixed"))
-        (lo, hi), (limit,) = p["AC4"].fractions(0), p["AC4"].fractions(1)
-        ok = _in(1 - d["ratio"], lo, hi) and abs(x["ratio"] - 1) < limit
-        out["AC4"] = Grade(f"decode {d['base_gpu_ms']:.3f} -> {d['new_gpu_ms']:.3f} ms GPU ({_interval(d)}); "
-                           f"mixed {_interval(x)}", verdict(ok), "both inside" if ok else "not both inside")
+        out["AC4"] = _fall_and_bound(p["AC4"], m["lease"], "decode", "mixed")
     return out
