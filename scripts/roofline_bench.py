@@ -42,9 +42,6 @@ and the other sections still run):
                  holds none of them (as in a step); GB/s of the weight, the copy fraction
   split_k        the same for qkv, o_proj and down: cuBLAS against fusedlib.ops.gemm's
                  split-K kernel (partials, compared as their sum) over a sweep per projection
-  blas           the mixed step's four projections at its graph's row count: cuBLAS's
-                 default against each algorithm cuBLASLt's heuristic lists, as graph replays
-                 over one weight copy per layer, and the algorithm fusedlib.ops.blas keeps
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
                  alone, to their return and to completion, and an idle synchronize
   loop           the census's steps as the serving loop runs them (host one step ahead):
@@ -462,10 +459,6 @@ class Bench:
         model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)
-        from fusedlib.ops import blas
-
-        if blas.choices():  # the algorithms the GEMMs past SMALL_M_MAX rows were given
-            self.write("census_blas", blas.choices())
 
     def wall_gap(self) -> None:
         """Where the whole-graphed decode step's wall time goes beyond its GPU time: host time
@@ -1055,39 +1048,11 @@ class Bench:
                          for shape in (SPLIT_K_SWEEP[proj] if self.on_gpu else SMOKE_SPLIT_K_SWEEP)]
             self.write("split_k", self._weight_sweep(proj, weight, x, variants))  # each as it ends
 
-    def blas(self) -> None:
-        """The mixed step's four projections at its graph's row count (chunk + rows): cuBLAS's
-        default against each algorithm cuBLASLt's heuristic lists (fusedlib.ops.blas), then the
-        choice `blas.linear` makes on the same shape, as the engine would at capture."""
-        import torch.nn.functional as F
-
-        from fusedlib.ops import blas
-
-        if not self.on_gpu or blas.lt() is None:
-            self.summary.append(("blas", "skipped: no cuBLASLt on this device"))
-            return
-        layer, rows = self.model.layers[0], self.p["chunk"] + self.p["rows"]
-        for seed, (proj, weight) in enumerate((("qkv", layer.self_attn.qkv_proj.weight),
-                                               ("o_proj", layer.self_attn.o_proj.weight),
-                                               ("gate_up", layer.mlp.gate_up_proj.weight),
-                                               ("down", layer.mlp.down_proj.weight)), start=11):
-            x = self._rows(weight.shape[1], seed=seed, rows=rows)
-            plan = blas.lt().plan(x, weight)
-            variants = [("cublas", None, lambda w, x=x: F.linear(x, w))]
-            variants += [(f"cublasLt {i}", dict(candidate=i, **described),
-                          lambda w, x=x, algo=h.algo, plan=plan: blas.lt().matmul(plan, algo, x, w))
-                         for i, (h, described) in enumerate(plan.candidates)]
-            out = self._weight_sweep(proj, weight, x, variants)
-            blas.linear(x, weight)  # the engine's own choice, timed as `choose` times it
-            self.write("blas", out + [{"gemm": proj, "m": rows, "n": weight.shape[0], "k": weight.shape[1],
-                                       "kernel": "engine choice", **blas.choices()[-1],
-                                       "timings_us": {str(k): v for k, v in plan.timings_us.items()}}])
-
-    def _rows(self, width: int, seed: int, rows: int | None = None):
+    def _rows(self, width: int, seed: int):
         """A decode step's `rows` activations of `width`, in the model dtype."""
         torch, dev = self.torch, self.device
         gen = torch.Generator(device=dev).manual_seed(seed)
-        return torch.randn(rows or self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
+        return torch.randn(self.p["rows"], width, generator=gen, device=dev).to(self.dtype)
 
     def _weight_sweep(self, section: str, weight, x, variants) -> list[dict]:
         """Each (kernel, launch config or None, call(weight)) of `variants`, the first cuBLAS, as
@@ -1109,7 +1074,7 @@ class Bench:
             row = {"gemm": section, "m": x.shape[0], "n": n, "k": k, "kernel": kernel, "layers": len(copies),
                    "weight_bytes": n * k * weight.element_size(), "copy_bandwidth_gbs": bandwidth / 1e9}
             if config is not None:
-                row.update(config if isinstance(config, dict) else dataclasses.asdict(config))
+                row.update(dataclasses.asdict(config))
             err = lambda: (value(one) - reference).abs().max().item()  # noqa: E731
             try:
                 row["max_abs_err_vs_cublas"] = max(err(), err())
@@ -1123,12 +1088,12 @@ class Bench:
             out.append(row)
         timed = [r for r in out if "us_per_call" in r]
         best = min(timed[1:], key=lambda r: r["us_per_call"])
-        shape = (f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
-                 + f" {best['num_warps']}w{best['num_stages']}s") if "block_n" in best else best["kernel"]
+        shape = f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
         self.summary.append((f"{section} {x.shape[0]} rows",
                              f"{variants[0][0]} {timed[0]['us_per_call']:.1f} us ({timed[0]['fraction_of_copy']:.0%}), "
-                             f"{variants[1][0]} {out[1].get('us_per_call', float('nan')):.1f} us, best "
-                             f"{best['us_per_call']:.1f} us ({best['fraction_of_copy']:.0%}; {shape})"))
+                             f"{variants[1][0]} default {out[1].get('us_per_call', float('nan')):.1f} us, best "
+                             f"{best['us_per_call']:.1f} us ({best['fraction_of_copy']:.0%}; {shape} "
+                             f"{best['num_warps']}w{best['num_stages']}s)"))
         return out
 
 

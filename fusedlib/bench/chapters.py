@@ -375,18 +375,18 @@ WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
 ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET = "X", "Y", "Z", "AA", "AB"
-PDL_PREFETCH_SET = "AC"
+PDL_PREFETCH_SET, BLAS_SET = "AC", "AD"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to AC, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to AD, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
                                      UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET,
-                                     PDL_PREFETCH_SET))]
+                                     PDL_PREFETCH_SET, BLAS_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -473,6 +473,10 @@ def pdl_prefetch_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(PDL_PREFETCH_SET)]
 
 
+def blas_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(BLAS_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's section on the decode step's last small kernels: the grades of
     sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
@@ -534,7 +538,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
-    acs = rf.measured_for_pdl_prefetch(data)
+    acs, ads = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -545,13 +549,13 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs)
               | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
               | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
-              | gr.pdl_prefetch_grades(by_key(), acs))
+              | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
-                    | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs))
+                    | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -917,6 +921,30 @@ def pdl_prefetch_texts(m: dict) -> dict[str, str]:
     if "lease" in m:
         for step, short in (("decode", "dec"), ("mixed", "mixed")):
             t[f"pp_ab_{short}"] = _change(m["lease"].loc[("second stream", step)])
+    return t
+
+
+def blas_texts(m: dict) -> dict[str, str]:
+    """Set AD's section (roofline.measured_for_blas), prefix "bl": the sweep's commit, rows and
+    algorithms listed; per projection cuBLAS's µs a layer, the fastest listed algorithm's and
+    its change; the step's summed saving; the A/B's step changes and, in its mixed step, the
+    gate_up GEMM's and the down GEMM's µs a step per arm."""
+    if "gemms" not in m:
+        return {}
+    g = m["gemms"]
+    t = {"bl_commit": m["commit"], "bl_rows": f"{int(g['rows'].iloc[0])}", "bl_listed": f"{int(g['listed'].max())}",
+         "bl_saving": f"{m['saving_ms'] * 1e3:.0f} µs", "bl_max_err": f"{g['max_err'].max():.2g}"}
+    for name, r in g.iterrows():
+        t |= {f"bl_{name}_cublas": f"{r['cublas_us']:.1f} µs", f"bl_{name}_best": f"{r['best_us']:.1f} µs",
+              f"bl_{name}_change": bd.pct(-r["fall"]), f"bl_{name}_first": f"{r['first_us']:.1f} µs"}
+    if "lease" in m:
+        k = m["mixed_kernels"]
+        t |= _step_change_texts("bl", m["lease"]) | {"bl_ab_rounds": f"{int(m['lease']['n'].min())}"}
+        gone, came = k[k["new_launches"] == 0], k[k["base_launches"] == 0]  # gate_up's GEMM, before and after
+        down = k[k.index.str.startswith("nvjet") & (k["new_launches"] > 0) & (k["base_launches"] > 0)]
+        down = down.loc[(down["new_us"] - down["base_us"]).abs().idxmax()]
+        t |= {"bl_gate_up_base_step": f"{gone['base_us'].sum():.0f} µs", "bl_gate_up_new_step": f"{came['new_us'].sum():.0f} µs",
+              "bl_down_base_step": f"{down['base_us']:.0f} µs", "bl_down_new_step": f"{down['new_us']:.0f} µs"}
     return t
 
 

@@ -1223,12 +1223,17 @@ def gate_up_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade
                          "inside the range" if _in(fall, lo, hi) else f"the fall {side(fall, lo, hi)} its range")
     if "lease" in m:
         out["AB3"] = _fall_and_bound(p["AB3"], m["lease"], "mixed", "decode")
-        mixed = m["lease"].loc[("second stream", "mixed")]
-        (target_ms,) = p["AB4"].range(0)
-        ok = mixed["new_gpu_ms"] <= target_ms
-        out["AB4"] = Grade(f"mixed step after the change: {mixed['new_gpu_ms']:.3f} ms GPU", verdict(ok),
-                           "at or under the target" if ok else "over the target")
+        out["AB4"] = _mixed_under_target(p["AB4"], m["lease"])
     return out
+
+
+def _mixed_under_target(p: Prediction, lease: pd.DataFrame) -> Grade:
+    """A census A/B's mixed step after the change against the milliseconds `p` first quotes."""
+    mixed = lease.loc[("second stream", "mixed")]
+    (target_ms,) = p.range(0)
+    ok = mixed["new_gpu_ms"] <= target_ms
+    return Grade(f"mixed step after the change: {mixed['new_gpu_ms']:.3f} ms GPU", verdict(ok),
+                 "at or under the target" if ok else "over the target")
 
 
 def pdl_prefetch_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
@@ -1260,4 +1265,26 @@ def pdl_prefetch_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                        verdict(ok), "both held" if ok else "not both held")
     if "lease" in m:
         out["AC4"] = _fall_and_bound(p["AC4"], m["lease"], "decode", "mixed")
+    return out
+
+
+def blas_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AD1 (the fastest listed algorithm's fall against cuBLAS: at least the first quote on qkv
+    and o_proj, inside the second's range on down, under the third on gate_up) and AD2 (the
+    saving summed over a step inside its range) on roofline.measured_for_blas's sweep; AD3
+    (the mixed step's fall inside its range, the decode step inside its bound) and AD4 (the
+    mixed step at most the target) on its census A/B."""
+    if "gemms" not in m:
+        return {}
+    g = m["gemms"]["fall"]
+    (least,), (lo, hi), (most,) = (p["AD1"].fractions(i) for i in range(3))
+    ok = min(g["qkv"], g["o_proj"]) >= least and _in(g["down"], lo, hi) and g["gate_up"] < most
+    out = {"AD1": Grade(", ".join(f"{name} {g[name]:+.1%}" for name in g.index) + " (fastest listed against cuBLAS)",
+                        verdict(ok), "all three held" if ok else "not all three held")}
+    lo_ms, hi_ms = p["AD2"].range(0)
+    out["AD2"] = Grade(f"{m['saving_ms']:.3f} ms a step over {m['layers']} layers", verdict(_in(m["saving_ms"], lo_ms, hi_ms)),
+                       f"{side(m['saving_ms'], lo_ms, hi_ms)} the range")
+    if "lease" in m:
+        out["AD3"] = _fall_and_bound(p["AD3"], m["lease"], "mixed", "decode")
+        out["AD4"] = _mixed_under_target(p["AD4"], m["lease"])
     return out

@@ -1363,3 +1363,38 @@ def measured_for_pdl_prefetch(data: Path) -> dict:
     m["commit"] = str(sweep["git_commit"].iloc[0])
     lease = _first_and_kept(data, "pdl_prefetch_ab").get("kept")
     return m | ({"lease": lease} if lease is not None else {})
+
+
+def measured_for_blas(data: Path) -> dict:
+    """What set AD (the mixed step's GEMMs on the cuBLASLt algorithm timed fastest) is graded on
+    (grading.blas_grades): roofline/blas's newest lease, per projection ("gemms", indexed by
+    name: cuBLAS's µs a layer, the fastest listed algorithm's µs, tile, split-K and waves, the
+    algorithms listed, the one the engine's own timing kept, the largest difference from
+    cuBLAS's output), "saving_ms" (the fastest's saving summed over the projections and
+    `layers`); the census A/B of roofline/blas_ab ("lease", indexed by (role, step)) and its
+    mixed step's kernels that moved ("mixed_kernels", by name). Empty without sweep rows."""
+    sweep = _newest_boot(data, "roofline/blas")
+    if not len(sweep):
+        return {}
+    gemms = []
+    for name, g in sweep.groupby("gemm", sort=False):
+        cublas = g[g["kernel"] == "cublas"].iloc[0]
+        listed = g[g["kernel"].str.startswith("cublasLt")].dropna(subset=["us_per_call"])
+        best = listed.loc[listed["us_per_call"].idxmin()]
+        engine = g[g["kernel"] == "engine choice"].iloc[0]
+        gemms.append({"gemm": name, "rows": int(cublas["m"]), "cublas_us": cublas["us_per_call"],
+                      "best_us": best["us_per_call"], "best_tile": int(best["tile_id"]),
+                      "best_splitk": int(best["splitk"]), "best_waves": best["waves"],
+                      "first_us": listed["us_per_call"].iloc[0], "listed": len(listed),
+                      "kept": None if pd.isna(engine["kept"]) else int(engine["kept"]),
+                      "max_err": listed[["max_abs_err_vs_cublas", "max_abs_err_after_replays"]].max().max()})
+    gemms = pd.DataFrame(gemms).set_index("gemm").assign(fall=lambda d: 1 - d["best_us"] / d["cublas_us"])
+    layers = int(sweep["layers"].iloc[0])
+    m = {"gemms": gemms, "saving_ms": float((gemms["cublas_us"] - gemms["best_us"]).sum() * layers / 1e3),
+         "layers": layers, "commit": str(sweep["git_commit"].iloc[0])}
+    lease = _first_and_kept(data, "blas_ab").get("kept")
+    if lease is not None:
+        k = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
+                              stem="blas_ab")
+        m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
+    return m

@@ -21,7 +21,7 @@ projection's only reader already reads it row by row (the next add + RMSNorm rea
 and o_proj, the rotary kernel reads qkv), so it sums the partials as it loads them
 (`load_projection`), in split order, rounded to the model dtype as a GEMM output is.
 Batches of more than SMALL_M_MAX rows stay on cuBLAS, whose large-M tiles are near the
-FLOP rate, through `blas.linear`: the cuBLASLt algorithm measured fastest for the shape.
+FLOP rate.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from . import activation, blas
+from . import activation
 
 SMALL_M_MAX = 64
 
@@ -96,11 +96,9 @@ def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
                  cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
     """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1): one launch of
     `gate_up_silu_kernel` when `one_kernel` and x has at most SMALL_M_MAX rows, else
-    cuBLAS (`blas.linear` when `one_kernel`) and the activation's own kernel."""
-    if not one_kernel:
+    cuBLAS and the activation's own kernel."""
+    if not one_kernel or x.shape[0] > SMALL_M_MAX:
         return activation.silu_mul(F.linear(x, weight))
-    if x.shape[0] > SMALL_M_MAX:
-        return activation.silu_mul(blas.linear(x, weight))
     _check(x, weight, "gate_up", "[2 * intermediate, K]", weight.shape[0] % 2 == 0)
     (rows, k), n2 = x.shape, weight.shape[0]
     out = torch.empty(rows, n2 // 2, dtype=x.dtype, device=x.device)
@@ -202,12 +200,9 @@ def split_layout(x: torch.Tensor) -> tuple[int, int]:
 def linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool, cfg: SplitKConfig) -> torch.Tensor:
     """x @ weight.T, for a consumer that reads it through `load_projection` (add_rms_norm,
     rms_norm_rows, rotary_to_cache): with `split_k` and at most SMALL_M_MAX rows, the fp32
-    [cfg.splits, M, N] partials of one `split_k_kernel` launch, else cuBLAS's [M, N]
-    (`blas.linear` when `split_k`)."""
-    if not split_k:
+    [cfg.splits, M, N] partials of one `split_k_kernel` launch, else cuBLAS's [M, N]."""
+    if not split_k or x.shape[0] > SMALL_M_MAX:
         return F.linear(x, weight)
-    if x.shape[0] > SMALL_M_MAX:
-        return blas.linear(x, weight)
     _check(x, weight, "projection", "[N, K]")
     (rows, k), n = x.shape, weight.shape[0]
     partials = torch.empty(cfg.splits, rows, n, dtype=torch.float32, device=x.device)

@@ -1210,3 +1210,29 @@ def test_set_ac_grades_the_committed_rows(tmp_path):
     assert (t["pp_off"], t["pp_0_0_0_0_change"], t["pp_rounds"]) == ("1.912 ms", "+1.8%", "3")
     assert roofline.measured_for_pdl_prefetch(tmp_path) == {} and grading.pdl_prefetch_grades(p, {}) == {}
     assert chapters.pdl_prefetch_texts({}) == {}
+
+
+def test_set_ad_grades_the_committed_rows(tmp_path):
+    """AD1-AD4 on data/roofline/blas and blas_ab (83caa6a): the fastest listed algorithm
+    +0.2% on qkv and 6.4% on gate_up (AD1 missed), 89 µs a step (AD2 missed), the mixed step
+    -0.2% (AD3 missed) at 4.20 ms (AD4 missed); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_blas(DATA)
+    assert m["commit"] == "83caa6a" and list(m["gemms"].index) == ["qkv", "o_proj", "gate_up", "down"]
+    assert m["gemms"]["listed"].min() == 8 and m["gemms"].loc["gate_up", "kept"] == 1
+    g = grading.blas_grades(p, m)
+    assert [g[k].verdict for k in ("AD1", "AD2", "AD3", "AD4")] == ["MISSED"] * 4
+    gemms, lease = m["gemms"].copy(), m["lease"].copy()
+    gemms["fall"] = [0.2, 0.16, 0.03, 0.05]
+    mixed = ("second stream", "mixed")
+    lease.loc[mixed, "ratio"], lease.loc[mixed, "new_gpu_ms"] = 0.95, 3.99
+    g = grading.blas_grades(p, m | {"gemms": gemms, "saving_ms": 0.2, "lease": lease})
+    assert [g[k].verdict for k in ("AD1", "AD2", "AD3", "AD4")] == ["HELD"] * 4
+    t = chapters.blas_texts(m)
+    assert (t["bl_gate_up_change"], t["bl_saving"], t["bl_mixed_new"], t["bl_listed"]) == ("-6.4%", "89 µs", "4.20 ms", "8")
+    assert (t["bl_gate_up_base_step"], t["bl_gate_up_new_step"]) == ("1345 µs", "1280 µs")
+    assert roofline.measured_for_blas(tmp_path) == {} and grading.blas_grades(p, {}) == {}
+    assert chapters.blas_texts({}) == {}
