@@ -104,6 +104,8 @@ FLUSH_SWEEP = [(32, 6, 4, 2)] + [(block_n, per_sm, warps, stages) for block_n in
 # kernel's longest tiles first); the first is the code before set AE.
 BESIDE_SWEEP = [(6, False), (6, True), (3, False), (3, True), (1.5, True), (0.75, True), (0.25, False),
                 (0.25, True)]
+# Run after BESIDE_SWEEP's first lease, where fewer programs were slower: more of them.
+BESIDE_MORE = [(6, False), (8, False), (12, False), (16, False), (24, False), (32, False)]
 BESIDE_ROUNDS = 3
 SMOKE_FLUSH_SWEEP = [(16, 2, 4, 2), (16, 8, 4, 3)]
 # The packed (prefill) kernel's launch shapes: (BLOCK_M, BLOCK_N, warps, stages).
@@ -467,18 +469,22 @@ class Bench:
         self.write("census", rows)
         self.write("census_kernels", names)
 
-    def beside_sweep(self) -> None:
+    def beside_more(self) -> None:
+        """beside_sweep over BESIDE_MORE: more decode programs per SM beside the chunk."""
+        self.beside_sweep(BESIDE_MORE, "beside_more")
+
+    def beside_sweep(self, plans=None, section: str = "beside_sweep") -> None:
         """The whole-graphed mixed step (census configuration 6's path) under each plan of
-        BESIDE_SWEEP: split-KV decode's programs per SM beside the chunk and the packed kernel's
-        tile order, one graph each, replayed in rotating order over BESIDE_ROUNDS rounds: GPU
-        ms (CUDA events) and wall ms per plan and round, the decode rows' splits, and the
+        `plans` (BESIDE_SWEEP): split-KV decode's programs per SM beside the chunk and the packed
+        kernel's tile order, one graph each, replayed in rotating order over BESIDE_ROUNDS rounds:
+        GPU ms (CUDA events) and wall ms per plan and round, the decode rows' splits, and the
         largest logit difference from the first plan (the code before)."""
         from fusedlib.attention import make_backend
         from fusedlib.attention.triton_backend import PackedConfig, SplitKVConfig
         from fusedlib.graphs import WholeGraphs
 
         model, p = self.model, self.p
-        plans = BESIDE_SWEEP if self.on_gpu else BESIDE_SWEEP[:2]
+        plans = (plans or BESIDE_SWEEP) if self.on_gpu else (plans or BESIDE_SWEEP)[:2]
         model.fused_ops, model.gate_up_silu = True, True
         runs, logits, splits = [], [], []
         for per_sm, longest_first in plans:
@@ -507,10 +513,10 @@ class Bench:
                              "max_abs_diff": float((logits[i] - logits[0]).abs().max())})
         base = statistics.median(r["gpu_ms_median"] for r in rows if (r["programs_per_sm"], r["longest_first"]) == plans[0])
         best = min(rows, key=lambda r: r["gpu_ms_median"])
-        self.summary.append(("beside_sweep mixed", f"before {base:.3f} ms; best {best['gpu_ms_median']:.3f} ms at "
+        self.summary.append((f"{section} mixed", f"before {base:.3f} ms; best {best['gpu_ms_median']:.3f} ms at "
                              f"{best['programs_per_sm']} per SM, longest first {best['longest_first']}"))
         runs.clear()
-        self.write("beside_sweep", rows)
+        self.write(section, rows)
 
     def wall_gap(self) -> None:
         """Where the whole-graphed decode step's wall time goes beyond its GPU time: host time
