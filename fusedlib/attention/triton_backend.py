@@ -92,11 +92,11 @@ class PackedConfig:
     block_n: int = 128
     num_warps: int = 4
     num_stages: int = 2
-    longest_first: bool = False  # see `_tile_table`
+    longest_first: bool = True  # see `_tile_table`
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
-PART7_PACKED = PackedConfig(block_n=64)
+PART7_PACKED = PackedConfig(block_n=64, longest_first=False)
 
 
 class TritonAttention:
