@@ -375,18 +375,18 @@ WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
 ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET = "X", "Y", "Z", "AA", "AB"
-PDL_PREFETCH_SET, BLAS_SET = "AC", "AD"
+PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET = "AC", "AD", "AE"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to AD, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to AE, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
                                      UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET,
-                                     PDL_PREFETCH_SET, BLAS_SET))]
+                                     PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -477,6 +477,10 @@ def blas_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(BLAS_SET)]
 
 
+def beside_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(BESIDE_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's section on the decode step's last small kernels: the grades of
     sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
@@ -538,7 +542,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ts, us, vs = rf.measured_for_gate_up_tiles(data), rf.measured_for_prefill_group(data), rf.measured_for_prefill_v(data)
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
-    acs, ads = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data)
+    acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -549,13 +553,15 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefill_splits_grades(by_key(), ws) | gr.attention_bound_grades(by_key(), xs)
               | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
               | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
-              | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads))
+              | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
+              | gr.beside_grades(by_key(), aes))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
-                    | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads))
+                    | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
+                    | beside_texts(aes))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -946,6 +952,40 @@ def blas_texts(m: dict) -> dict[str, str]:
         t |= {"bl_gate_up_base_step": f"{gone['base_us'].sum():.0f} µs", "bl_gate_up_new_step": f"{came['new_us'].sum():.0f} µs",
               "bl_down_base_step": f"{down['base_us']:.0f} µs", "bl_down_new_step": f"{down['new_us']:.0f} µs"}
     return t
+
+
+def beside_texts(m: dict) -> dict[str, str]:
+    """Set AE's section (roofline.measured_for_beside), prefix "bs": the sweeps' commits and
+    rounds; per plan the mixed step's GPU ms, its change and the decode rows' splits
+    ("bs_<per SM>_lpt" or "_pos" for the first sweep, "bsm_<per SM>" for the second, a
+    decimal point written "p"); the A/B's step changes."""
+    if "plans" not in m:
+        return {}
+    t = {"bs_commit": m["commit"], "bs_rounds": f"{int(m['plans']['rounds'].min())}"}
+    name = lambda per_sm: f"{per_sm:g}".replace(".", "p")  # noqa: E731
+    for _, r in m["plans"].iterrows():
+        key = f"bs_{name(r['programs_per_sm'])}_{'lpt' if r['longest_first'] else 'pos'}"
+        t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"]), f"{key}_splits": f"{int(r['splits'])}"}
+    if "more" in m:
+        t["bsm_commit"] = m["more_commit"]
+        for _, r in m["more"].iterrows():
+            key = f"bsm_{name(r['programs_per_sm'])}"
+            t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"]), f"{key}_splits": f"{int(r['splits'])}"}
+    if "lease" in m:
+        t |= _step_change_texts("bs", m["lease"]) | {"bs_ab_rounds": f"{int(m['lease']['n'].min())}"}
+    return t
+
+
+def beside_table(m: dict) -> pd.DataFrame:
+    """Set AE's plans, both sweeps (roofline.measured_for_beside), formatted for the page: the
+    sweep, decode programs per SM beside the chunk, the tile order, the decode rows' splits,
+    the mixed step's GPU ms and its change against the sweep's first plan."""
+    frames = [m[k].assign(sweep=label) for k, label in (("plans", "first"), ("more", "second")) if k in m]
+    df = pd.concat(frames, ignore_index=True)
+    return pd.DataFrame({"sweep": df["sweep"], "programs per SM": df["programs_per_sm"].map("{:g}".format),
+                         "tiles": df["longest_first"].map({True: "longest first", False: "in position order"}),
+                         "splits": df["splits"].astype(int), "mixed step, GPU ms": df["gpu_ms"].map("{:.3f}".format),
+                         "change": df["change"].map(bd.pct)})
 
 
 def attention_bound_table(m: dict) -> pd.DataFrame:

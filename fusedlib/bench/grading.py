@@ -1227,10 +1227,10 @@ def gate_up_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade
     return out
 
 
-def _mixed_under_target(p: Prediction, lease: pd.DataFrame) -> Grade:
-    """A census A/B's mixed step after the change against the milliseconds `p` first quotes."""
+def _mixed_under_target(p: Prediction, lease: pd.DataFrame, quote: int = 0) -> Grade:
+    """A census A/B's mixed step after the change against the milliseconds `p`'s quote names."""
     mixed = lease.loc[("second stream", "mixed")]
-    (target_ms,) = p.range(0)
+    (target_ms,) = p.range(quote)
     ok = mixed["new_gpu_ms"] <= target_ms
     return Grade(f"mixed step after the change: {mixed['new_gpu_ms']:.3f} ms GPU", verdict(ok),
                  "at or under the target" if ok else "over the target")
@@ -1287,4 +1287,34 @@ def blas_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if "lease" in m:
         out["AD3"] = _fall_and_bound(p["AD3"], m["lease"], "mixed", "decode")
         out["AD4"] = _mixed_under_target(p["AD4"], m["lease"])
+    return out
+
+
+def beside_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AE1 (the sweep's fastest plan's fall against the code before inside its range), AE2 (the
+    longest tiles first at 6 programs per SM inside its bound), AE3 (one split per (request,
+    KV head) faster than 6 per SM, both longest first) on roofline.measured_for_beside's sweep;
+    AE4 (the mixed step's fall inside its range, the decode step inside its bound, the mixed
+    step at most the target) on its census A/B."""
+    if "plans" not in m:
+        return {}
+    plans = m["plans"].set_index(["programs_per_sm", "longest_first"])
+    best = plans["gpu_ms"].idxmin()
+    fall = -plans.loc[best, "change"]
+    lo, hi = p["AE1"].fractions(0)
+    out = {"AE1": Grade(f"fastest plan ({best[0]:g} per SM, longest first {best[1]}): {plans['gpu_ms'].iloc[0]:.3f} -> "
+                        f"{plans.loc[best, 'gpu_ms']:.3f} ms GPU ({fall:+.1%} fall)", verdict(_in(fall, lo, hi)),
+                        "inside the range" if _in(fall, lo, hi) else f"the fall {side(fall, lo, hi)} its range")}
+    (limit,) = p["AE2"].fractions(0)
+    lpt = plans.loc[(6, True), "change"]
+    out["AE2"] = Grade(f"longest tiles first at 6 per SM: {lpt:+.1%}", verdict(abs(lpt) < limit),
+                       "inside the bound" if abs(lpt) < limit else "outside the bound")
+    one, six = plans.loc[(0.25, True), "gpu_ms"], plans.loc[(6, True), "gpu_ms"]
+    out["AE3"] = Grade(f"one split {one:.3f} ms against 6 per SM {six:.3f} ms, longest first", verdict(one < six),
+                       "faster" if one < six else "slower")
+    if "lease" in m:
+        both = _fall_and_bound(p["AE4"], m["lease"], "mixed", "decode")
+        under = _mixed_under_target(p["AE4"], m["lease"], quote=2)
+        ok = both.verdict == under.verdict == verdict(True)
+        out["AE4"] = Grade(f"{both.measured}; {under.measured}", verdict(ok), f"{both.why}; {under.why}")
     return out

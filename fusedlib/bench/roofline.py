@@ -1398,3 +1398,27 @@ def measured_for_blas(data: Path) -> dict:
                               stem="blas_ab")
         m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
     return m
+
+
+def measured_for_beside(data: Path) -> dict:
+    """What set AE (the mixed step's decode attention given fewer programs beside the chunk,
+    and the chunk's longest tiles first) is graded on (grading.beside_grades):
+    roofline/beside_sweep's newest lease per plan (split-KV programs per SM beside the chunk,
+    longest tiles first; the first plan the code before) as _plan_medians with each plan's
+    splits ("plans"), roofline/beside_more's likewise ("more", more programs per SM), and the
+    census A/B of roofline/beside_ab ("lease", indexed by (role, step)). Empty without sweep rows."""
+    sweep = _newest_boot(data, "roofline/beside_sweep")
+    if not len(sweep):
+        return {}
+    keys = ["programs_per_sm", "longest_first"]
+
+    def plans(rows: pd.DataFrame) -> pd.DataFrame:
+        splits = rows.groupby(keys, sort=False)["splits"].first().to_numpy()
+        return _plan_medians(rows, keys).assign(splits=splits)
+
+    m = {"plans": plans(sweep), "commit": str(sweep["git_commit"].iloc[0])}
+    more = _newest_boot(data, "roofline/beside_more")
+    if len(more):
+        m |= {"more": plans(more), "more_commit": str(more["git_commit"].iloc[0])}
+    lease = _first_and_kept(data, "beside_ab").get("kept")
+    return m | ({"lease": lease} if lease is not None else {})

@@ -1236,3 +1236,34 @@ def test_set_ad_grades_the_committed_rows(tmp_path):
     assert (t["bl_gate_up_base_step"], t["bl_gate_up_new_step"]) == ("1345 µs", "1280 µs")
     assert roofline.measured_for_blas(tmp_path) == {} and grading.blas_grades(p, {}) == {}
     assert chapters.blas_texts({}) == {}
+
+
+def test_set_ae_grades_the_committed_rows(tmp_path):
+    """AE1-AE4 on data/roofline/beside_sweep, beside_more and beside_ab (ad06e3c, 99cbfe0,
+    1e2d014): the fastest plan 0.1% under the code before (AE1 missed), the longest tiles first
+    -0.1% (AE2 held), one split 25% slower (AE3 missed), the census mixed step -0.0% at 4.23 ms
+    (AE4 missed); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_beside(DATA)
+    assert (m["commit"], m["more_commit"]) == ("ad06e3c", "99cbfe0") and len(m["plans"]) == 8 and len(m["more"]) == 6
+    assert list(m["plans"]["splits"]) == [13, 13, 7, 7, 4, 2, 1, 1]
+    g = grading.beside_grades(p, m)
+    assert [g[k].verdict for k in ("AE1", "AE2", "AE3", "AE4")] == ["MISSED", "HELD", "MISSED", "MISSED"]
+    plans, lease = m["plans"].copy(), m["lease"].copy()
+    lpt_one = (plans["programs_per_sm"] == 0.25) & plans["longest_first"]
+    plans.loc[lpt_one, ["gpu_ms", "change"]] = [4.05, -0.05]
+    plans.loc[(plans["programs_per_sm"] == 6) & plans["longest_first"], "change"] = 0.02
+    mixed = ("second stream", "mixed")
+    lease.loc[mixed, "ratio"], lease.loc[mixed, "new_gpu_ms"] = 0.95, 3.99
+    g = grading.beside_grades(p, m | {"plans": plans, "lease": lease})
+    assert [g[k].verdict for k in ("AE1", "AE2", "AE3", "AE4")] == ["HELD", "MISSED", "HELD", "HELD"]
+    t = chapters.beside_texts(m)
+    assert (t["bs_0p25_lpt_change"], t["bsm_32_change"], t["bs_6_lpt"], t["bs_mixed_new"]) == \
+        ("+25.3%", "+5.5%", "4.266 ms", "4.23 ms")
+    table = chapters.beside_table(m)
+    assert len(table) == 14 and table["tiles"].iloc[1] == "longest first" and table["change"].iloc[-1] == "+5.5%"
+    assert roofline.measured_for_beside(tmp_path) == {} and grading.beside_grades(p, {}) == {}
+    assert chapters.beside_texts({}) == {}
