@@ -984,7 +984,7 @@ def beside_table(m: dict) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)
     return pd.DataFrame({"sweep": df["sweep"], "programs per SM": df["programs_per_sm"].map("{:g}".format),
                          "tiles": df["longest_first"].map({True: "longest first", False: "in position order"}),
-                         "splits": df["splits"].astype(int), "mixed step, GPU ms": df["gpu_ms"].map("{:.3f}".format),
+                         "splits": df["splits"].astype(int), "mixed step, GPU": df["gpu_ms"].map("{:.3f} ms".format),
                          "change": df["change"].map(bd.pct)})
 
 
