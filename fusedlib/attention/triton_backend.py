@@ -94,11 +94,11 @@ class PackedConfig:
     num_warps: int = 4
     num_stages: int = 2
     longest_first: bool = False  # see `_tile_table`
-    block_m: int = BLOCK_M  # query positions per tile
+    block_m: int = 64  # query positions per tile
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
-PART7_PACKED = PackedConfig(block_n=64)
+PART7_PACKED = PackedConfig(block_n=64, block_m=BLOCK_M)
 
 
 class TritonAttention:
@@ -122,7 +122,7 @@ class TritonAttention:
         self.concurrent = concurrent
         # With `concurrent`, the split-KV launch shape of a mixed step's decode rows, which share
         # the SMs with the chunk's prefill kernel; None: `splitkv`'s.
-        self.beside = beside
+        self.beside = beside or (SplitKVConfig(block_n=64) if concurrent else None)
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
 
     # -- public interface -------------------------------------------------------------
