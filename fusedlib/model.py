@@ -108,8 +108,7 @@ class Attention(nn.Module):
             backend.prefill(q[:n_prefill], k_cache, v_cache, meta.prefill, self.scale, out=heads[:n_prefill])
         if meta.decode is not None:
             with torch.cuda.stream(side):  # None: the current stream
-                backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:],
-                               beside_chunks=meta.prefill is not None)
+                backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:])
         if side is not None:  # and the layer goes on once both are done
             torch.cuda.current_stream(q.device).wait_stream(side)
         return out

@@ -42,8 +42,6 @@ and the other sections still run):
                  holds none of them (as in a step); GB/s of the weight, the copy fraction
   split_k        the same for qkv, o_proj and down: cuBLAS against fusedlib.ops.gemm's
                  split-K kernel (partials, compared as their sum) over a sweep per projection
-  beside_sweep   the whole-graphed mixed step per plan of split-KV decode's programs per SM
-                 beside the chunk and the packed kernel's tile order, rotated over rounds
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
                  alone, to their return and to completion, and an idle synchronize
   loop           the census's steps as the serving loop runs them (host one step ahead):
@@ -100,16 +98,6 @@ SMOKE_SWEEP = [(16, 2, 4, 2), (32, 8, 4, 2), (16, 0.25, 4, 2)]
 FLUSH_SWEEP = [(32, 6, 4, 2)] + [(block_n, per_sm, warps, stages) for block_n in (32, 64, 128)
                                  for per_sm in (1, 1.5, 2, 3, 4, 6, 8)
                                  for warps, stages in ((4, 2), (4, 3), (4, 4), (8, 3))]
-# The mixed step's decode attention beside the chunk: (split-KV programs per SM, the packed
-# kernel's longest tiles first); the first is the code before set AE.
-BESIDE_SWEEP = [(6, False), (6, True), (3, False), (3, True), (1.5, True), (0.75, True), (0.25, False),
-                (0.25, True)]
-# Run after BESIDE_SWEEP's first lease, where fewer programs were slower: more of them.
-BESIDE_MORE = [(6, False), (8, False), (12, False), (16, False), (24, False), (32, False)]
-BESIDE_ROUNDS = 3
-# Set AF: (the packed kernel's tile height, split-KV decode's BLOCK_N and warps beside the
-# chunk); the first is the code before.
-PAIR_SWEEP = [(32, 32, 4), (64, 32, 4), (16, 32, 4), (32, 64, 4), (32, 32, 8), (64, 64, 4), (64, 32, 8)]
 SMOKE_FLUSH_SWEEP = [(16, 2, 4, 2), (16, 8, 4, 3)]
 # The packed (prefill) kernel's launch shapes: (BLOCK_M, BLOCK_N, warps, stages).
 PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
@@ -471,97 +459,6 @@ class Bench:
         model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)
-
-    def pair_sweep(self) -> None:
-        """The whole-graphed mixed step (census configuration 6's path) under each plan of
-        PAIR_SWEEP: the packed kernel's tile height and (BLOCK_N, warps) of split-KV decode beside
-        the chunk, one graph each, replayed in rotating order over BESIDE_ROUNDS rounds: GPU ms
-        (CUDA events) and wall ms per plan and round, and the largest logit difference from the
-        first plan (the code before)."""
-        from fusedlib.attention import make_backend
-        from fusedlib.attention.triton_backend import PackedConfig, SplitKVConfig
-        from fusedlib.graphs import WholeGraphs
-
-        model, p = self.model, self.p
-        plans = PAIR_SWEEP if self.on_gpu else PAIR_SWEEP[:2]
-        model.fused_ops, model.gate_up_silu = True, True
-        runs, logits = [], []
-        for block_m, block_n, warps in plans:
-            backend = make_backend("triton-parallel")
-            backend.beside = dataclasses.replace(SplitKVConfig(), block_n=block_n, num_warps=warps)
-            backend.packed = dataclasses.replace(PackedConfig(), block_m=block_m)
-            mixed = WholeGraphs(model, self.engine.pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
-                                decode_buckets=(p["rows"],), chunk_buckets=(p["chunk"],))
-            runs.append(functools.partial(mixed.run, self.mixed_batch))
-            logits.append(runs[-1]().float().clone())
-        model.gate_up_silu = False
-        rows = []
-        for rnd in range(BESIDE_ROUNDS if self.on_gpu else 1):
-            for k in range(len(plans)):
-                i = (k + rnd) % len(plans)  # each round starts one plan later
-                for _ in range(3 if self.on_gpu else 1):
-                    runs[i]()
-                _sync(self.device)
-                gpu_ms, wall_ms = self._time_step(runs[i])
-                rows.append({"step": "mixed", "block_m": plans[i][0], "decode_block_n": plans[i][1],
-                             "decode_warps": plans[i][2], "round": rnd, "order": k, "gpu_ms_median": gpu_ms,
-                             "wall_ms_median": wall_ms, "iters": p["iters"],
-                             "max_abs_diff": float((logits[i] - logits[0]).abs().max())})
-        base = statistics.median(r["gpu_ms_median"] for r in rows if r["order"] == 0 and r["round"] == 0)
-        best = min(rows, key=lambda r: r["gpu_ms_median"])
-        self.summary.append(("pair_sweep mixed", f"before {base:.3f} ms; best {best['gpu_ms_median']:.3f} ms at "
-                             f"tiles {best['block_m']}, decode {best['decode_block_n']} keys {best['decode_warps']} warps"))
-        runs.clear()
-        self.write("pair_sweep", rows)
-
-    def beside_more(self) -> None:
-        """beside_sweep over BESIDE_MORE: more decode programs per SM beside the chunk."""
-        self.beside_sweep(BESIDE_MORE, "beside_more")
-
-    def beside_sweep(self, plans=None, section: str = "beside_sweep") -> None:
-        """The whole-graphed mixed step (census configuration 6's path) under each plan of
-        `plans` (BESIDE_SWEEP): split-KV decode's programs per SM beside the chunk and the packed
-        kernel's tile order, one graph each, replayed in rotating order over BESIDE_ROUNDS rounds:
-        GPU ms (CUDA events) and wall ms per plan and round, the decode rows' splits, and the
-        largest logit difference from the first plan (the code before)."""
-        from fusedlib.attention import make_backend
-        from fusedlib.attention.triton_backend import PackedConfig, SplitKVConfig
-        from fusedlib.graphs import WholeGraphs
-
-        model, p = self.model, self.p
-        plans = (plans or BESIDE_SWEEP) if self.on_gpu else (plans or BESIDE_SWEEP)[:2]
-        model.fused_ops, model.gate_up_silu = True, True
-        runs, logits, splits = [], [], []
-        for per_sm, longest_first in plans:
-            backend = make_backend("triton-parallel")
-            backend.beside = dataclasses.replace(SplitKVConfig(), programs_per_sm=per_sm)
-            backend.packed = dataclasses.replace(PackedConfig(), longest_first=longest_first)
-            mixed = WholeGraphs(model, self.engine.pool, backend, p["rows"], p["chunk"], capture=self.on_gpu,
-                                decode_buckets=(p["rows"],), chunk_buckets=(p["chunk"],))
-            runs.append(functools.partial(mixed.run, self.mixed_batch))
-            logits.append(runs[-1]().float().clone())
-            kv_heads = model.config.num_kv_heads
-            splits.append(backend.max_splits(mixed.max_context_len, kv_heads * p["rows"], self.torch.device(self.device),
-                                             backend.beside))
-        model.gate_up_silu = False
-        rows = []
-        for rnd in range(BESIDE_ROUNDS if self.on_gpu else 1):
-            for k in range(len(plans)):
-                i = (k + rnd) % len(plans)  # each round starts one plan later
-                for _ in range(3 if self.on_gpu else 1):
-                    runs[i]()
-                _sync(self.device)
-                gpu_ms, wall_ms = self._time_step(runs[i])
-                rows.append({"step": "mixed", "programs_per_sm": plans[i][0], "longest_first": plans[i][1],
-                             "splits": splits[i], "round": rnd, "order": k, "gpu_ms_median": gpu_ms,
-                             "wall_ms_median": wall_ms, "iters": p["iters"],
-                             "max_abs_diff": float((logits[i] - logits[0]).abs().max())})
-        base = statistics.median(r["gpu_ms_median"] for r in rows if (r["programs_per_sm"], r["longest_first"]) == plans[0])
-        best = min(rows, key=lambda r: r["gpu_ms_median"])
-        self.summary.append((f"{section} mixed", f"before {base:.3f} ms; best {best['gpu_ms_median']:.3f} ms at "
-                             f"{best['programs_per_sm']} per SM, longest first {best['longest_first']}"))
-        runs.clear()
-        self.write(section, rows)
 
     def wall_gap(self) -> None:
         """Where the whole-graphed decode step's wall time goes beyond its GPU time: host time

@@ -57,9 +57,7 @@ class AttentionBackend(Protocol):
                 meta: PrefillMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def decode(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-               meta: DecodeMeta, scale: float, out: torch.Tensor | None = None,
-               beside_chunks: bool = False) -> torch.Tensor:
-        """`beside_chunks`: the step also attends prompt chunks (on `side_stream`, at once)."""
+               meta: DecodeMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def side_stream(self, device: torch.device) -> "torch.cuda.Stream | None":
         """The stream a mixed step's decode attention runs on, beside its prefill on the

@@ -42,7 +42,7 @@ class TorchAttention:
         return out
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
-               out: torch.Tensor | None = None, beside_chunks: bool = False) -> torch.Tensor:
+               out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(q) if out is None else out
         for i, length in enumerate(meta.context_lens.tolist()):
             out[i : i + 1] = _attend(q[i : i + 1], k_cache, v_cache, meta.block_tables[i], length,

@@ -50,15 +50,11 @@ def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _tile_table(layout: str, num_tokens: int, device: torch.device, longest_first: bool = False,
-                block_m: int = BLOCK_M) -> torch.Tensor:
+def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
     """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
-    tiles, 'rows' = one single-position tile per token. With `longest_first` the tiles go
-    last position first: in a causal chunk the later tiles have the longer spans, and the
-    GPU hands SMs to a grid's programs in order."""
-    height = block_m if layout == "packed" else 1
+    tiles, 'rows' = one single-position tile per token."""
+    height = BLOCK_M if layout == "packed" else 1
     starts = torch.arange(0, num_tokens, height, dtype=torch.int32)
-    starts = starts.flip(0) if longest_first else starts
     return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
@@ -93,12 +89,10 @@ class PackedConfig:
     block_n: int = 128
     num_warps: int = 4
     num_stages: int = 2
-    longest_first: bool = False  # see `_tile_table`
-    block_m: int = 64  # query positions per tile
 
 
 # Parts 7 to 9 keep the packed kernel's shape they were measured with.
-PART7_PACKED = PackedConfig(block_n=64, block_m=BLOCK_M)
+PART7_PACKED = PackedConfig(block_n=64)
 
 
 class TritonAttention:
@@ -112,7 +106,7 @@ class TritonAttention:
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
                  splitkv: SplitKVConfig | None = None, concurrent: bool = False,
-                 packed: PackedConfig | None = None, beside: SplitKVConfig | None = None):
+                 packed: PackedConfig | None = None):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel = decode_kernel
@@ -120,9 +114,6 @@ class TritonAttention:
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
         self.packed = packed or (PackedConfig() if decode_kernel == "balanced" else PART7_PACKED)
         self.concurrent = concurrent
-        # With `concurrent`, the split-KV launch shape of a mixed step's decode rows, which share
-        # the SMs with the chunk's prefill kernel; None: `splitkv`'s.
-        self.beside = beside or (SplitKVConfig(block_n=64) if concurrent else None)
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
 
     # -- public interface -------------------------------------------------------------
@@ -132,10 +123,9 @@ class TritonAttention:
         return self._packed(q, k_cache, v_cache, "packed", scale, meta, out)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
-               out: torch.Tensor | None = None, beside_chunks: bool = False) -> torch.Tensor:
+               out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel in ("splitkv", "balanced"):
-            cfg = self.beside if beside_chunks and self.concurrent and self.beside else self.splitkv
-            return self._split_decode(q, k_cache, v_cache, meta, scale, out, cfg)
+            return self._split_decode(q, k_cache, v_cache, meta, scale, out)
         return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta, out)
 
     def side_stream(self, device: torch.device) -> torch.cuda.Stream | None:
@@ -181,8 +171,7 @@ class TritonAttention:
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
-        tiles = _tile_table(layout, q.shape[0], q.device, layout == "packed" and self.packed.longest_first,
-                            self.packed.block_m)
+        tiles = _tile_table(layout, q.shape[0], q.device)
         decode_rows = isinstance(meta, DecodeMeta)
         block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
@@ -192,30 +181,28 @@ class TritonAttention:
         packed_attention_kernel[(tiles.shape[0], num_heads)](
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
-            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=self.packed.block_m,
+            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
             DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
             num_stages=self.packed.num_stages,
         )
         return out
 
-    def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device,
-                   cfg: SplitKVConfig | None = None) -> int:
+    def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:
         """Programs per (request, KV head) of split-KV decode: enough for `programs_per_sm`
         per SM, no more than the longest context has BLOCK_N tiles. The graphs pass the
         pool's longest context, so with "balanced" the count depends on the request count
         alone."""
-        cfg = cfg or self.splitkv
-        wanted = math.ceil(cfg.programs_per_sm * self._sms(device) / num_pairs)
-        return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / cfg.block_n)))
+        wanted = math.ceil(self.splitkv.programs_per_sm * self._sms(device) / num_pairs)
+        return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / self.splitkv.block_n)))
 
-    def split_plan(self, max_context_len: int, num_pairs: int, device: torch.device,
-                   cfg: SplitKVConfig | None = None) -> tuple[int, int]:
+    def split_plan(self, max_context_len: int, num_pairs: int,
+                   device: torch.device) -> tuple[int, int]:
         """(num_splits, split_len) of "splitkv" for this step shape: `max_splits` cut the
         longest context into whole BLOCK_N tiles; one split length serves every request,
         and a short request's splits past its end do nothing."""
-        block_n = (cfg or self.splitkv).block_n
-        splits = self.max_splits(max_context_len, num_pairs, device, cfg)
+        block_n = self.splitkv.block_n
+        splits = self.max_splits(max_context_len, num_pairs, device)
         split_len = math.ceil(max_context_len / splits / block_n) * block_n
         return math.ceil(max_context_len / split_len), split_len
 
@@ -225,8 +212,7 @@ class TritonAttention:
                              if device.type == "cuda" else INTERPRETER_SMS)
         return self._num_sms
 
-    def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out,
-                      cfg: SplitKVConfig) -> torch.Tensor:
+    def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
         """Split-KV decode, the splits placed by `decode_kernel`: "splitkv" passes its host
         plan (`split_plan`), "balanced" lets each request split its own context on the device."""
         out = self._output(q, k_cache, v_cache, out)
@@ -235,15 +221,16 @@ class TritonAttention:
             return out
         num_kv_heads = k_cache.shape[2]
         group = num_heads // num_kv_heads
+        cfg = self.splitkv
         if cfg.block_n % k_cache.shape[1]:
             raise ValueError(f"block_n {cfg.block_n} must be a multiple of the cache block size "
                              f"{k_cache.shape[1]}")
         if self.decode_kernel == "splitkv":
             num_splits, split_len = self.split_plan(meta.max_context_len, num_reqs * num_kv_heads,
-                                                    q.device, cfg)
+                                                    q.device)
             split_tiles = split_len // cfg.block_n
         else:
-            num_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device, cfg)
+            num_splits = self.max_splits(meta.max_context_len, num_reqs * num_kv_heads, q.device)
             split_tiles = 0
         one_split = num_splits == 1
         partials = out if one_split else torch.empty(

@@ -375,18 +375,18 @@ WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
 ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET = "X", "Y", "Z", "AA", "AB"
-PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET = "AC", "AD", "AE"
+PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET = "AC", "AD", "AE", "AF"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to AE, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to AF, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
                                      UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET,
-                                     PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET))]
+                                     PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -481,6 +481,10 @@ def beside_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(BESIDE_SET)]
 
 
+def pair_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(PAIR_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's section on the decode step's last small kernels: the grades of
     sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
@@ -543,6 +547,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
+    afs = rf.measured_for_pair(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -554,14 +559,14 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
               | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
               | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
-              | gr.beside_grades(by_key(), aes))
+              | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
-                    | beside_texts(aes))
+                    | beside_texts(aes) | pair_texts(afs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -973,6 +978,26 @@ def beside_texts(m: dict) -> dict[str, str]:
             t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"]), f"{key}_splits": f"{int(r['splits'])}"}
     if "lease" in m:
         t |= _step_change_texts("bs", m["lease"]) | {"bs_ab_rounds": f"{int(m['lease']['n'].min())}"}
+    return t
+
+
+def pair_texts(m: dict) -> dict[str, str]:
+    """Set AF's section (roofline.measured_for_pair), prefix "pr": the sweep's commit and rounds;
+    per plan the mixed step's GPU ms and change ("pr_<tile height>_<decode keys>_<warps>"); the
+    A/B's step changes and, in its mixed step, split-KV decode's and the packed kernel's µs a
+    step per arm."""
+    if "plans" not in m:
+        return {}
+    t = {"pr_commit": m["commit"], "pr_rounds": f"{int(m['plans']['rounds'].min())}"}
+    for _, r in m["plans"].iterrows():
+        key = f"pr_{r['block_m']:.0f}_{r['decode_block_n']:.0f}_{r['decode_warps']:.0f}"
+        t |= {key: f"{r['gpu_ms']:.3f} ms", f"{key}_change": bd.pct(r["change"])}
+    if "lease" in m:
+        k = m["mixed_kernels"]
+        t |= _step_change_texts("pr", m["lease"]) | {"pr_ab_rounds": f"{int(m['lease']['n'].min())}"}
+        for name, short in (("splitkv_decode_kernel", "decode"), ("packed_attention_kernel", "packed")):
+            t |= {f"pr_{short}_base_step": f"{k.loc[name, 'base_us']:.0f} µs",
+                  f"pr_{short}_new_step": f"{k.loc[name, 'new_us']:.0f} µs"}
     return t
 
 

@@ -1318,3 +1318,30 @@ def beside_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         ok = both.verdict == under.verdict == verdict(True)
         out["AE4"] = Grade(f"{both.measured}; {under.measured}", verdict(ok), f"{both.why}; {under.why}")
     return out
+
+
+def pair_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AF1 (the sweep's fastest plan's fall against the code before inside its range), AF2
+    (64-position tiles at least the quoted fall faster, 16-position tiles slower), AF3 (decode
+    with 8 warps beside the chunk slower than with 4) on roofline.measured_for_pair's sweep; AF4
+    (the mixed step's fall inside its range, the decode step inside its bound) on its census A/B."""
+    if "plans" not in m:
+        return {}
+    plans = m["plans"].set_index(["block_m", "decode_block_n", "decode_warps"])
+    best = plans["gpu_ms"].idxmin()
+    fall = -plans.loc[best, "change"]
+    lo, hi = p["AF1"].fractions(0)
+    out = {"AF1": Grade(f"fastest plan ({best[0]}-position tiles, decode {best[1]} keys, {best[2]} warps): "
+                        f"{plans['gpu_ms'].iloc[0]:.3f} -> {plans.loc[best, 'gpu_ms']:.3f} ms GPU ({fall:+.1%} fall)",
+                        verdict(_in(fall, lo, hi)),
+                        "inside the range" if _in(fall, lo, hi) else f"the fall {side(fall, lo, hi)} its range")}
+    (least,) = p["AF2"].fractions(0)
+    tall, short = -plans.loc[(64, 32, 4), "change"], plans.loc[(16, 32, 4), "change"]
+    ok = tall >= least and short > 0
+    out["AF2"] = Grade(f"64-position tiles {-tall:+.1%}, 16-position tiles {short:+.1%}", verdict(ok),
+                       "both held" if ok else "not both held")
+    eight = plans.loc[(32, 32, 8), "change"]
+    out["AF3"] = Grade(f"decode with 8 warps {eight:+.1%}", verdict(eight > 0), "slower" if eight > 0 else "not slower")
+    if "lease" in m:
+        out["AF4"] = _fall_and_bound(p["AF4"], m["lease"], "mixed", "decode")
+    return out

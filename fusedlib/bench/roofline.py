@@ -1422,3 +1422,23 @@ def measured_for_beside(data: Path) -> dict:
         m |= {"more": plans(more), "more_commit": str(more["git_commit"].iloc[0])}
     lease = _first_and_kept(data, "beside_ab").get("kept")
     return m | ({"lease": lease} if lease is not None else {})
+
+
+def measured_for_pair(data: Path) -> dict:
+    """What set AF (the mixed step's prefill tile height and split-KV decode's shape beside it)
+    is graded on (grading.pair_grades): roofline/pair_sweep's newest lease per plan (the packed
+    kernel's tile height, decode's keys per iteration and warps; the first plan the code before)
+    as _plan_medians ("plans"), the census A/B of roofline/pair_ab ("lease", indexed by (role,
+    step)) and its mixed step's kernels that moved ("mixed_kernels", by name). Empty without
+    sweep rows."""
+    sweep = _newest_boot(data, "roofline/pair_sweep")
+    if not len(sweep):
+        return {}
+    m = {"plans": _plan_medians(sweep, ["block_m", "decode_block_n", "decode_warps"]),
+         "commit": str(sweep["git_commit"].iloc[0])}
+    lease = _first_and_kept(data, "pair_ab").get("kept")
+    if lease is not None:
+        k = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
+                              stem="pair_ab")
+        m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
+    return m

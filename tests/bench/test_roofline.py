@@ -1267,3 +1267,29 @@ def test_set_ae_grades_the_committed_rows(tmp_path):
     assert len(table) == 14 and table["tiles"].iloc[1] == "longest first" and table["change"].iloc[-1] == "+5.5%"
     assert roofline.measured_for_beside(tmp_path) == {} and grading.beside_grades(p, {}) == {}
     assert chapters.beside_texts({}) == {}
+
+
+def test_set_af_grades_the_committed_rows(tmp_path):
+    """AF1-AF4 on data/roofline/pair_sweep and pair_ab (e055aac, b50ee49): the fastest plan
+    0.9% under the code before (AF1 missed), 64-position tiles alone -0.1% (AF2 missed), decode
+    with 8 warps +3.6% (AF3 held), the census mixed step -0.9% (AF4 missed); each verdict turns
+    on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_pair(DATA)
+    assert m["commit"] == "e055aac" and len(m["plans"]) == 7 and m["plans"]["rounds"].min() == 3
+    g = grading.pair_grades(p, m)
+    assert [g[k].verdict for k in ("AF1", "AF2", "AF3", "AF4")] == ["MISSED", "MISSED", "HELD", "MISSED"]
+    plans, lease = m["plans"].copy(), m["lease"].copy()
+    plans.loc[(plans["block_m"] == 64) & (plans["decode_block_n"] == 32) & (plans["decode_warps"] == 4),
+              ["gpu_ms", "change"]] = [4.1, -0.02]
+    plans.loc[(plans["block_m"] == 32) & (plans["decode_warps"] == 8), "change"] = -0.01
+    lease.loc[("second stream", "mixed"), "ratio"] = 0.98
+    g = grading.pair_grades(p, m | {"plans": plans, "lease": lease})
+    assert [g[k].verdict for k in ("AF1", "AF2", "AF3", "AF4")] == ["HELD", "HELD", "MISSED", "HELD"]
+    t = chapters.pair_texts(m)
+    assert (t["pr_64_64_4_change"], t["pr_mixed_new"], t["pr_decode_new_step"]) == ("-0.9%", "4.19 ms", "503 µs")
+    assert roofline.measured_for_pair(tmp_path) == {} and grading.pair_grades(p, {}) == {}
+    assert chapters.pair_texts({}) == {}
