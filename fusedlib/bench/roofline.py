@@ -56,15 +56,21 @@ def _newest_commit(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["git_commit"] == df.sort_values("timestamp")["git_commit"].iloc[-1]] if len(df) else df
 
 
-def _attention_ab(data: Path, stem: str, config: str = PARALLEL) -> dict:
+def _mixed_ab(data: Path, stem: str, config: str = PARALLEL) -> dict:
     """A change's census A/B in roofline/`stem` (its latest lease): "lease", indexed by (role,
-    step), and "kernels", the mixed step's attention kernels of census configuration `config`
-    per arm, indexed by name; empty without a lease."""
+    step), and "mixed_kernels", the mixed step's kernels of census configuration `config` per
+    arm, indexed by name; empty without a lease."""
     lease = _first_and_kept(data, stem).get("kept")
     if lease is None:
         return {}
     k = census_ab_kernels(data, lease["boot_id"].iloc[0], config, "mixed", min_us=0.0, min_share=0.0, stem=stem)
-    return {"lease": lease, "kernels": k[k["name"].isin(ATTENTION_KERNELS)].set_index("name")}
+    return {"lease": lease, "mixed_kernels": k.set_index("name")}
+
+
+def _attention_ab(data: Path, stem: str, config: str = PARALLEL) -> dict:
+    """_mixed_ab's lease, and its attention kernels alone as "kernels"."""
+    m = _mixed_ab(data, stem, config)
+    return {"lease": m["lease"], "kernels": m["mixed_kernels"][m["mixed_kernels"].index.isin(ATTENTION_KERNELS)]} if m else {}
 
 
 def first_run(df: pd.DataFrame) -> pd.DataFrame:
@@ -1341,12 +1347,7 @@ def measured_for_gate_up_prefill(data: Path) -> dict:
                       "max_err": one[["max_abs_err_vs_cublas", "max_abs_err_after_replays"]].max().max()})
     m = {"sizes": pd.DataFrame(sizes).set_index("rows").assign(ratio=lambda d: d["best_us"] / d["cublas_us"]),
          "commit": str(sweep["git_commit"].iloc[0])}
-    lease = _first_and_kept(data, "gate_up_prefill_ab").get("kept")
-    if lease is not None:
-        k = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
-                              stem="gate_up_prefill_ab")
-        m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
-    return m
+    return m | _mixed_ab(data, "gate_up_prefill_ab")
 
 
 def measured_for_pdl_prefetch(data: Path) -> dict:
@@ -1392,12 +1393,7 @@ def measured_for_blas(data: Path) -> dict:
     layers = int(sweep["layers"].iloc[0])
     m = {"gemms": gemms, "saving_ms": float((gemms["cublas_us"] - gemms["best_us"]).sum() * layers / 1e3),
          "layers": layers, "commit": str(sweep["git_commit"].iloc[0])}
-    lease = _first_and_kept(data, "blas_ab").get("kept")
-    if lease is not None:
-        k = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
-                              stem="blas_ab")
-        m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
-    return m
+    return m | _mixed_ab(data, "blas_ab")
 
 
 def measured_for_beside(data: Path) -> dict:
@@ -1436,9 +1432,4 @@ def measured_for_pair(data: Path) -> dict:
         return {}
     m = {"plans": _plan_medians(sweep, ["block_m", "decode_block_n", "decode_warps"]),
          "commit": str(sweep["git_commit"].iloc[0])}
-    lease = _first_and_kept(data, "pair_ab").get("kept")
-    if lease is not None:
-        k = census_ab_kernels(data, lease["boot_id"].iloc[0], PARALLEL, "mixed", min_us=0.0, min_share=0.0,
-                              stem="pair_ab")
-        m |= {"lease": lease, "mixed_kernels": k.set_index("name")}
-    return m
+    return m | _mixed_ab(data, "pair_ab")
