@@ -42,6 +42,8 @@ and the other sections still run):
                  holds none of them (as in a step); GB/s of the weight, the copy fraction
   split_k        the same for qkv, o_proj and down: cuBLAS against fusedlib.ops.gemm's
                  split-K kernel (partials, compared as their sum) over a sweep per projection
+  pair_timeline  the whole-graphed mixed step's attention pair per layer from the profiler:
+                 each attention kernel's start and end after the fork, and the join
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
                  alone, to their return and to completion, and an idle synchronize
   loop           the census's steps as the serving loop runs them (host one step ahead):
@@ -459,6 +461,55 @@ class Bench:
         model.fused_ops, model.gate_up_silu = True, False
         self.write("census", rows)
         self.write("census_kernels", names)
+
+    def pair_timeline(self) -> None:
+        """Where the whole-graphed mixed step's attention pair spends its time (census
+        configuration 6's path): torch.profiler over `replays` graph replays, and per layer the
+        start and end of the prefill kernel, split-KV decode and its reduce, and the start of the
+        output projection that waits for them, in µs after the rotary kernel (the fork) ends."""
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        from fusedlib.attention import make_backend
+        from fusedlib.graphs import WholeGraphs
+
+        model, p = self.model, self.p
+        model.fused_ops, model.gate_up_silu = True, True
+        mixed = WholeGraphs(model, self.engine.pool, make_backend("triton-parallel"), p["rows"], p["chunk"],
+                            capture=self.on_gpu, decode_buckets=(p["rows"],), chunk_buckets=(p["chunk"],))
+        run = functools.partial(mixed.run, self.mixed_batch)
+        for _ in range(3 if self.on_gpu else 1):
+            run()
+        _sync(self.device)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.on_gpu else [])
+        with profile(activities=activities) as prof:
+            for _ in range(p["replays"]):
+                run()
+            _sync(self.device)
+        model.gate_up_silu = False
+        events = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA
+                         and not e.name.startswith(("Memcpy", "Memset"))), key=lambda e: e.time_range.start)
+        rows, layer = [], None
+        short = {"packed_attention_kernel": "prefill", "splitkv_decode_kernel": "decode",
+                 "splitkv_reduce_kernel": "reduce"}
+        for e in events:
+            name = e.name.split("(")[0].replace("void ", "")
+            if name == "rotary_to_cache_kernel":
+                layer = {"fork": e.time_range.end}
+            elif layer is not None and name in short:
+                layer |= {f"{short[name]}_start_us": e.time_range.start - layer["fork"],
+                          f"{short[name]}_end_us": e.time_range.end - layer["fork"]}
+            elif layer is not None and "prefill_start_us" in layer:  # the first kernel after the pair
+                rows.append({k: v for k, v in layer.items() if k != "fork"}
+                            | {"join_us": e.time_range.start - layer["fork"], "next_kernel": name[:80], "index": len(rows)})
+                layer = None
+        layers = model.config.num_layers
+        for r in rows:
+            r |= {"layer": r["index"] % layers, "replay": r["index"] // layers}
+        if rows:
+            join = statistics.median(r["join_us"] for r in rows)
+            self.summary.append(("pair_timeline", f"{len(rows)} layers; fork to join {join:.1f} us (median)"))
+        self.write("pair_timeline", rows)
 
     def wall_gap(self) -> None:
         """Where the whole-graphed decode step's wall time goes beyond its GPU time: host time
