@@ -547,7 +547,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
-    afs = rf.measured_for_pair(data)
+    afs, timeline = rf.measured_for_pair(data), rf.pair_timeline(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -566,7 +566,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
-                    | beside_texts(aes) | pair_texts(afs))
+                    | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -998,6 +998,21 @@ def pair_texts(m: dict) -> dict[str, str]:
         for name, short in (("splitkv_decode_kernel", "decode"), ("packed_attention_kernel", "packed")):
             t |= {f"pr_{short}_base_step": f"{k.loc[name, 'base_us']:.0f} µs",
                   f"pr_{short}_new_step": f"{k.loc[name, 'new_us']:.0f} µs"}
+    return t
+
+
+def timeline_texts(m: dict) -> dict[str, str]:
+    """The mixed step's attention pair per layer (roofline.pair_timeline), prefix "tl": the
+    commit and layers measured, each kernel's start and end and the join after the fork, each
+    kernel's duration, and how much later the decode branch ends than the prefill kernel."""
+    if "medians" not in m:
+        return {}
+    med = m["medians"]
+    t = {"tl_commit": m["commit"], "tl_layers": f"{m['layers']}", "tl_join": f"{med['join_us']:.1f} µs",
+         "tl_lag": f"{m['decode_branch_lag_us']:.1f} µs"}
+    for k in ("prefill", "decode", "reduce"):
+        t |= {f"tl_{k}_start": f"{med[f'{k}_start_us']:.1f}", f"tl_{k}_end": f"{med[f'{k}_end_us']:.1f} µs",
+              f"tl_{k}_us": f"{med[f'{k}_end_us'] - med[f'{k}_start_us']:.1f} µs"}
     return t
 
 

@@ -1433,3 +1433,18 @@ def measured_for_pair(data: Path) -> dict:
     m = {"plans": _plan_medians(sweep, ["block_m", "decode_block_n", "decode_warps"]),
          "commit": str(sweep["git_commit"].iloc[0])}
     return m | _mixed_ab(data, "pair_ab")
+
+
+def pair_timeline(data: Path) -> dict:
+    """The whole-graphed mixed step's attention pair per layer (roofline/pair_timeline's newest
+    lease): medians over layers and replays of each kernel's start and end and of the join, in
+    µs after the fork ("medians", a Series), the layers measured, the commit, and how much
+    later the decode branch (the reduce) ends than the prefill kernel ("decode_branch_lag_us").
+    Empty without rows."""
+    df = _newest_boot(data, "roofline/pair_timeline")
+    if not len(df):
+        return {}
+    cols = [f"{k}_{edge}_us" for k in ("prefill", "decode", "reduce") for edge in ("start", "end")] + ["join_us"]
+    med = df[cols].median()
+    return {"medians": med, "layers": len(df), "commit": str(df["git_commit"].iloc[0]),
+            "decode_branch_lag_us": float((df["reduce_end_us"] - df["prefill_end_us"]).median())}

@@ -1293,3 +1293,21 @@ def test_set_af_grades_the_committed_rows(tmp_path):
     assert (t["pr_64_64_4_change"], t["pr_mixed_new"], t["pr_decode_new_step"]) == ("-0.9%", "4.19 ms", "503 µs")
     assert roofline.measured_for_pair(tmp_path) == {} and grading.pair_grades(p, {}) == {}
     assert chapters.pair_texts({}) == {}
+
+
+def test_pair_timeline_reads_the_committed_rows(tmp_path):
+    """data/roofline/pair_timeline (c38887e): 140 layers; the reduce ends 5.9 µs after the
+    prefill kernel and the join follows it; the texts give each kernel's span."""
+    from fusedlib.bench import chapters
+
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.pair_timeline(DATA)
+    assert (m["commit"], m["layers"]) == ("c38887e", 140)
+    med = m["medians"]
+    assert med["prefill_start_us"] < med["decode_start_us"] < med["prefill_end_us"] < med["decode_end_us"] \
+        < med["reduce_end_us"] < med["join_us"]
+    assert m["decode_branch_lag_us"] == pytest.approx(5.9, abs=0.05)
+    t = chapters.timeline_texts(m)
+    assert (t["tl_join"], t["tl_reduce_us"], t["tl_lag"]) == ("26.6 µs", "3.3 µs", "5.9 µs")
+    assert roofline.pair_timeline(tmp_path) == {} and chapters.timeline_texts({}) == {}
