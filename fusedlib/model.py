@@ -104,14 +104,11 @@ class Attention(nn.Module):
                 else None)
         if side is not None:  # the decode rows go on the backend's second stream, beside the chunks,
             side.wait_stream(torch.cuda.current_stream(q.device))  # once q and the cache writes are done
-            # and launch first: split-KV decode and its reduce end the pair, not the chunk's kernel
-            # (data/roofline/pair_timeline), and a graph's branches start in capture order.
-            with torch.cuda.stream(side):
-                backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:])
         if meta.prefill is not None:
             backend.prefill(q[:n_prefill], k_cache, v_cache, meta.prefill, self.scale, out=heads[:n_prefill])
-        if meta.decode is not None and side is None:
-            backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:])
+        if meta.decode is not None:
+            with torch.cuda.stream(side):  # None: the current stream
+                backend.decode(q[n_prefill:], k_cache, v_cache, meta.decode, self.scale, out=heads[n_prefill:])
         if side is not None:  # and the layer goes on once both are done
             torch.cuda.current_stream(q.device).wait_stream(side)
         return out

@@ -375,18 +375,18 @@ WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
 ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET = "X", "Y", "Z", "AA", "AB"
-PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET = "AC", "AD", "AE", "AF"
+PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET, ORDER_SET = "AC", "AD", "AE", "AF", "AG"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to AF, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to AG, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
                                      UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET,
-                                     PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET))]
+                                     PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET, ORDER_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -485,6 +485,10 @@ def pair_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(PAIR_SET)]
 
 
+def order_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(ORDER_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's section on the decode step's last small kernels: the grades of
     sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
@@ -547,7 +551,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ws, xs, ys = rf.measured_for_prefill_splits(data), rf.measured_for_attention_bound(data), rf.measured_for_unmasked(data)
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
-    afs, timeline = rf.measured_for_pair(data), rf.pair_timeline(data)
+    afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -559,14 +563,14 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
               | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
               | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
-              | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs))
+              | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
-                    | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline))
+                    | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1013,6 +1017,21 @@ def timeline_texts(m: dict) -> dict[str, str]:
     for k in ("prefill", "decode", "reduce"):
         t |= {f"tl_{k}_start": f"{med[f'{k}_start_us']:.1f}", f"tl_{k}_end": f"{med[f'{k}_end_us']:.1f} µs",
               f"tl_{k}_us": f"{med[f'{k}_end_us'] - med[f'{k}_start_us']:.1f} µs"}
+    return t
+
+
+def order_texts(m: dict) -> dict[str, str]:
+    """Set AG's section (roofline.measured_for_order), prefix "or": the swapped code's timeline
+    (each kernel's start, the join), the A/B's step changes."""
+    if "timeline" not in m:
+        return {}
+    med = m["timeline"]["medians"]
+    t = {"or_commit": m["timeline"]["commit"], "or_join": f"{med['join_us']:.1f} µs",
+         "or_prefill_start": f"{med['prefill_start_us']:.1f} µs", "or_decode_start": f"{med['decode_start_us']:.1f} µs"}
+    if "lease" in m:
+        t |= _step_change_texts("or", m["lease"]) | {"or_ab_rounds": f"{int(m['lease']['n'].min())}"}
+    if "step_check" in m:
+        t["or_check"] = f"max |d| {m['step_check']['max_abs_diff']:g}"
     return t
 
 

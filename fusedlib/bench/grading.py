@@ -1345,3 +1345,26 @@ def pair_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     if "lease" in m:
         out["AF4"] = _fall_and_bound(p["AF4"], m["lease"], "mixed", "decode")
     return out
+
+
+def order_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AG1 (decode starting before the prefill kernel and the join earlier by at least the
+    quoted µs) on roofline.measured_for_order's timelines; AG2 (the mixed step's fall inside its
+    range, the decode step inside its bound) on its census A/B; AG3 (two streams against in
+    order, every logit equal) on its step check."""
+    if "timeline" not in m:
+        return {}
+    after, before = m["timeline"]["medians"], m["before"]["medians"]
+    (least,) = p["AG1"].range(0)
+    earlier = before["join_us"] - after["join_us"]
+    ok = after["decode_start_us"] < after["prefill_start_us"] and earlier >= least
+    out = {"AG1": Grade(f"decode starts at {after['decode_start_us']:.1f} µs, the prefill kernel at "
+                        f"{after['prefill_start_us']:.1f}; join {before['join_us']:.1f} -> {after['join_us']:.1f} µs",
+                        verdict(ok), "both held" if ok else "not both held")}
+    if "lease" in m:
+        out["AG2"] = _fall_and_bound(p["AG2"], m["lease"], "mixed", "decode")
+    if "step_check" in m:
+        diff = m["step_check"]["max_abs_diff"]
+        out["AG3"] = Grade(f"two streams against in order: max |d| {diff:g}", verdict(diff == 0),
+                           "equal" if diff == 0 else "not equal")
+    return out

@@ -1435,16 +1435,33 @@ def measured_for_pair(data: Path) -> dict:
     return m | _mixed_ab(data, "pair_ab")
 
 
-def pair_timeline(data: Path) -> dict:
-    """The whole-graphed mixed step's attention pair per layer (roofline/pair_timeline's newest
-    lease): medians over layers and replays of each kernel's start and end and of the join, in
+def pair_timeline(data: Path, stem: str = "roofline/pair_timeline") -> dict:
+    """The whole-graphed mixed step's attention pair per layer (`stem`'s newest lease; by default
+    the engine's, roofline/pair_timeline): medians over layers and replays of each kernel's start and end and of the join, in
     µs after the fork ("medians", a Series), the layers measured, the commit, and how much
     later the decode branch (the reduce) ends than the prefill kernel ("decode_branch_lag_us").
     Empty without rows."""
-    df = _newest_boot(data, "roofline/pair_timeline")
+    df = _newest_boot(data, stem)
     if not len(df):
         return {}
     cols = [f"{k}_{edge}_us" for k in ("prefill", "decode", "reduce") for edge in ("start", "end")] + ["join_us"]
     med = df[cols].median()
     return {"medians": med, "layers": len(df), "commit": str(df["git_commit"].iloc[0]),
             "decode_branch_lag_us": float((df["reduce_end_us"] - df["prefill_end_us"]).median())}
+
+
+def measured_for_order(data: Path) -> dict:
+    """What set AG (the mixed step's decode rows launched before the prefill kernel) is graded on
+    (grading.order_grades): the pair's timeline on the swapped code
+    (roofline/pair_timeline_order, as pair_timeline: "timeline") and before it ("before"); the
+    census A/B of roofline/order_ab ("lease", indexed by (role, step)) and the step check of
+    two streams against in order at its new commit ("step_check"). Empty without the swapped
+    timeline."""
+    timeline = pair_timeline(data, "roofline/pair_timeline_order")
+    if not timeline:
+        return {}
+    m = {"timeline": timeline, "before": pair_timeline(data)}
+    lease = _first_and_kept(data, "order_ab").get("kept")
+    if lease is not None:
+        m |= {"lease": lease} | _step_check(data, str(lease["new_commit"].iloc[0]), "whole_parallel_vs_whole")
+    return m

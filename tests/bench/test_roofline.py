@@ -1311,3 +1311,27 @@ def test_pair_timeline_reads_the_committed_rows(tmp_path):
     t = chapters.timeline_texts(m)
     assert (t["tl_join"], t["tl_reduce_us"], t["tl_lag"]) == ("26.6 µs", "3.3 µs", "5.9 µs")
     assert roofline.pair_timeline(tmp_path) == {} and chapters.timeline_texts({}) == {}
+
+
+def test_set_ag_grades_the_committed_rows(tmp_path):
+    """AG1-AG3 on data/roofline/pair_timeline_order, order_ab and step_check (27282c7): decode
+    still starts after the prefill kernel (AG1 missed), the mixed step +2.4% (AG2 missed), the
+    logits equal (AG3 held); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_order(DATA)
+    assert (m["timeline"]["commit"], m["before"]["commit"]) == ("27282c7", "c38887e")
+    g = grading.order_grades(p, m)
+    assert [g[k].verdict for k in ("AG1", "AG2", "AG3")] == ["MISSED", "MISSED", "HELD"]
+    med, lease, check = m["timeline"]["medians"].copy(), m["lease"].copy(), m["step_check"].copy()
+    med["decode_start_us"], med["join_us"] = 0.1, 25.5
+    lease.loc[("second stream", "mixed"), "ratio"] = 0.99
+    check["max_abs_diff"] = 1e-3
+    g = grading.order_grades(p, m | {"timeline": {**m["timeline"], "medians": med}, "lease": lease, "step_check": check})
+    assert [g[k].verdict for k in ("AG1", "AG2", "AG3")] == ["HELD", "HELD", "MISSED"]
+    t = chapters.order_texts(m)
+    assert (t["or_join"], t["or_mixed_new"], t["or_check"]) == ("26.8 µs", "4.33 ms", "max |d| 0")
+    assert roofline.measured_for_order(tmp_path) == {} and grading.order_grades(p, {}) == {}
+    assert chapters.order_texts({}) == {}
