@@ -1012,10 +1012,11 @@ def timeline_texts(m: dict) -> dict[str, str]:
     if "medians" not in m:
         return {}
     med = m["medians"]
-    t = {"tl_commit": m["commit"], "tl_layers": f"{m['layers']}", "tl_join": f"{med['join_us']:.1f} µs",
+    t = {"tl_commit": m["commit"], "tl_layers": f"{m['layers']}", "tl_replays": f"{m['replays']}",
+         "tl_join": f"{med['join_us']:.1f} µs",
          "tl_lag": f"{m['decode_branch_lag_us']:.1f} µs"}
     for k in ("prefill", "decode", "reduce"):
-        t |= {f"tl_{k}_start": f"{med[f'{k}_start_us']:.1f}", f"tl_{k}_end": f"{med[f'{k}_end_us']:.1f} µs",
+        t |= {f"tl_{k}_start": f"{med[f'{k}_start_us']:.1f} µs", f"tl_{k}_end": f"{med[f'{k}_end_us']:.1f} µs",
               f"tl_{k}_us": f"{med[f'{k}_end_us'] - med[f'{k}_start_us']:.1f} µs"}
     return t
 

@@ -1446,7 +1446,7 @@ def pair_timeline(data: Path, stem: str = "roofline/pair_timeline") -> dict:
         return {}
     cols = [f"{k}_{edge}_us" for k in ("prefill", "decode", "reduce") for edge in ("start", "end")] + ["join_us"]
     med = df[cols].median()
-    return {"medians": med, "layers": len(df), "commit": str(df["git_commit"].iloc[0]),
+    return {"medians": med, "layers": len(df), "replays": int(df["replay"].nunique()), "commit": str(df["git_commit"].iloc[0]),
             "decode_branch_lag_us": float((df["reduce_end_us"] - df["prefill_end_us"]).median())}
 
 

@@ -1303,7 +1303,7 @@ def test_pair_timeline_reads_the_committed_rows(tmp_path):
     from fusedlib.bench.analysis import DATA
 
     m = roofline.pair_timeline(DATA)
-    assert (m["commit"], m["layers"]) == ("c38887e", 140)
+    assert (m["commit"], m["layers"], m["replays"]) == ("c38887e", 140, 5)
     med = m["medians"]
     assert med["prefill_start_us"] < med["decode_start_us"] < med["prefill_end_us"] < med["decode_end_us"] \
         < med["reduce_end_us"] < med["join_us"]
