@@ -948,7 +948,8 @@ def blas_texts(m: dict) -> dict[str, str]:
         return {}
     g = m["gemms"]
     t = {"bl_commit": m["commit"], "bl_rows": f"{int(g['rows'].iloc[0])}", "bl_listed": f"{int(g['listed'].max())}",
-         "bl_saving": f"{m['saving_ms'] * 1e3:.0f} µs", "bl_max_err": f"{g['max_err'].max():.2g}"}
+         "bl_saving": f"{m['saving_ms'] * 1e3:.0f} µs", "bl_max_err": f"{g['max_err'].max():.2g}",
+         "bl_first_within": f"{(g['first_us'] / g['cublas_us'] - 1).abs().max():.1%}"}
     for name, r in g.iterrows():
         t |= {f"bl_{name}_cublas": f"{r['cublas_us']:.1f} µs", f"bl_{name}_best": f"{r['best_us']:.1f} µs",
               f"bl_{name}_change": bd.pct(-r["fall"]), f"bl_{name}_first": f"{r['first_us']:.1f} µs"}
@@ -1014,7 +1015,8 @@ def timeline_texts(m: dict) -> dict[str, str]:
     med = m["medians"]
     t = {"tl_commit": m["commit"], "tl_layers": f"{m['layers']}", "tl_replays": f"{m['replays']}",
          "tl_join": f"{med['join_us']:.1f} µs",
-         "tl_lag": f"{m['decode_branch_lag_us']:.1f} µs"}
+         "tl_lag": f"{m['decode_branch_lag_us']:.1f} µs",
+         "tl_decode_delay": f"{med['decode_start_us'] - med['prefill_start_us']:.1f} µs"}
     for k in ("prefill", "decode", "reduce"):
         t |= {f"tl_{k}_start": f"{med[f'{k}_start_us']:.1f} µs", f"tl_{k}_end": f"{med[f'{k}_end_us']:.1f} µs",
               f"tl_{k}_us": f"{med[f'{k}_end_us'] - med[f'{k}_start_us']:.1f} µs"}
