@@ -466,7 +466,8 @@ class Bench:
         """Where the whole-graphed mixed step's attention pair spends its time (census
         configuration 6's path): torch.profiler over `replays` graph replays, and per layer the
         start and end of the prefill kernel, split-KV decode and its reduce, and the start of the
-        output projection that waits for them, in µs after the rotary kernel (the fork) ends."""
+        output projection that waits for them, in µs after the rotary kernel (the fork) ends;
+        and (pair_copies) each copy or memset in the replays with the kernels either side."""
         from torch.autograd import DeviceType
         from torch.profiler import ProfilerActivity, profile
 
@@ -487,8 +488,12 @@ class Bench:
                 run()
             _sync(self.device)
         model.gate_up_silu = False
-        events = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA
-                         and not e.name.startswith(("Memcpy", "Memset"))), key=lambda e: e.time_range.start)
+        every = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA), key=lambda e: e.time_range.start)
+        copies = [{"copy": e.name[:80], "us": e.time_range.elapsed_us(), "after": every[i - 1].name[:80] if i else None,
+                   "before": every[i + 1].name[:80] if i + 1 < len(every) else None}
+                  for i, e in enumerate(every) if e.name.startswith(("Memcpy", "Memset"))]
+        self.write("pair_copies", copies)  # the step's copies and memsets, and the kernels either side
+        events = [e for e in every if not e.name.startswith(("Memcpy", "Memset"))]
         rows, layer = [], None
         short = {"packed_attention_kernel": "prefill", "splitkv_decode_kernel": "decode",
                  "splitkv_reduce_kernel": "reduce"}
