@@ -1465,3 +1465,17 @@ def measured_for_order(data: Path) -> dict:
     if lease is not None:
         m |= {"lease": lease} | _step_check(data, str(lease["new_commit"].iloc[0]), "whole_parallel_vs_whole")
     return m
+
+
+def pair_copies(data: Path) -> dict:
+    """The whole-graphed mixed step's memsets in the profiled replays (roofline/pair_copies's
+    newest lease): how many ("count"), their median µs ("us"), the kernel most of them come just
+    before ("before", its name cut at the argument list) and how many do ("before_count"). Empty
+    without memset rows."""
+    df = _newest_boot(data, "roofline/pair_copies")
+    sets = df[df["copy"].str.startswith("Memset")] if len(df) else df
+    if not len(sets):
+        return {}
+    before = sets["before"].mode().iloc[0]
+    return {"count": len(sets), "us": float(sets["us"].median()), "before": before.split("(")[0].replace("void ", ""),
+            "before_count": int((sets["before"] == before).sum())}

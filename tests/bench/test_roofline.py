@@ -1335,3 +1335,14 @@ def test_set_ag_grades_the_committed_rows(tmp_path):
     assert (t["or_join"], t["or_mixed_new"], t["or_check"]) == ("26.8 µs", "4.33 ms", "max |d| 0")
     assert roofline.measured_for_order(tmp_path) == {} and grading.order_grades(p, {}) == {}
     assert chapters.order_texts({}) == {}
+
+
+def test_pair_copies_name_the_memset_before_gate_up(tmp_path):
+    """data/roofline/pair_copies (ff27568): 145 memsets in five replays, 140 of them just before
+    cuBLAS's cooperative gate_up kernel, 0.8 µs each."""
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.pair_copies(DATA)
+    assert (m["count"], m["before_count"]) == (145, 140) and m["before"].startswith("nvjet_sm90_hsh_192x160")
+    assert m["us"] == pytest.approx(0.8, abs=0.05)
+    assert roofline.pair_copies(tmp_path) == {}
