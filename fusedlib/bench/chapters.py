@@ -552,10 +552,6 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
-    copies = rf.pair_copies(data)
-    if copies:
-        t |= {"pc_count": f"{copies['count']}", "pc_before_count": f"{copies['before_count']}",
-              "pc_us": f"{copies['us']:.1f} µs", "pc_before": copies["before"]}
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -574,7 +570,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | prefill_splits_texts(ws) | attention_bound_texts(xs)
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
-                    | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags))
+                    | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
+                    | copies_texts(rf.pair_copies(data)))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1025,6 +1022,15 @@ def timeline_texts(m: dict) -> dict[str, str]:
         t |= {f"tl_{k}_start": f"{med[f'{k}_start_us']:.1f} µs", f"tl_{k}_end": f"{med[f'{k}_end_us']:.1f} µs",
               f"tl_{k}_us": f"{med[f'{k}_end_us'] - med[f'{k}_start_us']:.1f} µs"}
     return t
+
+
+def copies_texts(m: dict) -> dict[str, str]:
+    """The mixed step's memsets (roofline.pair_copies), prefix "pc": how many, how many come just
+    before one kernel, that kernel, their median µs."""
+    if not m:
+        return {}
+    return {"pc_count": f"{m['count']}", "pc_before_count": f"{m['before_count']}", "pc_us": f"{m['us']:.1f} µs",
+            "pc_before": m["before"]}
 
 
 def order_texts(m: dict) -> dict[str, str]:

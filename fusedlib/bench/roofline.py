@@ -1437,16 +1437,17 @@ def measured_for_pair(data: Path) -> dict:
 
 def pair_timeline(data: Path, stem: str = "roofline/pair_timeline") -> dict:
     """The whole-graphed mixed step's attention pair per layer (`stem`'s newest lease; by default
-    the engine's, roofline/pair_timeline): medians over layers and replays of each kernel's start and end and of the join, in
-    µs after the fork ("medians", a Series), the layers measured, the commit, and how much
-    later the decode branch (the reduce) ends than the prefill kernel ("decode_branch_lag_us").
-    Empty without rows."""
+    the engine's, roofline/pair_timeline): medians over layers and replays of each kernel's start
+    and end and of the join, in µs after the fork ("medians", a Series), the layers and replays
+    measured, the commit, and how much later the decode branch (the reduce) ends than the
+    prefill kernel ("decode_branch_lag_us"). Empty without rows."""
     df = _newest_boot(data, stem)
     if not len(df):
         return {}
     cols = [f"{k}_{edge}_us" for k in ("prefill", "decode", "reduce") for edge in ("start", "end")] + ["join_us"]
     med = df[cols].median()
-    return {"medians": med, "layers": len(df), "replays": int(df["replay"].nunique()), "commit": str(df["git_commit"].iloc[0]),
+    return {"medians": med, "layers": len(df), "replays": int(df["replay"].nunique()),
+            "commit": str(df["git_commit"].iloc[0]),
             "decode_branch_lag_us": float((df["reduce_end_us"] - df["prefill_end_us"]).median())}
 
 

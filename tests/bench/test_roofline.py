@@ -1340,9 +1340,13 @@ def test_set_ag_grades_the_committed_rows(tmp_path):
 def test_pair_copies_name_the_memset_before_gate_up(tmp_path):
     """data/roofline/pair_copies (ff27568): 145 memsets in five replays, 140 of them just before
     cuBLAS's cooperative gate_up kernel, 0.8 µs each."""
+    from fusedlib.bench import chapters
+
     from fusedlib.bench.analysis import DATA
 
     m = roofline.pair_copies(DATA)
     assert (m["count"], m["before_count"]) == (145, 140) and m["before"].startswith("nvjet_sm90_hsh_192x160")
     assert m["us"] == pytest.approx(0.8, abs=0.05)
-    assert roofline.pair_copies(tmp_path) == {}
+    t = chapters.copies_texts(m)
+    assert (t["pc_before_count"], t["pc_count"], t["pc_us"]) == ("140", "145", "0.8 µs")
+    assert roofline.pair_copies(tmp_path) == {} and chapters.copies_texts({}) == {}
