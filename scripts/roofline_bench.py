@@ -130,6 +130,10 @@ SPLIT_K_SWEEP = {
 }
 SPLIT_K_SWEEP = {proj: list(dict.fromkeys(shapes)) for proj, shapes in SPLIT_K_SWEEP.items()}
 SMOKE_SPLIT_K_SWEEP = [(64, 64, 5, 4, 4), (16, 32, 3, 4, 2)]
+# The GEMM chain's launch shapes (fusedlib.bench.chain.ChainShape): (block_n, block_k, warps,
+# stages). 16 or 32 columns a tile give 48-128 tiles on the small GEMMs, about one per SM.
+CHAIN_SHAPES = [(16, 512, 4, 3), (16, 256, 4, 4), (32, 256, 4, 3), (32, 128, 4, 4)]
+SMOKE_CHAIN_SHAPES = [(16, 32, 4, 2)]
 
 # The census's configurations, by index (`--configs`): (label, fused ops, attention, mixed
 # step as one graph, gate_up + activation in one kernel). The mixed step replays piecewise
@@ -1103,6 +1107,60 @@ class Bench:
                           lambda w, x=x, c=SplitKConfig(*shape): ops.linear(x, w, True, c))
                          for shape in (SPLIT_K_SWEEP[proj] if self.on_gpu else SMOKE_SPLIT_K_SWEEP)]
             self.write("split_k", self._weight_sweep(proj, weight, x, variants))  # each as it ends
+
+    def chain(self) -> None:
+        """The decode step's GEMM chain (fusedlib.bench.chain) as separate kernels and as one
+        persistent kernel with grid barriers, with and without weight blocks asked for
+        before each barrier: rounds of graph replays in rotating order, per launch shape."""
+        torch = self.torch
+        from fusedlib.bench.chain import Chain, ChainShape
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
+
+        dev, cfg = self.device, self.model.config
+        chain = Chain(cfg, self.p["rows"], cfg.num_layers, dev, self.dtype, seed=11)
+        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
+        floor_ms = chain.weight_bytes / bandwidth * 1e3
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count if self.on_gpu else 1
+        reference = chain.reference().float()
+        plans, out = [], []
+        for shape in (CHAIN_SHAPES if self.on_gpu else SMOKE_CHAIN_SHAPES):
+            chain.shape = ChainShape(*shape)
+            chain.run("kernels", 1)
+            expected = chain.h.clone()
+            base = {"block_n": shape[0], "block_k": shape[1], "num_warps": shape[2], "num_stages": shape[3],
+                    "rows": chain.rows, "layers": chain.layers, "weight_bytes": chain.weight_bytes,
+                    "copy_bandwidth_gbs": bandwidth / 1e9, "floor_ms": floor_ms,
+                    "max_abs_err_vs_torch": (expected.float() - reference).abs().max().item()}
+            grids = [("kernels", 0)]
+            if self.on_gpu:  # the barrier needs every program resident: at most what the GPU holds
+                compiled = chain.run("persistent", sms)
+                regs, shared = compiled.n_regs, compiled.metadata.shared
+                held = min(65536 // max(1, regs * 32 * shape[2]), 233472 // max(1, shared), 32)
+                base |= {"persistent_regs": regs, "persistent_shared": shared, "programs_per_sm": held}
+                grids += [(arm, n * sms) for arm in ("persistent", "prefetch") for n in (1, 2) if n <= held]
+            else:
+                grids += [("persistent", 1), ("prefetch", 1)]
+            for arm, grid in grids:
+                chain.run(arm, grid)
+                row = {**base, "arm": arm, "grid": grid, "equal_to_kernels": bool(torch.equal(chain.h, expected))}
+                run = functools.partial(chain.run, arm, grid)
+                plans.append((row, self._graphed(run) if self.on_gpu else run))
+        # The frame every arm's graph also holds: the input restored and the counter zeroed.
+        frame = lambda: (chain.h.copy_(chain.h0), chain.counter.zero_())  # noqa: E731
+        frame_ms = _median_ms(self._graphed(frame) if self.on_gpu else frame, dev, self.p["iters"], None)
+        rounds = 3 if self.on_gpu else 1
+        for r in range(rounds):  # rotating order: each plan first once
+            for i in range(len(plans)):
+                row, replay = plans[(i + r) % len(plans)]
+                out.append({**row, "round": r, "frame_ms": frame_ms,
+                            "ms": _median_ms(replay, dev, self.p["iters"], None)})
+        self.write("chain", out)
+        by = {}
+        for row in out:
+            by.setdefault((row["block_n"], row["block_k"], row["num_stages"], row["arm"], row["grid"]), []).append(row["ms"])
+        best = {arm: min((statistics.median(v), k) for k, v in by.items() if k[3] == arm) for arm in Chain.ARMS}
+        self.summary.append(("chain", ", ".join(f"{arm} {ms:.3f} ms ({k[0]}x{k[1]} s{k[2]} g{k[4]})"
+                                                for arm, (ms, k) in best.items()) + f"; floor {floor_ms:.3f} ms"))
 
     def _rows(self, width: int, seed: int):
         """A decode step's `rows` activations of `width`, in the model dtype."""
