@@ -84,22 +84,24 @@ def gemm_kernel(x_ptr, w_ptr, out_ptr, num_rows, N, K, stride_x, stride_w, strid
 
 @triton.jit
 def _grid_barrier(counter_ptr, target):
-    """Wait until every program of the grid has arrived `target` / grid times in all: each
-    program's stores are issued (the CTA barrier) and released with its arrival, and the
-    acquiring reads make every other program's stores visible here."""
-    tl.debug_barrier()
-    tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
-    arrived = tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu")
-    while arrived < target:
+    """Arrive, then wait until `target` arrivals in all: with target = n * grid, until every
+    program has arrived at the grid's n-th barrier (target 0: the chain's first GEMM, which
+    waits for nothing). Each program's stores are issued (the CTA barrier) and released with
+    its arrival, and the acquiring reads make every other program's stores visible here."""
+    if target > 0:
+        tl.debug_barrier()
+        tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
         arrived = tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu")
-    tl.debug_barrier()
+        while arrived < target:
+            arrived = tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu")
+        tl.debug_barrier()
 
 
 @triton.jit
 def _stage(x_ptr, w_ptr, out_ptr, num_rows, N, K, stride_x, stride_w, stride_out, counter_ptr, target,
            PREFETCH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """One GEMM inside the persistent kernel: wait for the previous one (barrier number
-    `target` / grid), then this program's tiles pid, pid + grid, ..."""
+    """One GEMM inside the persistent kernel: wait for the previous one (`target`: see
+    `_grid_barrier`), then this program's tiles pid, pid + grid, ..."""
     pid, grid = tl.program_id(0), tl.num_programs(0)
     num_tiles = tl.cdiv(N, BLOCK_N)
     if PREFETCH:  # the weight does not depend on the previous GEMM: ask before waiting
@@ -129,7 +131,9 @@ def persistent_chain_kernel(
     columns) -> gate_up -> down (reads gate_up's first `inter` columns) -> h."""
     grid = tl.num_programs(0)
     for layer in range(num_layers):
-        base = layer * 4 * grid  # 28 layers of Qwen2.5-1.5B's largest weight: 7.7e8 elements, in int32
+        # GEMM number n = 4 * layer + i waits at barrier n. Weight offsets fit in int32: 28
+        # layers of Qwen2.5-1.5B's largest weight are 7.7e8 elements.
+        base = layer * 4 * grid
         _stage(h_ptr, w_qkv_ptr + layer * qkv_n * hidden, qkv_ptr, num_rows, qkv_n, hidden, hidden, hidden, qkv_n,
                counter_ptr, base, PREFETCH, BLOCK_M, BLOCK_N, BLOCK_K)
         _stage(qkv_ptr, w_o_ptr + layer * hidden * hidden, o_ptr, num_rows, hidden, hidden, qkv_n, hidden, hidden,
