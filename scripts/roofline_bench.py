@@ -44,6 +44,9 @@ and the other sections still run):
                  split-K kernel (partials, compared as their sum) over a sweep per projection
   pair_timeline  the whole-graphed mixed step's attention pair per layer from the profiler:
                  each attention kernel's start and end after the fork, and the join
+  chain          the decode step's GEMMs alone (fusedlib.bench.chain): separate kernels, one
+                 persistent kernel with grid barriers, and with the next weight block loaded
+                 before each barrier; graph replays in rotating order, per launch shape
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
                  alone, to their return and to completion, and an idle synchronize
   loop           the census's steps as the serving loop runs them (host one step ahead):

@@ -71,3 +71,16 @@ def test_the_kernel_probe_gives_sdpa_the_same_problem(tmp_path):
     assert all("error" not in r and r["max_abs_err"] < 1e-5 and r["median_ms"] > 0 for r in got)
     # the order in which the ncu pass calls them, one each
     assert sorted(r["probe_order"] for r in got) == list(range(len(got)))
+
+
+@pytest.mark.slow(15)
+def test_the_chain_section_times_every_arm(tmp_path):
+    """The chain section (fusedlib.bench.chain) writes a row per arm and round, each arm's
+    output equal to the separate kernels' and close to PyTorch's, with the bytes floor."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "chain"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "chain")
+    assert {r["arm"] for r in got} == {"kernels", "persistent", "prefetch"}
+    assert all("error" not in r and r["equal_to_kernels"] and r["max_abs_err_vs_torch"] < 1e-4
+               and r["ms"] > 0 and r["floor_ms"] > 0 for r in got)

@@ -375,18 +375,19 @@ WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET = "E", "
 PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET, LOOP_SET = "L", "M", "N", "O", "P", "Q"
 PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET, V_LOAD_SET, SPLIT_SPAN_SET = "R", "S", "T", "U", "V", "W"
 ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET = "X", "Y", "Z", "AA", "AB"
-PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET, ORDER_SET = "AC", "AD", "AE", "AF", "AG"
+PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET, ORDER_SET, CHAIN_SET = "AC", "AD", "AE", "AF", "AG", "AH"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to AG, which book/whole.md and its appendix grade."""
+    """Part 10's predictions but sets E to AH, which book/whole.md and its appendix grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
                                      LOOP_SET, PREFILL_SET, PREFILL_SERIAL_SET, TILES_SET, GROUP_ROWS_SET,
                                      V_LOAD_SET, SPLIT_SPAN_SET, ATTENTION_BOUND_SET,
                                      UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PREFILL_SET,
-                                     PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET, ORDER_SET))]
+                                     PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET, ORDER_SET,
+                                     CHAIN_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -489,6 +490,10 @@ def order_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(ORDER_SET)]
 
 
+def chain_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(CHAIN_SET)]
+
+
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     """The whole-graph chapter's section on the decode step's last small kernels: the grades of
     sets F (the split-K GEMMs and the in-kernel merge, from roofline.measured_for_set_f) and G
@@ -552,6 +557,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
+    ahs = rf.measured_for_chain(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -563,7 +569,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.unmasked_grades(by_key(), ys) | gr.prefetch_grades(by_key(), zs)
               | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
               | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
-              | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags))
+              | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags)
+              | gr.chain_grades(by_key(), ahs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -571,7 +578,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
-                    | copies_texts(rf.pair_copies(data)))
+                    | copies_texts(rf.pair_copies(data)) | chain_texts(ahs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1046,6 +1053,69 @@ def order_texts(m: dict) -> dict[str, str]:
     if "step_check" in m:
         t["or_check"] = f"max |d| {m['step_check']['max_abs_diff']:g}"
     return t
+
+
+def _chain_shape(row, grid: bool = True) -> str:
+    tiles = f"{row['block_n']:.0f} × {row['block_k']:.0f}, {row['num_stages']:.0f} stages"
+    return tiles + (f", {row['grid']:.0f} programs" if grid and row["grid"] else "")
+
+
+def _chain_same_tiles(m: dict, arm: str, row) -> float:
+    """`arm`'s ms at `row`'s launch shape (and grid, for the persistent arms)."""
+    p = m["plans"]
+    same = (p["arm"] == arm) & (p["block_n"] == row["block_n"]) & (p["block_k"] == row["block_k"]) \
+        & (p["num_stages"] == row["num_stages"])
+    if arm != "kernels":
+        same &= p["grid"] == row["grid"]
+    return float(p.loc[same, "ms"].iloc[0])
+
+
+def chain_texts(m: dict) -> dict[str, str]:
+    """Set AH's section (roofline.measured_for_chain), prefix "ch": the chain (weights, GEMMs,
+    floor, the engine's own kernels for them), each arm's fastest plan, the persistent arm's
+    change and its cost per barrier against the separate kernels at its own tiles, weights
+    loaded before the barrier at the same plan, the persistent kernel's registers."""
+    if "best" not in m:
+        return {}
+    best = m["best"]
+    k, per, pre = best.loc["kernels"], best.loc["persistent"], best.loc["prefetch"]
+    same_kernels = _chain_same_tiles(m, "kernels", per)
+    same_prefetch = _chain_same_tiles(m, "prefetch", per)
+    barriers = m["gemms"] - 1
+    t = {"ch_commit": m["commit"], "ch_gb": f"{m['weight_gb']:.2f} GB", "ch_floor": f"{m['floor_ms']:.3f} ms",
+         "ch_gemms": f"{m['gemms']}", "ch_barriers": f"{barriers}", "ch_plans": f"{len(m['plans'])}",
+         "ch_rounds": f"{int(m['plans']['rounds'].min())}", "ch_frame": f"{m['frame_ms'] * 1e3:.1f} µs",
+         "ch_err": f"{m['max_err']:.3f}",
+         "ch_kernels": f"{k['ms']:.3f} ms", "ch_kernels_shape": _chain_shape(k, grid=False),
+         "ch_kernels_over": bd.times(k["ms"] / m["floor_ms"]),
+         "ch_persistent": f"{per['ms']:.3f} ms", "ch_persistent_shape": _chain_shape(per),
+         "ch_persistent_change": bd.pct(per["ms"] / k["ms"] - 1),
+         "ch_same_kernels": f"{same_kernels:.3f} ms",
+         "ch_per_barrier": f"{(per['ms'] - same_kernels) / barriers * 1e3:.1f} µs",
+         "ch_prefetch_same": f"{same_prefetch:.3f} ms", "ch_prefetch_change": bd.pct(same_prefetch / per["ms"] - 1),
+         "ch_prefetch_best": f"{pre['ms']:.3f} ms", "ch_prefetch_shape": _chain_shape(pre)}
+    if m.get("regs") is not None:
+        t["ch_regs"] = f"{m['regs']}"
+    if "launch_us" in m:  # every boundary's launch, as a share of the separate kernels' chain
+        t["ch_launch_share"] = f"{barriers * m['launch_us'] / 1e3 / k['ms']:.0%}"
+    if "engine_gemm_us" in m:
+        t["ch_engine"] = f"{m['engine_gemm_us'] / 1e3:.2f} ms"
+    return t
+
+
+def chain_table(m: dict) -> pd.DataFrame:
+    """Set AH's plans (roofline.measured_for_chain) for the page: tiles, arm, programs, the
+    chain's ms, and its change against the separate kernels at the same tiles."""
+    p = m["plans"]
+    base = {(r.block_n, r.block_k, r.num_stages): r.ms for r in p[p["arm"] == "kernels"].itertuples()}
+    vs = [r.ms / base[(r.block_n, r.block_k, r.num_stages)] - 1 for r in p.itertuples()]
+    return pd.DataFrame({"tile (columns × K), stages": [_chain_shape(r, grid=False) for _, r in p.iterrows()],
+                         "arm": p["arm"].map({"kernels": "separate kernels", "persistent": "persistent, barriers",
+                                              "prefetch": "persistent, weights first"}),
+                         "programs": [("one per tile" if r.arm == "kernels" else f"{r.grid:.0f}") for r in p.itertuples()],
+                         "chain, GPU": p["ms"].map("{:.3f} ms".format),
+                         "against separate kernels": [("" if r.arm == "kernels" else bd.pct(x))
+                                                      for r, x in zip(p.itertuples(), vs)]})
 
 
 def beside_table(m: dict) -> pd.DataFrame:

@@ -1368,3 +1368,35 @@ def order_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         out["AG3"] = Grade(f"two streams against in order: max |d| {diff:g}", verdict(diff == 0),
                            "equal" if diff == 0 else "not equal")
     return out
+
+
+def chain_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AH1 (the persistent chain within the quoted share of the separate kernels, each at its
+    fastest plan), AH2 (weights loaded before the barrier at least the quoted share faster, at
+    the persistent arm's fastest shape and grid), AH3 (the fastest arm at least the quoted
+    multiple of the bytes floor), AH4 (every plan's output equal to the separate kernels') on
+    roofline.measured_for_chain."""
+    if "best" not in m:
+        return {}
+    best, plans = m["best"], m["plans"]
+    kernels, persistent = best.loc["kernels", "ms"], best.loc["persistent", "ms"]
+    change = persistent / kernels - 1
+    (limit,) = p["AH1"].fractions(0)
+    out = {"AH1": Grade(f"persistent {persistent:.3f} ms against separate kernels {kernels:.3f} ms ({bd.pct(change)})",
+                        verdict(abs(change) <= limit), "inside the bound" if abs(change) <= limit else "outside the bound")}
+    shape = best.loc["persistent", ["block_n", "block_k", "num_warps", "num_stages", "grid"]]
+    same = plans[(plans["arm"] == "prefetch")
+                 & (plans[list(shape.index)] == shape.to_numpy()).all(axis=1)]["ms"].iloc[0]
+    fall = 1 - same / persistent
+    (least,) = p["AH2"].fractions(0)
+    out["AH2"] = Grade(f"weights loaded before the barrier {same:.3f} ms against {persistent:.3f} ({bd.pct(-fall)})",
+                       verdict(fall >= least), "at least that much faster" if fall >= least else "not that much faster")
+    fastest = best["ms"].min()
+    (multiple,) = p["AH3"].range(0)
+    over = fastest / m["floor_ms"]
+    out["AH3"] = Grade(f"fastest {fastest:.3f} ms, {over:.2f}x the {m['floor_ms']:.3f} ms floor", verdict(over >= multiple),
+                       "at least that multiple" if over >= multiple else "under that multiple")
+    equal = bool(plans["equal"].all())
+    out["AH4"] = Grade(f"{int(plans['equal'].sum())} of {len(plans)} plans equal to the separate kernels",
+                       verdict(equal), "all equal" if equal else "not all equal")
+    return out

@@ -1480,3 +1480,42 @@ def pair_copies(data: Path) -> dict:
     before = sets["before"].mode().iloc[0]
     return {"count": len(sets), "us": float(sets["us"].median()), "before": before.split("(")[0].replace("void ", ""),
             "before_count": int((sets["before"] == before).sum())}
+
+
+# The newest census of the engine as it is on main: set AG's A/B, whose code before is main's.
+MAIN_CENSUS_KERNELS = "roofline/order_ab_kernels"
+DECODE_GEMM_KERNELS = ("gate_up_silu_kernel", "split_k_kernel")
+
+
+def measured_for_chain(data: Path) -> dict:
+    """What set AH (the decode step's GEMM chain as separate kernels, as one persistent kernel
+    with grid barriers, and with weights loaded before each barrier) is graded on
+    (grading.chain_grades): roofline/chain's newest lease, per plan (launch shape, arm, grid) the
+    median ms over rounds and whether every round's output equalled the separate kernels'
+    ("plans"); each arm's fastest plan ("best", by arm); the chain's bytes floor, its weights, its
+    GEMMs, the frame every graph holds, the separate kernels' largest difference from PyTorch;
+    the launch cost of a kernel inside a graph ("launch_us"); and the engine's own q/k/v,
+    output, gate_up and down kernels a decode step in main's newest census (µs,
+    "engine_gemm_us"). Empty without rows."""
+    df = _newest_boot(data, "roofline/chain")
+    if not len(df):
+        return {}
+    keys = ["block_n", "block_k", "num_warps", "num_stages", "arm", "grid"]
+    plans = (df.groupby(keys, sort=False)
+             .agg(ms=("ms", "median"), equal=("equal_to_kernels", "all"), rounds=("round", "nunique"))
+             .reset_index())
+    best = plans.loc[plans.groupby("arm", sort=False)["ms"].idxmin()].set_index("arm")
+    first = df.iloc[0]
+    m = {"plans": plans, "best": best, "floor_ms": float(first["floor_ms"]), "frame_ms": float(first["frame_ms"]),
+         "weight_gb": float(first["weight_bytes"]) / 1e9, "gemms": 4 * int(first["layers"]),
+         "max_err": float(df["max_abs_err_vs_torch"].max()), "commit": str(first["git_commit"]),
+         "regs": int(df["persistent_regs"].max()) if "persistent_regs" in df else None}
+    if (Path(data) / "roofline" / "gemm.jsonl").exists():  # the launch cost inside a graph
+        m["launch_us"] = rates(data).launch_s * 1e6
+    census = _newest_boot(data, MAIN_CENSUS_KERNELS)
+    if len(census):
+        c = census[(census["arm"] == "base") & (census["config"] == PARALLEL) & (census["step"] == "decode")
+                   & census["kernel"].isin(DECODE_GEMM_KERNELS)]
+        m["engine_gemm_us"] = float(c.groupby(["kernel", "round"])["us_per_step"].sum()
+                                    .groupby("kernel").median().sum())
+    return m

@@ -1350,3 +1350,35 @@ def test_pair_copies_name_the_memset_before_gate_up(tmp_path):
     t = chapters.copies_texts(m)
     assert (t["pc_before_count"], t["pc_count"], t["pc_us"]) == ("140", "145", "0.8 µs")
     assert roofline.pair_copies(tmp_path) == {} and chapters.copies_texts({}) == {}
+
+
+def test_set_ah_grades_the_committed_rows(tmp_path):
+    """AH1-AH4 on data/roofline/chain (eefc820): the persistent chain +12.2% against the
+    separate kernels (AH1 missed), weights loaded before the barrier +19.2% (AH2 missed), the
+    fastest 2.23x its floor (AH3 held), every plan bit-equal (AH4 held); each verdict turns on
+    its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_chain(DATA)
+    assert (m["commit"], m["gemms"], len(m["plans"])) == ("eefc820", 112, 20)
+    g = grading.chain_grades(p, m)
+    assert [g[k].verdict for k in ("AH1", "AH2", "AH3", "AH4")] == ["MISSED", "MISSED", "HELD", "HELD"]
+    plans = m["plans"].copy()
+    persistent = plans["arm"] == "persistent"
+    plans.loc[persistent, "ms"] *= 0.9  # the persistent arm's best within 1% of the kernels'
+    at_best = (plans["arm"] == "prefetch") & (plans["block_n"] == 32) & (plans["block_k"] == 256) \
+        & (plans["grid"] == 264)
+    plans.loc[at_best, "ms"] = 1.2
+    plans.loc[plans.index[3], "equal"] = False
+    best = plans.loc[plans.groupby("arm", sort=False)["ms"].idxmin()].set_index("arm")
+    g = grading.chain_grades(p, m | {"plans": plans, "best": best, "floor_ms": 0.9})
+    assert [g[k].verdict for k in ("AH1", "AH2", "AH3", "AH4")] == ["HELD", "HELD", "MISSED", "MISSED"]
+    t = chapters.chain_texts(m)
+    assert (t["ch_kernels"], t["ch_persistent_change"], t["ch_prefetch_change"], t["ch_per_barrier"]) == \
+        ("1.372 ms", "+12.2%", "+19.2%", "0.4 µs")
+    assert (t["ch_launch_share"], t["ch_engine"]) == ("9%", "0.97 ms")
+    assert chapters.chain_table(m)["against separate kernels"].iloc[17] == "-1.6%"
+    assert roofline.measured_for_chain(tmp_path) == {} and grading.chain_grades(p, {}) == {}
+    assert chapters.chain_texts({}) == {}
