@@ -321,7 +321,8 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
           "mix_flops": f"{p.loc[(rf.PART10, 'mixed'), 'flops_ms']:.2f} ms",
           "copy": f"{rates.copy_Bps / 1e12:.2f} TB/s", "gemm": f"{rates.gemm_flops / 1e12:.0f} TFLOP/s",
           "launch": f"{rates.launch_s * 1e6:.2f} µs", "weights_ms": f"{steps.model_bytes(rf.MODEL_NAME)[1] / rates.copy_Bps * 1e3:.2f} ms",
-          "att_lo": f"{attn['balanced'].min():.0%}", "att_hi": f"{attn['balanced'].max():.0%}"}
+          "att_lo": f"{attn['balanced'].min():.0%}", "att_hi": f"{attn['balanced'].max():.0%}",
+          "p10_decode_gemms": f"{rf.cublas_gemm_ms(data, rf.PART10, 'decode'):.2f} ms"}
     if rf.rows.read_rows(data / "roofline/attention_layout"):
         av = rf.attention_vs_copy(data).set_index("context")
         t |= {"attc_lo": f"{av['attention_of_copy'].min():.0%}", "attc_hi": f"{av['attention_of_copy'].max():.0%}",

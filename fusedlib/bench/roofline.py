@@ -73,6 +73,18 @@ def _attention_ab(data: Path, stem: str, config: str = PARALLEL) -> dict:
     return {"lease": m["lease"], "kernels": m["mixed_kernels"][m["mixed_kernels"].index.isin(ATTENTION_KERNELS)]} if m else {}
 
 
+# cuBLAS's GEMM kernels (Hopper's nvjet_* and the reduce after a split-K one) by name.
+CUBLAS_GEMM_PREFIXES = ("nvjet", "void cublasLt::splitKreduce")
+
+
+def cublas_gemm_ms(data: Path, config: str, step: str) -> float:
+    """The GPU time a step of census configuration `config` spends in cuBLAS's GEMM kernels
+    (first_run's census_kernels, ms a step)."""
+    k = first_run(_frame(data, "roofline/census_kernels"))
+    k = k[(k["config"] == config) & (k["step"] == step)]
+    return float(k.loc[k["kernel"].str.startswith(CUBLAS_GEMM_PREFIXES), "us_per_step"].sum()) / 1e3
+
+
 def first_run(df: pd.DataFrame) -> pd.DataFrame:
     """The rows of the earliest commit in a result set: the roofline bench ran twice, the
     second time on a decode kernel variant main reverted; the first is main's code."""

@@ -76,6 +76,10 @@ def test_part10_grades_its_own_predictions_and_each_capacity_text_reads_its_own_
     cap = roofline.capacity_comparisons(chapters.bd.DATA).set_index("comparison")
     assert texts["capb_p10vp9"] == f"{cap.loc['fused: part 10 vs part 9', 'b_median']:.1f} requests/s"
     assert not any("whole" in key for key in texts)  # the whole-graph chapter's
+    # part 10's decode step (6667216): cuBLAS's four nvjet GEMMs a layer, the lm_head and the
+    # split-K reduce, 1.22 of its 2.12 ms; no cuBLAS kernel in a configuration without rows
+    assert (texts["p10_decode_gemms"], texts["p10_decode_gpu"]) == ("1.22 ms", "2.12 ms")
+    assert roofline.cublas_gemm_ms(chapters.bd.DATA, "no such configuration", "decode") == 0
     _, whole = chapters.whole_graphs()
     assert whole["capa_whole_vs_piecewise"] == f"{cap.loc['part 10: whole vs piecewise graphs', 'a_median']:.1f} requests/s"
     for key, text in texts.items():
