@@ -47,6 +47,9 @@ and the other sections still run):
   chain          the decode step's GEMMs alone (fusedlib.bench.chain): separate kernels, one
                  persistent kernel with grid barriers, and with the next weight block loaded
                  before each barrier; graph replays in rotating order, per launch shape
+  read_sizes     each decode-step weight-streaming kernel (q/k/v, output, gate_up, down, lm_head)
+                 beside reads of its weight's bytes alone (fusedlib.bench.stream, a sweep of
+                 grids, and torch's amax): what a kernel of that size could reach alone
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
                  alone, to their return and to completion, and an idle synchronize
   loop           the census's steps as the serving loop runs them (host one step ahead):
@@ -1164,6 +1167,64 @@ class Bench:
         best = {arm: min((statistics.median(v), k) for k, v in by.items() if k[3] == arm) for arm in Chain.ARMS}
         self.summary.append(("chain", ", ".join(f"{arm} {ms:.3f} ms ({k[0]}x{k[1]} s{k[2]} g{k[4]})"
                                                 for arm, (ms, k) in best.items()) + f"; floor {floor_ms:.3f} ms"))
+
+    def read_sizes(self) -> None:
+        """Each of the decode step's weight-streaming kernels as the engine launches it at
+        `rows` rows, beside reads of the same weight's bytes and nothing else
+        (fusedlib.bench.stream over a sweep of grids; torch's amax): graph replays over one
+        copy of the weight per layer, every plan in rotating order over rounds."""
+        torch = self.torch
+        import torch.nn.functional as F
+
+        from fusedlib import ops
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
+        from fusedlib.bench.stream import read
+
+        dev, model = self.device, self.model
+        layer = model.layers[0]
+        head = model.embed_tokens.weight if model.lm_head is None else model.lm_head.weight
+        lm_head = ((lambda x, w: torch.mm(x, w.t(), out_dtype=torch.float32)) if self.on_gpu
+                   else (lambda x, w: F.linear(x, w).float()))  # as Qwen2Model.head
+        kernels = {"qkv": (layer.self_attn.qkv_proj.weight, lambda x, w: ops.linear(x, w, True, ops.QKV_SPLIT_K)),
+                   "o_proj": (layer.self_attn.o_proj.weight, lambda x, w: ops.linear(x, w, True, ops.O_PROJ_SPLIT_K)),
+                   "gate_up": (layer.mlp.gate_up_proj.weight, lambda x, w: ops.gate_up_silu(x, w, True)),
+                   "down": (layer.mlp.down_proj.weight, lambda x, w: ops.linear(x, w, True, ops.DOWN_SPLIT_K)),
+                   "lm_head": (head, lm_head)}
+        bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count if self.on_gpu else 2
+        layers = model.config.num_layers if self.on_gpu else 2
+        plans = []
+        for name, (weight, engine) in kernels.items():
+            copies = [weight.clone() for _ in range(layers)]
+            x = self._rows(weight.shape[1], seed=21)
+            nbytes = weight.numel() * weight.element_size()
+            base = {"weight": name, "n": weight.shape[0], "k": weight.shape[1], "bytes": nbytes, "copies": layers,
+                    "copy_bandwidth_gbs": bandwidth / 1e9}
+            calls = [("engine", 0, lambda w, x=x, f=engine: f(x, w)), ("amax", 0, lambda w: w.amax())]
+            for per_sm in (1, 2, 4, 8):
+                out = torch.empty(per_sm * sms, dtype=torch.float32, device=dev)
+                calls.append(("read", per_sm * sms, lambda w, out=out: read(w.view(-1), out)))
+            for arm, programs, call in calls:
+                every = lambda call=call, copies=copies: [call(w) for w in copies]  # noqa: E731
+                plans.append(({**base, "arm": arm, "programs": programs},
+                              self._graphed(every) if self.on_gpu else every))
+        out = []
+        rounds = 3 if self.on_gpu else 1
+        for r in range(rounds):  # rotating order: each plan first once
+            for i in range(len(plans)):
+                row, replay = plans[(i + r) % len(plans)]
+                us = _median_ms(replay, dev, self.p["iters"], None) / row["copies"] * 1e3
+                out.append({**row, "round": r, "us_per_call": us, "gbs": row["bytes"] / us / 1e3,
+                            "fraction_of_copy": row["bytes"] / (us / 1e6) / bandwidth})
+        self.write("read_sizes", out)
+        med = {}
+        for row in out:
+            med.setdefault((row["weight"], row["arm"], row["programs"]), []).append(row["us_per_call"])
+        for name in kernels:
+            engine = statistics.median(med[(name, "engine", 0)])
+            best = min(statistics.median(v) for (w, arm, _), v in med.items() if w == name and arm == "read")
+            self.summary.append((f"read_sizes {name}", f"engine {engine:.1f} us, fastest read {best:.1f} us "
+                                                       f"({best / engine:.0%} of the engine's)"))
 
     def _rows(self, width: int, seed: int):
         """A decode step's `rows` activations of `width`, in the model dtype."""

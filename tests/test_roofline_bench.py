@@ -84,3 +84,16 @@ def test_the_chain_section_times_every_arm(tmp_path):
     assert {r["arm"] for r in got} == {"kernels", "persistent", "prefetch"}
     assert all("error" not in r and r["equal_to_kernels"] and r["max_abs_err_vs_torch"] < 1e-4
                and r["ms"] > 0 and r["floor_ms"] > 0 for r in got)
+
+
+@pytest.mark.slow(15)
+def test_the_read_sizes_section_times_each_kernel_beside_its_reads(tmp_path):
+    """read_sizes writes, per decode-step weight, the engine's kernel, torch's amax and the read
+    probe at each grid, every round, with the weight's bytes."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "read_sizes"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "read_sizes")
+    assert {r["weight"] for r in got} == {"qkv", "o_proj", "gate_up", "down", "lm_head"}
+    assert {(r["arm"], r["programs"]) for r in got} == {("engine", 0), ("amax", 0)} | {("read", 2 * k) for k in (1, 2, 4, 8)}
+    assert all("error" not in r and r["us_per_call"] > 0 and r["bytes"] > 0 for r in got)
