@@ -1206,13 +1206,14 @@ class Bench:
                 calls.append(("read", per_sm * sms, lambda w, out=out: read(w.view(-1), out)))
             for arm, programs, call in calls:
                 every = lambda call=call, copies=copies: [call(w) for w in copies]  # noqa: E731
+                # `every` rides along: it holds the copies, inputs and outputs the graph reads
                 plans.append(({**base, "arm": arm, "programs": programs},
-                              self._graphed(every) if self.on_gpu else every))
+                              self._graphed(every) if self.on_gpu else every, every))
         out = []
         rounds = 3 if self.on_gpu else 1
         for r in range(rounds):  # rotating order: each plan first once
             for i in range(len(plans)):
-                row, replay = plans[(i + r) % len(plans)]
+                row, replay, _ = plans[(i + r) % len(plans)]
                 us = _median_ms(replay, dev, self.p["iters"], None) / row["copies"] * 1e3
                 out.append({**row, "round": r, "us_per_call": us, "gbs": row["bytes"] / us / 1e3,
                             "fraction_of_copy": row["bytes"] / (us / 1e6) / bandwidth})
