@@ -563,7 +563,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
-    ahs = rf.measured_for_chain(data)
+    ahs, ais = rf.measured_for_chain(data), rf.measured_for_reads(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -576,7 +576,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
               | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
               | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags)
-              | gr.chain_grades(by_key(), ahs))
+              | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -584,7 +584,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
-                    | copies_texts(rf.pair_copies(data)) | chain_texts(ahs))
+                    | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1107,6 +1107,40 @@ def chain_texts(m: dict) -> dict[str, str]:
     if "engine_gemm_us" in m:
         t["ch_engine"] = f"{m['engine_gemm_us'] / 1e3:.2f} ms"
     return t
+
+
+def read_texts(m: dict) -> dict[str, str]:
+    """Set AI's section (roofline.measured_for_reads), prefix "rd": per weight its MB, the
+    engine's kernel, the fastest read and its share; over a decode step the kernels, the reads,
+    the share and the difference, and main's decode step with and without that difference."""
+    if "weights" not in m:
+        return {}
+    t = {"rd_commit": m["commit"], "rd_rounds": f"{m['rounds']}", "rd_layers": f"{m['layers']}"}
+    for name, r in m["weights"].iterrows():
+        t |= {f"rd_{name}_mb": f"{r['mb']:.1f} MB", f"rd_{name}_engine": f"{r['engine_us']:.1f} µs",
+              f"rd_{name}_read": f"{r['read_us']:.1f} µs", f"rd_{name}_share": f"{r['share']:.0%}",
+              f"rd_{name}_amax": f"{r['amax_us']:.1f} µs", f"rd_{name}_rate": f"{r['read_frac']:.0%}"}
+    longer = 1 / m["weights"]["share"] - 1  # how much longer each kernel takes than its read
+    t |= {"rd_longer_lo": f"{longer.min():.0%}", "rd_longer_hi": f"{longer.max():.0%}"}
+    step = m["step"]
+    headroom = step["engine_us"] - step["read_us"]
+    t |= {"rd_step_engine": f"{step['engine_us'] / 1e3:.2f} ms", "rd_step_read": f"{step['read_us'] / 1e3:.2f} ms",
+          "rd_step_share": f"{step['share']:.0%}", "rd_headroom": f"{headroom:.0f} µs"}
+    if "decode_gpu_ms" in m:
+        t |= {"rd_decode": f"{m['decode_gpu_ms']:.2f} ms",
+              "rd_decode_if": f"{m['decode_gpu_ms'] - headroom / 1e3:.2f} ms"}
+    return t
+
+
+def read_table(m: dict) -> pd.DataFrame:
+    """Set AI's weights (roofline.measured_for_reads) for the page."""
+    w = m["weights"]
+    return pd.DataFrame({"weight": w.index, "MB": w["mb"].map("{:.1f}".format),
+                         "engine's kernel, µs": w["engine_us"].map("{:.1f}".format),
+                         "fastest read, µs (programs)": [f"{r.read_us:.1f} ({r.read_programs})" for r in w.itertuples()],
+                         "read / kernel": w["share"].map("{:.0%}".format),
+                         "read, of the copy rate": w["read_frac"].map("{:.0%}".format),
+                         "torch amax, µs": w["amax_us"].map("{:.1f}".format)}).reset_index(drop=True)
 
 
 def chain_table(m: dict) -> pd.DataFrame:

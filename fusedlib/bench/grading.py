@@ -1400,3 +1400,30 @@ def chain_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     out["AH4"] = Grade(f"{int(plans['equal'].sum())} of {len(plans)} plans equal to the separate kernels",
                        verdict(equal), "all equal" if equal else "not all equal")
     return out
+
+
+def read_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AI1 (gate_up's and down's fastest read a share of the engine's kernel inside the range),
+    AI2 (the same for q/k/v and the output projection), AI3 (over a decode step, the reads at
+    least the quoted share of the kernels' time), AI4 (the gate_up read's rate inside its range
+    of the copy rate) on roofline.measured_for_reads."""
+    if "weights" not in m:
+        return {}
+    w = m["weights"]
+    out = {}
+    for key, names in (("AI1", ("gate_up", "down")), ("AI2", ("qkv", "o_proj"))):
+        lo, hi = p[key].fractions(0)
+        shares = [w.loc[n, "share"] for n in names]
+        ok = all(_in(s, lo, hi) for s in shares)
+        out[key] = Grade(", ".join(f"{n} {w.loc[n, 'read_us']:.1f} of {w.loc[n, 'engine_us']:.1f} µs ({s:.0%})"
+                                   for n, s in zip(names, shares)),
+                         verdict(ok), "both inside the range" if ok else "not both inside the range")
+    (least,) = p["AI3"].fractions(0)
+    step = m["step"]
+    out["AI3"] = Grade(f"reads {step['read_us']:.0f} of {step['engine_us']:.0f} µs a step ({step['share']:.0%})",
+                       verdict(step["share"] >= least), "at least that share" if step["share"] >= least else "under it")
+    lo, hi = p["AI4"].fractions(0)
+    frac = w.loc["gate_up", "read_frac"]
+    out["AI4"] = Grade(f"gate_up read at {frac:.0%} of the copy rate", verdict(_in(frac, lo, hi)),
+                       "inside the range" if _in(frac, lo, hi) else f"{side(frac, lo, hi)} the range")
+    return out

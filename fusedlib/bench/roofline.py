@@ -1531,3 +1531,40 @@ def measured_for_chain(data: Path) -> dict:
         m["engine_gemm_us"] = float(c.groupby(["kernel", "round"])["us_per_step"].sum()
                                     .groupby("kernel").median().sum())
     return m
+
+
+def measured_for_reads(data: Path) -> dict:
+    """What set AI (each decode-step weight-streaming kernel against reads of its own weight)
+    is graded on (grading.read_grades): roofline/read_sizes's newest lease. "weights", by
+    weight: its MB, the engine's kernel µs, torch's amax µs, the fastest read (the read probe's
+    fastest grid: µs, programs, fraction of the 1 GB copy rate) and the read's share of the
+    engine's time, medians over rounds; "step": the same summed over a decode step (each
+    projection once a layer, the lm_head once; µs) and the read's share; the layers, rounds
+    and commit; and main's decode step GPU ms in its newest census ("decode_gpu_ms", the code
+    before of set AG's A/B). Empty without rows."""
+    df = _newest_boot(data, "roofline/read_sizes")
+    if not len(df):
+        return {}
+    med = (df.groupby(["weight", "arm", "programs"], sort=False)
+           .agg(us=("us_per_call", "median"), frac=("fraction_of_copy", "median"), mb=("bytes", "first"))
+           .reset_index())
+    out = []
+    for weight, g in med.groupby("weight", sort=False):
+        reads = g[g["arm"] == "read"]
+        best = reads.loc[reads["us"].idxmin()]
+        engine = g.loc[g["arm"] == "engine", "us"].iloc[0]
+        out.append({"weight": weight, "mb": best["mb"] / 1e6, "engine_us": engine,
+                    "amax_us": g.loc[g["arm"] == "amax", "us"].iloc[0], "read_us": best["us"],
+                    "read_programs": int(best["programs"]), "read_frac": best["frac"], "share": best["us"] / engine})
+    weights = pd.DataFrame(out).set_index("weight")
+    layers = int(df["copies"].iloc[0])
+    per_step = weights["engine_us"] * layers, weights["read_us"] * layers
+    once = weights.index == "lm_head"  # the lm_head runs once a step, the projections once a layer
+    engine_us = float(per_step[0][~once].sum() + weights.loc[once, "engine_us"].sum())
+    read_us = float(per_step[1][~once].sum() + weights.loc[once, "read_us"].sum())
+    m = {"weights": weights, "step": {"engine_us": engine_us, "read_us": read_us, "share": read_us / engine_us},
+         "layers": layers, "rounds": int(df["round"].nunique()), "commit": str(df["git_commit"].iloc[0])}
+    lease = _first_and_kept(data, "order_ab").get("kept")
+    if lease is not None:
+        m["decode_gpu_ms"] = float(lease.loc[("second stream", "decode"), "base_gpu_ms"])
+    return m

@@ -1382,3 +1382,31 @@ def test_set_ah_grades_the_committed_rows(tmp_path):
     assert chapters.chain_table(m)["against separate kernels"].iloc[17] == "-1.6%"
     assert roofline.measured_for_chain(tmp_path) == {} and grading.chain_grades(p, {}) == {}
     assert chapters.chain_texts({}) == {}
+
+
+def test_set_ai_grades_the_committed_rows(tmp_path):
+    """AI1-AI4 on data/roofline/read_sizes (7536e35): every kernel's fastest read inside its
+    predicted share, 85% over a step, the gate_up read at 88% of the copy rate (all held);
+    each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_reads(DATA)
+    assert (m["commit"], m["layers"], m["rounds"]) == ("7536e35", 28, 3)
+    g = grading.read_grades(p, m)
+    assert [g[k].verdict for k in ("AI1", "AI2", "AI3", "AI4")] == ["HELD"] * 4
+    w = m["weights"].copy()
+    w.loc["down", "share"] = 0.95  # a read nearly as slow as the kernel
+    w.loc["o_proj", "share"] = 0.5
+    w.loc["gate_up", "read_frac"] = 0.97
+    g = grading.read_grades(p, m | {"weights": w, "step": {**m["step"], "share": 0.7}})
+    assert [g[k].verdict for k in ("AI1", "AI2", "AI3", "AI4")] == ["MISSED"] * 4
+    t = chapters.read_texts(m)
+    assert (t["rd_gate_up_engine"], t["rd_gate_up_read"], t["rd_step_share"], t["rd_headroom"]) == \
+        ("17.8 µs", "14.8 µs", "85%", "172 µs")
+    assert (t["rd_decode"], t["rd_decode_if"], t["rd_longer_lo"], t["rd_longer_hi"]) == \
+        ("1.91 ms", "1.74 ms", "13%", "27%")
+    assert list(chapters.read_table(m)["weight"]) == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
+    assert roofline.measured_for_reads(tmp_path) == {} and grading.read_grades(p, {}) == {}
+    assert chapters.read_texts({}) == {}
