@@ -50,6 +50,11 @@ and the other sections still run):
   read_sizes     each decode-step weight-streaming kernel (q/k/v, output, gate_up, down, lm_head)
                  beside reads of its weight's bytes alone (fusedlib.bench.stream, a sweep of
                  grids, and torch's amax): what a kernel of that size could reach alone
+  anchors        the 32-row decode step beside what a reader would use instead: ours (census
+                 configuration 6), plain PyTorch over a dense cache (fusedlib.bench.plain) as
+                 one CUDA graph, eager and under torch.compile
+  anchors_transformers  transformers' generate at the same rows and context, with a static
+                 cache and its automatic compile: the interval between decode steps
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
                  alone, to their return and to completion, and an idle synchronize
   loop           the census's steps as the serving loop runs them (host one step ahead):
@@ -1226,6 +1231,114 @@ class Bench:
             best = min(statistics.median(v) for (w, arm, _), v in med.items() if w == name and arm == "read")
             self.summary.append((f"read_sizes {name}", f"engine {engine:.1f} us, fastest read {best:.1f} us "
                                                        f"({best / engine:.0%} of the engine's)"))
+
+    def anchors(self) -> None:
+        """The 32-row decode step beside what a reader would use instead, in one process:
+        ours (census configuration 6, one CUDA graph); the same step in plain PyTorch over a
+        dense cache (fusedlib.bench.plain) as one CUDA graph, eager and under torch.compile
+        (Inductor's default mode), each timed over rounds in rotating order, its logits
+        against ours. transformers' own step is `anchors_transformers`."""
+        torch = self.torch
+        from fusedlib.attention import make_backend
+        from fusedlib.bench.plain import PlainDecode
+        from fusedlib.graphs import WholeGraphs
+
+        model, p, batch = self.model, self.p, self.decode_batch
+        model.fused_ops, model.gate_up_silu = True, True
+        label, *_ = CENSUS_CONFIGS[6]
+        ours = WholeGraphs(model, self.engine.pool, make_backend("triton-parallel"), p["rows"], capture=self.on_gpu,
+                           decode_buckets=(p["rows"],))
+        run_ours = functools.partial(ours.run, batch)
+        reference = run_ours().float()
+        positions = batch.positions
+        cache_len = -(-(int(positions.max()) + 1) // 64) * 64
+        plain = PlainDecode(model, p["rows"], cache_len)
+        plain.fill(self.engine.pool.kv, [r.blocks for r in batch.host.decode_requests], positions.tolist())
+        tokens = batch.input_ids
+        variants = [(f"ours: {label}", run_ours, 0.0)]
+        modes = [("plain PyTorch, one CUDA graph", None)]
+        if self.on_gpu:  # Inductor's default mode; its CUDA graph is the one captured here
+            modes.append(("plain PyTorch, torch.compile, one CUDA graph", "default"))
+        checks = {}
+        for name, mode in modes:
+            t0 = time.perf_counter()
+            fn = plain.step if mode is None else torch.compile(plain.step, mode=mode, fullgraph=True, dynamic=False)
+            call = functools.partial(fn, tokens, positions)
+            call()
+            _sync(self.device)
+            compile_s = time.perf_counter() - t0
+            run = self._graphed(call) if self.on_gpu else call
+            logits = call().float()
+            top2 = reference.topk(2, dim=-1).values
+            clear = (top2[:, 0] - top2[:, 1]) > TIE_GAP
+            checks[name] = {"max_abs_diff_vs_ours": (logits - reference).abs().max().item(),
+                            "rows_outside_ties": int(clear.sum()),
+                            "argmax_agree_outside_ties": int(((logits.argmax(-1) == reference.argmax(-1)) & clear).sum())}
+            variants.append((name, run, compile_s))
+        out = []
+        base = {"rows": p["rows"], "context_mean": float(positions.float().mean()) + 1,
+                "context_max": int(positions.max()) + 1, "plain_cache_len": cache_len}
+        rounds = 3 if self.on_gpu else 1
+        for r in range(rounds):  # rotating order: each first once
+            for i in range(len(variants)):
+                name, run, compile_s = variants[(i + r) % len(variants)]
+                gpu_ms, wall_ms = self._time_step(run)
+                out.append({**base, "anchor": name, "round": r, "gpu_ms": gpu_ms, "wall_ms": wall_ms,
+                            "first_call_s": compile_s, **checks.get(name, {})})
+        self.write("anchors", out)
+        for name, *_ in variants:
+            gpu = statistics.median(r["gpu_ms"] for r in out if r["anchor"] == name)
+            self.summary.append((f"anchors {name}", f"GPU {gpu:.3f} ms" + (
+                f", max|d| vs ours {checks[name]['max_abs_diff_vs_ours']:.3g}" if name in checks else "")))
+        del ours, plain, variants
+        if self.on_gpu:
+            torch.cuda.empty_cache()
+
+    def anchors_transformers(self) -> None:
+        """transformers' decode steps at `rows` rows, beside `anchors`: generate with a static
+        cache (compiled automatically on a GPU) on random prompts of `context` tokens, `steps`
+        new tokens each; a first generate compiles, the second is timed by a logits processor
+        that records a CUDA event and the host's clock at every token."""
+        torch, p = self.torch, self.p
+        from fusedlib.bench.peer import _transformers, to_transformers
+
+        (LogitsProcessor,) = _transformers("LogitsProcessor")
+        hf = to_transformers(self.model)
+        steps = 64 if self.on_gpu else 12
+        stamps = []
+
+        class Stamp(LogitsProcessor):
+            def __call__(self, input_ids, scores):  # once per generated token
+                event = None
+                if scores.is_cuda:
+                    event = torch.cuda.Event(enable_timing=True)
+                    event.record()
+                stamps.append((time.perf_counter(), event))
+                return scores
+
+        gen = torch.Generator(device=self.device).manual_seed(5)
+        prompts = torch.randint(0, self.model.config.vocab_size, (p["rows"], p["context"]), generator=gen,
+                                device=self.device)
+        kw = dict(max_new_tokens=steps, min_new_tokens=steps, do_sample=False, cache_implementation="static",
+                  logits_processor=[Stamp()], attention_mask=torch.ones_like(prompts))
+        t0 = time.perf_counter()
+        hf.generate(prompts, **kw)
+        _sync(self.device)
+        first_s = time.perf_counter() - t0
+        stamps.clear()
+        t0 = time.perf_counter()
+        hf.generate(prompts, **kw)
+        _sync(self.device)
+        timed_s = time.perf_counter() - t0
+        steady = stamps[8:]  # past the prefill and the first decode steps
+        gpu = [a[1].elapsed_time(b[1]) for a, b in zip(steady, steady[1:])] if self.on_gpu else [float("nan")]
+        host = [(b[0] - a[0]) * 1e3 for a, b in zip(steady, steady[1:])]
+        row = {"anchor": "transformers: generate, static cache, automatic compile", "round": 0, "rows": p["rows"],
+               "context_mean": float(p["context"]), "steps": len(host), "gpu_ms": statistics.median(gpu),
+               "wall_ms": statistics.median(host), "first_call_s": first_s, "timed_generate_s": timed_s}
+        self.write("anchors_transformers", [row])
+        self.summary.append(("anchors transformers", f"{row['gpu_ms']:.3f} ms a step (events), "
+                                                     f"host {row['wall_ms']:.3f} ms; first generate {first_s:.0f} s"))
 
     def _rows(self, width: int, seed: int):
         """A decode step's `rows` activations of `width`, in the model dtype."""

@@ -97,3 +97,19 @@ def test_the_read_sizes_section_times_each_kernel_beside_its_reads(tmp_path):
     assert {r["weight"] for r in got} == {"qkv", "o_proj", "gate_up", "down", "lm_head"}
     assert {(r["arm"], r["programs"]) for r in got} == {("engine", 0), ("amax", 0)} | {("read", 2 * k) for k in (1, 2, 4, 8)}
     assert all("error" not in r and r["us_per_call"] > 0 and r["bytes"] > 0 for r in got)
+
+
+@pytest.mark.slow(20)
+def test_the_anchor_sections_run_ours_plain_pytorch_and_transformers(tmp_path):
+    """anchors times our decode step and the plain-PyTorch one (the same logits, fp32 on the
+    CPU); anchors_transformers times transformers' generate steps on the host's clock."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections",
+                           "anchors,anchors_transformers"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "anchors")
+    assert {r["anchor"].split(",")[0].split(":")[0] for r in got} == {"ours", "plain PyTorch"}
+    plain = [r for r in got if r["anchor"].startswith("plain")]
+    assert all(r["max_abs_diff_vs_ours"] < 1e-4 and r["argmax_agree_outside_ties"] == r["rows_outside_ties"]
+               for r in plain)
+    (hf,) = rows.read_rows(tmp_path / "roofline" / "anchors_transformers")
+    assert hf["steps"] >= 1 and hf["wall_ms"] > 0
