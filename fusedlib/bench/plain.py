@@ -54,6 +54,7 @@ class PlainDecode:
                 dense = kv[:, which, pages].flatten(1, 2)[:, :n]  # [layers, n, KV heads, head_dim]
                 cache[:, b, :, :n] = dense.transpose(1, 2)
 
+    @torch.no_grad()  # the weights are Parameters: without this, torch.compile plans a backward
     def step(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """fp32 logits [rows, vocab] of one new token a row (`tokens`, int64 [rows]) at
         `positions` (int64 [rows]), writing its keys and values into the cache there."""
