@@ -32,27 +32,32 @@ class PlainDecode:
     def __init__(self, model: Qwen2Model, rows: int, cache_len: int):
         cfg, w = model.config, model.embed_tokens.weight
         self.model, self.cfg = model, cfg
-        shape = (cfg.num_layers, rows, cfg.num_kv_heads, cache_len, cfg.head_dim)
-        self.k = torch.zeros(shape, dtype=w.dtype, device=w.device)
-        self.v = torch.zeros_like(self.k)
+        # One cache tensor per layer, as gpt-fast keeps them: written through one tensor for
+        # all layers, torch.compile copied the whole cache at every layer's write (18.4 ms a
+        # step on the H200, data/roofline/anchors_first).
+        shape = (rows, cfg.num_kv_heads, cache_len, cfg.head_dim)
+        self.k = [torch.zeros(shape, dtype=w.dtype, device=w.device) for _ in range(cfg.num_layers)]
+        self.v = [torch.zeros_like(k) for k in self.k]
         self.positions = torch.arange(cache_len, device=w.device)
         self.rows = torch.arange(rows, device=w.device)
 
     def fill(self, kv: torch.Tensor, blocks: list[list[int]], lengths: list[int]) -> None:
         """Row b's first lengths[b] positions from the paged pool `kv` ([layers, 2, blocks,
         block size, KV heads, head_dim]) through its block list blocks[b]."""
-        if len(blocks) != self.k.shape[1] or len(lengths) != len(blocks):
-            raise ValueError(f"fill needs one block list and one length per row ({self.k.shape[1]}), "
+        rows, _, cache_len, _ = self.k[0].shape
+        if len(blocks) != rows or len(lengths) != len(blocks):
+            raise ValueError(f"fill needs one block list and one length per row ({rows}), "
                              f"got {len(blocks)} and {len(lengths)}")
-        if max(lengths) >= self.k.shape[3]:
+        if max(lengths) >= cache_len:
             raise ValueError(f"a row of {max(lengths)} cached positions leaves no room for its new one "
-                             f"in a cache of {self.k.shape[3]}")
+                             f"in a cache of {cache_len}")
         size = kv.shape[3]
         for b, (row, n) in enumerate(zip(blocks, lengths)):
             pages = torch.tensor(row[:-(-n // size)], device=kv.device)
             for cache, which in ((self.k, 0), (self.v, 1)):
-                dense = kv[:, which, pages].flatten(1, 2)[:, :n]  # [layers, n, KV heads, head_dim]
-                cache[:, b, :, :n] = dense.transpose(1, 2)
+                dense = kv[:, which, pages].flatten(1, 2)[:, :n].transpose(1, 2)  # [layers, KV heads, n, head_dim]
+                for layer, c in enumerate(cache):
+                    c[b, :, :n] = dense[layer]
 
     @torch.no_grad()  # the weights are Parameters: without this, torch.compile plans a backward
     def step(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -71,8 +76,8 @@ class PlainDecode:
             q, k, v = F.linear(x, attn.qkv_proj.weight, attn.qkv_proj.bias).split(
                 [heads * dim, kv_heads * dim, kv_heads * dim], dim=-1)
             q, k = ((t.view(rows, -1, dim) * cos + _rotate_half(t.view(rows, -1, dim)) * sin) for t in (q, k))
-            self.k[i, self.rows, :, positions] = k
-            self.v[i, self.rows, :, positions] = v.view(rows, kv_heads, dim)
+            self.k[i][self.rows, :, positions] = k
+            self.v[i][self.rows, :, positions] = v.view(rows, kv_heads, dim)
             o = F.scaled_dot_product_attention(q[:, :, None], self.k[i], self.v[i], attn_mask=visible,
                                                enable_gqa=True)
             h = h + F.linear(o.reshape(rows, heads * dim), attn.o_proj.weight)
