@@ -1113,6 +1113,49 @@ def chain_texts(m: dict) -> dict[str, str]:
     return t
 
 
+def anchors(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
+    """Part 10's section on what a reader would use instead (set AJ): its grades
+    (grading.anchor_grades) and texts (anchor_texts), with the copy rate for the floors."""
+    from . import roofline as rf
+
+    m = rf.measured_for_anchors(data)
+    if "anchors" not in m:
+        return {}, {}
+    return gr.anchor_grades(by_key(), m), anchor_texts(m, rf.rates(data).copy_Bps)
+
+
+def anchor_texts(m: dict, copy_bps: float) -> dict[str, str]:
+    """Set AJ's texts (roofline.measured_for_anchors), prefix "an": each step's GPU ms, ours
+    against the compiled plain step and transformers', the compile times, the contexts and the
+    plain cache's length, the bytes each step must read at the copy rate (ours: weights and
+    the requests' cached positions; the plain step: the whole dense cache), the logits check
+    and the first plain run's compiled step."""
+    from .roofline import MODEL_NAME, OURS_ANCHOR, PLAIN_COMPILED, PLAIN_GRAPH
+
+    a = m["anchors"]
+    ours, graph, compiled = (a.loc[k, "gpu_ms"] for k in (OURS_ANCHOR, PLAIN_GRAPH, PLAIN_COMPILED))
+    _, weights, per_position = steps.model_bytes(MODEL_NAME)
+    floor = lambda positions: (weights + positions * per_position) / copy_bps * 1e3  # noqa: E731
+    plain = a.loc[[PLAIN_GRAPH, PLAIN_COMPILED]]
+    t = {"an_commit": m["commit"], "an_rows": f"{m['rows']}", "an_rounds": f"{int(a['rounds'].min())}",
+         "an_ours": f"{ours:.2f} ms", "an_plain_graph": f"{graph:.2f} ms", "an_plain_compiled": f"{compiled:.2f} ms",
+         "an_vs_compiled": f"{ours / compiled - 1:+.0%}", "an_compile_gain": bd.times(graph / compiled),
+         "an_compile_s": f"{a.loc[PLAIN_COMPILED, 'first_call_s']:.0f} s",
+         "an_ctx_mean": f"{m['context_mean']:,.0f}", "an_ctx_max": f"{m['context_max']:,}",
+         "an_cache_len": f"{m['cache_len']:,}",
+         "an_floor_ours": f"{floor(m['rows'] * m['context_mean']):.2f} ms",
+         "an_floor_plain": f"{floor(m['rows'] * m['cache_len']):.2f} ms",
+         "an_diff": f"{plain['max_abs_diff_vs_ours'].max():.3f}",
+         "an_agree": f"{int(plain['argmax_agree_outside_ties'].min())} of {int(plain['rows_outside_ties'].min())}"}
+    if "transformers" in m:
+        hf = m["transformers"]
+        t |= {"an_hf": f"{hf['gpu_ms']:.2f} ms", "an_hf_times": bd.times(hf["gpu_ms"] / ours),
+              "an_hf_ctx": f"{hf['context_mean']:,.0f}", "an_hf_first_s": f"{hf['first_call_s']:.0f} s"}
+    if "first_compiled_ms" in m:
+        t["an_first_compiled"] = f"{m['first_compiled_ms']:.1f} ms"
+    return t
+
+
 def read_texts(m: dict) -> dict[str, str]:
     """Set AI's section (roofline.measured_for_reads), prefix "rd": per weight its MB, the
     engine's kernel, the fastest read and its share; over a decode step the kernels, the reads,

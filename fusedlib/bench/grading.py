@@ -1427,3 +1427,38 @@ def read_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     out["AI4"] = Grade(f"gate_up read at {frac:.0%} of the copy rate", verdict(_in(frac, lo, hi)),
                        "inside the range" if _in(frac, lo, hi) else f"{side(frac, lo, hi)} the range")
     return out
+
+
+def anchor_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AJ1 (our decode step's GPU time below the compiled plain step's by a share inside the
+    range), AJ2 (the plain step uncompiled at least the quoted multiple of compiled), AJ4 (both
+    plain steps' argmax equal to ours outside ties, logits within the quoted difference) on
+    roofline.measured_for_anchors; AJ3 (transformers' step a multiple of ours inside the range)
+    where its row is there."""
+    if "anchors" not in m:
+        return {}
+    from .roofline import OURS_ANCHOR, PLAIN_COMPILED, PLAIN_GRAPH
+
+    a = m["anchors"]
+    ours, graph, compiled = (a.loc[k, "gpu_ms"] for k in (OURS_ANCHOR, PLAIN_GRAPH, PLAIN_COMPILED))
+    below = 1 - ours / compiled
+    lo, hi = p["AJ1"].fractions(0)
+    out = {"AJ1": Grade(f"ours {ours:.3f} ms, plain compiled {compiled:.3f} ms ({below:.1%} below)",
+                        verdict(_in(below, lo, hi)),
+                        "inside the range" if _in(below, lo, hi) else f"{side(below, lo, hi)} the range")}
+    (least,) = p["AJ2"].range(0)
+    out["AJ2"] = Grade(f"plain uncompiled {graph:.3f} ms, {graph / compiled:.2f}x compiled", verdict(graph / compiled >= least),
+                       "at least that multiple" if graph / compiled >= least else "under it")
+    if "transformers" in m:
+        x = m["transformers"]["gpu_ms"] / ours
+        lo, hi = p["AJ3"].range(0)
+        out["AJ3"] = Grade(f"transformers {m['transformers']['gpu_ms']:.2f} ms a step, {x:.2f}x ours", verdict(_in(x, lo, hi)),
+                           "inside the range" if _in(x, lo, hi) else f"{side(x, lo, hi)} the range")
+    (limit,) = p["AJ4"].range(0)
+    plain = a.loc[[PLAIN_GRAPH, PLAIN_COMPILED]]
+    agree = bool((plain["argmax_agree_outside_ties"] == plain["rows_outside_ties"]).all())
+    diff = float(plain["max_abs_diff_vs_ours"].max())
+    out["AJ4"] = Grade(f"max |d| {diff:.3f}; argmax {int(plain['argmax_agree_outside_ties'].min())} of "
+                       f"{int(plain['rows_outside_ties'].min())} rows outside ties", verdict(agree and diff <= limit),
+                       "both held" if agree and diff <= limit else "not both held")
+    return out

@@ -1568,3 +1568,36 @@ def measured_for_reads(data: Path) -> dict:
     if lease is not None:
         m["decode_gpu_ms"] = float(lease.loc[("second stream", "decode"), "base_gpu_ms"])
     return m
+
+
+OURS_ANCHOR = f"ours: {PARALLEL}"
+PLAIN_GRAPH, PLAIN_COMPILED = "plain PyTorch, one CUDA graph", "plain PyTorch, torch.compile, one CUDA graph"
+
+
+def measured_for_anchors(data: Path) -> dict:
+    """What set AJ (our decode step beside plain PyTorch and transformers) is graded on
+    (grading.anchor_grades): roofline/anchors's newest lease, per anchor the median GPU and
+    wall ms over rounds, its first call's seconds (a compile's) and, for the plain steps, its
+    logits against ours ("anchors", indexed by name); the step's rows, mean and longest
+    context and the plain cache's length; the commit; transformers' steps beside it
+    (roofline/anchors_transformers's newest row, "transformers"); and the first plain run's
+    compiled step, which wrote one cache tensor for all layers (roofline/anchors_first,
+    "first_compiled_ms"). Empty without rows."""
+    df = _newest_boot(data, "roofline/anchors")
+    if not len(df):
+        return {}
+    checks = ["max_abs_diff_vs_ours", "rows_outside_ties", "argmax_agree_outside_ties"]
+    anchors = (df.groupby("anchor", sort=False)
+               .agg(gpu_ms=("gpu_ms", "median"), wall_ms=("wall_ms", "median"), first_call_s=("first_call_s", "first"),
+                    rounds=("round", "nunique"), **{c: (c, "first") for c in checks}))
+    first = df.iloc[0]
+    m = {"anchors": anchors, "rows": int(first["rows"]), "context_mean": float(first["context_mean"]),
+         "context_max": int(first["context_max"]), "cache_len": int(first["plain_cache_len"]),
+         "commit": str(first["git_commit"])}
+    hf = _newest_boot(data, "roofline/anchors_transformers")
+    if len(hf):
+        m["transformers"] = hf.iloc[-1]
+    old = _frame(data, "roofline/anchors_first")
+    if len(old):
+        m["first_compiled_ms"] = float(old.loc[old["anchor"] == PLAIN_COMPILED, "gpu_ms"].median())
+    return m
