@@ -53,6 +53,7 @@ and the other sections still run):
   anchors        the 32-row decode step beside what a reader would use instead: ours (census
                  configuration 6), plain PyTorch over a dense cache (fusedlib.bench.plain) as
                  one CUDA graph, eager and under torch.compile
+  anchors_kernels  the same steps under torch.profiler: kernels and µs a step by name
   anchors_transformers  transformers' generate at the same rows and context, with a static
                  cache and its automatic compile: the interval between decode steps
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
@@ -407,9 +408,6 @@ class Bench:
         then torch.profiler over `replays` replays of each (kernels, copies, kernel time),
         and the same timing again after it, as the rows' `*_profiled` columns."""
         torch = self.torch
-        from torch.autograd import DeviceType
-        from torch.profiler import ProfilerActivity, profile
-
         from fusedlib.attention import make_backend
         from fusedlib.graphs import WholeGraphs, PackedGraphs
 
@@ -446,12 +444,7 @@ class Bench:
         for row, (label, fused, _, _, one_kernel) in zip(rows, (c for c in chosen for _ in range(2))):
             model.fused_ops, model.gate_up_silu = fused, one_kernel
             run = steps[label, row["step"]]
-            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.on_gpu else [])
-            with profile(activities=activities) as prof:
-                for _ in range(p["replays"]):
-                    run()
-                _sync(self.device)
-            events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+            events = self._profiled(run)
             copies = [e for e in events if e.name.startswith(("Memcpy", "Memset"))]
             kernels = [e for e in events if not e.name.startswith(("Memcpy", "Memset"))]
             per_name: dict[str, list[float]] = {}
@@ -483,9 +476,6 @@ class Bench:
         start and end of the prefill kernel, split-KV decode and its reduce, and the start of the
         output projection that waits for them, in µs after the rotary kernel (the fork) ends;
         and (pair_copies) each copy or memset in the replays with the kernels either side."""
-        from torch.autograd import DeviceType
-        from torch.profiler import ProfilerActivity, profile
-
         from fusedlib.attention import make_backend
         from fusedlib.graphs import WholeGraphs
 
@@ -497,13 +487,8 @@ class Bench:
         for _ in range(3 if self.on_gpu else 1):
             run()
         _sync(self.device)
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.on_gpu else [])
-        with profile(activities=activities) as prof:
-            for _ in range(p["replays"]):
-                run()
-            _sync(self.device)
+        every = self._profiled(run)
         model.gate_up_silu = False
-        every = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA), key=lambda e: e.time_range.start)
         copies = [{"copy": e.name[:80], "us": e.time_range.elapsed_us(), "after": every[i - 1].name[:80] if i else None,
                    "before": every[i + 1].name[:80] if i + 1 < len(every) else None}
                   for i, e in enumerate(every) if e.name.startswith(("Memcpy", "Memset"))]
@@ -642,6 +627,20 @@ class Bench:
                 torch.cuda.empty_cache()
         model.fused_ops, model.gate_up_silu = True, False
         self.write("loop", out)
+
+    def _profiled(self, run) -> list:
+        """The CUDA events (kernels, copies, memsets) of `replays` calls of `run` under
+        torch.profiler, in order of their start. Once the profiler has run, its callbacks stay
+        on every launch of the process (data/roofline/wall_gap): time before profiling."""
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.on_gpu else [])
+        with profile(activities=activities) as prof:
+            for _ in range(self.p["replays"]):
+                run()
+            _sync(self.device)
+        return sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA), key=lambda e: e.time_range.start)
 
     def _time_step(self, run) -> tuple[float, float]:
         """(GPU ms: CUDA events around each step, median; wall ms: host time of the step
@@ -1232,12 +1231,12 @@ class Bench:
             self.summary.append((f"read_sizes {name}", f"engine {engine:.1f} us, fastest read {best:.1f} us "
                                                        f"({best / engine:.0%} of the engine's)"))
 
-    def anchors(self) -> None:
-        """The 32-row decode step beside what a reader would use instead, in one process:
-        ours (census configuration 6, one CUDA graph); the same step in plain PyTorch over a
-        dense cache (fusedlib.bench.plain) as one CUDA graph, eager and under torch.compile
-        (Inductor's default mode), each timed over rounds in rotating order, its logits
-        against ours. transformers' own step is `anchors_transformers`."""
+    def _anchor_steps(self):
+        """The decode step three ways for `anchors` and `anchors_kernels`: ours (census
+        configuration 6, one CUDA graph) and the same step in plain PyTorch over a dense cache
+        (fusedlib.bench.plain) as one CUDA graph, eager and under torch.compile (Inductor's
+        default mode; on a GPU only). Returns ([(name, run, first call's s)], each plain
+        step's logits against ours by name, the step's fields, and what the graphs read)."""
         torch = self.torch
         from fusedlib.attention import make_backend
         from fusedlib.bench.plain import PlainDecode
@@ -1257,7 +1256,7 @@ class Bench:
         tokens = batch.input_ids
         variants = [(f"ours: {label}", run_ours, 0.0)]
         modes = [("plain PyTorch, one CUDA graph", None)]
-        if self.on_gpu:  # Inductor's default mode; its CUDA graph is the one captured here
+        if self.on_gpu:
             modes.append(("plain PyTorch, torch.compile, one CUDA graph", "default"))
         checks = {}
         for name, mode in modes:
@@ -1275,24 +1274,53 @@ class Bench:
                             "rows_outside_ties": int(clear.sum()),
                             "argmax_agree_outside_ties": int(((logits.argmax(-1) == reference.argmax(-1)) & clear).sum())}
             variants.append((name, run, compile_s))
+        fields = {"rows": p["rows"], "context_mean": float(positions.float().mean()) + 1,
+                  "context_max": int(positions.max()) + 1, "plain_cache_len": cache_len}
+        return variants, checks, fields, (ours, plain)
+
+    def anchors(self) -> None:
+        """The 32-row decode step beside what a reader would use instead, in one process
+        (`_anchor_steps`), each timed over rounds in rotating order, the plain steps' logits
+        against ours. transformers' own step is `anchors_transformers`."""
+        variants, checks, fields, held = self._anchor_steps()
         out = []
-        base = {"rows": p["rows"], "context_mean": float(positions.float().mean()) + 1,
-                "context_max": int(positions.max()) + 1, "plain_cache_len": cache_len}
         rounds = 3 if self.on_gpu else 1
         for r in range(rounds):  # rotating order: each first once
             for i in range(len(variants)):
                 name, run, compile_s = variants[(i + r) % len(variants)]
                 gpu_ms, wall_ms = self._time_step(run)
-                out.append({**base, "anchor": name, "round": r, "gpu_ms": gpu_ms, "wall_ms": wall_ms,
+                out.append({**fields, "anchor": name, "round": r, "gpu_ms": gpu_ms, "wall_ms": wall_ms,
                             "first_call_s": compile_s, **checks.get(name, {})})
         self.write("anchors", out)
         for name, *_ in variants:
             gpu = statistics.median(r["gpu_ms"] for r in out if r["anchor"] == name)
             self.summary.append((f"anchors {name}", f"GPU {gpu:.3f} ms" + (
                 f", max|d| vs ours {checks[name]['max_abs_diff_vs_ours']:.3g}" if name in checks else "")))
-        del ours, plain, variants
+        del variants, held
         if self.on_gpu:
-            torch.cuda.empty_cache()
+            self.torch.cuda.empty_cache()
+
+    def anchors_kernels(self) -> None:
+        """Where each of `anchors`' decode steps spends its GPU time: torch.profiler over
+        `replays` replays of each, per kernel name its launches and µs a step. Run in its own
+        process after `anchors` (the profiler stays on every launch once it has run)."""
+        variants, _, fields, held = self._anchor_steps()
+        out = []
+        for name, run, _ in variants:
+            for _ in range(3):
+                run()
+            per_name: dict[str, list[float]] = {}
+            for e in self._profiled(run):
+                per_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
+            replays = self.p["replays"]
+            out += [{**fields, "anchor": name, "kernel": k[:200], "per_step": len(v) / replays,
+                     "us_per_step": sum(v) / replays} for k, v in per_name.items()]
+            kernels = sum(r["per_step"] for r in out if r["anchor"] == name)
+            self.summary.append((f"anchors_kernels {name}", f"{kernels:.0f} kernels and copies a step"))
+        self.write("anchors_kernels", out)
+        del variants, held
+        if self.on_gpu:
+            self.torch.cuda.empty_cache()
 
     def anchors_transformers(self) -> None:
         """transformers' decode steps at `rows` rows, beside `anchors`: generate with a static

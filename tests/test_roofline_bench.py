@@ -102,9 +102,10 @@ def test_the_read_sizes_section_times_each_kernel_beside_its_reads(tmp_path):
 @pytest.mark.slow(20)
 def test_the_anchor_sections_run_ours_plain_pytorch_and_transformers(tmp_path):
     """anchors times our decode step and the plain-PyTorch one (the same logits, fp32 on the
-    CPU); anchors_transformers times transformers' generate steps on the host's clock."""
+    CPU); anchors_kernels profiles them (no CUDA kernels to name on the CPU, but it runs);
+    anchors_transformers times transformers' generate steps on the host's clock."""
     proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections",
-                           "anchors,anchors_transformers"], capture_output=True, text=True, timeout=300)
+                           "anchors,anchors_kernels,anchors_transformers"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     got = rows.read_rows(tmp_path / "roofline" / "anchors")
     assert {r["anchor"].split(",")[0].split(":")[0] for r in got} == {"ours", "plain PyTorch"}
