@@ -1153,7 +1153,25 @@ def anchor_texts(m: dict, copy_bps: float) -> dict[str, str]:
               "an_hf_ctx": f"{hf['context_mean']:,.0f}", "an_hf_first_s": f"{hf['first_call_s']:.0f} s"}
     if "first_compiled_ms" in m:
         t["an_first_compiled"] = f"{m['first_compiled_ms']:.1f} ms"
+    if "kernels" in m:
+        for short, name in (("ours", OURS_ANCHOR), ("graph", PLAIN_GRAPH), ("compiled", PLAIN_COMPILED)):
+            r = m["kernels"].loc[name]
+            t |= {f"an_k_{short}_kernels": f"{r['kernels']:,.0f}"} | {
+                f"an_k_{short}_{cls.lower()}": f"{r[f'{cls}_us'] / 1e3:.2f} ms" for cls in ("GEMM", "attention", "other")}
     return t
+
+
+def anchor_kernel_table(m: dict) -> pd.DataFrame:
+    """Set AJ's profiled steps (roofline.anchor_kernels) for the page: per anchor, kernels a
+    step and kernel time by class."""
+    from .roofline import OURS_ANCHOR, PLAIN_COMPILED, PLAIN_GRAPH
+
+    k = m["kernels"].loc[[OURS_ANCHOR, PLAIN_GRAPH, PLAIN_COMPILED]]
+    ms = lambda col: (k[col] / 1e3).map("{:.2f}".format)  # noqa: E731
+    return pd.DataFrame({"decode step": ["ours", "plain PyTorch, one CUDA graph", "plain PyTorch, torch.compile"],
+                         "kernels a step": k["kernels"].map("{:,.0f}".format).to_numpy(),
+                         "GEMMs, ms": ms("GEMM_us").to_numpy(), "attention, ms": ms("attention_us").to_numpy(),
+                         "the rest, ms": ms("other_us").to_numpy(), "all kernels, ms": ms("total_us").to_numpy()})
 
 
 def read_texts(m: dict) -> dict[str, str]:

@@ -1580,7 +1580,8 @@ def measured_for_anchors(data: Path) -> dict:
     wall ms over rounds, its first call's seconds (a compile's) and, for the plain steps, its
     logits against ours ("anchors", indexed by name); the step's rows, mean and longest
     context and the plain cache's length; the commit; transformers' steps beside it
-    (roofline/anchors_transformers's newest row, "transformers"); and the first plain run's
+    (roofline/anchors_transformers's newest row, "transformers"); the profiler's kernels and
+    time by class per anchor (anchor_kernels, "kernels"); and the first plain run's
     compiled step, which wrote one cache tensor for all layers (roofline/anchors_first,
     "first_compiled_ms"). Empty without rows."""
     df = _newest_boot(data, "roofline/anchors")
@@ -1597,7 +1598,38 @@ def measured_for_anchors(data: Path) -> dict:
     hf = _newest_boot(data, "roofline/anchors_transformers")
     if len(hf):
         m["transformers"] = hf.iloc[-1]
+    kernels = anchor_kernels(data)
+    if len(kernels):
+        m["kernels"] = kernels
     old = _frame(data, "roofline/anchors_first")
     if len(old):
         m["first_compiled_ms"] = float(old.loc[old["anchor"] == PLAIN_COMPILED, "gpu_ms"].median())
     return m
+
+
+def kernel_class(name: str) -> str:
+    """A decode-step kernel's class by its name: "GEMM" (cuBLAS's nvjet kernels and split-K
+    reduce, our gate_up and split-K kernels), "attention" (ours, cuDNN's and SDPA's), or
+    "other" (norms, rotary, cache writes, activations, copies; every Inductor kernel, whose
+    names list the ops they fuse, attention's preparation among them)."""
+    if name.startswith("triton_"):
+        return "other"
+    if name.startswith("nvjet") or "splitKreduce" in name or name in ("gate_up_silu_kernel", "split_k_kernel"):
+        return "GEMM"
+    if name.startswith(("splitkv_", "cudnn", "void cudnn::")) or "flash" in name or "fmha" in name:
+        return "attention"
+    return "other"
+
+
+def anchor_kernels(data: Path) -> pd.DataFrame:
+    """Per anchor of roofline/anchors_kernels (its newest lease), in the order measured: kernels
+    and copies a step, and µs a step by kernel_class and in all. Empty without rows."""
+    df = _newest_boot(data, "roofline/anchors_kernels")
+    if not len(df):
+        return df
+    df = df.assign(cls=df["kernel"].map(kernel_class))
+    us = df.pivot_table(index="anchor", columns="cls", values="us_per_step", aggfunc="sum", sort=False).fillna(0.0)
+    out = pd.DataFrame({"kernels": df.groupby("anchor", sort=False)["per_step"].sum()})
+    for cls in ("GEMM", "attention", "other"):
+        out[f"{cls}_us"] = us.get(cls, 0.0)
+    return out.assign(total_us=out[["GEMM_us", "attention_us", "other_us"]].sum(axis=1))

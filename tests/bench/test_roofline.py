@@ -1435,5 +1435,20 @@ def test_set_aj_grades_the_committed_rows(tmp_path):
     _, t = chapters.anchors(DATA)
     assert (t["an_ours"], t["an_plain_compiled"], t["an_below"], t["an_hf_times"], t["an_first_compiled"]) == \
         ("1.91 ms", "2.25 ms", "15%", "4.14×", "18.4 ms")
+    # the profiled steps (1a9cbd2): kernels a step and kernel time by class
+    assert (t["an_k_ours_kernels"], t["an_k_compiled_kernels"], t["an_k_graph_kernels"]) == ("258", "347", "1,190")
+    assert (t["an_k_ours_gemm"], t["an_k_compiled_gemm"], t["an_k_compiled_attention"]) == ("1.09 ms", "1.24 ms", "0.61 ms")
+    assert list(chapters.anchor_kernel_table(m)["all kernels, ms"]) == ["1.81", "3.97", "2.13"]
     assert roofline.measured_for_anchors(tmp_path) == {} and grading.anchor_grades(p, {}) == {}
-    assert chapters.anchors(tmp_path) == ({}, {})
+    assert chapters.anchors(tmp_path) == ({}, {}) and roofline.anchor_kernels(tmp_path).empty
+
+
+@pytest.mark.parametrize("name, cls", [
+    ("nvjet_sm90_hsh_192x32_64x7_4x1_v_bz_TNT", "GEMM"), ("split_k_kernel", "GEMM"),
+    ("void cublasLt::splitKreduce_kernel<32, 16, int>(...)", "GEMM"), ("splitkv_reduce_kernel", "attention"),
+    ("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16", "attention"),
+    ("void cudnn::fusion::lean_reduction_kernel<false>(void*)", "attention"),
+    ("triton_poi_fused__scaled_dot_product_cudnn_attention_add_cat_2", "other"),
+    ("add_rms_norm_kernel", "other"), ("Memcpy HtoD (Pinned -> Device)", "other")])
+def test_kernel_class_names_each_kind(name, cls):
+    assert roofline.kernel_class(name) == cls
