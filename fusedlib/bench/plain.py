@@ -38,7 +38,7 @@ class PlainDecode:
         shape = (rows, cfg.num_kv_heads, cache_len, cfg.head_dim)
         self.k = [torch.zeros(shape, dtype=w.dtype, device=w.device) for _ in range(cfg.num_layers)]
         self.v = [torch.zeros_like(k) for k in self.k]
-        self.positions = torch.arange(cache_len, device=w.device)
+        self.cache_positions = torch.arange(cache_len, device=w.device)
         self.rows = torch.arange(rows, device=w.device)
 
     def fill(self, kv: torch.Tensor, blocks: list[list[int]], lengths: list[int]) -> None:
@@ -68,7 +68,7 @@ class PlainDecode:
         rows = tokens.shape[0]
         cos, sin = model.rotary(positions, model.embed_tokens.weight.dtype)  # [rows, 1, head_dim]
         # A row sees its cache up to and including its own position.
-        visible = (self.positions[None, :] <= positions[:, None])[:, None, None, :]
+        visible = (self.cache_positions[None, :] <= positions[:, None])[:, None, None, :]
         h = model.embed_tokens.weight[tokens]
         for i, layer in enumerate(model.layers):
             attn, mlp = layer.self_attn, layer.mlp
