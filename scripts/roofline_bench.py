@@ -54,6 +54,7 @@ and the other sections still run):
                  configuration 6), plain PyTorch over a dense cache (fusedlib.bench.plain) as
                  one CUDA graph, eager and under torch.compile
   anchors_kernels  the same steps under torch.profiler: kernels and µs a step by name
+  anchors_uniform  the compiled plain step with every row at the step's mean context
   anchors_transformers  transformers' generate at the same rows and context, with a static
                  cache and its automatic compile: the interval between decode steps
   wall_gap       the whole-graphed decode step's host time: the step and its graph's replay
@@ -1321,6 +1322,37 @@ class Bench:
         del variants, held
         if self.on_gpu:
             self.torch.cuda.empty_cache()
+
+    def anchors_uniform(self) -> None:
+        """The plain step of `anchors` under torch.compile as one CUDA graph, with every row at
+        the census step's mean context (its dense cache as long as that, the bytes ours reads)
+        instead of the step's own rows: the plain step without the longest row setting every
+        row's length. Random cache contents; GPU time only, over as many rounds."""
+        torch, p, batch = self.torch, self.p, self.decode_batch
+        from fusedlib.bench.plain import PlainDecode
+
+        mean = int(batch.positions.float().mean().round())
+        plain = PlainDecode(self.model, p["rows"], -(-(mean + 1) // 64) * 64)
+        gen = torch.Generator(device=self.device).manual_seed(7)
+        for cache in plain.k + plain.v:
+            cache.copy_(torch.randn(cache.shape, generator=gen, device=self.device).to(cache.dtype))
+        positions = torch.full_like(batch.positions, mean)
+        fn = torch.compile(plain.step, fullgraph=True, dynamic=False) if self.on_gpu else plain.step
+        call = functools.partial(fn, batch.input_ids, positions)
+        t0 = time.perf_counter()
+        call()
+        _sync(self.device)
+        first_s = time.perf_counter() - t0
+        run = self._graphed(call) if self.on_gpu else call
+        out = []
+        for r in range(3 if self.on_gpu else 1):
+            gpu_ms, wall_ms = self._time_step(run)
+            out.append({"anchor": "plain PyTorch, torch.compile, one CUDA graph, every row at the mean context",
+                        "round": r, "rows": p["rows"], "context": mean + 1, "plain_cache_len": plain.k[0].shape[2],
+                        "gpu_ms": gpu_ms, "wall_ms": wall_ms, "first_call_s": first_s})
+        self.write("anchors_uniform", out)
+        self.summary.append(("anchors_uniform", f"GPU {statistics.median(r['gpu_ms'] for r in out):.3f} ms "
+                                                f"at {mean + 1} positions a row"))
 
     def anchors_transformers(self) -> None:
         """transformers' decode steps at `rows` rows, beside `anchors`: generate with a static

@@ -105,12 +105,15 @@ def test_the_anchor_sections_run_ours_plain_pytorch_and_transformers(tmp_path):
     CPU); anchors_kernels profiles them (no CUDA kernels to name on the CPU, but it runs);
     anchors_transformers times transformers' generate steps on the host's clock."""
     proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections",
-                           "anchors,anchors_kernels,anchors_transformers"], capture_output=True, text=True, timeout=300)
+                           "anchors,anchors_kernels,anchors_uniform,anchors_transformers"],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     got = rows.read_rows(tmp_path / "roofline" / "anchors")
     assert {r["anchor"].split(",")[0].split(":")[0] for r in got} == {"ours", "plain PyTorch"}
     plain = [r for r in got if r["anchor"].startswith("plain")]
     assert all(r["max_abs_diff_vs_ours"] < 1e-4 and r["argmax_agree_outside_ties"] == r["rows_outside_ties"]
                for r in plain)
+    uniform = rows.read_rows(tmp_path / "roofline" / "anchors_uniform")
+    assert uniform and all(r["context"] < r["plain_cache_len"] and r["wall_ms"] > 0 for r in uniform)
     (hf,) = rows.read_rows(tmp_path / "roofline" / "anchors_transformers")
     assert hf["steps"] >= 1 and hf["wall_ms"] > 0
