@@ -1153,6 +1153,9 @@ def anchor_texts(m: dict, copy_bps: float) -> dict[str, str]:
               "an_hf_ctx": f"{hf['context_mean']:,.0f}", "an_hf_first_s": f"{hf['first_call_s']:.0f} s"}
     if "first_compiled_ms" in m:
         t["an_first_compiled"] = f"{m['first_compiled_ms']:.1f} ms"
+    if "uniform" in m:
+        t |= {"an_uniform": f"{m['uniform']['gpu_ms']:.2f} ms", "an_uniform_ctx": f"{m['uniform']['context']:,}",
+              "an_uniform_below": f"{1 - ours / m['uniform']['gpu_ms']:.0%}"}
     if "kernels" in m:
         for short, name in (("ours", OURS_ANCHOR), ("graph", PLAIN_GRAPH), ("compiled", PLAIN_COMPILED)):
             r = m["kernels"].loc[name]

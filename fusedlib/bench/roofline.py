@@ -1581,7 +1581,9 @@ def measured_for_anchors(data: Path) -> dict:
     logits against ours ("anchors", indexed by name); the step's rows, mean and longest
     context and the plain cache's length; the commit; transformers' steps beside it
     (roofline/anchors_transformers's newest row, "transformers"); the profiler's kernels and
-    time by class per anchor (anchor_kernels, "kernels"); and the first plain run's
+    time by class per anchor (anchor_kernels, "kernels"); the compiled plain step with every
+    row at the mean context (roofline/anchors_uniform's median GPU ms and context, "uniform");
+    and the first plain run's
     compiled step, which wrote one cache tensor for all layers (roofline/anchors_first,
     "first_compiled_ms"). Empty without rows."""
     df = _newest_boot(data, "roofline/anchors")
@@ -1601,6 +1603,9 @@ def measured_for_anchors(data: Path) -> dict:
     kernels = anchor_kernels(data)
     if len(kernels):
         m["kernels"] = kernels
+    uniform = _newest_boot(data, "roofline/anchors_uniform")
+    if len(uniform):
+        m["uniform"] = {"gpu_ms": float(uniform["gpu_ms"].median()), "context": int(uniform["context"].iloc[0])}
     old = _frame(data, "roofline/anchors_first")
     if len(old):
         m["first_compiled_ms"] = float(old.loc[old["anchor"] == PLAIN_COMPILED, "gpu_ms"].median())

@@ -1435,6 +1435,8 @@ def test_set_aj_grades_the_committed_rows(tmp_path):
     _, t = chapters.anchors(DATA)
     assert (t["an_ours"], t["an_plain_compiled"], t["an_below"], t["an_hf_times"], t["an_first_compiled"]) == \
         ("1.91 ms", "2.25 ms", "15%", "4.14×", "18.4 ms")
+    # every row at the mean context (cba3349)
+    assert (t["an_uniform"], t["an_uniform_ctx"], t["an_uniform_below"]) == ("2.14 ms", "1,139", "11%")
     # the profiled steps (1a9cbd2): kernels a step and kernel time by class
     assert (t["an_k_ours_kernels"], t["an_k_compiled_kernels"], t["an_k_graph_kernels"]) == ("258", "347", "1,190")
     assert (t["an_k_ours_gemm"], t["an_k_compiled_gemm"], t["an_k_compiled_attention"]) == ("1.09 ms", "1.24 ms", "0.61 ms")
