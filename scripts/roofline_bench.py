@@ -50,6 +50,8 @@ and the other sections still run):
   read_sizes     each decode-step weight-streaming kernel (q/k/v, output, gate_up, down, lm_head)
                  beside reads of its weight's bytes alone (fusedlib.bench.stream, a sweep of
                  grids, and torch's amax): what a kernel of that size could reach alone
+  read_kv        reads of the bytes one layer's decode attention reads in the census's decode
+                 step (every row's cached keys and values), a sweep of grids
   anchors        the 32-row decode step beside what a reader would use instead: ours (census
                  configuration 6), plain PyTorch over a dense cache (fusedlib.bench.plain) as
                  one CUDA graph, eager and under torch.compile
@@ -1278,6 +1280,38 @@ class Bench:
         fields = {"rows": p["rows"], "context_mean": float(positions.float().mean()) + 1,
                   "context_max": int(positions.max()) + 1, "plain_cache_len": cache_len}
         return variants, checks, fields, (ours, plain)
+
+    def read_kv(self) -> None:
+        """What decode attention could reach alone: reads (fusedlib.bench.stream, a sweep of
+        grids) of as many bytes as one layer's decode attention reads for the census's decode
+        step (every row's cached positions, keys and values), over one buffer per layer;
+        graph replays, every grid in rotating order over rounds."""
+        torch = self.torch
+        from fusedlib.bench.kernels import _median_ms
+        from fusedlib.bench.stream import read
+
+        cfg, dev, batch = self.model.config, self.device, self.decode_batch
+        positions = int((batch.positions + 1).sum())
+        per_position = 2 * cfg.num_kv_heads * cfg.head_dim  # elements: a key and a value
+        layers = cfg.num_layers if self.on_gpu else 2
+        gen = torch.Generator(device=dev).manual_seed(9)
+        buffers = [torch.randn(positions * per_position, generator=gen, device=dev).to(self.dtype) for _ in range(layers)]
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count if self.on_gpu else 2
+        plans = []
+        for per_sm in (1, 2, 4, 8):
+            out = torch.empty(per_sm * sms, dtype=torch.float32, device=dev)
+            every = lambda out=out: [read(b, out) for b in buffers]  # noqa: E731
+            plans.append((per_sm * sms, self._graphed(every) if self.on_gpu else every, every))
+        rows = []
+        for r in range(3 if self.on_gpu else 1):  # rotating order: each grid first once
+            for i in range(len(plans)):
+                programs, replay, _ = plans[(i + r) % len(plans)]
+                us = _median_ms(replay, dev, self.p["iters"], None) / layers * 1e3
+                rows.append({"positions": positions, "bytes": buffers[0].numel() * buffers[0].element_size(),
+                             "layers": layers, "programs": programs, "round": r, "us_per_layer": us})
+        self.write("read_kv", rows)
+        best = min(statistics.median(r["us_per_layer"] for r in rows if r["programs"] == g) for g, *_ in plans)
+        self.summary.append(("read_kv", f"{rows[0]['bytes'] / 1e6:.1f} MB a layer, fastest read {best:.1f} us"))
 
     def anchors(self) -> None:
         """The 32-row decode step beside what a reader would use instead, in one process

@@ -89,12 +89,17 @@ def test_the_chain_section_times_every_arm(tmp_path):
 @pytest.mark.slow(15)
 def test_the_read_sizes_section_times_each_kernel_beside_its_reads(tmp_path):
     """read_sizes writes, per decode-step weight, the engine's kernel, torch's amax and the read
-    probe at each grid, every round, with the weight's bytes."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "read_sizes"],
+    probe at each grid, every round, with the weight's bytes; read_kv the read probe over the
+    bytes of one layer's decode attention (keys and values of every row's positions)."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "read_sizes,read_kv"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     got = rows.read_rows(tmp_path / "roofline" / "read_sizes")
     assert {r["weight"] for r in got} == {"qkv", "o_proj", "gate_up", "down", "lm_head"}
+    kv = rows.read_rows(tmp_path / "roofline" / "read_kv")
+    assert {r["programs"] for r in kv} == {2, 4, 8, 16} and all(r["us_per_layer"] > 0 for r in kv)
+    # the census decode step's rows: 3 at the 20-token context and 1 past its 20-token new prompt
+    assert kv[0]["bytes"] == kv[0]["positions"] * 2 * 2 * 16 * 4 and kv[0]["positions"] > 4 * 20
     assert {(r["arm"], r["programs"]) for r in got} == {("engine", 0), ("amax", 0)} | {("read", 2 * k) for k in (1, 2, 4, 8)}
     assert all("error" not in r and r["us_per_call"] > 0 and r["bytes"] > 0 for r in got)
 
