@@ -571,7 +571,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     zs, aas, abs_ = rf.measured_for_prefetch(data), rf.measured_for_prefetch_after(data), rf.measured_for_gate_up_prefill(data)
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
-    ahs, ais = rf.measured_for_chain(data), rf.measured_for_reads(data)
+    ahs, ais, aks = rf.measured_for_chain(data), rf.measured_for_reads(data), rf.measured_for_read_kv(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -584,7 +584,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.prefetch_after_grades(by_key(), aas) | gr.gate_up_prefill_grades(by_key(), abs_)
               | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
               | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags)
-              | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais))
+              | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais)
+              | gr.read_kv_grades(by_key(), aks))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -592,7 +593,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | unmasked_texts(ys) | prefetch_texts(zs) | prefetch_after_texts(aas)
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
-                    | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais))
+                    | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
+                    | read_kv_texts(aks))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1201,6 +1203,23 @@ def read_texts(m: dict) -> dict[str, str]:
     if "decode_gpu_ms" in m:
         t |= {"rd_decode": f"{m['decode_gpu_ms']:.2f} ms",
               "rd_decode_if": f"{m['decode_gpu_ms'] - headroom / 1e3:.2f} ms"}
+    return t
+
+
+def read_kv_texts(m: dict) -> dict[str, str]:
+    """Set AK's texts (roofline.measured_for_read_kv), prefix "rk": one layer's attention bytes
+    and their read, the engine's attention a layer and a step, the reads a step and their share,
+    and a step of nothing but reads (set AI's GEMM reads and these)."""
+    if "read_us" not in m:
+        return {}
+    step = m["read_us"] * m["layers"]
+    t = {"rk_commit": m["commit"], "rk_mb": f"{m['mb']:.1f} MB", "rk_read": f"{m['read_us']:.1f} µs",
+         "rk_step_read": f"{step / 1e3:.2f} ms", "rk_rounds": f"{m['rounds']}"}
+    if "engine_us" in m:
+        t |= {"rk_engine": f"{m['engine_us'] / m['layers']:.1f} µs", "rk_engine_step": f"{m['engine_us'] / 1e3:.2f} ms",
+              "rk_share": f"{step / m['engine_us']:.0%}"}
+    if "gemm_read_us" in m:
+        t["rk_floor"] = f"{(step + m['gemm_read_us']) / 1e3:.2f} ms"
     return t
 
 

@@ -1462,3 +1462,27 @@ def anchor_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                        f"{int(plain['rows_outside_ties'].min())} rows outside ties", verdict(agree and diff <= limit),
                        "both held" if agree and diff <= limit else "not both held")
     return out
+
+
+def read_kv_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AK1 (the fastest read of one layer's attention bytes inside its µs range), AK2 (a step
+    of those reads a share of the engine's decode attention inside the range), AK3 (those
+    reads with set AI's GEMM reads inside the ms range) on roofline.measured_for_read_kv."""
+    if "read_us" not in m:
+        return {}
+    lo, hi = p["AK1"].range(0)
+    out = {"AK1": Grade(f"{m['read_us']:.1f} µs for {m['mb']:.1f} MB", verdict(_in(m["read_us"], lo, hi)),
+                        "inside the range" if _in(m["read_us"], lo, hi) else f"{side(m['read_us'], lo, hi)} the range")}
+    step = m["read_us"] * m["layers"]
+    if "engine_us" in m:
+        share = step / m["engine_us"]
+        lo, hi = p["AK2"].fractions(0)
+        out["AK2"] = Grade(f"reads {step:.0f} of the kernels' {m['engine_us']:.0f} µs a step ({share:.0%})",
+                           verdict(_in(share, lo, hi)),
+                           "inside the range" if _in(share, lo, hi) else f"{side(share, lo, hi)} the range")
+    if "gemm_read_us" in m:
+        floor = (step + m["gemm_read_us"]) / 1e3
+        lo, hi = p["AK3"].range(0)
+        out["AK3"] = Grade(f"{m['gemm_read_us'] / 1e3:.2f} + {step / 1e3:.2f} = {floor:.2f} ms", verdict(_in(floor, lo, hi)),
+                           "inside the range" if _in(floor, lo, hi) else f"{side(floor, lo, hi)} the range")
+    return out

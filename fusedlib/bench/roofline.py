@@ -1638,3 +1638,24 @@ def anchor_kernels(data: Path) -> pd.DataFrame:
     for cls in ("GEMM", "attention", "other"):
         out[f"{cls}_us"] = us.get(cls, 0.0)
     return out.assign(total_us=out[["GEMM_us", "attention_us", "other_us"]].sum(axis=1))
+
+
+def measured_for_read_kv(data: Path) -> dict:
+    """What set AK (decode attention against a read of its own bytes) is graded on
+    (grading.read_kv_grades): roofline/read_kv's newest lease, the fastest grid's median µs a
+    layer ("read_us"), the bytes and layers; the engine's decode attention a step from
+    anchor_kernels (ours, "engine_us") and set AI's GEMM reads a step (measured_for_reads,
+    "gemm_read_us"), where those rows are there. Empty without rows."""
+    df = _newest_boot(data, "roofline/read_kv")
+    if not len(df):
+        return {}
+    read_us = float(df.groupby("programs")["us_per_layer"].median().min())
+    m = {"read_us": read_us, "mb": float(df["bytes"].iloc[0]) / 1e6, "layers": int(df["layers"].iloc[0]),
+         "commit": str(df["git_commit"].iloc[0]), "rounds": int(df["round"].nunique())}
+    kernels = anchor_kernels(data)
+    if len(kernels):
+        m["engine_us"] = float(kernels.loc[OURS_ANCHOR, "attention_us"])
+    reads = measured_for_reads(data)
+    if reads:
+        m["gemm_read_us"] = reads["step"]["read_us"]
+    return m

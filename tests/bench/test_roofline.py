@@ -1454,3 +1454,23 @@ def test_set_aj_grades_the_committed_rows(tmp_path):
     ("add_rms_norm_kernel", "other"), ("Memcpy HtoD (Pinned -> Device)", "other")])
 def test_kernel_class_names_each_kind(name, cls):
     assert roofline.kernel_class(name) == cls
+
+
+def test_set_ak_grades_the_committed_rows(tmp_path):
+    """AK1-AK3 on data/roofline/read_kv (a183ffc) with anchors_kernels and read_sizes: 11.0 µs to
+    read a layer's 37.3 MB, 63% of the engine's attention a step, 1.26 ms for a step of reads
+    (all held); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_read_kv(DATA)
+    assert (m["commit"], m["layers"], round(m["mb"], 1)) == ("a183ffc", 28, 37.3)
+    g = grading.read_kv_grades(p, m)
+    assert [g[k].verdict for k in ("AK1", "AK2", "AK3")] == ["HELD"] * 3
+    g = grading.read_kv_grades(p, m | {"read_us": 14.0, "engine_us": 400.0, "gemm_read_us": 1200.0})
+    assert [g[k].verdict for k in ("AK1", "AK2", "AK3")] == ["MISSED"] * 3
+    t = chapters.read_kv_texts(m)
+    assert (t["rk_read"], t["rk_engine"], t["rk_share"], t["rk_floor"]) == ("11.0 µs", "17.5 µs", "63%", "1.26 ms")
+    assert roofline.measured_for_read_kv(tmp_path) == {} and grading.read_kv_grades(p, {}) == {}
+    assert chapters.read_kv_texts({}) == {}
