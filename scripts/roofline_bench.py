@@ -147,6 +147,8 @@ SPLIT_K_SWEEP = {proj: list(dict.fromkeys(shapes)) for proj, shapes in SPLIT_K_S
 SMOKE_SPLIT_K_SWEEP = [(64, 64, 5, 4, 4), (16, 32, 3, 4, 2)]
 # The GEMM chain's launch shapes (fusedlib.bench.chain.ChainShape): (block_n, block_k, warps,
 # stages). 16 or 32 columns a tile give 48-128 tiles on the small GEMMs, about one per SM.
+# The read probe's grids (fusedlib.bench.stream), in programs per SM.
+READ_PER_SM = (1, 2, 4, 8)
 CHAIN_SHAPES = [(16, 512, 4, 3), (16, 256, 4, 4), (32, 256, 4, 3), (32, 128, 4, 4)]
 SMOKE_CHAIN_SHAPES = [(16, 32, 4, 2)]
 
@@ -450,12 +452,7 @@ class Bench:
             events = self._profiled(run)
             copies = [e for e in events if e.name.startswith(("Memcpy", "Memset"))]
             kernels = [e for e in events if not e.name.startswith(("Memcpy", "Memset"))]
-            per_name: dict[str, list[float]] = {}
-            for e in kernels:
-                per_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
-            for name, times in per_name.items():
-                names.append({"config": label, "step": row["step"], "kernel": name[:200],
-                              "per_step": len(times) / p["replays"], "us_per_step": sum(times) / p["replays"]})
+            names += [{"config": label, "step": row["step"], **k} for k in self._per_step(kernels)]
             gpu_profiled, wall_profiled = self._time_step(run)
             kernels_per_step = len(kernels) / p["replays"]
             row.update(kernels_per_step=kernels_per_step, kernels_per_layer=kernels_per_step / layers,
@@ -644,6 +641,33 @@ class Bench:
                 run()
             _sync(self.device)
         return sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA), key=lambda e: e.time_range.start)
+
+    def _per_step(self, events) -> list[dict]:
+        """`_profiled` events by name: launches and µs a step (over `replays`)."""
+        per_name: dict[str, list[float]] = {}
+        for e in events:
+            per_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
+        replays = self.p["replays"]
+        return [{"kernel": name[:200], "per_step": len(us) / replays, "us_per_step": sum(us) / replays}
+                for name, us in per_name.items()]
+
+    def _rotations(self, plans: list):
+        """(round, plan) over `plans` in rotating order, 3 rounds on a GPU (1 on the CPU): each
+        plan comes first in one round, so a drift over the run falls on every plan alike."""
+        for r in range(3 if self.on_gpu else 1):
+            for i in range(len(plans)):
+                yield r, plans[(i + r) % len(plans)]
+
+    def _read_calls(self, sms: int) -> list:
+        """(programs, call(tensor)) of the read probe (fusedlib.bench.stream) at READ_PER_SM
+        programs per SM of `sms`, each with its own output."""
+        from fusedlib.bench.stream import read
+
+        calls = []
+        for per_sm in READ_PER_SM:
+            out = self.torch.empty(per_sm * sms, dtype=self.torch.float32, device=self.device)
+            calls.append((per_sm * sms, lambda t, out=out: read(t.view(-1), out)))
+        return calls
 
     def _time_step(self, run) -> tuple[float, float]:
         """(GPU ms: CUDA events around each step, median; wall ms: host time of the step
@@ -1161,12 +1185,8 @@ class Bench:
         # The frame every arm's graph also holds: the input restored and the counter zeroed.
         frame = lambda: (chain.h.copy_(chain.h0), chain.counter.zero_())  # noqa: E731
         frame_ms = _median_ms(self._graphed(frame) if self.on_gpu else frame, dev, self.p["iters"], None)
-        rounds = 3 if self.on_gpu else 1
-        for r in range(rounds):  # rotating order: each plan first once
-            for i in range(len(plans)):
-                row, replay = plans[(i + r) % len(plans)]
-                out.append({**row, "round": r, "frame_ms": frame_ms,
-                            "ms": _median_ms(replay, dev, self.p["iters"], None)})
+        for r, (row, replay) in self._rotations(plans):
+            out.append({**row, "round": r, "frame_ms": frame_ms, "ms": _median_ms(replay, dev, self.p["iters"], None)})
         self.write("chain", out)
         by = {}
         for row in out:
@@ -1185,7 +1205,6 @@ class Bench:
 
         from fusedlib import ops
         from fusedlib.bench.kernels import _median_ms, copy_bandwidth
-        from fusedlib.bench.stream import read
 
         dev, model = self.device, self.model
         layer = model.layers[0]
@@ -1208,22 +1227,17 @@ class Bench:
             base = {"weight": name, "n": weight.shape[0], "k": weight.shape[1], "bytes": nbytes, "copies": layers,
                     "copy_bandwidth_gbs": bandwidth / 1e9}
             calls = [("engine", 0, lambda w, x=x, f=engine: f(x, w)), ("amax", 0, lambda w: w.amax())]
-            for per_sm in (1, 2, 4, 8):
-                out = torch.empty(per_sm * sms, dtype=torch.float32, device=dev)
-                calls.append(("read", per_sm * sms, lambda w, out=out: read(w.view(-1), out)))
+            calls += [("read", programs, call) for programs, call in self._read_calls(sms)]
             for arm, programs, call in calls:
                 every = lambda call=call, copies=copies: [call(w) for w in copies]  # noqa: E731
                 # `every` rides along: it holds the copies, inputs and outputs the graph reads
                 plans.append(({**base, "arm": arm, "programs": programs},
                               self._graphed(every) if self.on_gpu else every, every))
         out = []
-        rounds = 3 if self.on_gpu else 1
-        for r in range(rounds):  # rotating order: each plan first once
-            for i in range(len(plans)):
-                row, replay, _ = plans[(i + r) % len(plans)]
-                us = _median_ms(replay, dev, self.p["iters"], None) / row["copies"] * 1e3
-                out.append({**row, "round": r, "us_per_call": us, "gbs": row["bytes"] / us / 1e3,
-                            "fraction_of_copy": row["bytes"] / (us / 1e6) / bandwidth})
+        for r, (row, replay, _) in self._rotations(plans):
+            us = _median_ms(replay, dev, self.p["iters"], None) / row["copies"] * 1e3
+            out.append({**row, "round": r, "us_per_call": us, "gbs": row["bytes"] / us / 1e3,
+                        "fraction_of_copy": row["bytes"] / (us / 1e6) / bandwidth})
         self.write("read_sizes", out)
         med = {}
         for row in out:
@@ -1288,7 +1302,6 @@ class Bench:
         graph replays, every grid in rotating order over rounds."""
         torch = self.torch
         from fusedlib.bench.kernels import _median_ms
-        from fusedlib.bench.stream import read
 
         cfg, dev, batch = self.model.config, self.device, self.decode_batch
         positions = int((batch.positions + 1).sum())
@@ -1298,17 +1311,14 @@ class Bench:
         buffers = [torch.randn(positions * per_position, generator=gen, device=dev).to(self.dtype) for _ in range(layers)]
         sms = torch.cuda.get_device_properties(dev).multi_processor_count if self.on_gpu else 2
         plans = []
-        for per_sm in (1, 2, 4, 8):
-            out = torch.empty(per_sm * sms, dtype=torch.float32, device=dev)
-            every = lambda out=out: [read(b, out) for b in buffers]  # noqa: E731
-            plans.append((per_sm * sms, self._graphed(every) if self.on_gpu else every, every))
+        for programs, call in self._read_calls(sms):
+            every = lambda call=call: [call(b) for b in buffers]  # noqa: E731
+            plans.append((programs, self._graphed(every) if self.on_gpu else every, every))
         rows = []
-        for r in range(3 if self.on_gpu else 1):  # rotating order: each grid first once
-            for i in range(len(plans)):
-                programs, replay, _ = plans[(i + r) % len(plans)]
-                us = _median_ms(replay, dev, self.p["iters"], None) / layers * 1e3
-                rows.append({"positions": positions, "bytes": buffers[0].numel() * buffers[0].element_size(),
-                             "layers": layers, "programs": programs, "round": r, "us_per_layer": us})
+        for r, (programs, replay, _) in self._rotations(plans):
+            us = _median_ms(replay, dev, self.p["iters"], None) / layers * 1e3
+            rows.append({"positions": positions, "bytes": buffers[0].numel() * buffers[0].element_size(),
+                         "layers": layers, "programs": programs, "round": r, "us_per_layer": us})
         self.write("read_kv", rows)
         best = min(statistics.median(r["us_per_layer"] for r in rows if r["programs"] == g) for g, *_ in plans)
         self.summary.append(("read_kv", f"{rows[0]['bytes'] / 1e6:.1f} MB a layer, fastest read {best:.1f} us"))
@@ -1319,13 +1329,10 @@ class Bench:
         against ours. transformers' own step is `anchors_transformers`."""
         variants, checks, fields, held = self._anchor_steps()
         out = []
-        rounds = 3 if self.on_gpu else 1
-        for r in range(rounds):  # rotating order: each first once
-            for i in range(len(variants)):
-                name, run, compile_s = variants[(i + r) % len(variants)]
-                gpu_ms, wall_ms = self._time_step(run)
-                out.append({**fields, "anchor": name, "round": r, "gpu_ms": gpu_ms, "wall_ms": wall_ms,
-                            "first_call_s": compile_s, **checks.get(name, {})})
+        for r, (name, run, compile_s) in self._rotations(variants):
+            gpu_ms, wall_ms = self._time_step(run)
+            out.append({**fields, "anchor": name, "round": r, "gpu_ms": gpu_ms, "wall_ms": wall_ms,
+                        "first_call_s": compile_s, **checks.get(name, {})})
         self.write("anchors", out)
         for name, *_ in variants:
             gpu = statistics.median(r["gpu_ms"] for r in out if r["anchor"] == name)
@@ -1344,12 +1351,7 @@ class Bench:
         for name, run, _ in variants:
             for _ in range(3):
                 run()
-            per_name: dict[str, list[float]] = {}
-            for e in self._profiled(run):
-                per_name.setdefault(e.name, []).append(e.time_range.elapsed_us())
-            replays = self.p["replays"]
-            out += [{**fields, "anchor": name, "kernel": k[:200], "per_step": len(v) / replays,
-                     "us_per_step": sum(v) / replays} for k, v in per_name.items()]
+            out += [{**fields, "anchor": name, **k} for k in self._per_step(self._profiled(run))]
             kernels = sum(r["per_step"] for r in out if r["anchor"] == name)
             self.summary.append((f"anchors_kernels {name}", f"{kernels:.0f} kernels and copies a step"))
         self.write("anchors_kernels", out)
