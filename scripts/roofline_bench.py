@@ -40,6 +40,9 @@ and the other sections still run):
                  and the SiLU*up kernel against fusedlib.ops.gemm's one kernel over a sweep
                  of launch shapes; graph replays, each layer's weight its own copy so L2
                  holds none of them (as in a step); GB/s of the weight, the copy fraction
+  tma_gate_up    the mixed step's gate_up and activation at chunk + rows rows: cuBLAS and the
+                 activation kernel against one TMA-fed Triton kernel with the activation in
+                 its epilogue (fusedlib.bench.tma), over a sweep of tiles, persistent or not
   split_k        the same for qkv, o_proj and down: cuBLAS against fusedlib.ops.gemm's
                  split-K kernel (partials, compared as their sum) over a sweep per projection
   pair_timeline  the whole-graphed mixed step's attention pair per layer from the profiler:
@@ -125,6 +128,15 @@ SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
                                     for block_k in (64, 128) for warps, stages in ((4, 3), (4, 5), (8, 4))]
 SMOKE_GATE_UP_SWEEP = [(64, 64, 4, 5), (16, 32, 4, 2)]
+# fusedlib.bench.tma's launch shapes at a mixed step's rows: (block_m, block_n, block_k, warps,
+# stages, persistent). 544 rows are 5 row tiles of 128 or 9 of 64; 8,960 columns 70 tiles of 128.
+TMA_SWEEP = [(bm, bn, bk, w, st, False) for bm, bn, bk, w, st in
+             [(128, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 128, 8, 2), (64, 128, 64, 4, 3),
+              (64, 128, 64, 4, 4), (64, 128, 64, 4, 5), (128, 64, 64, 4, 4), (128, 64, 64, 8, 4),
+              (64, 64, 64, 4, 4), (64, 256, 64, 8, 3), (192, 128, 64, 8, 3)]] + [
+    (bm, bn, bk, w, st, True) for bm, bn, bk, w, st in
+    [(128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 64, 64, 8, 4), (64, 64, 64, 4, 4)]]
+SMOKE_TMA_SWEEP = [(16, 32, 32, 4, 2, False), (16, 32, 32, 4, 2, True)]
 # The split-K kernel's launch shapes: (block_n, block_k, splits, warps, stages), by projection,
 # the first of each its SplitKConfig. qkv and o_proj (K 1536): 24-32 column tiles at 64
 # columns, so 3-6 splits give about 1 to 1.5 programs per SM; down (K 8960) around set K's
@@ -1127,6 +1139,29 @@ class Bench:
                      for shape in (GATE_UP_SWEEP if self.on_gpu else SMOKE_GATE_UP_SWEEP)]
         self.write("gate_up", self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants))
 
+    def tma_gate_up(self) -> None:
+        """The mixed step's gate_up and activation at `chunk` + `rows` rows: cuBLAS and the
+        activation kernel (the engine's path there) against fusedlib.bench.tma's one TMA
+        kernel over TMA_SWEEP, as `gate_up` times its kernels."""
+        import torch.nn.functional as F
+
+        from fusedlib import ops
+        from fusedlib.bench.tma import TmaTiles, gate_up_silu_tma
+
+        gen = self.torch.Generator(device=self.device).manual_seed(11)
+        x = self.torch.randn(self.p["chunk"] + self.p["rows"], self.model.config.hidden_size, generator=gen,
+                             device=self.device).to(self.dtype)
+        variants = [("cublas + silu_mul kernel", None, lambda w: ops.silu_mul(F.linear(x, w)))]
+        variants += [("tma" + (" persistent" if shape[-1] else ""), TmaTiles(*shape),
+                      lambda w, c=TmaTiles(*shape): gate_up_silu_tma(x, w, c))
+                     for shape in (TMA_SWEEP if self.on_gpu else SMOKE_TMA_SWEEP)]
+        rows = self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants)
+        flop = 2 * x.shape[0] * x.shape[1] * self.model.layers[0].mlp.gate_up_proj.weight.shape[0]
+        for row in rows:
+            if "us_per_call" in row:
+                row["tflops"] = flop / row["us_per_call"] / 1e6
+        self.write("tma_gate_up", rows)
+
     def split_k(self) -> None:
         """The split-K kernel against cuBLAS on each projection it serves, one section."""
         import torch.nn.functional as F
@@ -1476,7 +1511,8 @@ class Bench:
             out.append(row)
         timed = [r for r in out if "us_per_call" in r]
         best = min(timed[1:], key=lambda r: r["us_per_call"])
-        shape = f"N{best['block_n']} K{best['block_k']}" + (f" S{best['splits']}" if "splits" in best else "")
+        shape = (f"M{best['block_m']} " if "block_m" in best else "") + f"N{best['block_n']} K{best['block_k']}" \
+            + (f" S{best['splits']}" if "splits" in best else "") + (" persistent" if best.get("persistent") else "")
         self.summary.append((f"{section} {x.shape[0]} rows",
                              f"{variants[0][0]} {timed[0]['us_per_call']:.1f} us ({timed[0]['fraction_of_copy']:.0%}), "
                              f"{variants[1][0]} default {out[1].get('us_per_call', float('nan')):.1f} us, best "

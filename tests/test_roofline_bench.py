@@ -122,3 +122,16 @@ def test_the_anchor_sections_run_ours_plain_pytorch_and_transformers(tmp_path):
     assert uniform and all(r["context"] < r["plain_cache_len"] and r["wall_ms"] > 0 for r in uniform)
     (hf,) = rows.read_rows(tmp_path / "roofline" / "anchors_transformers")
     assert hf["steps"] >= 1 and hf["wall_ms"] > 0
+
+
+@pytest.mark.slow(10)
+def test_the_tma_gate_up_section_times_cublas_beside_each_tma_shape(tmp_path):
+    """tma_gate_up writes cuBLAS with the activation kernel first, then each TMA shape of the
+    smoke sweep (one tile per program and persistent), each matching cuBLAS's output, at the
+    mixed step's rows (chunk + decode rows), with its GEMM rate."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "tma_gate_up"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "tma_gate_up")
+    assert [r["kernel"] for r in got] == ["cublas + silu_mul kernel", "tma", "tma persistent"]
+    assert all(r["m"] == 16 + 4 and r["max_abs_err_vs_cublas"] < 1e-4 and r["tflops"] > 0 for r in got)
