@@ -43,6 +43,7 @@ and the other sections still run):
   tma_gate_up    the mixed step's gate_up and activation at chunk + rows rows: cuBLAS and the
                  activation kernel against one TMA-fed Triton kernel with the activation in
                  its epilogue (fusedlib.bench.tma), over a sweep of tiles, persistent or not
+  tma_gate_up_more  the same over deeper pipelines around the first sweep's best
   split_k        the same for qkv, o_proj and down: cuBLAS against fusedlib.ops.gemm's
                  split-K kernel (partials, compared as their sum) over a sweep per projection
   pair_timeline  the whole-graphed mixed step's attention pair per layer from the profiler:
@@ -137,6 +138,14 @@ TMA_SWEEP = [(bm, bn, bk, w, st, False) for bm, bn, bk, w, st in
     (bm, bn, bk, w, st, True) for bm, bn, bk, w, st in
     [(128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 64, 64, 8, 4), (64, 64, 64, 4, 4)]]
 SMOKE_TMA_SWEEP = [(16, 32, 32, 4, 2, False), (16, 32, 32, 4, 2, True)]
+# tma_gate_up_more: deeper pipelines around the first sweep's best (64 x 128 x 64, 5 stages,
+# which fills 200 KB of shared memory; 32-deep K tiles halve a stage) and persistent 128 x 128.
+TMA_MORE_SWEEP = [(64, 128, 64, 4, 5, False)] + [
+    (bm, bn, bk, w, st, p) for bm, bn, bk, w, st, p in
+    [(64, 128, 32, 4, 6, False), (64, 128, 32, 4, 8, False), (64, 128, 32, 4, 10, False),
+     (64, 64, 64, 4, 6, False), (64, 64, 64, 4, 8, False), (128, 128, 32, 8, 6, False),
+     (128, 128, 64, 8, 4, True), (128, 128, 32, 8, 6, True), (128, 128, 32, 8, 8, True),
+     (64, 128, 64, 4, 5, True), (64, 128, 32, 4, 8, True), (128, 64, 64, 4, 6, True)]]
 # The split-K kernel's launch shapes: (block_n, block_k, splits, warps, stages), by projection,
 # the first of each its SplitKConfig. qkv and o_proj (K 1536): 24-32 column tiles at 64
 # columns, so 3-6 splits give about 1 to 1.5 programs per SM; down (K 8960) around set K's
@@ -1143,6 +1152,13 @@ class Bench:
         """The mixed step's gate_up and activation at `chunk` + `rows` rows: cuBLAS and the
         activation kernel (the engine's path there) against fusedlib.bench.tma's one TMA
         kernel over TMA_SWEEP, as `gate_up` times its kernels."""
+        self._tma_sweep("tma_gate_up", TMA_SWEEP)
+
+    def tma_gate_up_more(self) -> None:
+        """The same over TMA_MORE_SWEEP."""
+        self._tma_sweep("tma_gate_up_more", TMA_MORE_SWEEP)
+
+    def _tma_sweep(self, section: str, sweep: list) -> None:
         import torch.nn.functional as F
 
         from fusedlib import ops
@@ -1154,13 +1170,13 @@ class Bench:
         variants = [("cublas + silu_mul kernel", None, lambda w: ops.silu_mul(F.linear(x, w)))]
         variants += [("tma" + (" persistent" if shape[-1] else ""), TmaTiles(*shape),
                       lambda w, c=TmaTiles(*shape): gate_up_silu_tma(x, w, c))
-                     for shape in (TMA_SWEEP if self.on_gpu else SMOKE_TMA_SWEEP)]
+                     for shape in (sweep if self.on_gpu else SMOKE_TMA_SWEEP)]
         rows = self._weight_sweep("gate_up", self.model.layers[0].mlp.gate_up_proj.weight, x, variants)
         flop = 2 * x.shape[0] * x.shape[1] * self.model.layers[0].mlp.gate_up_proj.weight.shape[0]
         for row in rows:
             if "us_per_call" in row:
                 row["tflops"] = flop / row["us_per_call"] / 1e6
-        self.write("tma_gate_up", rows)
+        self.write(section, rows)
 
     def split_k(self) -> None:
         """The split-K kernel against cuBLAS on each projection it serves, one section."""
