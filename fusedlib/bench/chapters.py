@@ -576,6 +576,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
     ahs, ais, aks = rf.measured_for_chain(data), rf.measured_for_reads(data), rf.measured_for_read_kv(data)
+    als = rf.measured_for_tma(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -589,7 +590,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
               | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags)
               | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais)
-              | gr.read_kv_grades(by_key(), aks))
+              | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -598,7 +599,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
-                    | read_kv_texts(aks))
+                    | read_kv_texts(aks) | tma_texts(als))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1224,6 +1225,33 @@ def read_kv_texts(m: dict) -> dict[str, str]:
               "rk_share": f"{step / m['engine_us']:.0%}"}
     if "gemm_read_us" in m:
         t["rk_floor"] = f"{(step + m['gemm_read_us']) / 1e3:.2f} ms"
+    return t
+
+
+def tma_texts(m: dict) -> dict[str, str]:
+    """Set AL's texts (roofline.measured_for_tma), prefix "tm": the batch's rows, cuBLAS with the
+    activation kernel, the fastest TMA shapes one tile a program and persistent (µs, TFLOP/s,
+    tiles), the shapes timed, and the follow-up sweep's best beside its own cuBLAS timing."""
+    if "best" not in m:
+        return {}
+    shape = lambda r: f"{int(r['block_m'])} × {int(r['block_n'])}, K {int(r['block_k'])}, {int(r['num_stages'])} stages"  # noqa: E731
+    t = {"tm_commit": m["commit"], "tm_rows": f"{m['rows']}", "tm_cublas": f"{m['cublas_us']:.1f} µs",
+         "tm_cublas_tflops": f"{m['cublas_tflops']:.0f} TFLOP/s", "tm_shapes": f"{m['shapes']}",
+         "tm_best": f"{m['best']['us_per_call']:.1f} µs", "tm_best_tflops": f"{m['best']['tflops']:.0f} TFLOP/s",
+         "tm_best_shape": shape(m["best"]),
+         "tm_change": f"{m['best']['us_per_call'] / m['cublas_us'] - 1:+.1%}"}
+    tiles = ["block_m", "block_n", "block_k", "num_warps", "persistent"]
+    same = m["timed"][(m["timed"][tiles] == m["best"][tiles]).all(axis=1)]
+    shallow = same.loc[same["num_stages"].idxmin()]
+    if shallow["num_stages"] < m["best"]["num_stages"]:  # the best shape's tiles with the fewest stages timed
+        t |= {"tm_shallow_stages": f"{int(shallow['num_stages'])}", "tm_shallow": f"{shallow['us_per_call']:.1f} µs"}
+    if "tiles" in m and "persistent" in m:
+        t |= {"tm_tiles": f"{m['tiles']['us_per_call']:.1f} µs", "tm_persistent": f"{m['persistent']['us_per_call']:.1f} µs",
+              "tm_persistent_shape": shape(m["persistent"])}
+    if more := m.get("more"):
+        best = min((more[k] for k in ("tiles", "persistent") if k in more), key=lambda r: r["us_per_call"])
+        t |= {"tm_more_shapes": f"{more['shapes']}", "tm_more_best": f"{best['us_per_call']:.1f} µs",
+              "tm_more_cublas": f"{more['cublas_us']:.1f} µs", "tm_more_best_shape": shape(best)}
     return t
 
 

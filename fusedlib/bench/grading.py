@@ -1486,3 +1486,26 @@ def read_kv_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         out["AK3"] = Grade(f"{m['gemm_read_us'] / 1e3:.2f} + {step / 1e3:.2f} = {floor:.2f} ms", verdict(_in(floor, lo, hi)),
                            "inside the range" if _in(floor, lo, hi) else f"{side(floor, lo, hi)} the range")
     return out
+
+
+def tma_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AL1 (the fastest TMA shape's time over cuBLAS and the activation kernel's inside the
+    range), AL2 (its GEMM rate inside the TFLOP/s range), AL3 (the fastest persistent shape
+    within the band of the fastest one-tile-per-program shape) on roofline.measured_for_tma."""
+    if "best" not in m:
+        return {}
+    best, out = m["best"], {}
+    ratio = best["us_per_call"] / m["cublas_us"]
+    lo, hi = p["AL1"].range(0)
+    out["AL1"] = Grade(f"{best['us_per_call']:.1f} against {m['cublas_us']:.1f} µs ({ratio:.2f}×)",
+                       verdict(_in(ratio, lo, hi)), f"{side(ratio, lo, hi)} the range")
+    lo, hi = p["AL2"].range(0)
+    out["AL2"] = Grade(f"{best['tflops']:.0f} TFLOP/s", verdict(_in(best["tflops"], lo, hi)),
+                       f"{side(best['tflops'], lo, hi)} the range")
+    if "tiles" in m and "persistent" in m:
+        gap = m["persistent"]["us_per_call"] / m["tiles"]["us_per_call"] - 1
+        band = p["AL3"].fractions(0)[0]
+        out["AL3"] = Grade(f"persistent {m['persistent']['us_per_call']:.1f}, one tile a program "
+                           f"{m['tiles']['us_per_call']:.1f} µs ({gap:+.1%})", verdict(abs(gap) <= band),
+                           "within the band" if abs(gap) <= band else "outside the band")
+    return out

@@ -1659,3 +1659,40 @@ def measured_for_read_kv(data: Path) -> dict:
     if reads:
         m["gemm_read_us"] = reads["step"]["read_us"]
     return m
+
+
+def _tma_sweep(data: Path, stem: str) -> dict:
+    """One TMA sweep (roofline/tma_gate_up or tma_gate_up_more, newest commit): cuBLAS with the
+    activation kernel ("cublas_us"), every timed TMA shape fastest first ("timed"), the fastest
+    one tile per program ("tiles") and persistent ("persistent"), each a row with its µs and
+    TFLOP/s, how many shapes timed and how many the compiler rejected. Empty without rows."""
+    sweep = _frame(data, stem)
+    if not len(sweep):
+        return {}
+    sweep = _newest_commit(sweep)
+    cublas = sweep[sweep["kernel"].str.startswith("cublas")]
+    timed = sweep[sweep["kernel"].str.startswith("tma") & sweep["us_per_call"].notna()].sort_values("us_per_call")
+    if not len(cublas) or not len(timed):
+        return {}
+    persistent = timed["persistent"].astype(bool)
+    m = {"cublas_us": float(cublas["us_per_call"].iloc[0]), "cublas_tflops": float(cublas["tflops"].iloc[0]),
+         "timed": timed.reset_index(drop=True), "shapes": int(len(timed)), "rejected": int((sweep["kernel"].str.startswith("tma")).sum() - len(timed)),
+         "rows": int(cublas["m"].iloc[0]), "commit": str(cublas["git_commit"].iloc[0])}
+    for key, rows in (("tiles", timed[~persistent]), ("persistent", timed[persistent])):
+        if len(rows):
+            m[key] = rows.iloc[0]
+    return m
+
+
+def measured_for_tma(data: Path) -> dict:
+    """What set AL (the mixed step's gate_up fed by TMA, fusedlib.bench.tma) is graded on
+    (grading.tma_grades): roofline/tma_gate_up as _tma_sweep reads it, "best" the faster of its
+    two fastest rows, and the follow-up sweep of deeper pipelines (tma_gate_up_more) as
+    "more", where its rows are. Empty without rows."""
+    m = _tma_sweep(data, "roofline/tma_gate_up")
+    if not m:
+        return {}
+    m["best"] = min((m[k] for k in ("tiles", "persistent") if k in m), key=lambda r: r["us_per_call"])
+    if more := _tma_sweep(data, "roofline/tma_gate_up_more"):
+        m["more"] = more
+    return m

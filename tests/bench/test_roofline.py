@@ -1474,3 +1474,30 @@ def test_set_ak_grades_the_committed_rows(tmp_path):
     assert (t["rk_read"], t["rk_engine"], t["rk_share"], t["rk_floor"]) == ("11.0 µs", "17.5 µs", "63%", "1.26 ms")
     assert roofline.measured_for_read_kv(tmp_path) == {} and grading.read_kv_grades(p, {}) == {}
     assert chapters.read_kv_texts({}) == {}
+
+
+def test_set_al_grades_the_committed_rows(tmp_path):
+    """AL1-AL3 on data/roofline/tma_gate_up (4272bed): the fastest TMA shape 59.0 µs against
+    59.2 for cuBLAS and the activation kernel at 544 rows, 508 TFLOP/s, persistent 1.1% behind
+    (all held); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_tma(DATA)
+    assert (m["commit"], m["rows"], m["shapes"], m["rejected"]) == ("4272bed", 544, 14, 1)
+    assert m["more"]["commit"] == "27a6220"
+    g = grading.tma_grades(p, m)
+    assert [g[k].verdict for k in ("AL1", "AL2", "AL3")] == ["HELD"] * 3
+    slow = m["best"].copy()
+    slow["us_per_call"], slow["tflops"] = 70.0, 430.0
+    persistent = m["persistent"].copy()
+    persistent["us_per_call"] = m["tiles"]["us_per_call"] * 1.06
+    g = grading.tma_grades(p, m | {"best": slow, "persistent": persistent})
+    assert [g[k].verdict for k in ("AL1", "AL2", "AL3")] == ["MISSED"] * 3
+    t = chapters.tma_texts(m)
+    assert (t["tm_best"], t["tm_cublas"], t["tm_best_shape"], t["tm_persistent"]) == \
+        ("59.0 µs", "59.2 µs", "64 × 128, K 64, 5 stages", "59.7 µs")
+    assert (t["tm_shallow_stages"], t["tm_shallow"], t["tm_more_best"]) == ("3", "74.6 µs", "59.0 µs")
+    assert roofline.measured_for_tma(tmp_path) == {} and grading.tma_grades(p, {}) == {}
+    assert chapters.tma_texts({}) == {}
