@@ -1255,6 +1255,31 @@ def tma_texts(m: dict) -> dict[str, str]:
     return t
 
 
+def closed_floor_texts(m: dict) -> dict[str, str]:
+    """The 20x target's budget against the closed pass's floor (roofline.closed_floor), prefix
+    "cf"."""
+    if not m:
+        return {}
+    sec = lambda x: f"{x:.2f} s"  # noqa: E731
+    tflops = lambda x: f"{x / 1e12:.0f} TFLOP/s"  # noqa: E731
+    t = {"cf_peer": f"{m['peer_s']:.1f} s", "cf_budget": sec(m["budget_s"]), "cf_peer_leases": f"{m['peer_leases']}",
+         "cf_peer_range": f"{m['peer_lo_s']:.1f} to {m['peer_hi_s']:.1f} s",
+         "cf_budget_hi": sec(m["budget_hi_s"]), "cf_ours": sec(m["ours_s"]),
+         "cf_n_mixed": f"{m['n_mixed']}", "cf_mixed": sec(m["mixed_s"]), "cf_n_decode": f"{m['n_decode']}",
+         "cf_decode": sec(m["decode_s"]), "cf_requests": f"{m['requests']}",
+         "cf_prompt_tokens": f"{m['prompt_tokens']:,}", "cf_gemm_tflop": f"{m['gemm_flop'] / 1e12:.0f} TFLOP",
+         "cf_gemm_rate": tflops(m["gemm_flops"]), "cf_gemm": sec(m["gemm_s"]),
+         "cf_attention_tflop": f"{m['attention_flop'] / 1e12:.1f} TFLOP", "cf_attention_rate": tflops(m["attention_flops"]),
+         "cf_attention": sec(m["attention_s"]), "cf_read_step": f"{m['decode_floor_s'] * 1e3:.2f} ms",
+         "cf_decode_floor": sec(m["decode_steps_s"]), "cf_floor": sec(m["floor_s"]),
+         "cf_floor_times": f"{m['peer_s'] / m['floor_s']:.1f}×", "cf_ours_over_floor": f"{m['ours_s'] / m['floor_s']:.2f}×",
+         "cf_strict_floor": sec(m["strict_floor_s"]), "cf_strict_times": f"{m['peer_s'] / m['strict_floor_s']:.1f}×"}
+    if "attention_flops_needed" in m:
+        t |= {"cf_attention_needed": tflops(m["attention_flops_needed"]),
+              "cf_attention_needed_x": f"{m['attention_flops_needed'] / m['attention_flops']:.1f}×"}
+    return t
+
+
 def read_table(m: dict) -> pd.DataFrame:
     """Set AI's weights (roofline.measured_for_reads) for the page."""
     w = m["weights"]

@@ -1696,3 +1696,70 @@ def measured_for_tma(data: Path) -> dict:
     if more := _tma_sweep(data, "roofline/tma_gate_up_more"):
         m["more"] = more
     return m
+
+
+def causal_pairs(prompt_lengths) -> int:
+    """(query, key) pairs of causal attention over whole prompts: each position sees itself
+    and every position before it."""
+    return sum(n * (n + 1) // 2 for n in prompt_lengths)
+
+
+def closed_floor(data: Path) -> dict:
+    """What part 10's 20x target asks of the 128 x 128 closed pass, against a floor of that pass
+    built from the best rates measured on this GPU: the lease of the peer bracket the part ends
+    on (PEER_PARALLEL_COMPARISON): transformers' pass ("peer_s"; over every lease's peer run, the
+    fastest and slowest, "peer_lo_s" and "peer_hi_s", of "peer_leases") and the budget 20x leaves
+    ("budget_s"); our median pass ("ours_s") and its mixed and decode-only steps ("n_mixed",
+    "mixed_s", "n_decode", "decode_s"); the requests' prompt tokens (the workload, rebuilt from
+    the rows' seed) and the floor's three terms, each a lower bound on its share: every GEMM
+    FLOP of every forward position (prompt tokens, then each decode forward; the vocabulary
+    projection once per sampled token) at the large-GEMM rate ("gemm_s"), causal attention
+    over the prompts at the fastest attention kernel measured on a prompt chunk, ours or
+    SDPA's ("attention_s", kernel_probe), and each decode-only step at the pace of a step of
+    nothing but reads (set AK, "decode_floor_s"); the floor with attention at the GEMM rate
+    ("strict_floor_s"), and the attention rate the budget needs with the other two terms at
+    their floors ("attention_flops_needed"). Empty without the rows."""
+    from . import runs
+    from .campaign import PEER_PARALLEL_COMPARISON
+    from .spec import RunSpec
+
+    peer = peer_comparison(data, PEER_PARALLEL_COMPARISON)
+    reads, probe = measured_for_read_kv(data), _frame(data, "roofline/kernel_probe")
+    if not len(peer) or "gemm_read_us" not in reads or not len(probe) or "tflops" not in probe:
+        return {}
+    closed = _frame(data, "paired/closed")
+    ours = closed[(closed["comparison"] == PEER_PARALLEL_COMPARISON) & (closed["stat"] == "median")]
+    row = ours.iloc[0]
+    spec = RunSpec.build("closed", profile=row["profile"], workload=row["workload"],
+                         batch_size=int(row["batch_size"]), seed=int(row["seed"]))
+    cfg = _model()
+    specs = runs.spec_workload(spec, row["workload"], int(row["batch_size"]), int(row["seed"]), cfg.vocab_size)
+    prompts = [len(s.prompt) for s in specs]
+    sampled = sum(s.max_new_tokens for s in specs)
+    positions = sum(prompts) + sampled - len(specs)  # the last sampled token is never fed back
+    embed = cfg.vocab_size * cfg.hidden_size
+    gemm_flop = 2 * (steps.parameters(cfg) - embed) * positions + 2 * embed * sampled
+    # per (query, key) pair and layer: q.k and p.v over every query head
+    attention_flop = causal_pairs(prompts) * cfg.num_layers * 4 * cfg.num_heads * cfg.head_dim
+    attention_flops = float(probe["tflops"].max()) * 1e12
+    decode_floor = (reads["read_us"] * reads["layers"] + reads["gemm_read_us"]) * 1e-6
+    steps_ = ours[["wall_s", "n_mixed_steps", "total_mixed_step_s", "n_decode_steps", "total_decode_step_s"]].median()
+    peer_s = float(peer.loc[peer["engine"] == "transformers", "wall_s"].iloc[0])
+    passes = _frame(data, "paired/peer")
+    passes = passes[(passes["workload"] == "mixed_fixed") & (passes["batch_size"] == 128) & (passes["stat"] == "median")]
+    m = {"peer_s": peer_s, "peer_leases": int(len(passes)), "peer_lo_s": float(passes["wall_s"].min()),
+         "peer_hi_s": float(passes["wall_s"].max()), "budget_hi_s": float(passes["wall_s"].max()) / PEER_TARGET, "budget_s": peer_s / PEER_TARGET, "ours_s": float(steps_["wall_s"]),
+         "n_mixed": int(steps_["n_mixed_steps"]), "mixed_s": float(steps_["total_mixed_step_s"]),
+         "n_decode": int(steps_["n_decode_steps"]), "decode_s": float(steps_["total_decode_step_s"]),
+         "requests": len(specs), "prompt_tokens": sum(prompts), "sampled": sampled,
+         "gemm_flop": gemm_flop, "gemm_flops": rates(data).gemm_flops, "attention_flop": attention_flop,
+         "attention_flops": attention_flops, "decode_floor_s": decode_floor}
+    m |= {"gemm_s": gemm_flop / m["gemm_flops"], "attention_s": attention_flop / attention_flops,
+          "decode_steps_s": m["n_decode"] * decode_floor}
+    m["floor_s"] = m["gemm_s"] + m["attention_s"] + m["decode_steps_s"]
+    # the same with attention at the GEMM rate too: no attention kernel has come near it here
+    m["strict_floor_s"] = m["gemm_s"] + attention_flop / m["gemm_flops"] + m["decode_steps_s"]
+    left = m["budget_s"] - m["gemm_s"] - m["decode_steps_s"]  # what 20x leaves the prompts' attention
+    if left > 0:
+        m["attention_flops_needed"] = attention_flop / left
+    return m

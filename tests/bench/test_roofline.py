@@ -1501,3 +1501,35 @@ def test_set_al_grades_the_committed_rows(tmp_path):
     assert (t["tm_shallow_stages"], t["tm_shallow"], t["tm_more_best"]) == ("3", "74.6 µs", "59.0 µs")
     assert roofline.measured_for_tma(tmp_path) == {} and grading.tma_grades(p, {}) == {}
     assert chapters.tma_texts({}) == {}
+
+
+def test_causal_pairs_count_each_position_with_every_one_before_it():
+    assert roofline.causal_pairs([1, 2, 4]) == 1 + 3 + 10
+    assert roofline.causal_pairs([]) == 0
+
+
+def test_the_closed_floor_of_the_20x_target(tmp_path):
+    """The floor of the 128 x 128 pass from the committed rows: 173,504 prompt tokens of the
+    seed-0 mixed_fixed draw; GEMMs at the large-GEMM rate, prompt attention at kernel_probe's
+    fastest chunk rate, set AK's read pace per decode-only step; transformers' 29.4 s at
+    00f1d8f leaves 1.47 s, under the 1.71 s floor. The terms add up and scale as stated."""
+    from fusedlib.bench import chapters, steps
+
+    from fusedlib.bench.analysis import DATA
+
+    m = roofline.closed_floor(DATA)
+    assert (m["requests"], m["prompt_tokens"], m["sampled"], m["n_decode"], m["n_mixed"]) == (128, 173504, 16384, 288, 352)
+    assert m["budget_s"] == pytest.approx(m["peer_s"] / roofline.PEER_TARGET)
+    cfg = PRESETS["qwen2.5-1.5b"]
+    embed = cfg.vocab_size * cfg.hidden_size
+    positions = 173504 + 16384 - 128
+    assert m["gemm_flop"] == 2 * (steps.parameters(cfg) - embed) * positions + 2 * embed * 16384
+    assert m["floor_s"] == pytest.approx(m["gemm_s"] + m["attention_s"] + m["decode_steps_s"])
+    assert m["strict_floor_s"] < m["budget_s"] < m["floor_s"]
+    assert m["attention_flop"] / m["attention_flops_needed"] == pytest.approx(
+        m["budget_s"] - m["gemm_s"] - m["decode_steps_s"])
+    t = chapters.closed_floor_texts(m)
+    assert (t["cf_peer"], t["cf_budget"], t["cf_floor"], t["cf_floor_times"], t["cf_attention_needed"]) == \
+        ("29.4 s", "1.47 s", "1.71 s", "17.2×", "152 TFLOP/s")
+    assert t["cf_peer_range"] == "26.5 to 36.3 s" and t["cf_peer_leases"] == "6"
+    assert roofline.closed_floor(tmp_path) == {} and chapters.closed_floor_texts({}) == {}
