@@ -34,6 +34,8 @@ and the other sections still run):
                  context and the prefill kernel on two chunks, beside each of torch's SDPA
                  backends on a dense copy of the same K/V; compiled registers and shared
                  memory; one eager call of each for `ncu` (rows; not in the default sections)
+  prefill_rates  a prompt chunk after 0 to 3,584 cached keys: the packed kernel beside SDPA's
+                 flash and cuDNN backends on a dense copy, TFLOP/s (rows; not in the defaults)
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -124,6 +126,8 @@ SMOKE_FLUSH_SWEEP = [(16, 2, 4, 2), (16, 8, 4, 3)]
 PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 128)
                  for block_n in (32, 64, 128) for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3))]
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
+# prefill_rates: keys cached before a 512-token chunk, up to the last chunk of a 4,096-token prompt
+PREFILL_RATE_CACHED = (0, 512, 1024, 2048, 3584)
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -998,12 +1002,10 @@ class Bench:
         those calls only, and the spins mark where each call's kernels begin."""
         torch = self.torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        from torch.nn.attention.bias import causal_lower_right
-
         from fusedlib.attention import triton_kernels
         from fusedlib.attention.base import DecodeMeta
         from fusedlib.attention.triton_backend import TritonAttention
-        from fusedlib.bench.kernels import _median_ms, copy_bandwidth, prefill_case
+        from fusedlib.bench.kernels import _median_ms, copy_bandwidth
 
         cfg, dev, p = self.model.config, self.device, self.p
         scale = cfg.head_dim ** -0.5
@@ -1030,16 +1032,7 @@ class Bench:
                           lambda q=q, k=k, v=v, m=graph_meta: ours.decode(q, k, v, m, scale), sdpa))
         gen = torch.Generator(device=dev).manual_seed(2)
         for case, cached in (("first chunk", 0), ("chunk after 2 chunks", 2 * p["chunk"])):
-            n = p["chunk"]
-            q, k, v, m = prefill_case([(cached, n)], cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, self.dtype, dev, gen)
-            flop = _causal_flop([(cached, n)], cfg)
-            qd = q.transpose(0, 1).unsqueeze(0)
-            kd, vd = dense(k, m.block_tables, cached + n), dense(v, m.block_tables, cached + n)
-            mask = causal_lower_right(n, cached + n)
-            sdpa = lambda qd=qd, kd=kd, vd=vd, mask=mask: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
-                qd, kd, vd, attn_mask=mask, scale=scale, enable_gqa=True)[0].transpose(0, 1)
-            cases.append((case, "prefill", cached + n, n, flop,
-                          lambda q=q, k=k, v=v, m=m: ours.prefill(q, k, v, m, scale), sdpa))
+            cases.append((case, "prefill", cached + p["chunk"], p["chunk"], *self._prefill_calls(ours, cached, gen)))
 
         out, probe = [], []
         for case, kind, context, tokens, work, our_call, sdpa in cases:
@@ -1087,6 +1080,62 @@ class Bench:
             self.summary.append((f"kernel_probe {case}",
                                  f"ours {mine['ours']['median_ms'] * 1e3:.1f} us; sdpa {peers or 'none ran'} us"
                                  if "ours" in mine else "ERROR ours did not run"))
+
+    def _prefill_calls(self, ours, cached: int, gen) -> tuple:
+        """One `chunk`-token prompt chunk after `cached` keys: its causal FLOP, our packed
+        kernel's call and SDPA's on a dense copy of the same K/V (causal from the bottom right)."""
+        torch, cfg, n = self.torch, self.model.config, self.p["chunk"]
+        from torch.nn.attention.bias import causal_lower_right
+
+        from fusedlib.bench.kernels import prefill_case
+
+        scale = cfg.head_dim ** -0.5
+        q, k, v, m = prefill_case([(cached, n)], cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, self.dtype,
+                                  self.device, gen)
+
+        def dense(cache):  # [1, kv heads, keys, head_dim] through the block table
+            return cache[m.block_tables.long()].flatten(1, 2)[:, :cached + n].transpose(1, 2).contiguous()
+
+        qd, kd, vd, mask = q.transpose(0, 1).unsqueeze(0), dense(k), dense(v), causal_lower_right(n, cached + n)
+        sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+            qd, kd, vd, attn_mask=mask, scale=scale, enable_gqa=True)[0].transpose(0, 1)
+        return _causal_flop([(cached, n)], cfg), lambda: ours.prefill(q, k, v, m, scale), sdpa
+
+    def prefill_rates(self) -> None:
+        """A `chunk`-token prompt chunk after each of PREFILL_RATE_CACHED keys: our packed kernel
+        and SDPA's flash and cuDNN backends, graph replays after a reading L2 flush, TFLOP/s of
+        the causal work and each backend's max |diff| from ours (the attention rates a serving
+        pass's prompts see, chunk by chunk)."""
+        torch = self.torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        from fusedlib.attention.triton_backend import TritonAttention
+        from fusedlib.bench.kernels import _median_ms
+
+        dev, p = self.device, self.p
+        scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
+        timed = (lambda call: _median_ms(self._graphed(call), dev, p["iters"] * 2, scratch, "read")) \
+            if self.on_gpu else (lambda call: _median_ms(call, dev, p["iters"], None))
+        backends = ([("sdpa flash", SDPBackend.FLASH_ATTENTION), ("sdpa cudnn", SDPBackend.CUDNN_ATTENTION)]
+                    if self.on_gpu else [("sdpa math", SDPBackend.MATH)])
+        ours, gen, out = TritonAttention(decode_kernel="balanced"), torch.Generator(device=dev).manual_seed(4), []
+        for cached in (PREFILL_RATE_CACHED if self.on_gpu else (0, p["chunk"])):
+            flop, our_call, sdpa = self._prefill_calls(ours, cached, gen)
+            expected = our_call().float()
+            for label, manager, call in [("ours", contextlib.nullcontext, our_call)] + [
+                    (label, lambda b=b: sdpa_kernel([b]), sdpa) for label, b in backends]:
+                row = {"cached": cached, "tokens": p["chunk"], "kernel": label, "flop": flop}
+                try:
+                    with manager():
+                        row["max_abs_err"] = (call().float() - expected).abs().max().item()
+                        row["median_ms"] = timed(call)
+                    row["tflops"] = flop / row["median_ms"] / 1e9
+                except Exception as exc:  # a backend that refuses the problem is a result
+                    row["error"] = repr(exc)[:300]
+                out.append(row)
+            self.summary.append((f"prefill_rates after {cached}", ", ".join(
+                f"{r['kernel']} {r['tflops']:.0f}" for r in out if r["cached"] == cached and "tflops" in r) + " TFLOP/s"))
+        self.write("prefill_rates", out)
 
     # ---- (d) GEMM rate and launch cost --------------------------------------------------
     def gemm(self) -> None:

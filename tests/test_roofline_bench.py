@@ -135,3 +135,17 @@ def test_the_tma_gate_up_section_times_cublas_beside_each_tma_shape(tmp_path):
     got = rows.read_rows(tmp_path / "roofline" / "tma_gate_up")
     assert [r["kernel"] for r in got] == ["cublas + silu_mul kernel", "tma", "tma persistent"]
     assert all(r["m"] == 16 + 4 and r["max_abs_err_vs_cublas"] < 1e-4 and r["tflops"] > 0 for r in got)
+
+
+@pytest.mark.slow(10)
+def test_the_prefill_rates_section_times_ours_beside_sdpa_after_each_prefix(tmp_path):
+    """prefill_rates writes, per cached prefix (two on the smoke profile), our packed kernel and
+    SDPA's backends on the same chunk, agreeing with ours, with the chunk's causal FLOP."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "prefill_rates"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "prefill_rates")
+    assert [(r["cached"], r["kernel"]) for r in got] == [(0, "ours"), (0, "sdpa math"), (16, "ours"), (16, "sdpa math")]
+    # 16 queries after `cached` keys, 4 heads of 16 dims on the tiny model: 4 FLOP a key and dim
+    assert [r["flop"] for r in got[::2]] == [4 * (16 * c + 16 * 17 // 2) * 4 * 16 for c in (0, 16)]
+    assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
