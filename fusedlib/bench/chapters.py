@@ -581,7 +581,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
     ahs, ais, aks = rf.measured_for_chain(data), rf.measured_for_reads(data), rf.measured_for_read_kv(data)
-    als = rf.measured_for_tma(data)
+    als, cfs = rf.measured_for_tma(data), rf.closed_floor(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -595,7 +595,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.pdl_prefetch_grades(by_key(), acs) | gr.blas_grades(by_key(), ads)
               | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags)
               | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais)
-              | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als))
+              | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als)
+              | gr.prefill_rates_grades(by_key(), cfs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -604,7 +605,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
-                    | read_kv_texts(aks) | tma_texts(als))
+                    | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1260,29 +1261,60 @@ def tma_texts(m: dict) -> dict[str, str]:
     return t
 
 
+def prefill_rates_texts(m: dict) -> dict[str, str]:
+    """Set AM's texts (roofline.closed_floor's "rates" and attention terms), prefix "pr": the
+    commit, the longest prefix, our kernel against the fastest SDPA backend after 1,024 keys and
+    after the longest prefix, and the 128 x 128 pass's prompt attention at our kernel's rates and
+    at the fastest measured."""
+    if "rates" not in m:
+        return {}
+    r = m["rates"]
+    at = lambda k: r.loc[k] if k in r.index else r.iloc[-1]  # noqa: E731
+    return {"pr_commit": r["commit"].iloc[0], "pr_prefix_hi": f"{r.index[-1]:,}",
+            "pr_ours_1k": f"{at(1024)['ours']:.0f} TFLOP/s", "pr_sdpa_1k": f"{at(1024)['sdpa']:.0f} TFLOP/s",
+            "pr_ours_hi": f"{r['ours'].iloc[-1]:.0f} TFLOP/s", "pr_sdpa_hi": f"{r['sdpa'].iloc[-1]:.0f} TFLOP/s",
+            "pr_ratio_hi": f"{r['ours_vs_sdpa'].iloc[-1]:.2f}×", "pr_sdpa_kernel": r["sdpa_kernel"].iloc[-1],
+            "pr_sdpa_growth": f"{r['sdpa'].iloc[-1] / at(1024)['sdpa']:.2f}×",
+            "pr_ours_growth": f"{r['ours'].iloc[-1] / at(1024)['ours']:.2f}×",
+            "pr_pass_ours": f"{m['attention_ours_s']:.2f} s", "pr_pass_best": f"{m['attention_s']:.2f} s"}
+
+
+def prefill_rates_table(m: dict) -> pd.DataFrame:
+    """Set AM's rates by prefix (roofline.closed_floor's "rates") for the page."""
+    r = m["rates"]
+    return pd.DataFrame({"keys cached before the chunk": [f"{k:,}" for k in r.index],
+                         "ours, TFLOP/s": r["ours"].map("{:.0f}".format),
+                         "fastest SDPA backend, TFLOP/s": [f"{x:.0f} ({k.removeprefix('sdpa ')})"
+                                                           for x, k in zip(r["sdpa"], r["sdpa_kernel"])],
+                         "ours / SDPA, time": r["ours_vs_sdpa"].map("{:.2f}×".format)}).reset_index(drop=True)
+
+
 def closed_floor_texts(m: dict) -> dict[str, str]:
     """The 20x target's budget against the closed pass's floor (roofline.closed_floor), prefix
     "cf"."""
     if not m:
         return {}
     sec = lambda x: f"{x:.2f} s"  # noqa: E731
-    tflops = lambda x: f"{x / 1e12:.0f} TFLOP/s"  # noqa: E731
-    t = {"cf_peer": f"{m['peer_s']:.1f} s", "cf_budget": sec(m["budget_s"]), "cf_peer_leases": f"{m['peer_leases']}",
-         "cf_peer_range": f"{m['peer_lo_s']:.1f} to {m['peer_hi_s']:.1f} s",
-         "cf_budget_hi": sec(m["budget_hi_s"]), "cf_ours": sec(m["ours_s"]),
-         "cf_n_mixed": f"{m['n_mixed']}", "cf_mixed": sec(m["mixed_s"]), "cf_n_decode": f"{m['n_decode']}",
-         "cf_decode": sec(m["decode_s"]), "cf_requests": f"{m['requests']}",
-         "cf_prompt_tokens": f"{m['prompt_tokens']:,}", "cf_gemm_tflop": f"{m['gemm_flop'] / 1e12:.0f} TFLOP",
-         "cf_gemm_rate": tflops(m["gemm_flops"]), "cf_gemm": sec(m["gemm_s"]),
-         "cf_attention_tflop": f"{m['attention_flop'] / 1e12:.1f} TFLOP", "cf_attention_rate": tflops(m["attention_flops"]),
-         "cf_attention": sec(m["attention_s"]), "cf_read_step": f"{m['decode_floor_s'] * 1e3:.2f} ms",
-         "cf_decode_floor": sec(m["decode_steps_s"]), "cf_floor": sec(m["floor_s"]),
-         "cf_floor_times": f"{m['peer_s'] / m['floor_s']:.1f}×", "cf_ours_over_floor": f"{m['ours_s'] / m['floor_s']:.2f}×",
-         "cf_strict_floor": sec(m["strict_floor_s"]), "cf_strict_times": f"{m['peer_s'] / m['strict_floor_s']:.1f}×"}
-    if "attention_flops_needed" in m:
-        t |= {"cf_attention_needed": tflops(m["attention_flops_needed"]),
-              "cf_attention_needed_x": f"{m['attention_flops_needed'] / m['attention_flops']:.1f}×"}
-    return t
+    times = lambda x: f"{m['peer_s'] / x:.1f}×"  # noqa: E731
+    r = m["rates"]
+    return {"cf_peer": f"{m['peer_s']:.1f} s", "cf_budget": sec(m["budget_s"]), "cf_peer_leases": f"{m['peer_leases']}",
+            "cf_peer_range": f"{m['peer_lo_s']:.1f} to {m['peer_hi_s']:.1f} s", "cf_budget_hi": sec(m["budget_hi_s"]),
+            "cf_ours": sec(m["ours_s"]), "cf_n_mixed": f"{m['n_mixed']}", "cf_mixed": sec(m["mixed_s"]),
+            "cf_n_decode": f"{m['n_decode']}", "cf_decode": sec(m["decode_s"]), "cf_requests": f"{m['requests']}",
+            "cf_prompt_tokens": f"{m['prompt_tokens']:,}", "cf_chunk": f"{m['chunk']}",
+            "cf_gemm_tflop": f"{m['gemm_flop'] / 1e12:.0f} TFLOP", "cf_gemm_rate": f"{m['gemm_flops'] / 1e12:.0f} TFLOP/s",
+            "cf_gemm": sec(m["gemm_s"]), "cf_attention_tflop": f"{m['attention_flop'] / 1e12:.1f} TFLOP",
+            "cf_rate_lo": f"{r['best'].iloc[0]:.0f} TFLOP/s", "cf_rate_hi": f"{r['best'].iloc[-1]:.0f} TFLOP/s",
+            "cf_prefix_hi": f"{r.index[-1]:,}", "cf_attention": sec(m["attention_s"]),
+            "cf_attention_ours": sec(m["attention_ours_s"]), "cf_read_step": f"{m['decode_floor_s'] * 1e3:.2f} ms",
+            "cf_decode_floor": sec(m["decode_steps_s"]), "cf_floor": sec(m["floor_s"]), "cf_floor_times": times(m["floor_s"]),
+            "cf_against": (f"20× needs a pass {1 - m['budget_s'] / m['floor_s']:.0%} shorter than that floor"
+                           if m["budget_s"] < m["floor_s"] else
+                           f"20× leaves the pass {m['budget_s'] / m['floor_s'] - 1:.0%} above that floor, with no norm, launch, "
+                           "host gap or scheduling loss anywhere in it"),
+            "cf_ours_over_floor": f"{m['ours_s'] / m['floor_s']:.2f}×",
+            "cf_floor_ours": sec(m["floor_ours_s"]), "cf_floor_ours_times": times(m["floor_ours_s"]),
+            "cf_strict_floor": sec(m["strict_floor_s"]), "cf_strict_times": times(m["strict_floor_s"])}
 
 
 def read_table(m: dict) -> pd.DataFrame:

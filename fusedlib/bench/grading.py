@@ -1509,3 +1509,24 @@ def tma_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                            f"{m['tiles']['us_per_call']:.1f} µs ({gap:+.1%})", verdict(abs(gap) <= band),
                            "within the band" if abs(gap) <= band else "outside the band")
     return out
+
+
+def prefill_rates_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AM1 (the fastest kernel's rate after the longest prefix inside the range), AM2 (ours over
+    the fastest SDPA backend's time inside the range after every prefix of at least 1,024
+    keys), AM3 (the closed pass's floor inside the range) on roofline.closed_floor."""
+    if "rates" not in m:
+        return {}
+    r, out = m["rates"], {}
+    longest = r.iloc[-1]
+    lo, hi = p["AM1"].range(0)
+    out["AM1"] = Grade(f"{longest['best']:.0f} TFLOP/s after {r.index[-1]:,} keys ({longest['sdpa_kernel']})",
+                       verdict(_in(longest["best"], lo, hi)), f"{side(longest['best'], lo, hi)} the range")
+    long = r[r.index >= 1024]["ours_vs_sdpa"]
+    lo, hi = p["AM2"].range(0)
+    outside = [f"{k:,}" for k, x in long.items() if not _in(x, lo, hi)]
+    out["AM2"] = Grade(", ".join(f"{x:.2f}× after {k:,}" for k, x in long.items()), verdict(not outside),
+                       "inside the range at every prefix" if not outside else f"outside it after {', '.join(outside)} keys")
+    lo, hi = p["AM3"].range(0)
+    out["AM3"] = Grade(f"{m['floor_s']:.2f} s", verdict(_in(m["floor_s"], lo, hi)), f"{side(m['floor_s'], lo, hi)} the range")
+    return out

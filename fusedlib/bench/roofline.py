@@ -1698,10 +1698,42 @@ def measured_for_tma(data: Path) -> dict:
     return m
 
 
-def causal_pairs(prompt_lengths) -> int:
-    """(query, key) pairs of causal attention over whole prompts: each position sees itself
-    and every position before it."""
-    return sum(n * (n + 1) // 2 for n in prompt_lengths)
+def prefill_rates(data: Path) -> pd.DataFrame:
+    """roofline/prefill_rates at its newest commit: per cached prefix (index, keys before a
+    512-token chunk), our packed kernel's TFLOP/s ("ours"), the fastest SDPA backend's
+    ("sdpa", with its name "sdpa_kernel"), the fastest of all ("best") and our time over the
+    fastest SDPA backend's ("ours_vs_sdpa"). Empty without rows."""
+    df = _frame(data, "roofline/prefill_rates")
+    if not len(df):
+        return pd.DataFrame()
+    df = _newest_commit(df)
+    df = df[df["tflops"].notna()]
+    out = []
+    for cached, g in df.groupby("cached"):
+        ours, sdpa = g[g["kernel"] == "ours"], g[g["kernel"].str.startswith("sdpa")]
+        fastest = sdpa.loc[sdpa["tflops"].idxmax()]
+        out.append({"cached": int(cached), "ours": float(ours["tflops"].iloc[0]), "sdpa": float(fastest["tflops"]),
+                    "sdpa_kernel": fastest["kernel"], "best": float(g["tflops"].max()),
+                    "ours_vs_sdpa": float(ours["median_ms"].iloc[0]) / float(fastest["median_ms"]),
+                    "commit": str(g["git_commit"].iloc[0])})
+    return pd.DataFrame(out).set_index("cached")
+
+
+def prompt_attention_s(prompts, rates_by_prefix: pd.Series, chunk: int, cfg) -> tuple[int, float]:
+    """(FLOP, seconds) of causal attention over whole prompts cut into `chunk`-token chunks,
+    each chunk at the rate measured at its prefix or, between measured prefixes, at the next
+    longer one (`rates_by_prefix`, FLOP/s by keys cached before the chunk; past the longest, the
+    longest's): a lower bound on the time wherever the rate grows with the prefix, as the
+    fastest kernel's does in prefill_rates."""
+    prefixes = sorted(rates_by_prefix.index)
+    flop = seconds = 0
+    for length in prompts:
+        for cached in range(0, length, chunk):
+            n = min(chunk, length - cached)
+            f = 4 * (n * cached + n * (n + 1) // 2) * cfg.num_heads * cfg.head_dim * cfg.num_layers
+            rate = rates_by_prefix[next((p for p in prefixes if p >= cached), prefixes[-1])]
+            flop, seconds = flop + f, seconds + f / rate
+    return flop, seconds
 
 
 def closed_floor(data: Path) -> dict:
@@ -1713,19 +1745,20 @@ def closed_floor(data: Path) -> dict:
     "mixed_s", "n_decode", "decode_s"); the requests' prompt tokens (the workload, rebuilt from
     the rows' seed) and the floor's three terms, each a lower bound on its share: every GEMM
     FLOP of every forward position (prompt tokens, then each decode forward; the vocabulary
-    projection once per sampled token) at the large-GEMM rate ("gemm_s"), causal attention
-    over the prompts at the fastest attention kernel measured on a prompt chunk, ours or
-    SDPA's ("attention_s", kernel_probe), and each decode-only step at the pace of a step of
-    nothing but reads (set AK, "decode_floor_s"); the floor with attention at the GEMM rate
-    ("strict_floor_s"), and the attention rate the budget needs with the other two terms at
-    their floors ("attention_flops_needed"). Empty without the rows."""
+    projection once per sampled token) at the large-GEMM rate ("gemm_s"), the prompts' causal
+    attention in 512-token chunks, each at the fastest kernel's rate (ours or SDPA's) measured
+    at its prefix or the next longer one (prefill_rates, prompt_attention_s: "attention_s"; with our kernel's rates,
+    "attention_ours_s"), and each decode-only step at the pace of a step of nothing but reads
+    (set AK, "decode_floor_s"); the floor with our kernel's attention rates ("floor_ours_s")
+    and with attention at the GEMM rate ("strict_floor_s"); the rates by prefix ("rates",
+    prefill_rates). Empty without the rows."""
     from . import runs
     from .campaign import PEER_PARALLEL_COMPARISON
     from .spec import RunSpec
 
     peer = peer_comparison(data, PEER_PARALLEL_COMPARISON)
-    reads, probe = measured_for_read_kv(data), _frame(data, "roofline/kernel_probe")
-    if not len(peer) or "gemm_read_us" not in reads or not len(probe) or "tflops" not in probe:
+    reads, rates_ = measured_for_read_kv(data), prefill_rates(data)
+    if not len(peer) or "gemm_read_us" not in reads or not len(rates_):
         return {}
     closed = _frame(data, "paired/closed")
     ours = closed[(closed["comparison"] == PEER_PARALLEL_COMPARISON) & (closed["stat"] == "median")]
@@ -1739,27 +1772,25 @@ def closed_floor(data: Path) -> dict:
     positions = sum(prompts) + sampled - len(specs)  # the last sampled token is never fed back
     embed = cfg.vocab_size * cfg.hidden_size
     gemm_flop = 2 * (steps.parameters(cfg) - embed) * positions + 2 * embed * sampled
-    # per (query, key) pair and layer: q.k and p.v over every query head
-    attention_flop = causal_pairs(prompts) * cfg.num_layers * 4 * cfg.num_heads * cfg.head_dim
-    attention_flops = float(probe["tflops"].max()) * 1e12
+    chunk = int(row["chunk_tokens"])
+    attention_flop, attention_s = prompt_attention_s(prompts, rates_["best"] * 1e12, chunk, cfg)
     decode_floor = (reads["read_us"] * reads["layers"] + reads["gemm_read_us"]) * 1e-6
     steps_ = ours[["wall_s", "n_mixed_steps", "total_mixed_step_s", "n_decode_steps", "total_decode_step_s"]].median()
     peer_s = float(peer.loc[peer["engine"] == "transformers", "wall_s"].iloc[0])
     passes = _frame(data, "paired/peer")
     passes = passes[(passes["workload"] == "mixed_fixed") & (passes["batch_size"] == 128) & (passes["stat"] == "median")]
     m = {"peer_s": peer_s, "peer_leases": int(len(passes)), "peer_lo_s": float(passes["wall_s"].min()),
-         "peer_hi_s": float(passes["wall_s"].max()), "budget_hi_s": float(passes["wall_s"].max()) / PEER_TARGET, "budget_s": peer_s / PEER_TARGET, "ours_s": float(steps_["wall_s"]),
+         "peer_hi_s": float(passes["wall_s"].max()), "budget_hi_s": float(passes["wall_s"].max()) / PEER_TARGET,
+         "budget_s": peer_s / PEER_TARGET, "ours_s": float(steps_["wall_s"]),
          "n_mixed": int(steps_["n_mixed_steps"]), "mixed_s": float(steps_["total_mixed_step_s"]),
          "n_decode": int(steps_["n_decode_steps"]), "decode_s": float(steps_["total_decode_step_s"]),
-         "requests": len(specs), "prompt_tokens": sum(prompts), "sampled": sampled,
+         "requests": len(specs), "prompt_tokens": sum(prompts), "sampled": sampled, "chunk": chunk,
          "gemm_flop": gemm_flop, "gemm_flops": rates(data).gemm_flops, "attention_flop": attention_flop,
-         "attention_flops": attention_flops, "decode_floor_s": decode_floor}
-    m |= {"gemm_s": gemm_flop / m["gemm_flops"], "attention_s": attention_flop / attention_flops,
-          "decode_steps_s": m["n_decode"] * decode_floor}
+         "attention_s": attention_s, "attention_ours_s": prompt_attention_s(prompts, rates_["ours"] * 1e12, chunk, cfg)[1],
+         "rates": rates_, "decode_floor_s": decode_floor}
+    m |= {"gemm_s": gemm_flop / m["gemm_flops"], "decode_steps_s": m["n_decode"] * decode_floor}
     m["floor_s"] = m["gemm_s"] + m["attention_s"] + m["decode_steps_s"]
     # the same with attention at the GEMM rate too: no attention kernel has come near it here
     m["strict_floor_s"] = m["gemm_s"] + attention_flop / m["gemm_flops"] + m["decode_steps_s"]
-    left = m["budget_s"] - m["gemm_s"] - m["decode_steps_s"]  # what 20x leaves the prompts' attention
-    if left > 0:
-        m["attention_flops_needed"] = attention_flop / left
+    m["floor_ours_s"] = m["gemm_s"] + m["attention_ours_s"] + m["decode_steps_s"]  # our prefill kernel's rates
     return m
