@@ -34,6 +34,7 @@ and the other sections still run):
                  context and the prefill kernel on two chunks, beside each of torch's SDPA
                  backends on a dense copy of the same K/V; compiled registers and shared
                  memory; one eager call of each for `ncu` (rows; not in the default sections)
+  prefill_long   the prefill sweep on one chunk after each of 0 to 3,584 cached keys
   prefill_rates  a prompt chunk after 0 to 3,584 cached keys: the packed kernel beside SDPA's
                  flash and cuDNN backends on a dense copy, TFLOP/s (rows; not in the defaults)
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
@@ -920,24 +921,31 @@ class Bench:
         flushed: a 512-token first chunk, a 512-token chunk after 1,024 cached tokens, and
         the setup's mixed step's own chunks. FLOP counted causally (each query against the
         keys it sees); torch's SDPA (flash) on the first chunk, dense, as an anchor."""
+        meta = self.mixed_batch.meta.prefill
+        from fusedlib.attention.base import chunk_spans
+
+        chunk = self.p["chunk"]
+        self._prefill_sweep("prefill", {"first chunk": [(0, chunk)], "chunk after 2 chunks": [(2 * chunk, chunk)],
+                                        "setup mixed step": [(int(meta.positions[s]), e - s) for s, e in chunk_spans(meta)]})
+
+    def prefill_long(self) -> None:
+        """The same sweep on one `chunk`-token chunk after each of PREFILL_RATE_CACHED keys."""
+        self._prefill_sweep("prefill_long", {f"after {c}": [(c, self.p["chunk"])] for c in
+                                             (PREFILL_RATE_CACHED if self.on_gpu else (0, self.p["chunk"]))})
+
+    def _prefill_sweep(self, section: str, cases: dict) -> None:
         torch = self.torch
         from fusedlib.attention.torch_backend import TorchAttention
         from fusedlib.attention.triton_backend import LOG2E, _dot_precision
         from fusedlib.attention.triton_kernels import packed_attention_kernel
-        from fusedlib.attention.base import chunk_spans
         from fusedlib.bench.kernels import _median_ms, prefill_case
         engine_shape = _engine_prefill_shape()
 
         cfg, dev, p = self.model.config, self.device, self.p
         scale = cfg.head_dim ** -0.5
-        chunk = p["chunk"]
         scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
         sweep = PREFILL_SWEEP if self.on_gpu else SMOKE_PREFILL_SWEEP
         gen = torch.Generator(device=dev).manual_seed(2)
-        meta = self.mixed_batch.meta.prefill
-        setup_chunks = [(int(meta.positions[s]), e - s) for s, e in chunk_spans(meta)]
-        cases = {"first chunk": [(0, chunk)], "chunk after 2 chunks": [(2 * chunk, chunk)],
-                 "setup mixed step": setup_chunks}
         out = []
         for case, chunks in cases.items():
             q, k, v, m = prefill_case(chunks, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
@@ -977,14 +985,14 @@ class Bench:
                 ms = _median_ms(sdpa, dev, p["iters"], scratch)
                 out.append({"case": case, "tokens": n, "flop": flop, "kernel": "torch sdpa (dense, causal)",
                             "median_ms": ms, "tflops": flop / ms / 1e9})
-        self.write("prefill", out)
+        self.write(section, out)
         for case in cases:
             mine = [r for r in out if r["case"] == case and "median_ms" in r and "kernel" not in r]
             today = next((r for r in mine if (r["block_m"], r["block_n"], r["num_warps"], r["num_stages"])
                           == engine_shape), None)
             best = min(mine, key=lambda r: r["median_ms"], default=None)
             if today and best:
-                self.summary.append((f"prefill {case}",
+                self.summary.append((f"{section} {case}",
                                      f"today {today['median_ms'] * 1e3:.1f} us ({today['tflops']:.0f} TFLOP/s), best "
                                      f"{best['median_ms'] * 1e3:.1f} us (M{best['block_m']} N{best['block_n']} "
                                      f"{best['num_warps']}w{best['num_stages']}s)"))

@@ -149,3 +149,15 @@ def test_the_prefill_rates_section_times_ours_beside_sdpa_after_each_prefix(tmp_
     # 16 queries after `cached` keys, 4 heads of 16 dims on the tiny model: 4 FLOP a key and dim
     assert [r["flop"] for r in got[::2]] == [4 * (16 * c + 16 * 17 // 2) * 4 * 16 for c in (0, 16)]
     assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
+
+
+@pytest.mark.slow(10)
+def test_the_prefill_long_section_sweeps_shapes_after_each_prefix(tmp_path):
+    """prefill_long writes the prefill sweep's shapes (the smoke profile's two) on one chunk after
+    each cached prefix (two on the smoke profile), each matching the torch reference."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "prefill_long"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "prefill_long")
+    assert [(r["case"], r["block_m"]) for r in got] == [("after 0", 16), ("after 0", 32), ("after 16", 16), ("after 16", 32)]
+    assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
