@@ -585,7 +585,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     acs, ads, aes = rf.measured_for_pdl_prefetch(data), rf.measured_for_blas(data), rf.measured_for_beside(data)
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
     ahs, ais, aks = rf.measured_for_chain(data), rf.measured_for_reads(data), rf.measured_for_read_kv(data)
-    als, cfs = rf.measured_for_tma(data), rf.closed_floor(data)
+    als, cfs, ans = rf.measured_for_tma(data), rf.closed_floor(data), rf.measured_for_prefill_long(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -600,7 +600,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags)
               | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais)
               | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als)
-              | gr.prefill_rates_grades(by_key(), cfs))
+              | gr.prefill_rates_grades(by_key(), cfs) | gr.prefill_long_grades(by_key(), ans))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -609,7 +609,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | gate_up_prefill_texts(abs_) | pdl_prefetch_texts(acs) | blas_texts(ads)
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
-                    | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs))
+                    | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs)
+                    | prefill_long_texts(ans))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1281,6 +1282,26 @@ def prefill_rates_texts(m: dict) -> dict[str, str]:
             "pr_sdpa_growth": f"{r['sdpa'].iloc[-1] / at(1024)['sdpa']:.2f}×",
             "pr_ours_growth": f"{r['ours'].iloc[-1] / at(1024)['ours']:.2f}×",
             "pr_pass_ours": f"{m['attention_ours_s']:.2f} s", "pr_pass_best": f"{m['attention_s']:.2f} s"}
+
+
+def prefill_long_texts(m: dict) -> dict[str, str]:
+    """Set AN's texts (roofline.measured_for_prefill_long), prefix "pl": the commit, the shapes a
+    case, and after the shortest and the longest prefix the engine's shape against the sweep's
+    fastest (µs, TFLOP/s, its shape, the engine's time over it)."""
+    if "cases" not in m:
+        return {}
+    t = {"pl_commit": m["commit"]}
+    for key, cached in (("lo", min(m["cases"])), ("hi", max(m["cases"]))):
+        case = m["cases"][cached]
+        best, engine = case["best"], case["engine"]
+        t |= {f"pl_prefix_{key}": f"{cached:,}", f"pl_best_{key}": f"{best['median_ms'] * 1e3:.1f} µs",
+              f"pl_best_{key}_tflops": f"{best['tflops']:.0f} TFLOP/s",
+              f"pl_shape_{key}": f"{int(best['block_m'])} rows × {int(best['block_n'])} keys, {int(best['num_stages'])} stages"}
+        t["pl_shapes"] = f"{case['shapes']}"
+        if engine is not None:
+            t |= {f"pl_engine_{key}": f"{engine['median_ms'] * 1e3:.1f} µs",
+                  f"pl_gain_{key}": f"{engine['median_ms'] / best['median_ms'] - 1:.1%}"}
+    return t
 
 
 def prefill_rates_table(m: dict) -> pd.DataFrame:

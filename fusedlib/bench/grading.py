@@ -1530,3 +1530,19 @@ def prefill_rates_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     lo, hi = p["AM3"].range(0)
     out["AM3"] = Grade(f"{m['floor_s']:.2f} s", verdict(_in(m["floor_s"], lo, hi)), f"{side(m['floor_s'], lo, hi)} the range")
     return out
+
+
+def prefill_long_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AN1 (the sweep's fastest rate after the longest prefix inside the range), AN2 (that
+    shape's query tile at least the rows named) on roofline.measured_for_prefill_long."""
+    if "cases" not in m:
+        return {}
+    longest = max(m["cases"])
+    best = m["cases"][longest]["best"]
+    shape = f"{int(best['block_m'])} x {int(best['block_n'])}, {int(best['num_warps'])} warps, {int(best['num_stages'])} stages"
+    lo, hi = p["AN1"].range(0)
+    rows = p["AN2"].range(0)[0]
+    return {"AN1": Grade(f"{best['tflops']:.0f} TFLOP/s after {longest:,} keys ({shape})",
+                         verdict(_in(best["tflops"], lo, hi)), f"{side(best['tflops'], lo, hi)} the range"),
+            "AN2": Grade(f"{int(best['block_m'])}-row query tiles", verdict(best["block_m"] >= rows),
+                         "as named" if best["block_m"] >= rows else "fewer rows")}

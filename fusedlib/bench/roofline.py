@@ -1794,3 +1794,23 @@ def closed_floor(data: Path) -> dict:
     m["strict_floor_s"] = m["gemm_s"] + attention_flop / m["gemm_flops"] + m["decode_steps_s"]
     m["floor_ours_s"] = m["gemm_s"] + m["attention_ours_s"] + m["decode_steps_s"]  # our prefill kernel's rates
     return m
+
+
+def measured_for_prefill_long(data: Path) -> dict:
+    """What set AN (the prefill sweep after longer prefixes) is graded on
+    (grading.prefill_long_grades): roofline/prefill_long at its newest commit, per case
+    (keys cached before the chunk) the engine's launch shape ("engine") and the sweep's fastest
+    ("best"), each a row with its µs, TFLOP/s and shape, the commit and the shapes timed a case.
+    Empty without rows."""
+    sweep = _frame(data, "roofline/prefill_long")
+    if not len(sweep):
+        return {}
+    sweep = _newest_commit(sweep)
+    sweep = sweep[sweep["median_ms"].notna() & sweep["block_m"].notna()]
+    shape = sweep[["block_m", "block_n", "num_warps", "num_stages"]].astype(int).apply(tuple, axis=1)
+    cases = {}
+    for case, g in sweep.groupby("case"):
+        engine = g[shape[g.index] == ENGINE_PREFILL_SHAPE]
+        cases[int(case.split()[-1])] = {"engine": engine.iloc[0] if len(engine) else None,
+                                        "best": g.loc[g["median_ms"].idxmin()], "shapes": int(len(g))}
+    return {"cases": dict(sorted(cases.items())), "commit": str(sweep["git_commit"].iloc[0])}

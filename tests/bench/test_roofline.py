@@ -1566,3 +1566,25 @@ def test_set_am_grades_the_committed_rows(tmp_path):
         ("107 TFLOP/s", "183 TFLOP/s", "1.71×", "0.54 s", "0.37 s")
     assert grading.prefill_rates_grades(p, {}) == {} and chapters.prefill_rates_texts({}) == {}
     assert len(chapters.prefill_rates_table(m)) == 5
+
+
+def test_set_an_grades_the_committed_rows(tmp_path):
+    """AN1-AN2 on data/roofline/prefill_long (04eb700): after 3,584 keys the fastest of 48 shapes
+    (64 x 128, 4 warps, 3 stages) 114 TFLOP/s against the engine's 107 (both held); each verdict
+    turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_prefill_long(DATA)
+    assert m["commit"] == "04eb700" and list(m["cases"]) == [0, 512, 1024, 2048, 3584]
+    g = grading.prefill_long_grades(p, m)
+    assert [g[k].verdict for k in ("AN1", "AN2")] == ["HELD", "HELD"]
+    best = m["cases"][3584]["best"].copy()
+    best["tflops"], best["block_m"] = 170.0, 32
+    g = grading.prefill_long_grades(p, {"cases": {3584: {"best": best}}})
+    assert [g[k].verdict for k in ("AN1", "AN2")] == ["MISSED", "MISSED"]
+    t = chapters.prefill_long_texts(m)
+    assert (t["pl_best_hi"], t["pl_engine_hi"], t["pl_gain_hi"], t["pl_shape_hi"], t["pl_shapes"]) == \
+        ("106.2 µs", "113.3 µs", "6.7%", "64 rows × 128 keys, 3 stages", "48")
+    assert roofline.measured_for_prefill_long(tmp_path) == {} and chapters.prefill_long_texts({}) == {}
