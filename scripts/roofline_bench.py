@@ -37,6 +37,8 @@ and the other sections still run):
   prefill_long   the prefill sweep on one chunk after each of 0 to 3,584 cached keys
   prefill_rates  a prompt chunk after 0 to 3,584 cached keys: the packed kernel beside SDPA's
                  flash and cuDNN backends on a dense copy, TFLOP/s (rows; not in the defaults)
+  split_prefill  the same with each query tile's keys split over 1 to 8 programs and merged
+                 (fusedlib.bench.split_prefill)
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -129,6 +131,10 @@ PREFILL_SWEEP = [(block_m, block_n, warps, stages) for block_m in (16, 32, 64, 1
 SMOKE_PREFILL_SWEEP = [(16, 16, 4, 2), (32, 16, 4, 2)]
 # prefill_rates: keys cached before a 512-token chunk, up to the last chunk of a 4,096-token prompt
 PREFILL_RATE_CACHED = (0, 512, 1024, 2048, 3584)
+# split_prefill's shapes: (splits, block_m, block_n, warps, stages), at the packed kernel's
+# engine shape and at prefill_long's fastest after 3,584 keys
+SPLIT_PREFILL = [(s, bm, 128, 4, st) for s in (1, 2, 3, 4, 6, 8) for bm, st in ((32, 2), (64, 3))]
+SMOKE_SPLIT_PREFILL = [(1, 16, 16, 4, 2), (3, 16, 16, 4, 2)]
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -1040,7 +1046,7 @@ class Bench:
                           lambda q=q, k=k, v=v, m=graph_meta: ours.decode(q, k, v, m, scale), sdpa))
         gen = torch.Generator(device=dev).manual_seed(2)
         for case, cached in (("first chunk", 0), ("chunk after 2 chunks", 2 * p["chunk"])):
-            cases.append((case, "prefill", cached + p["chunk"], p["chunk"], *self._prefill_calls(ours, cached, gen)))
+            cases.append((case, "prefill", cached + p["chunk"], p["chunk"], *self._prefill_calls(ours, cached, gen)[:3]))
 
         out, probe = [], []
         for case, kind, context, tokens, work, our_call, sdpa in cases:
@@ -1091,7 +1097,8 @@ class Bench:
 
     def _prefill_calls(self, ours, cached: int, gen) -> tuple:
         """One `chunk`-token prompt chunk after `cached` keys: its causal FLOP, our packed
-        kernel's call and SDPA's on a dense copy of the same K/V (causal from the bottom right)."""
+        kernel's call and SDPA's on a dense copy of the same K/V (causal from the bottom right),
+        and the case's (q, k_cache, v_cache, PrefillMeta)."""
         torch, cfg, n = self.torch, self.model.config, self.p["chunk"]
         from torch.nn.attention.bias import causal_lower_right
 
@@ -1107,20 +1114,30 @@ class Bench:
         qd, kd, vd, mask = q.transpose(0, 1).unsqueeze(0), dense(k), dense(v), causal_lower_right(n, cached + n)
         sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
             qd, kd, vd, attn_mask=mask, scale=scale, enable_gqa=True)[0].transpose(0, 1)
-        return _causal_flop([(cached, n)], cfg), lambda: ours.prefill(q, k, v, m, scale), sdpa
+        return _causal_flop([(cached, n)], cfg), lambda: ours.prefill(q, k, v, m, scale), sdpa, (q, k, v, m)
 
     def prefill_rates(self) -> None:
         """A `chunk`-token prompt chunk after each of PREFILL_RATE_CACHED keys: our packed kernel
         and SDPA's flash and cuDNN backends, graph replays after a reading L2 flush, TFLOP/s of
         the causal work and each backend's max |diff| from ours (the attention rates a serving
         pass's prompts see, chunk by chunk)."""
+        self._prefill_rates("prefill_rates", [])
+
+    def split_prefill(self) -> None:
+        """prefill_rates with fusedlib.bench.split_prefill beside them: each query tile's keys cut
+        into 1 to 8 runs, merged by the split-KV reduce, at SPLIT_PREFILL's shapes."""
+        self._prefill_rates("split_prefill", SPLIT_PREFILL)
+
+    def _prefill_rates(self, section: str, splits: list) -> None:
         torch = self.torch
+        from fusedlib.bench.split_prefill import split_prefill
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         from fusedlib.attention.triton_backend import TritonAttention
         from fusedlib.bench.kernels import _median_ms
 
         dev, p = self.device, self.p
+        scale = self.model.config.head_dim ** -0.5
         scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
         timed = (lambda call: _median_ms(self._graphed(call), dev, p["iters"] * 2, scratch, "read")) \
             if self.on_gpu else (lambda call: _median_ms(call, dev, p["iters"], None))
@@ -1128,11 +1145,17 @@ class Bench:
                     if self.on_gpu else [("sdpa math", SDPBackend.MATH)])
         ours, gen, out = TritonAttention(decode_kernel="balanced"), torch.Generator(device=dev).manual_seed(4), []
         for cached in (PREFILL_RATE_CACHED if self.on_gpu else (0, p["chunk"])):
-            flop, our_call, sdpa = self._prefill_calls(ours, cached, gen)
+            flop, our_call, sdpa, case = self._prefill_calls(ours, cached, gen)
             expected = our_call().float()
-            for label, manager, call in [("ours", contextlib.nullcontext, our_call)] + [
-                    (label, lambda b=b: sdpa_kernel([b]), sdpa) for label, b in backends]:
+            calls = [("ours", None, contextlib.nullcontext, our_call)] + [
+                (label, None, lambda b=b: sdpa_kernel([b]), sdpa) for label, b in backends]
+            calls += [("split", shape, contextlib.nullcontext, lambda shape=shape: split_prefill(
+                case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape))
+                for shape in (splits if self.on_gpu or not splits else SMOKE_SPLIT_PREFILL)]
+            for label, shape, manager, call in calls:
                 row = {"cached": cached, "tokens": p["chunk"], "kernel": label, "flop": flop}
+                if shape is not None:
+                    row.update(zip(("splits", "block_m", "block_n", "num_warps", "num_stages"), shape))
                 try:
                     with manager():
                         row["max_abs_err"] = (call().float() - expected).abs().max().item()
@@ -1141,9 +1164,10 @@ class Bench:
                 except Exception as exc:  # a backend that refuses the problem is a result
                     row["error"] = repr(exc)[:300]
                 out.append(row)
-            self.summary.append((f"prefill_rates after {cached}", ", ".join(
-                f"{r['kernel']} {r['tflops']:.0f}" for r in out if r["cached"] == cached and "tflops" in r) + " TFLOP/s"))
-        self.write("prefill_rates", out)
+            self.summary.append((f"{section} after {cached}", ", ".join(
+                f"{r['kernel']}{r.get('splits', '')} {r['tflops']:.0f}" for r in out
+                if r["cached"] == cached and "tflops" in r) + " TFLOP/s"))
+        self.write(section, out)
 
     # ---- (d) GEMM rate and launch cost --------------------------------------------------
     def gemm(self) -> None:

@@ -161,3 +161,16 @@ def test_the_prefill_long_section_sweeps_shapes_after_each_prefix(tmp_path):
     got = rows.read_rows(tmp_path / "roofline" / "prefill_long")
     assert [(r["case"], r["block_m"]) for r in got] == [("after 0", 16), ("after 0", 32), ("after 16", 16), ("after 16", 32)]
     assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
+
+
+@pytest.mark.slow(10)
+def test_the_split_prefill_section_times_each_split_count_beside_ours(tmp_path):
+    """split_prefill writes prefill_rates' rows and, per prefix, the split probe at each smoke
+    shape (1 and 3 splits), matching our kernel's output."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "split_prefill"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "split_prefill")
+    assert [(r["cached"], r["kernel"], r.get("splits")) for r in got] == [
+        (c, k, s) for c in (0, 16) for k, s in (("ours", None), ("sdpa math", None), ("split", 1), ("split", 3))]
+    assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)

@@ -1,0 +1,97 @@
+"""A probe: prompt attention with each query tile's keys cut into splits, one program per
+(query tile, head, split), merged by split-KV decode's reduce.
+
+After 3,584 cached keys the engine's packed kernel reaches about 107 TFLOP/s on a 512-token
+chunk and FlashAttention-2 (torch's SDPA) 183 (data/roofline/prefill_rates). The packed
+kernel launches one program per (query tile, head): 192 for that chunk, each walking about
+3,800 keys one 128-key tile after another, with about one warp per scheduler to hide each
+step's dependent loads and dots. FlashAttention-2 splits the key range over more blocks when
+its grid is small, then merges the partial softmax states. This module does the same to the
+packed kernel's walk, for one request's chunk (the case the question is about), and reuses
+`splitkv_reduce_kernel` for the merge: each query row of each head is a "request" whose
+splits it combines. Nothing in the engine calls it.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedlib.attention.triton_backend import LOG2E, REDUCE_BLOCK_S, _dot_precision
+from fusedlib.attention.triton_kernels import NEG_BIG, PARTIAL_EXTRA, splitkv_reduce_kernel
+
+
+@triton.jit
+def split_prefill_kernel(
+    q_ptr, k_cache_ptr, v_cache_ptr,
+    partials_ptr,  # fp32 [rows, H, SPLITS, HEAD_DIM + PARTIAL_EXTRA]
+    block_table_ptr,  # int32 [blocks] of the one request
+    cached, rows, qk_scale,
+    stride_q_tok, stride_q_head,
+    stride_k_block, stride_k_slot, stride_k_head,
+    stride_v_block, stride_v_slot, stride_v_head,
+    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    KV_BLOCK_SIZE: tl.constexpr, SPLITS: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    """Rows [tile * BLOCK_M, + BLOCK_M) of a chunk at positions cached + row, one head, the
+    split-th run of whole BLOCK_N key tiles of the tile's causal span."""
+    tile, head, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    kv_head = head // GROUP
+    offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_valid = offs_m < rows
+    row_last_key = tl.where(row_valid, cached + offs_m, -1)
+    kv_len = cached + tl.minimum((tile + 1) * BLOCK_M, rows)
+    per_split = tl.cdiv(tl.cdiv(kv_len, BLOCK_N), SPLITS) * BLOCK_N
+    start, end = split * per_split, tl.minimum((split + 1) * per_split, kv_len)
+
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head + offs_d[None, :],
+                mask=row_valid[:, None], other=0.0)
+    m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    for kv_start in range(start, end, BLOCK_N):
+        key_idx = kv_start + offs_n
+        key_valid = key_idx < end
+        block_id = tl.load(block_table_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid, other=0).to(tl.int64)
+        slot = key_idx % KV_BLOCK_SIZE
+        k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block + slot[:, None] * stride_k_slot
+                    + kv_head * stride_k_head + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+        v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block + slot[:, None] * stride_v_slot
+                    + kv_head * stride_v_head + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        scores = tl.where(key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None]), scores, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(scores - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+    # A split no row of the tile reaches stores (0, NEG_BIG, 0), which weighs nothing in the merge.
+    num_heads = tl.num_programs(1)
+    row_ptr = partials_ptr + ((offs_m * num_heads + head) * SPLITS + split).to(tl.int64) * (HEAD_DIM + PARTIAL_EXTRA)
+    tl.store(row_ptr[:, None] + offs_d[None, :], acc, mask=row_valid[:, None])
+    tl.store(row_ptr + HEAD_DIM, m_i, mask=row_valid)
+    tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=row_valid)
+
+
+def split_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+                  cached: int, scale: float, splits: int, block_m: int = 64, block_n: int = 128,
+                  num_warps: int = 4, num_stages: int = 2) -> torch.Tensor:
+    """Causal attention of one request's chunk q [rows, H, D], at positions cached .. cached +
+    rows - 1, over its paged K/V (block_table [blocks]), in `splits` runs a query tile."""
+    rows, num_heads, head_dim = q.shape
+    partials = torch.empty(rows, num_heads, splits, head_dim + PARTIAL_EXTRA.value, dtype=torch.float32,
+                           device=q.device)
+    out = torch.empty_like(q)
+    split_prefill_kernel[(triton.cdiv(rows, block_m), num_heads, splits)](
+        q, k_cache, v_cache, partials, block_table, cached, rows, scale * LOG2E,
+        q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
+        KV_BLOCK_SIZE=k_cache.shape[1], SPLITS=splits, DOT_PRECISION=_dot_precision(q.dtype),
+        num_warps=num_warps, num_stages=num_stages)
+    splitkv_reduce_kernel[(rows, num_heads)](partials, out, splits, out.stride(0), out.stride(1),
+                                             HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4)
+    return out
