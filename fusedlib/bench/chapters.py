@@ -591,6 +591,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
     ahs, ais, aks = rf.measured_for_chain(data), rf.measured_for_reads(data), rf.measured_for_read_kv(data)
     als, cfs, ans = rf.measured_for_tma(data), rf.closed_floor(data), rf.measured_for_prefill_long(data)
+    aos = rf.measured_for_split_prefill(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -605,7 +606,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.beside_grades(by_key(), aes) | gr.pair_grades(by_key(), afs) | gr.order_grades(by_key(), ags)
               | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais)
               | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als)
-              | gr.prefill_rates_grades(by_key(), cfs) | gr.prefill_long_grades(by_key(), ans))
+              | gr.prefill_rates_grades(by_key(), cfs) | gr.prefill_long_grades(by_key(), ans)
+              | gr.split_prefill_grades(by_key(), aos))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -615,7 +617,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
                     | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs)
-                    | prefill_long_texts(ans))
+                    | prefill_long_texts(ans) | split_prefill_texts(aos))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1307,6 +1309,25 @@ def prefill_long_texts(m: dict) -> dict[str, str]:
             t |= {f"pl_engine_{key}": f"{engine['median_ms'] * 1e3:.1f} µs",
                   f"pl_gain_{key}": f"{engine['median_ms'] / best['median_ms'] - 1:.1%}"}
     return t
+
+
+def split_prefill_texts(m: dict) -> dict[str, str]:
+    """Set AO's texts (roofline.measured_for_split_prefill), prefix "sp": the commit; after the
+    longest prefix the fastest split probe (µs, TFLOP/s, splits, rows), one split at the same
+    rows, ours and the fastest SDPA backend; on the fresh chunk one split at 64 rows against
+    ours (what the partials and the reduce add)."""
+    if "cases" not in m:
+        return {}
+    us = lambda x: f"{x:.1f} µs"  # noqa: E731
+    longest, fresh = m["cases"][max(m["cases"])], m["cases"][min(m["cases"])]
+    best = longest["best"]
+    one = lambda case, rows: case["splits"][(case["splits"]["splits"] == 1)  # noqa: E731
+                                            & (case["splits"]["block_m"] == rows)]["us"].iloc[0]
+    return {"sp_commit": m["commit"], "sp_prefix_hi": f"{max(m['cases']):,}", "sp_best": us(best["us"]),
+            "sp_best_tflops": f"{best['tflops']:.0f} TFLOP/s", "sp_best_splits": f"{int(best['splits'])}",
+            "sp_best_rows": f"{int(best['block_m'])}", "sp_one_hi": us(one(longest, int(best["block_m"]))),
+            "sp_ours_hi": us(longest["ours_us"]), "sp_sdpa_hi": us(longest["sdpa_us"]),
+            "sp_one_fresh": us(one(fresh, int(best["block_m"]))), "sp_ours_fresh": us(fresh["ours_us"])}
 
 
 def prefill_rates_table(m: dict) -> pd.DataFrame:

@@ -1546,3 +1546,26 @@ def prefill_long_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                          verdict(_in(best["tflops"], lo, hi)), f"{side(best['tflops'], lo, hi)} the range"),
             "AN2": Grade(f"{int(best['block_m'])}-row query tiles", verdict(best["block_m"] >= rows),
                          "as named" if best["block_m"] >= rows else "fewer rows")}
+
+
+def split_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AO1 (the fastest split probe's rate after the longest prefix inside the range), AO2 (its
+    split count at least the one named), AO3 (on the fresh chunk, at each shape, every split
+    count above 1 slower than one split) on roofline.measured_for_split_prefill."""
+    if "cases" not in m:
+        return {}
+    longest = max(m["cases"])
+    best = m["cases"][longest]["best"]
+    lo, hi = p["AO1"].range(0)
+    least = p["AO2"].range(0)[0]
+    out = {"AO1": Grade(f"{best['tflops']:.0f} TFLOP/s ({int(best['splits'])} splits, {int(best['block_m'])}-row tiles, "
+                        f"{best['us']:.1f} µs) after {longest:,} keys", verdict(_in(best["tflops"], lo, hi)),
+                        f"{side(best['tflops'], lo, hi)} the range"),
+           "AO2": Grade(f"{int(best['splits'])} splits", verdict(best["splits"] >= least),
+                        "as named" if best["splits"] >= least else "fewer")}
+    fresh = m["cases"][min(m["cases"])]["splits"]
+    faster = [f"{int(r.splits)} splits at {int(r.block_m)} rows" for r in fresh.itertuples() if r.splits > 1
+              and r.us < fresh[(fresh["splits"] == 1) & (fresh["block_m"] == r.block_m)]["us"].iloc[0]]
+    out["AO3"] = Grade("faster than one split: " + (", ".join(faster) or "none"), verdict(not faster),
+                       "every count above 1 slower" if not faster else "some counts above 1 faster")
+    return out

@@ -1814,3 +1814,25 @@ def measured_for_prefill_long(data: Path) -> dict:
         cases[int(case.split()[-1])] = {"engine": engine.iloc[0] if len(engine) else None,
                                         "best": g.loc[g["median_ms"].idxmin()], "shapes": int(len(g))}
     return {"cases": dict(sorted(cases.items())), "commit": str(sweep["git_commit"].iloc[0])}
+
+
+def measured_for_split_prefill(data: Path) -> dict:
+    """What set AO (prompt attention split over programs, fusedlib.bench.split_prefill) is graded
+    on (grading.split_prefill_grades): roofline/split_prefill at its newest commit, per cached
+    prefix ("cases", by keys before the chunk): our packed kernel's µs ("ours_us"), the fastest
+    SDPA backend's ("sdpa_us"), every split row ("splits": splits, block_m, µs, TFLOP/s) and the
+    fastest of them ("best"), and the commit. Empty without rows."""
+    df = _frame(data, "roofline/split_prefill")
+    if not len(df):
+        return {}
+    df = _newest_commit(df)
+    df = df[df["median_ms"].notna()].assign(us=lambda d: d["median_ms"] * 1e3)
+    cases = {}
+    for cached, g in df.groupby("cached"):
+        split = g[g["kernel"] == "split"].assign(splits=lambda d: d["splits"].astype(int),
+                                                   block_m=lambda d: d["block_m"].astype(int))
+        cases[int(cached)] = {"ours_us": float(g.loc[g["kernel"] == "ours", "us"].iloc[0]),
+                              "sdpa_us": float(g.loc[g["kernel"].str.startswith("sdpa"), "us"].min()),
+                              "splits": split[["splits", "block_m", "us", "tflops"]].reset_index(drop=True),
+                              "best": split.loc[split["us"].idxmin()]}
+    return {"cases": dict(sorted(cases.items())), "commit": str(df["git_commit"].iloc[0])}

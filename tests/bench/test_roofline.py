@@ -1588,3 +1588,28 @@ def test_set_an_grades_the_committed_rows(tmp_path):
     assert (t["pl_best_hi"], t["pl_engine_hi"], t["pl_gain_hi"], t["pl_shape_hi"], t["pl_shapes"]) == \
         ("106.2 µs", "113.3 µs", "6.7%", "64 rows × 128 keys, 3 stages", "48")
     assert roofline.measured_for_prefill_long(tmp_path) == {} and chapters.prefill_long_texts({}) == {}
+
+
+def test_set_ao_grades_the_committed_rows(tmp_path):
+    """AO1-AO3 on data/roofline/split_prefill (4c76e9b): after 3,584 keys the fastest split probe
+    (4 runs, 64-row tiles) 106.8 µs, 113 TFLOP/s (AO1 missed, AO2 held); on the fresh chunk 2 and
+    3 runs at 32 rows beat one run (AO3 missed); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_split_prefill(DATA)
+    assert m["commit"] == "4c76e9b" and list(m["cases"]) == [0, 512, 1024, 2048, 3584]
+    g = grading.split_prefill_grades(p, m)
+    assert [g[k].verdict for k in ("AO1", "AO2", "AO3")] == ["MISSED", "HELD", "MISSED"]
+    best = m["cases"][3584]["best"].copy()
+    best["tflops"], best["splits"] = 150.0, 2
+    fresh = m["cases"][0]["splits"]
+    slower = fresh.assign(us=fresh["us"] + 10 * (fresh["splits"] > 1))
+    cases = {0: {"splits": slower}, 3584: {"best": best}}
+    g = grading.split_prefill_grades(p, {"cases": cases})
+    assert [g[k].verdict for k in ("AO1", "AO2", "AO3")] == ["HELD", "MISSED", "HELD"]
+    t = chapters.split_prefill_texts(m)
+    assert (t["sp_best"], t["sp_best_splits"], t["sp_one_hi"], t["sp_ours_hi"], t["sp_one_fresh"], t["sp_ours_fresh"]) == \
+        ("106.8 µs", "4", "127.4 µs", "113.4 µs", "39.6 µs", "20.5 µs")
+    assert roofline.measured_for_split_prefill(tmp_path) == {} and chapters.split_prefill_texts({}) == {}
