@@ -39,6 +39,7 @@ and the other sections still run):
                  flash and cuDNN backends on a dense copy, TFLOP/s (rows; not in the defaults)
   split_prefill  the same with each query tile's keys split over 1 to 8 programs and merged
                  (fusedlib.bench.split_prefill)
+  split_prefill_parts  the split probe at 1 and 4 runs with and without its merge
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -135,6 +136,7 @@ PREFILL_RATE_CACHED = (0, 512, 1024, 2048, 3584)
 # engine shape and at prefill_long's fastest after 3,584 keys
 SPLIT_PREFILL = [(s, bm, 128, 4, st) for s in (1, 2, 3, 4, 6, 8) for bm, st in ((32, 2), (64, 3))]
 SMOKE_SPLIT_PREFILL = [(1, 16, 16, 4, 2), (3, 16, 16, 4, 2)]
+SPLIT_PREFILL_PARTS = [(s, bm, 128, 4, st) for s in (1, 4) for bm, st in ((32, 2), (64, 3))]
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -1128,7 +1130,12 @@ class Bench:
         into 1 to 8 runs, merged by the split-KV reduce, at SPLIT_PREFILL's shapes."""
         self._prefill_rates("split_prefill", SPLIT_PREFILL)
 
-    def _prefill_rates(self, section: str, splits: list) -> None:
+    def split_prefill_parts(self) -> None:
+        """split_prefill's probe at SPLIT_PREFILL_PARTS's shapes, with the reduce and without it
+        (the split kernel alone, its partials unmerged): what the merge costs."""
+        self._prefill_rates("split_prefill_parts", SPLIT_PREFILL_PARTS, SPLIT_PREFILL_PARTS)
+
+    def _prefill_rates(self, section: str, splits: list, unmerged: tuple = ()) -> None:
         torch = self.torch
         from fusedlib.bench.split_prefill import split_prefill
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1152,13 +1159,17 @@ class Bench:
             calls += [("split", shape, contextlib.nullcontext, lambda shape=shape: split_prefill(
                 case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape))
                 for shape in (splits if self.on_gpu or not splits else SMOKE_SPLIT_PREFILL)]
+            calls += [("split kernel alone", shape, contextlib.nullcontext, lambda shape=shape: split_prefill(
+                case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape, merge=False))
+                for shape in (unmerged if self.on_gpu or not unmerged else SMOKE_SPLIT_PREFILL[-1:])]
             for label, shape, manager, call in calls:
                 row = {"cached": cached, "tokens": p["chunk"], "kernel": label, "flop": flop}
                 if shape is not None:
                     row.update(zip(("splits", "block_m", "block_n", "num_warps", "num_stages"), shape))
                 try:
                     with manager():
-                        row["max_abs_err"] = (call().float() - expected).abs().max().item()
+                        if label != "split kernel alone":  # its output is partials, not attention
+                            row["max_abs_err"] = (call().float() - expected).abs().max().item()
                         row["median_ms"] = timed(call)
                     row["tflops"] = flop / row["median_ms"] / 1e9
                 except Exception as exc:  # a backend that refuses the problem is a result

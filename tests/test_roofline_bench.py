@@ -174,3 +174,16 @@ def test_the_split_prefill_section_times_each_split_count_beside_ours(tmp_path):
     assert [(r["cached"], r["kernel"], r.get("splits")) for r in got] == [
         (c, k, s) for c in (0, 16) for k, s in (("ours", None), ("sdpa math", None), ("split", 1), ("split", 3))]
     assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
+
+
+@pytest.mark.slow(10)
+def test_the_split_prefill_parts_section_times_the_split_kernel_alone_too(tmp_path):
+    """split_prefill_parts adds, per prefix, the split kernel without its merge (no output to
+    compare, so no max |diff|) after the merged runs."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "split_prefill_parts"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "split_prefill_parts")
+    alone = [r for r in got if r["kernel"] == "split kernel alone"]
+    assert [(r["cached"], r["splits"]) for r in alone] == [(0, 3), (16, 3)]
+    assert all("max_abs_err" not in r and r["tflops"] > 0 for r in alone)

@@ -78,9 +78,11 @@ def split_prefill_kernel(
 
 def split_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                   cached: int, scale: float, splits: int, block_m: int = 64, block_n: int = 128,
-                  num_warps: int = 4, num_stages: int = 2) -> torch.Tensor:
+                  num_warps: int = 4, num_stages: int = 2, merge: bool = True) -> torch.Tensor:
     """Causal attention of one request's chunk q [rows, H, D], at positions cached .. cached +
-    rows - 1, over its paged K/V (block_table [blocks]), in `splits` runs a query tile."""
+    rows - 1, over its paged K/V (block_table [blocks]), in `splits` runs a query tile; without
+    `merge`, the unmerged partials [rows, H, splits, D + PARTIAL_EXTRA] (to time the split
+    kernel alone)."""
     rows, num_heads, head_dim = q.shape
     partials = torch.empty(rows, num_heads, splits, head_dim + PARTIAL_EXTRA.value, dtype=torch.float32,
                            device=q.device)
@@ -92,6 +94,8 @@ def split_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
         KV_BLOCK_SIZE=k_cache.shape[1], SPLITS=splits, DOT_PRECISION=_dot_precision(q.dtype),
         num_warps=num_warps, num_stages=num_stages)
+    if not merge:
+        return partials
     splitkv_reduce_kernel[(rows, num_heads)](partials, out, splits, out.stride(0), out.stride(1),
                                              HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4)
     return out
