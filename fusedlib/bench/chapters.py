@@ -596,7 +596,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     afs, timeline, ags = rf.measured_for_pair(data), rf.pair_timeline(data), rf.measured_for_order(data)
     ahs, ais, aks = rf.measured_for_chain(data), rf.measured_for_reads(data), rf.measured_for_read_kv(data)
     als, cfs, ans = rf.measured_for_tma(data), rf.closed_floor(data), rf.measured_for_prefill_long(data)
-    aos = rf.measured_for_split_prefill(data)
+    aos, aps = rf.measured_for_split_prefill(data), rf.measured_for_split_parts(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -612,7 +612,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais)
               | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als)
               | gr.prefill_rates_grades(by_key(), cfs) | gr.prefill_long_grades(by_key(), ans)
-              | gr.split_prefill_grades(by_key(), aos))
+              | gr.split_prefill_grades(by_key(), aos) | gr.split_parts_grades(by_key(), aps))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -622,7 +622,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
                     | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs)
-                    | prefill_long_texts(ans) | split_prefill_texts(aos))
+                    | prefill_long_texts(ans) | split_prefill_texts(aos) | split_parts_texts(aps))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1333,6 +1333,23 @@ def split_prefill_texts(m: dict) -> dict[str, str]:
             "sp_best_rows": f"{int(best['block_m'])}", "sp_one_hi": us(one(longest, int(best["block_m"]))),
             "sp_ours_hi": us(longest["ours_us"]), "sp_sdpa_hi": us(longest["sdpa_us"]),
             "sp_one_fresh": us(one(fresh, int(best["block_m"]))), "sp_ours_fresh": us(fresh["ours_us"])}
+
+
+def split_parts_texts(m: dict) -> dict[str, str]:
+    """Set AP's texts (roofline.measured_for_split_parts), prefix "spp": on the fresh chunk (one
+    run) and after the longest prefix (4 runs), 64-row tiles, the split kernel alone and merged,
+    beside the packed kernel, and what the merge adds."""
+    if "probe" not in m:
+        return {}
+    probe, ours = m["probe"], m["ours_us"]
+    t = {"spp_commit": m["commit"], "spp_prefix_hi": f"{max(ours.index):,}"}
+    for key, cached, runs in (("fresh", min(ours.index), 1), ("hi", max(ours.index), 4)):
+        alone, merged = (probe.loc[(cached, kernel, runs, 64)] for kernel in ("split kernel alone", "split"))
+        t |= {f"spp_alone_{key}": f"{alone['us']:.1f} µs", f"spp_merged_{key}": f"{merged['us']:.1f} µs",
+              f"spp_ours_{key}": f"{ours[cached]:.1f} µs", f"spp_merge_{key}": f"{merged['us'] - alone['us']:.0f} µs",
+              f"spp_alone_{key}_tflops": f"{alone['tflops']:.0f} TFLOP/s"}
+        t[f"spp_saving_{key}"] = f"{1 - alone['us'] / ours[cached]:.0%}"
+    return t
 
 
 def prefill_rates_table(m: dict) -> pd.DataFrame:

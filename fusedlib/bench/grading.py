@@ -1569,3 +1569,23 @@ def split_prefill_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     out["AO3"] = Grade("faster than one split: " + (", ".join(faster) or "none"), verdict(not faster),
                        "every count above 1 slower" if not faster else "some counts above 1 faster")
     return out
+
+
+def split_parts_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AP1 (on the fresh chunk, 64-row tiles and one run, the split kernel alone over the packed
+    kernel inside the range), AP2 (after the longest prefix, 64-row tiles and 4 runs, the split
+    kernel alone's rate inside the range) on roofline.measured_for_split_parts."""
+    if "probe" not in m:
+        return {}
+    probe, ours = m["probe"], m["ours_us"]
+    fresh, longest = min(ours.index), max(ours.index)
+    alone = probe.loc[(fresh, "split kernel alone", 1, 64)]
+    ratio = alone["us"] / ours[fresh]
+    lo, hi = p["AP1"].range(0)
+    out = {"AP1": Grade(f"{alone['us']:.1f} against {ours[fresh]:.1f} µs ({ratio:.2f}×)", verdict(_in(ratio, lo, hi)),
+                        f"{side(ratio, lo, hi)} the range")}
+    far = probe.loc[(longest, "split kernel alone", 4, 64)]
+    lo, hi = p["AP2"].range(0)
+    out["AP2"] = Grade(f"{far['tflops']:.0f} TFLOP/s ({far['us']:.1f} µs)", verdict(_in(far["tflops"], lo, hi)),
+                       f"{side(far['tflops'], lo, hi)} the range")
+    return out

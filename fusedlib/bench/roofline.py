@@ -1836,3 +1836,20 @@ def measured_for_split_prefill(data: Path) -> dict:
                               "splits": split[["splits", "block_m", "us", "tflops"]].reset_index(drop=True),
                               "best": split.loc[split["us"].idxmin()]}
     return {"cases": dict(sorted(cases.items())), "commit": str(df["git_commit"].iloc[0])}
+
+
+def measured_for_split_parts(data: Path) -> dict:
+    """What set AP (the split probe with and without its merge) is graded on
+    (grading.split_parts_grades): roofline/split_prefill_parts at its newest commit, per cached
+    prefix, our packed kernel's µs ("ours_us") and by (kernel, splits, block_m) the probe's µs
+    and TFLOP/s ("probe", kernel "split" merged or "split kernel alone"), and the commit.
+    Empty without rows."""
+    df = _frame(data, "roofline/split_prefill_parts")
+    if not len(df):
+        return {}
+    df = _newest_commit(df)
+    df = df[df["median_ms"].notna()].assign(us=lambda d: d["median_ms"] * 1e3)
+    probe = df[df["kernel"].str.startswith("split")].astype({"splits": int, "block_m": int})
+    return {"ours_us": df[df["kernel"] == "ours"].set_index("cached")["us"],
+            "probe": probe.set_index(["cached", "kernel", "splits", "block_m"])[["us", "tflops"]],
+            "commit": str(df["git_commit"].iloc[0])}

@@ -1613,3 +1613,26 @@ def test_set_ao_grades_the_committed_rows(tmp_path):
     assert (t["sp_best"], t["sp_best_splits"], t["sp_one_hi"], t["sp_ours_hi"], t["sp_one_fresh"], t["sp_ours_fresh"]) == \
         ("106.8 µs", "4", "127.4 µs", "113.4 µs", "39.6 µs", "20.5 µs")
     assert roofline.measured_for_split_prefill(tmp_path) == {} and chapters.split_prefill_texts({}) == {}
+
+
+def test_set_ap_grades_the_committed_rows(tmp_path):
+    """AP1-AP2 on data/roofline/split_prefill_parts (da83807): the split kernel alone 19.7 µs
+    against the packed kernel's 20.4 on the fresh chunk, 140 TFLOP/s after 3,584 keys in 4 runs
+    (both held); the merge adds 20 µs at both; each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_split_parts(DATA)
+    assert m["commit"] == "da83807"
+    g = grading.split_parts_grades(p, m)
+    assert [g[k].verdict for k in ("AP1", "AP2")] == ["HELD", "HELD"]
+    probe = m["probe"].copy()
+    probe.loc[(0, "split kernel alone", 1, 64), "us"] = 40.0
+    probe.loc[(3584, "split kernel alone", 4, 64), "tflops"] = 100.0
+    g = grading.split_parts_grades(p, m | {"probe": probe})
+    assert [g[k].verdict for k in ("AP1", "AP2")] == ["MISSED", "MISSED"]
+    t = chapters.split_parts_texts(m)
+    assert (t["spp_alone_fresh"], t["spp_merged_fresh"], t["spp_alone_hi"], t["spp_merge_hi"], t["spp_saving_hi"]) == \
+        ("19.7 µs", "39.5 µs", "86.2 µs", "20 µs", "23%")
+    assert roofline.measured_for_split_parts(tmp_path) == {} and chapters.split_parts_texts({}) == {}
