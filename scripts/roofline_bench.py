@@ -39,7 +39,9 @@ and the other sections still run):
                  flash and cuDNN backends on a dense copy, TFLOP/s (rows; not in the defaults)
   split_prefill  the same with each query tile's keys split over 1 to 8 programs and merged
                  (fusedlib.bench.split_prefill)
-  split_prefill_parts  the split probe at 1 and 4 runs with and without its merge
+  split_prefill_parts  the split probe at 1 and 4 runs with its row merge, without it, and
+                 merged a query tile per program
+  split_prefill_merge  the same without the row merge's runs
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -1131,9 +1133,15 @@ class Bench:
         self._prefill_rates("split_prefill", SPLIT_PREFILL)
 
     def split_prefill_parts(self) -> None:
-        """split_prefill's probe at SPLIT_PREFILL_PARTS's shapes, with the reduce and without it
-        (the split kernel alone, its partials unmerged): what the merge costs."""
+        """split_prefill's probe at SPLIT_PREFILL_PARTS's shapes, with the reduce, without it (the
+        split kernel alone, its partials unmerged) and merged a query tile per program: what
+        the merge costs."""
         self._prefill_rates("split_prefill_parts", SPLIT_PREFILL_PARTS, SPLIT_PREFILL_PARTS)
+
+    def split_prefill_merge(self) -> None:
+        """split_prefill_parts's shapes without the row merge's runs: the split kernel alone and
+        merged a query tile per program, beside ours and SDPA."""
+        self._prefill_rates("split_prefill_merge", [], SPLIT_PREFILL_PARTS)
 
     def _prefill_rates(self, section: str, splits: list, unmerged: tuple = ()) -> None:
         torch = self.torch
@@ -1159,8 +1167,9 @@ class Bench:
             calls += [("split", shape, contextlib.nullcontext, lambda shape=shape: split_prefill(
                 case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape))
                 for shape in (splits if self.on_gpu or not splits else SMOKE_SPLIT_PREFILL)]
-            calls += [("split kernel alone", shape, contextlib.nullcontext, lambda shape=shape: split_prefill(
-                case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape, merge=False))
+            calls += [(label, shape, contextlib.nullcontext, lambda shape=shape, merge=merge: split_prefill(
+                case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape, merge=merge))
+                for label, merge in (("split kernel alone", "none"), ("split, merged by tile", "tiles"))
                 for shape in (unmerged if self.on_gpu or not unmerged else SMOKE_SPLIT_PREFILL[-1:])]
             for label, shape, manager, call in calls:
                 row = {"cached": cached, "tokens": p["chunk"], "kernel": label, "flop": flop}

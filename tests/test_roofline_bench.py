@@ -179,7 +179,8 @@ def test_the_split_prefill_section_times_each_split_count_beside_ours(tmp_path):
 @pytest.mark.slow(10)
 def test_the_split_prefill_parts_section_times_the_split_kernel_alone_too(tmp_path):
     """split_prefill_parts adds, per prefix, the split kernel without its merge (no output to
-    compare, so no max |diff|) after the merged runs."""
+    compare, so no max |diff|) and merged a tile per program (matching ours) after the merged
+    runs."""
     proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "split_prefill_parts"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -187,3 +188,6 @@ def test_the_split_prefill_parts_section_times_the_split_kernel_alone_too(tmp_pa
     alone = [r for r in got if r["kernel"] == "split kernel alone"]
     assert [(r["cached"], r["splits"]) for r in alone] == [(0, 3), (16, 3)]
     assert all("max_abs_err" not in r and r["tflops"] > 0 for r in alone)
+    tiles = [r for r in got if r["kernel"] == "split, merged by tile"]
+    assert [(r["cached"], r["splits"]) for r in tiles] == [(0, 3), (16, 3)]
+    assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in tiles)

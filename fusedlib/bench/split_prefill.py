@@ -76,13 +76,45 @@ def split_prefill_kernel(
     tl.store(row_ptr + HEAD_DIM + 1, l_i, mask=row_valid)
 
 
+@triton.jit
+def split_merge_kernel(partials_ptr, out_ptr, rows, stride_o_tok, stride_o_head,
+                       HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, SPLITS: tl.constexpr):
+    """Merge the SPLITS partials of BLOCK_M query rows of one head: one program per (query
+    tile, head), every split's loads issued in one unrolled pass, in place of a reduce program
+    per row."""
+    tile, head = tl.program_id(0), tl.program_id(1)
+    num_heads = tl.num_programs(1)
+    offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_valid = offs_m < rows
+    offs_d = tl.arange(0, HEAD_DIM)
+    m = tl.full([BLOCK_M], NEG_BIG, tl.float32)
+    total = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    for split in tl.static_range(SPLITS):
+        row_ptr = partials_ptr + ((offs_m * num_heads + head) * SPLITS + split).to(tl.int64) * (HEAD_DIM + PARTIAL_EXTRA)
+        m_s = tl.load(row_ptr + HEAD_DIM, mask=row_valid, other=NEG_BIG)
+        sum_s = tl.load(row_ptr + HEAD_DIM + 1, mask=row_valid, other=0.0)
+        acc_s = tl.load(row_ptr[:, None] + offs_d[None, :], mask=row_valid[:, None], other=0.0)
+        m_new = tl.maximum(m, m_s)
+        keep, take = tl.exp2(m - m_new), tl.exp2(m_s - m_new)
+        total = total * keep + sum_s * take
+        acc = acc * keep[:, None] + acc_s * take[:, None]
+        m = m_new
+    out = acc / tl.where(total > 0, total, 1.0)[:, None]
+    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d[None, :],
+             out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
+
+
 def split_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                   cached: int, scale: float, splits: int, block_m: int = 64, block_n: int = 128,
-                  num_warps: int = 4, num_stages: int = 2, merge: bool = True) -> torch.Tensor:
+                  num_warps: int = 4, num_stages: int = 2, merge: str = "rows") -> torch.Tensor:
     """Causal attention of one request's chunk q [rows, H, D], at positions cached .. cached +
-    rows - 1, over its paged K/V (block_table [blocks]), in `splits` runs a query tile; without
-    `merge`, the unmerged partials [rows, H, splits, D + PARTIAL_EXTRA] (to time the split
-    kernel alone)."""
+    rows - 1, over its paged K/V (block_table [blocks]), in `splits` runs a query tile, merged
+    by `merge`: "rows" (split-KV decode's reduce, a program per query row and head), "tiles"
+    (`split_merge_kernel`, a program per query tile and head) or "none" (the unmerged partials
+    [rows, H, splits, D + PARTIAL_EXTRA], to time the split kernel alone)."""
+    if merge not in ("rows", "tiles", "none"):
+        raise ValueError(f"merge must be rows, tiles or none, got {merge!r}")
     rows, num_heads, head_dim = q.shape
     partials = torch.empty(rows, num_heads, splits, head_dim + PARTIAL_EXTRA.value, dtype=torch.float32,
                            device=q.device)
@@ -94,8 +126,13 @@ def split_prefill(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
         KV_BLOCK_SIZE=k_cache.shape[1], SPLITS=splits, DOT_PRECISION=_dot_precision(q.dtype),
         num_warps=num_warps, num_stages=num_stages)
-    if not merge:
+    if merge == "none":
         return partials
-    splitkv_reduce_kernel[(rows, num_heads)](partials, out, splits, out.stride(0), out.stride(1),
-                                             HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4)
+    if merge == "tiles":
+        split_merge_kernel[(triton.cdiv(rows, block_m), num_heads)](
+            partials, out, rows, out.stride(0), out.stride(1), HEAD_DIM=head_dim, BLOCK_M=block_m, SPLITS=splits,
+            num_warps=num_warps)
+    else:
+        splitkv_reduce_kernel[(rows, num_heads)](partials, out, splits, out.stride(0), out.stride(1),
+                                                 HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S, num_warps=4)
     return out
