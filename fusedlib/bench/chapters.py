@@ -601,6 +601,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     ahs, ais, aks = rf.measured_for_chain(data), rf.measured_for_reads(data), rf.measured_for_read_kv(data)
     als, cfs, ans = rf.measured_for_tma(data), rf.closed_floor(data), rf.measured_for_prefill_long(data)
     aos, aps = rf.measured_for_split_prefill(data), rf.measured_for_split_parts(data)
+    aqs = rf.measured_for_split_parts(data, "roofline/split_prefill_merge")
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -616,7 +617,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.chain_grades(by_key(), ahs) | gr.read_grades(by_key(), ais)
               | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als)
               | gr.prefill_rates_grades(by_key(), cfs) | gr.prefill_long_grades(by_key(), ans)
-              | gr.split_prefill_grades(by_key(), aos) | gr.split_parts_grades(by_key(), aps))
+              | gr.split_prefill_grades(by_key(), aos) | gr.split_parts_grades(by_key(), aps)
+              | gr.split_merge_grades(by_key(), aqs))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -626,7 +628,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | beside_texts(aes) | pair_texts(afs) | timeline_texts(timeline) | order_texts(ags)
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
                     | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs)
-                    | prefill_long_texts(ans) | split_prefill_texts(aos) | split_parts_texts(aps))
+                    | prefill_long_texts(ans) | split_prefill_texts(aos) | split_parts_texts(aps)
+                    | split_merge_texts(aqs))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1353,6 +1356,22 @@ def split_parts_texts(m: dict) -> dict[str, str]:
               f"spp_ours_{key}": f"{ours[cached]:.1f} µs", f"spp_merge_{key}": f"{merged['us'] - alone['us']:.0f} µs",
               f"spp_alone_{key}_tflops": f"{alone['tflops']:.0f} TFLOP/s"}
         t[f"spp_saving_{key}"] = f"{1 - alone['us'] / ours[cached]:.0%}"
+    return t
+
+
+def split_merge_texts(m: dict) -> dict[str, str]:
+    """Set AQ's texts (roofline.measured_for_split_parts over split_prefill_merge), prefix "sq":
+    per prefix, 64-row tiles, the probe merged by tile (4 runs; one on the fresh chunk) against
+    the packed kernel, as µs and the change."""
+    if "probe" not in m:
+        return {}
+    probe, ours = m["probe"], m["ours_us"]
+    t = {"sq_commit": m["commit"]}
+    for cached in ours.index:
+        runs = 1 if cached == min(ours.index) else 4
+        us = probe.loc[(cached, "split, merged by tile", runs, 64)]["us"]
+        t |= {f"sq_{cached}": f"{us:.1f} µs", f"sq_ours_{cached}": f"{ours[cached]:.1f} µs",
+              f"sq_change_{cached}": f"{us / ours[cached] - 1:+.0%}"}
     return t
 
 

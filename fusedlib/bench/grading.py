@@ -1589,3 +1589,25 @@ def split_parts_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     out["AP2"] = Grade(f"{far['tflops']:.0f} TFLOP/s ({far['us']:.1f} µs)", verdict(_in(far["tflops"], lo, hi)),
                        f"{side(far['tflops'], lo, hi)} the range")
     return out
+
+
+def split_merge_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AQ1 (after the longest prefix, 64-row tiles and 4 runs, the probe merged by tile inside
+    the µs range and at most the multiple of the packed kernel's time), AQ2 (on the fresh chunk,
+    64-row tiles and one run, its time over the packed kernel's inside the range) on
+    roofline.measured_for_split_parts over split_prefill_merge."""
+    if "probe" not in m:
+        return {}
+    probe, ours = m["probe"], m["ours_us"]
+    fresh, longest = min(ours.index), max(ours.index)
+    far = probe.loc[(longest, "split, merged by tile", 4, 64)]["us"]
+    lo, hi = p["AQ1"].range(0)
+    most = p["AQ1"].range(1)[0]
+    ok = _in(far, lo, hi) and far / ours[longest] <= most
+    out = {"AQ1": Grade(f"{far:.1f} µs against the packed kernel's {ours[longest]:.1f} ({far / ours[longest]:.2f}×)",
+                        verdict(ok), "inside the range and under the multiple" if ok else
+                        f"{side(far, lo, hi)} the range, {far / ours[longest]:.2f}× the packed kernel")}
+    near = probe.loc[(fresh, "split, merged by tile", 1, 64)]["us"] / ours[fresh]
+    lo, hi = p["AQ2"].range(0)
+    out["AQ2"] = Grade(f"{near:.2f}× the packed kernel", verdict(_in(near, lo, hi)), f"{side(near, lo, hi)} the range")
+    return out

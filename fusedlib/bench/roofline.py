@@ -1838,13 +1838,14 @@ def measured_for_split_prefill(data: Path) -> dict:
     return {"cases": dict(sorted(cases.items())), "commit": str(df["git_commit"].iloc[0])}
 
 
-def measured_for_split_parts(data: Path) -> dict:
-    """What set AP (the split probe with and without its merge) is graded on
-    (grading.split_parts_grades): roofline/split_prefill_parts at its newest commit, per cached
-    prefix, our packed kernel's µs ("ours_us") and by (kernel, splits, block_m) the probe's µs
-    and TFLOP/s ("probe", kernel "split" merged or "split kernel alone"), and the commit.
-    Empty without rows."""
-    df = _frame(data, "roofline/split_prefill_parts")
+def measured_for_split_parts(data: Path, stem: str = "roofline/split_prefill_parts") -> dict:
+    """What sets AP and AQ (the split probe with and without its merge, and merged by tile) are
+    graded on (grading.split_parts_grades, split_merge_grades): `stem` (AP's
+    split_prefill_parts, AQ's split_prefill_merge) at its newest commit, per cached prefix, our
+    packed kernel's µs ("ours_us") and by (kernel, splits, block_m) the probe's µs and TFLOP/s
+    ("probe", kernel "split" merged by row, "split, merged by tile" or "split kernel alone"),
+    and the commit. Empty without rows."""
+    df = _frame(data, stem)
     if not len(df):
         return {}
     df = _newest_commit(df)

@@ -1636,3 +1636,25 @@ def test_set_ap_grades_the_committed_rows(tmp_path):
     assert (t["spp_alone_fresh"], t["spp_merged_fresh"], t["spp_alone_hi"], t["spp_merge_hi"], t["spp_saving_hi"]) == \
         ("19.7 µs", "39.5 µs", "86.2 µs", "20 µs", "23%")
     assert roofline.measured_for_split_parts(tmp_path) == {} and chapters.split_parts_texts({}) == {}
+
+
+def test_set_aq_grades_the_committed_rows(tmp_path):
+    """AQ1-AQ2 on data/roofline/split_prefill_merge (1c55914): merged by tile, four runs take
+    90.2 µs after 3,584 keys against the packed kernel's 112.0 (0.81x), one run on the fresh
+    chunk 1.16x (both held); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_split_parts(DATA, "roofline/split_prefill_merge")
+    assert m["commit"] == "1c55914"
+    g = grading.split_merge_grades(p, m)
+    assert [g[k].verdict for k in ("AQ1", "AQ2")] == ["HELD", "HELD"]
+    probe = m["probe"].copy()
+    probe.loc[(3584, "split, merged by tile", 4, 64), "us"] = 99.0
+    probe.loc[(0, "split, merged by tile", 1, 64), "us"] = 30.0
+    g = grading.split_merge_grades(p, m | {"probe": probe})
+    assert [g[k].verdict for k in ("AQ1", "AQ2")] == ["MISSED", "MISSED"]
+    t = chapters.split_merge_texts(m)
+    assert (t["sq_3584"], t["sq_change_3584"], t["sq_2048"], t["sq_change_0"]) == ("90.2 µs", "-19%", "63.2 µs", "+16%")
+    assert grading.split_merge_grades(p, {}) == {} and chapters.split_merge_texts({}) == {}
