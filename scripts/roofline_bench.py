@@ -42,6 +42,8 @@ and the other sections still run):
   split_prefill_parts  the split probe at 1 and 4 runs with its row merge, without it, and
                  merged a query tile per program
   split_prefill_merge  the same without the row merge's runs
+  split_prefill_adaptive  the split probe choosing each tile's runs on the device and merging
+                 in its last run
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -139,6 +141,7 @@ PREFILL_RATE_CACHED = (0, 512, 1024, 2048, 3584)
 SPLIT_PREFILL = [(s, bm, 128, 4, st) for s in (1, 2, 3, 4, 6, 8) for bm, st in ((32, 2), (64, 3))]
 SMOKE_SPLIT_PREFILL = [(1, 16, 16, 4, 2), (3, 16, 16, 4, 2)]
 SPLIT_PREFILL_PARTS = [(s, bm, 128, 4, st) for s in (1, 4) for bm, st in ((32, 2), (64, 3))]
+SPLIT_PREFILL_ADAPTIVE = [(s, bm, 128, 4, st) for s in (4, 8) for bm, st in ((32, 2), (64, 3))]
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -1136,14 +1139,21 @@ class Bench:
         """split_prefill's probe at SPLIT_PREFILL_PARTS's shapes, with the reduce, without it (the
         split kernel alone, its partials unmerged) and merged a query tile per program: what
         the merge costs."""
-        self._prefill_rates("split_prefill_parts", SPLIT_PREFILL_PARTS, SPLIT_PREFILL_PARTS)
+        self._prefill_rates("split_prefill_parts", SPLIT_PREFILL_PARTS, SPLIT_PREFILL_PARTS,
+                            (("split kernel alone", "none"), ("split, merged by tile", "tiles")))
 
     def split_prefill_merge(self) -> None:
         """split_prefill_parts's shapes without the row merge's runs: the split kernel alone and
         merged a query tile per program, beside ours and SDPA."""
-        self._prefill_rates("split_prefill_merge", [], SPLIT_PREFILL_PARTS)
+        self._prefill_rates("split_prefill_merge", [], SPLIT_PREFILL_PARTS,
+                            (("split kernel alone", "none"), ("split, merged by tile", "tiles")))
 
-    def _prefill_rates(self, section: str, splits: list, unmerged: tuple = ()) -> None:
+    def split_prefill_adaptive(self) -> None:
+        """The split probe with each tile choosing its runs on the device and its last run merging
+        them (no second launch), at SPLIT_PREFILL_ADAPTIVE's shapes, beside ours and SDPA."""
+        self._prefill_rates("split_prefill_adaptive", [], SPLIT_PREFILL_ADAPTIVE, (("split, adaptive", "adaptive"),))
+
+    def _prefill_rates(self, section: str, splits: list, shapes: list = (), merges: tuple = ()) -> None:
         torch = self.torch
         from fusedlib.bench.split_prefill import split_prefill
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1169,8 +1179,8 @@ class Bench:
                 for shape in (splits if self.on_gpu or not splits else SMOKE_SPLIT_PREFILL)]
             calls += [(label, shape, contextlib.nullcontext, lambda shape=shape, merge=merge: split_prefill(
                 case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape, merge=merge))
-                for label, merge in (("split kernel alone", "none"), ("split, merged by tile", "tiles"))
-                for shape in (unmerged if self.on_gpu or not unmerged else SMOKE_SPLIT_PREFILL[-1:])]
+                for label, merge in merges
+                for shape in (shapes if self.on_gpu or not shapes else SMOKE_SPLIT_PREFILL[-1:])]
             for label, shape, manager, call in calls:
                 row = {"cached": cached, "tokens": p["chunk"], "kernel": label, "flop": flop}
                 if shape is not None:
