@@ -606,6 +606,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     als, cfs, ans = rf.measured_for_tma(data), rf.closed_floor(data), rf.measured_for_prefill_long(data)
     aos, aps = rf.measured_for_split_prefill(data), rf.measured_for_split_parts(data)
     aqs = rf.measured_for_split_parts(data, "roofline/split_prefill_merge")
+    ars = rf.measured_for_split_parts(data, "roofline/split_prefill_adaptive")
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -622,7 +623,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als)
               | gr.prefill_rates_grades(by_key(), cfs) | gr.prefill_long_grades(by_key(), ans)
               | gr.split_prefill_grades(by_key(), aos) | gr.split_parts_grades(by_key(), aps)
-              | gr.split_merge_grades(by_key(), aqs))
+              | gr.split_merge_grades(by_key(), aqs) | gr.split_adaptive_grades(by_key(), ars))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -633,7 +634,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
                     | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs)
                     | prefill_long_texts(ans) | split_prefill_texts(aos) | split_parts_texts(aps)
-                    | split_merge_texts(aqs))
+                    | split_merge_texts(aqs) | split_adaptive_texts(ars))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1376,6 +1377,20 @@ def split_merge_texts(m: dict) -> dict[str, str]:
         us = probe.loc[(cached, "split, merged by tile", runs, 64)]["us"]
         t |= {f"sq_{cached}": f"{us:.1f} µs", f"sq_ours_{cached}": f"{ours[cached]:.1f} µs",
               f"sq_change_{cached}": f"{us / ours[cached] - 1:+.0%}"}
+    return t
+
+
+def split_adaptive_texts(m: dict) -> dict[str, str]:
+    """Set AR's texts (roofline.measured_for_split_parts over split_prefill_adaptive), prefix "sr":
+    per prefix, 64-row tiles and at most 4 runs, the adaptive probe against the packed kernel."""
+    if "probe" not in m:
+        return {}
+    probe, ours = m["probe"], m["ours_us"]
+    t = {"sr_commit": m["commit"]}
+    for cached in ours.index:
+        us = probe.loc[(cached, "split, adaptive", 4, 64)]["us"]
+        t |= {f"sr_{cached}": f"{us:.1f} µs", f"sr_ours_{cached}": f"{ours[cached]:.1f} µs",
+              f"sr_change_{cached}": f"{us / ours[cached] - 1:+.0%}"}
     return t
 
 

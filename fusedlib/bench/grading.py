@@ -1611,3 +1611,21 @@ def split_merge_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     lo, hi = p["AQ2"].range(0)
     out["AQ2"] = Grade(f"{near:.2f}× the packed kernel", verdict(_in(near, lo, hi)), f"{side(near, lo, hi)} the range")
     return out
+
+
+def split_adaptive_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AR1 (after the longest prefix, 64-row tiles and at most 4 runs, the adaptive probe inside
+    the µs range), AR2 (on the fresh chunk, the same shape, its time over the packed kernel's
+    inside the range) on roofline.measured_for_split_parts over split_prefill_adaptive."""
+    if "probe" not in m:
+        return {}
+    probe, ours = m["probe"], m["ours_us"]
+    fresh, longest = min(ours.index), max(ours.index)
+    far = probe.loc[(longest, "split, adaptive", 4, 64)]["us"]
+    lo, hi = p["AR1"].range(0)
+    out = {"AR1": Grade(f"{far:.1f} µs (the packed kernel {ours[longest]:.1f})", verdict(_in(far, lo, hi)),
+                        f"{side(far, lo, hi)} the range")}
+    near = probe.loc[(fresh, "split, adaptive", 4, 64)]["us"] / ours[fresh]
+    lo, hi = p["AR2"].range(0)
+    out["AR2"] = Grade(f"{near:.2f}× the packed kernel", verdict(_in(near, lo, hi)), f"{side(near, lo, hi)} the range")
+    return out

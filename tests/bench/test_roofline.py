@@ -1658,3 +1658,26 @@ def test_set_aq_grades_the_committed_rows(tmp_path):
     t = chapters.split_merge_texts(m)
     assert (t["sq_3584"], t["sq_change_3584"], t["sq_2048"], t["sq_change_0"]) == ("90.2 µs", "-19%", "63.2 µs", "+16%")
     assert grading.split_merge_grades(p, {}) == {} and chapters.split_merge_texts({}) == {}
+
+
+def test_set_ar_grades_the_committed_rows(tmp_path):
+    """AR1-AR2 on data/roofline/split_prefill_adaptive (11ba721): runs chosen per tile and merged
+    by the last, 93.9 µs after 3,584 keys (the packed kernel 112.9) and 0.98x the packed kernel
+    on the fresh chunk (both held); each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_split_parts(DATA, "roofline/split_prefill_adaptive")
+    assert m["commit"] == "11ba721"
+    g = grading.split_adaptive_grades(p, m)
+    assert [g[k].verdict for k in ("AR1", "AR2")] == ["HELD", "HELD"]
+    probe = m["probe"].copy()
+    probe.loc[(3584, "split, adaptive", 4, 64), "us"] = 80.0
+    probe.loc[(0, "split, adaptive", 4, 64), "us"] = 24.0
+    g = grading.split_adaptive_grades(p, m | {"probe": probe})
+    assert [g[k].verdict for k in ("AR1", "AR2")] == ["MISSED", "MISSED"]
+    t = chapters.split_adaptive_texts(m)
+    assert (t["sr_0"], t["sr_change_0"], t["sr_3584"], t["sr_change_3584"], t["sr_change_1024"]) == \
+        ("19.9 µs", "-2%", "93.9 µs", "-17%", "-14%")
+    assert grading.split_adaptive_grades(p, {}) == {} and chapters.split_adaptive_texts({}) == {}
