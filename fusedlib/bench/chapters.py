@@ -1364,34 +1364,28 @@ def split_parts_texts(m: dict) -> dict[str, str]:
     return t
 
 
-def split_merge_texts(m: dict) -> dict[str, str]:
-    """Set AQ's texts (roofline.measured_for_split_parts over split_prefill_merge), prefix "sq":
-    per prefix, 64-row tiles, the probe merged by tile (4 runs; one on the fresh chunk) against
-    the packed kernel, as µs and the change."""
+def _split_probe_texts(m: dict, kernel: str, prefix: str, fresh_runs: int) -> dict[str, str]:
+    """Per prefix, 64-row tiles, the split probe's `kernel` rows (roofline.measured_for_split_parts)
+    at 4 runs (`fresh_runs` on the fresh chunk) against the packed kernel: µs and the change."""
     if "probe" not in m:
         return {}
     probe, ours = m["probe"], m["ours_us"]
-    t = {"sq_commit": m["commit"]}
+    t = {f"{prefix}_commit": m["commit"]}
     for cached in ours.index:
-        runs = 1 if cached == min(ours.index) else 4
-        us = probe.loc[(cached, "split, merged by tile", runs, 64)]["us"]
-        t |= {f"sq_{cached}": f"{us:.1f} µs", f"sq_ours_{cached}": f"{ours[cached]:.1f} µs",
-              f"sq_change_{cached}": f"{us / ours[cached] - 1:+.0%}"}
+        us = probe.loc[(cached, kernel, fresh_runs if cached == min(ours.index) else 4, 64)]["us"]
+        t |= {f"{prefix}_{cached}": f"{us:.1f} µs", f"{prefix}_ours_{cached}": f"{ours[cached]:.1f} µs",
+              f"{prefix}_change_{cached}": f"{us / ours[cached] - 1:+.0%}"}
     return t
+
+
+def split_merge_texts(m: dict) -> dict[str, str]:
+    """Set AQ's texts (split_prefill_merge), prefix "sq": merged by tile, one run on the fresh chunk."""
+    return _split_probe_texts(m, "split, merged by tile", "sq", 1)
 
 
 def split_adaptive_texts(m: dict) -> dict[str, str]:
-    """Set AR's texts (roofline.measured_for_split_parts over split_prefill_adaptive), prefix "sr":
-    per prefix, 64-row tiles and at most 4 runs, the adaptive probe against the packed kernel."""
-    if "probe" not in m:
-        return {}
-    probe, ours = m["probe"], m["ours_us"]
-    t = {"sr_commit": m["commit"]}
-    for cached in ours.index:
-        us = probe.loc[(cached, "split, adaptive", 4, 64)]["us"]
-        t |= {f"sr_{cached}": f"{us:.1f} µs", f"sr_ours_{cached}": f"{ours[cached]:.1f} µs",
-              f"sr_change_{cached}": f"{us / ours[cached] - 1:+.0%}"}
-    return t
+    """Set AR's texts (split_prefill_adaptive), prefix "sr": runs chosen per tile, at most 4."""
+    return _split_probe_texts(m, "split, adaptive", "sr", 4)
 
 
 def prefill_rates_table(m: dict) -> pd.DataFrame:

@@ -1591,6 +1591,16 @@ def split_parts_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     return out
 
 
+def _split_probe_cases(m: dict, kernel: str, far_runs: int, fresh_runs: int) -> tuple[float, float, float]:
+    """The split probe's `kernel` at 64-row tiles (roofline.measured_for_split_parts): its µs after
+    the longest prefix at `far_runs`, the packed kernel's there, and on the fresh chunk at
+    `fresh_runs` its time over the packed kernel's."""
+    probe, ours = m["probe"], m["ours_us"]
+    fresh, longest = min(ours.index), max(ours.index)
+    return (probe.loc[(longest, kernel, far_runs, 64)]["us"], ours[longest],
+            probe.loc[(fresh, kernel, fresh_runs, 64)]["us"] / ours[fresh])
+
+
 def split_merge_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     """AQ1 (after the longest prefix, 64-row tiles and 4 runs, the probe merged by tile inside
     the µs range and at most the multiple of the packed kernel's time), AQ2 (on the fresh chunk,
@@ -1598,16 +1608,13 @@ def split_merge_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
     roofline.measured_for_split_parts over split_prefill_merge."""
     if "probe" not in m:
         return {}
-    probe, ours = m["probe"], m["ours_us"]
-    fresh, longest = min(ours.index), max(ours.index)
-    far = probe.loc[(longest, "split, merged by tile", 4, 64)]["us"]
+    far, packed, near = _split_probe_cases(m, "split, merged by tile", 4, 1)
     lo, hi = p["AQ1"].range(0)
     most = p["AQ1"].range(1)[0]
-    ok = _in(far, lo, hi) and far / ours[longest] <= most
-    out = {"AQ1": Grade(f"{far:.1f} µs against the packed kernel's {ours[longest]:.1f} ({far / ours[longest]:.2f}×)",
+    ok = _in(far, lo, hi) and far / packed <= most
+    out = {"AQ1": Grade(f"{far:.1f} µs against the packed kernel's {packed:.1f} ({far / packed:.2f}×)",
                         verdict(ok), "inside the range and under the multiple" if ok else
-                        f"{side(far, lo, hi)} the range, {far / ours[longest]:.2f}× the packed kernel")}
-    near = probe.loc[(fresh, "split, merged by tile", 1, 64)]["us"] / ours[fresh]
+                        f"{side(far, lo, hi)} the range, {far / packed:.2f}× the packed kernel")}
     lo, hi = p["AQ2"].range(0)
     out["AQ2"] = Grade(f"{near:.2f}× the packed kernel", verdict(_in(near, lo, hi)), f"{side(near, lo, hi)} the range")
     return out
@@ -1619,13 +1626,10 @@ def split_adaptive_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]
     inside the range) on roofline.measured_for_split_parts over split_prefill_adaptive."""
     if "probe" not in m:
         return {}
-    probe, ours = m["probe"], m["ours_us"]
-    fresh, longest = min(ours.index), max(ours.index)
-    far = probe.loc[(longest, "split, adaptive", 4, 64)]["us"]
+    far, packed, near = _split_probe_cases(m, "split, adaptive", 4, 4)
     lo, hi = p["AR1"].range(0)
-    out = {"AR1": Grade(f"{far:.1f} µs (the packed kernel {ours[longest]:.1f})", verdict(_in(far, lo, hi)),
+    out = {"AR1": Grade(f"{far:.1f} µs (the packed kernel {packed:.1f})", verdict(_in(far, lo, hi)),
                         f"{side(far, lo, hi)} the range")}
-    near = probe.loc[(fresh, "split, adaptive", 4, 64)]["us"] / ours[fresh]
     lo, hi = p["AR2"].range(0)
     out["AR2"] = Grade(f"{near:.2f}× the packed kernel", verdict(_in(near, lo, hi)), f"{side(near, lo, hi)} the range")
     return out
