@@ -142,6 +142,8 @@ SPLIT_PREFILL = [(s, bm, 128, 4, st) for s in (1, 2, 3, 4, 6, 8) for bm, st in (
 SMOKE_SPLIT_PREFILL = [(1, 16, 16, 4, 2), (3, 16, 16, 4, 2)]
 SPLIT_PREFILL_PARTS = [(s, bm, 128, 4, st) for s in (1, 4) for bm, st in ((32, 2), (64, 3))]
 SPLIT_PREFILL_ADAPTIVE = [(s, bm, 128, 4, st) for s in (4, 8) for bm, st in ((32, 2), (64, 3))]
+SPLIT_ALONE_AND_TILES = (("split kernel alone", "none", SPLIT_PREFILL_PARTS),
+                         ("split, merged by tile", "tiles", SPLIT_PREFILL_PARTS))
 # The gate_up + activation kernel's launch shapes: (block_n, block_k, warps, stages); the
 # first is GateUpConfig's default.
 GATE_UP_SWEEP = [(64, 64, 4, 5)] + [(block_n, block_k, warps, stages) for block_n in (16, 32, 64)
@@ -1128,32 +1130,32 @@ class Bench:
         and SDPA's flash and cuDNN backends, graph replays after a reading L2 flush, TFLOP/s of
         the causal work and each backend's max |diff| from ours (the attention rates a serving
         pass's prompts see, chunk by chunk)."""
-        self._prefill_rates("prefill_rates", [])
+        self._prefill_rates("prefill_rates")
 
     def split_prefill(self) -> None:
         """prefill_rates with fusedlib.bench.split_prefill beside them: each query tile's keys cut
         into 1 to 8 runs, merged by the split-KV reduce, at SPLIT_PREFILL's shapes."""
-        self._prefill_rates("split_prefill", SPLIT_PREFILL)
+        self._prefill_rates("split_prefill", (("split", "rows", SPLIT_PREFILL),))
 
     def split_prefill_parts(self) -> None:
         """split_prefill's probe at SPLIT_PREFILL_PARTS's shapes, with the reduce, without it (the
         split kernel alone, its partials unmerged) and merged a query tile per program: what
         the merge costs."""
-        self._prefill_rates("split_prefill_parts", SPLIT_PREFILL_PARTS, SPLIT_PREFILL_PARTS,
-                            (("split kernel alone", "none"), ("split, merged by tile", "tiles")))
+        self._prefill_rates("split_prefill_parts", (("split", "rows", SPLIT_PREFILL_PARTS),) + SPLIT_ALONE_AND_TILES)
 
     def split_prefill_merge(self) -> None:
         """split_prefill_parts's shapes without the row merge's runs: the split kernel alone and
         merged a query tile per program, beside ours and SDPA."""
-        self._prefill_rates("split_prefill_merge", [], SPLIT_PREFILL_PARTS,
-                            (("split kernel alone", "none"), ("split, merged by tile", "tiles")))
+        self._prefill_rates("split_prefill_merge", SPLIT_ALONE_AND_TILES)
 
     def split_prefill_adaptive(self) -> None:
         """The split probe with each tile choosing its runs on the device and its last run merging
         them (no second launch), at SPLIT_PREFILL_ADAPTIVE's shapes, beside ours and SDPA."""
-        self._prefill_rates("split_prefill_adaptive", [], SPLIT_PREFILL_ADAPTIVE, (("split, adaptive", "adaptive"),))
+        self._prefill_rates("split_prefill_adaptive", (("split, adaptive", "adaptive", SPLIT_PREFILL_ADAPTIVE),))
 
-    def _prefill_rates(self, section: str, splits: list, shapes: list = (), merges: tuple = ()) -> None:
+    def _prefill_rates(self, section: str, probes: tuple = ()) -> None:
+        """prefill_rates' rows, then each (label, merge, shapes) of `probes`: the split probe at
+        each shape with that merge (fusedlib.bench.split_prefill; on the CPU, SMOKE_SPLIT_PREFILL)."""
         torch = self.torch
         from fusedlib.bench.split_prefill import split_prefill
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1174,20 +1176,16 @@ class Bench:
             expected = our_call().float()
             calls = [("ours", None, contextlib.nullcontext, our_call)] + [
                 (label, None, lambda b=b: sdpa_kernel([b]), sdpa) for label, b in backends]
-            calls += [("split", shape, contextlib.nullcontext, lambda shape=shape: split_prefill(
-                case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape))
-                for shape in (splits if self.on_gpu or not splits else SMOKE_SPLIT_PREFILL)]
-            calls += [(label, shape, contextlib.nullcontext, lambda shape=shape, merge=merge: split_prefill(
+            calls += [(label, (shape, merge), contextlib.nullcontext, lambda shape=shape, merge=merge: split_prefill(
                 case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape, merge=merge))
-                for label, merge in merges
-                for shape in (shapes if self.on_gpu or not shapes else SMOKE_SPLIT_PREFILL[-1:])]
-            for label, shape, manager, call in calls:
+                for label, merge, shapes in probes for shape in (shapes if self.on_gpu else SMOKE_SPLIT_PREFILL)]
+            for label, probe, manager, call in calls:
                 row = {"cached": cached, "tokens": p["chunk"], "kernel": label, "flop": flop}
-                if shape is not None:
-                    row.update(zip(("splits", "block_m", "block_n", "num_warps", "num_stages"), shape))
+                if probe is not None:
+                    row.update(zip(("splits", "block_m", "block_n", "num_warps", "num_stages"), probe[0]))
                 try:
                     with manager():
-                        if label != "split kernel alone":  # its output is partials, not attention
+                        if probe is None or probe[1] != "none":  # unmerged, the output is partials
                             row["max_abs_err"] = (call().float() - expected).abs().max().item()
                         row["median_ms"] = timed(call)
                     row["tflops"] = flop / row["median_ms"] / 1e9

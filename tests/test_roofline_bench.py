@@ -186,10 +186,10 @@ def test_the_split_prefill_parts_section_times_the_split_kernel_alone_too(tmp_pa
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     got = rows.read_rows(tmp_path / "roofline" / "split_prefill_parts")
     alone = [r for r in got if r["kernel"] == "split kernel alone"]
-    assert [(r["cached"], r["splits"]) for r in alone] == [(0, 3), (16, 3)]
+    assert [(r["cached"], r["splits"]) for r in alone] == [(0, 1), (0, 3), (16, 1), (16, 3)]
     assert all("max_abs_err" not in r and r["tflops"] > 0 for r in alone)
     tiles = [r for r in got if r["kernel"] == "split, merged by tile"]
-    assert [(r["cached"], r["splits"]) for r in tiles] == [(0, 3), (16, 3)]
+    assert [(r["cached"], r["splits"]) for r in tiles] == [(0, 1), (0, 3), (16, 1), (16, 3)]
     assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in tiles)
 
 
@@ -201,5 +201,5 @@ def test_the_split_prefill_adaptive_section_matches_ours(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     got = [r for r in rows.read_rows(tmp_path / "roofline" / "split_prefill_adaptive") if r["kernel"] == "split, adaptive"]
-    assert [(r["cached"], r["splits"]) for r in got] == [(0, 3), (16, 3)]
+    assert [(r["cached"], r["splits"]) for r in got] == [(0, 1), (0, 3), (16, 1), (16, 3)]
     assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
