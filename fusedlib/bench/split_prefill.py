@@ -7,9 +7,11 @@ kernel launches one program per (query tile, head): 192 for that chunk, each wal
 3,800 keys one 128-key tile after another, with about one warp per scheduler to hide each
 step's dependent loads and dots. FlashAttention-2 splits the key range over more blocks when
 its grid is small, then merges the partial softmax states. This module does the same to the
-packed kernel's walk, for one request's chunk (the case the question is about), and reuses
-`splitkv_reduce_kernel` for the merge: each query row of each head is a "request" whose
-splits it combines. Nothing in the engine calls it.
+packed kernel's walk, for one request's chunk (the case the question is about), with three
+merges to compare (`split_prefill`'s `merge`): `splitkv_reduce_kernel`, each query row of each
+head a "request" whose splits it combines (sets AO, AP); `split_merge_kernel`, a program per
+query tile and head (set AQ); and the split kernel merging in the last run of each tile, with
+the runs chosen per tile on the device (set AR). Nothing in the engine calls it.
 """
 from __future__ import annotations
 
