@@ -2,7 +2,8 @@
 [SET [FOLDER]]`, SET another result set of the same layout (attention_ab: the split-KV launch shape's
 A/Bs), FOLDER the one under OUT holding the arms (default ab; flag_ab for device_census_ab.sh's FLAG_AB).
 
-`scripts/device_census_ab.sh OUT` leaves OUT/ab/<arm><round>/roofline/census.jsonl (and
+SET closed_ab folds `scripts/device_closed_ab.sh OUT`'s closed passes (folder closed_ab) into
+data/roofline/closed_ab. `scripts/device_census_ab.sh OUT` leaves OUT/ab/<arm><round>/roofline/census.jsonl (and
 census_kernels.jsonl, the kernel names), one process per arm and round ("base" the code
 before a change, "new" after it). Every row gains its `arm` and `round`, and is appended to
 data/roofline/census_ab (census_ab_kernels) unless it is there already, so merging twice adds
@@ -20,9 +21,12 @@ from fusedlib.bench.rows import append_rows, read_rows
 
 
 def merge(out: Path, data: Path = Path("data/roofline"), into: str = "census_ab", folder: str = "ab") -> int:
-    """Rows added to `into` (the kernel-name rows go to `into`_kernels alike)."""
+    """Rows added to `into` (the kernel-name rows go to `into`_kernels alike; into "closed_ab",
+    scripts/device_closed_ab.sh's closed passes, has no kernel rows)."""
     added = 0
-    for section, stem in (("census", data / into), ("census_kernels", data / f"{into}_kernels")):
+    sections = ((("closed", data / into),) if into == "closed_ab" else
+                (("census", data / into), ("census_kernels", data / f"{into}_kernels")))
+    for section, stem in sections:
         have = {json.dumps(r, sort_keys=True) for r in read_rows(stem)}
         new = []
         for run in sorted((out / folder).glob(f"*/roofline/{section}.jsonl")):
@@ -33,7 +37,7 @@ def merge(out: Path, data: Path = Path("data/roofline"), into: str = "census_ab"
                     if json.dumps(row := {**r, "arm": match[1], "round": int(match[2])}, sort_keys=True) not in have]
         if new:
             append_rows(stem, new)
-        if section == "census":
+        if section in ("census", "closed"):
             added = len(new)
     return added
 

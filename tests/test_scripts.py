@@ -80,6 +80,18 @@ def test_census_ab_merge_takes_another_folder_into_another_set(tmp_path):
     assert not (data / "census_ab.jsonl").exists() and len(read_rows(data / "pdl_ab")) == 2
 
 
+def test_closed_ab_merge_folds_the_closed_passes_alone(tmp_path):
+    out, data = tmp_path / "out", tmp_path / "data"
+    row = {"stat": "median", "wall_s": 2.5, "timestamp": "t0"}
+    append_rows(out / "closed_ab" / "base1" / "roofline" / "closed", [row])
+    append_rows(out / "closed_ab" / "new1" / "roofline" / "closed", [{**row, "wall_s": 2.4}])
+    append_rows(out / "closed_ab" / "new1" / "roofline" / "census", [row])  # not a closed pass: left out
+    assert merge_census_ab.merge(out, data, into="closed_ab", folder="closed_ab") == 2
+    assert merge_census_ab.merge(out, data, into="closed_ab", folder="closed_ab") == 0
+    assert sorted((r["arm"], r["wall_s"]) for r in read_rows(data / "closed_ab")) == [("base", 2.5), ("new", 2.4)]
+    assert not (data / "closed_ab_kernels.jsonl").exists()
+
+
 def test_merge_loop_rows_marks_each_round_and_its_order_once(tmp_path):
     out, data = tmp_path / "out", tmp_path / "data"
     for round_, configs in ((1, ("a", "b")), (2, ("b", "a"))):
@@ -93,7 +105,8 @@ def test_merge_loop_rows_marks_each_round_and_its_order_once(tmp_path):
     assert len(read_rows(data / "loop")) == 8
 
 
-@pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh", "device_probe.sh"])
+@pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh", "device_probe.sh",
+                                    "device_closed_ab.sh"])
 def test_device_scripts_parse(script):
     proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -107,6 +120,16 @@ def test_device_loop_starts_no_stage_without_the_time_it_needs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     log = (out / "log.txt").read_text()
     assert log.count("stage skipped") == 3 and not (out / "loop").exists()
+
+
+def test_device_closed_ab_starts_no_round_without_the_time_it_needs(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "LIMIT": "60", "FUSEDLIB_GIT_COMMIT": "abc1234", "BASE_COMMIT": "def5678"}
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "device_closed_ab.sh"), str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "round 1 not started" in (out / "log.txt").read_text()
+    assert (out / "rowsclosed_ab.tgz").stat().st_size > 0 and not any((out / "closed_ab").iterdir())
 
 
 def test_device_campaign_skips_a_phase_without_time_and_still_packs_the_rows(tmp_path):
