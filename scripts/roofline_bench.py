@@ -46,6 +46,8 @@ and the other sections still run):
                  in its last run
   prefill_runs   prefill_rates with the engine's packed kernel in one run a tile beside its
                  default (long single-request walks split into runs, merged by the last)
+  prefill_runs_parts  the same with a grid of runs that never splits, at most 2 runs, runs
+                 of at least 3 key tiles, and set AR's probe at the engine's tile shape
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -143,6 +145,9 @@ PREFILL_RATE_CACHED = (0, 512, 1024, 2048, 3584)
 SPLIT_PREFILL = [(s, bm, 128, 4, st) for s in (1, 2, 3, 4, 6, 8) for bm, st in ((32, 2), (64, 3))]
 SMOKE_SPLIT_PREFILL = [(1, 16, 16, 4, 2), (3, 16, 16, 4, 2)]
 SPLIT_PREFILL_PARTS = [(s, bm, 128, 4, st) for s in (1, 4) for bm, st in ((32, 2), (64, 3))]
+# prefill_runs_parts' variants of the engine's PackedConfig, beside its default ("ours").
+PREFILL_RUNS_PARTS = (("ours, one run", dict(max_runs=1)), ("ours, never split", dict(min_run_tiles=10**6)),
+                      ("ours, at most 2 runs", dict(max_runs=2)), ("ours, runs of at least 3", dict(min_run_tiles=3)))
 SPLIT_PREFILL_ADAPTIVE = [(s, bm, 128, 4, st) for s in (4, 8) for bm, st in ((32, 2), (64, 3))]
 SPLIT_ALONE_AND_TILES = (("split kernel alone", "none", SPLIT_PREFILL_PARTS),
                          ("split, merged by tile", "tiles", SPLIT_PREFILL_PARTS))
@@ -1164,6 +1169,17 @@ class Bench:
         from fusedlib.attention.triton_backend import PackedConfig, TritonAttention
         one_run = TritonAttention(decode_kernel="balanced", packed=replace(PackedConfig(), max_runs=1))
         self._prefill_rates("prefill_runs", engines=(("ours, one run", one_run),))
+
+    def prefill_runs_parts(self) -> None:
+        """prefill_runs with the runs' parts apart: the default beside one run a tile, the grid of
+        4 runs that never splits (its idle programs alone), at most 2 runs, runs of at least 3
+        key tiles, and set AR's probe at the engine's tile shape."""
+        from dataclasses import replace
+
+        from fusedlib.attention.triton_backend import PackedConfig, TritonAttention
+        engines = tuple((label, TritonAttention(decode_kernel="balanced", packed=replace(PackedConfig(), **change)))
+                        for label, change in PREFILL_RUNS_PARTS)
+        self._prefill_rates("prefill_runs_parts", (("split, adaptive", "adaptive", [(4, 32, 128, 4, 2)]),), engines)
 
     def _prefill_rates(self, section: str, probes: tuple = (), engines: tuple = ()) -> None:
         """prefill_rates' rows, then each (label, TritonAttention) of `engines` on the same case,

@@ -72,28 +72,33 @@ def packed_attention_kernel(
 
     tile_start = tl.load(tile_ranges_ptr + 2 * tile)
     tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
-    offs_m = tile_start + tl.arange(0, BLOCK_M)
-    row_valid = offs_m < tile_end
     if DECODE_ROWS:
-        row_seq = tl.where(row_valid, offs_m, -1)
-        row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
         first_seq = tile_start
         last_seq = tile_end - 1
     else:
-        row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
-        row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
         first_seq = tl.load(token_seq_ptr + tile_start)
         last_seq = tl.load(token_seq_ptr + tile_end - 1)
 
     # A single-request tile splits its walk into runs: on a long walk, the tile's one program
     # would run on alone after the grid's short tiles are done (a 512-token chunk after 3,584
-    # cached keys: 192 programs walking ~30 key tiles each, on 132 SMs).
+    # cached keys: 192 programs walking ~30 key tiles each, on 132 SMs). A run past the tile's
+    # count exits here, after three scalar loads.
     runs = 1
     if MAX_RUNS > 1:
-        walk = tl.cdiv(tl.max(tl.where(row_valid, row_pos, -1), axis=0) + 1, BLOCK_N)
+        # One request's positions ascend, so the tile's last row walks furthest.
+        walk = tl.cdiv(tl.load(positions_ptr + tile_end - 1) + 1, BLOCK_N)
         runs = tl.where(first_seq == last_seq, tl.minimum(tl.maximum(walk // MIN_RUN_TILES, 1), MAX_RUNS), 1)
     if run >= runs:
         return
+
+    offs_m = tile_start + tl.arange(0, BLOCK_M)
+    row_valid = offs_m < tile_end
+    if DECODE_ROWS:
+        row_seq = tl.where(row_valid, offs_m, -1)
+        row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
+    else:
+        row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
+        row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
 
     offs_d = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
