@@ -44,10 +44,6 @@ and the other sections still run):
   split_prefill_merge  the same without the row merge's runs
   split_prefill_adaptive  the split probe choosing each tile's runs on the device and merging
                  in its last run
-  prefill_runs   prefill_rates with the engine's packed kernel in one run a tile beside its
-                 default (long single-request walks split into runs, merged by the last)
-  prefill_runs_parts  the same with a grid of runs that never splits, at most 2 runs, runs
-                 of at least 3 key tiles, and set AR's probe at the engine's tile shape
   gemm           fp16 GEMM rate at the step's shapes and one large one; the per-kernel
                  launch cost inside a CUDA graph (graphs of 100 and 1,100 tiny kernels)
   gate_up        the decode step's gate_up projection and activation at `rows` rows: cuBLAS
@@ -145,9 +141,6 @@ PREFILL_RATE_CACHED = (0, 512, 1024, 2048, 3584)
 SPLIT_PREFILL = [(s, bm, 128, 4, st) for s in (1, 2, 3, 4, 6, 8) for bm, st in ((32, 2), (64, 3))]
 SMOKE_SPLIT_PREFILL = [(1, 16, 16, 4, 2), (3, 16, 16, 4, 2)]
 SPLIT_PREFILL_PARTS = [(s, bm, 128, 4, st) for s in (1, 4) for bm, st in ((32, 2), (64, 3))]
-# prefill_runs_parts' variants of the engine's PackedConfig, beside its default ("ours").
-PREFILL_RUNS_PARTS = (("ours, one run", dict(max_runs=1)), ("ours, never split", dict(min_run_tiles=10**6)),
-                      ("ours, at most 2 runs", dict(max_runs=2)), ("ours, runs of at least 3", dict(min_run_tiles=3)))
 SPLIT_PREFILL_ADAPTIVE = [(s, bm, 128, 4, st) for s in (4, 8) for bm, st in ((32, 2), (64, 3))]
 SPLIT_ALONE_AND_TILES = (("split kernel alone", "none", SPLIT_PREFILL_PARTS),
                          ("split, merged by tile", "tiles", SPLIT_PREFILL_PARTS))
@@ -981,16 +974,15 @@ class Bench:
                 tiles = torch.stack([starts, torch.clamp(starts + block_m, max=q.shape[0])], 1).to(dev)
                 o = torch.empty_like(q)
 
-                def call():  # one run a tile: the launch shape alone (runs are set AS's)
+                def call():
                     packed_attention_kernel[(tiles.shape[0], cfg.num_heads)](
-                        q, k, v, o, o, tiles, tiles, m.token_seq, m.positions, m.block_tables, m.block_tables,
+                        q, k, v, o, tiles, m.token_seq, m.positions, m.block_tables, m.block_tables,
                         scale * LOG2E, q.stride(0), q.stride(1), o.stride(0), o.stride(1),
                         k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
                         m.block_tables.stride(0), GROUP=cfg.num_heads // cfg.num_kv_heads,
                         HEAD_DIM=cfg.head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
                         KV_BLOCK_SIZE=k.shape[1], DECODE_ROWS=False,
-                        DOT_PRECISION=_dot_precision(q.dtype), MAX_RUNS=1, MIN_RUN_TILES=1,
-                        num_warps=warps, num_stages=stages)
+                        DOT_PRECISION=_dot_precision(q.dtype), num_warps=warps, num_stages=stages)
                 try:
                     call()
                     row["max_abs_err"] = (o.float() - expected.float()).abs().max().item()
@@ -1161,30 +1153,9 @@ class Bench:
         them (no second launch), at SPLIT_PREFILL_ADAPTIVE's shapes, beside ours and SDPA."""
         self._prefill_rates("split_prefill_adaptive", (("split, adaptive", "adaptive", SPLIT_PREFILL_ADAPTIVE),))
 
-    def prefill_runs(self) -> None:
-        """prefill_rates with the engine's packed kernel in one run a tile beside its default, whose
-        single-request tiles split long walks into runs merged by the last (set AS)."""
-        from dataclasses import replace
-
-        from fusedlib.attention.triton_backend import PackedConfig, TritonAttention
-        one_run = TritonAttention(decode_kernel="balanced", packed=replace(PackedConfig(), max_runs=1))
-        self._prefill_rates("prefill_runs", engines=(("ours, one run", one_run),))
-
-    def prefill_runs_parts(self) -> None:
-        """prefill_runs with the runs' parts apart: the default beside one run a tile, the grid of
-        4 runs that never splits (its idle programs alone), at most 2 runs, runs of at least 3
-        key tiles, and set AR's probe at the engine's tile shape."""
-        from dataclasses import replace
-
-        from fusedlib.attention.triton_backend import PackedConfig, TritonAttention
-        engines = tuple((label, TritonAttention(decode_kernel="balanced", packed=replace(PackedConfig(), **change)))
-                        for label, change in PREFILL_RUNS_PARTS)
-        self._prefill_rates("prefill_runs_parts", (("split, adaptive", "adaptive", [(4, 32, 128, 4, 2)]),), engines)
-
-    def _prefill_rates(self, section: str, probes: tuple = (), engines: tuple = ()) -> None:
-        """prefill_rates' rows, then each (label, TritonAttention) of `engines` on the same case,
-        then each (label, merge, shapes) of `probes`: the split probe at each shape with that
-        merge (fusedlib.bench.split_prefill; on the CPU, SMOKE_SPLIT_PREFILL)."""
+    def _prefill_rates(self, section: str, probes: tuple = ()) -> None:
+        """prefill_rates' rows, then each (label, merge, shapes) of `probes`: the split probe at
+        each shape with that merge (fusedlib.bench.split_prefill; on the CPU, SMOKE_SPLIT_PREFILL)."""
         torch = self.torch
         from fusedlib.bench.split_prefill import split_prefill
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -1204,8 +1175,6 @@ class Bench:
             flop, our_call, sdpa, case = self._prefill_calls(ours, cached, gen)
             expected = our_call().float()
             calls = [("ours", None, contextlib.nullcontext, our_call)] + [
-                (label, None, contextlib.nullcontext, lambda e=e: e.prefill(case[0], case[1], case[2], case[3], scale))
-                for label, e in engines] + [
                 (label, None, lambda b=b: sdpa_kernel([b]), sdpa) for label, b in backends]
             calls += [(label, (shape, merge), contextlib.nullcontext, lambda shape=shape, merge=merge: split_prefill(
                 case[0], case[1], case[2], case[3].block_tables[0], cached, scale, *shape, merge=merge))

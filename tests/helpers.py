@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import functools
 
-from fusedlib.attention.triton_backend import PackedConfig
 from fusedlib.config import PRESETS
 from fusedlib.weights import random_model
-
-# The packed kernel's runs forced at the tests' small shapes: 16 keys a tile, each run at least
-# 2 tiles, so a prompt tile's walk of 4 to 12 key tiles splits into two or three runs.
-SPLIT_PACKED = PackedConfig(block_n=16, max_runs=3, min_run_tiles=2)
 
 
 @functools.lru_cache(maxsize=None)

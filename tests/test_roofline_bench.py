@@ -203,16 +203,3 @@ def test_the_split_prefill_adaptive_section_matches_ours(tmp_path):
     got = [r for r in rows.read_rows(tmp_path / "roofline" / "split_prefill_adaptive") if r["kernel"] == "split, adaptive"]
     assert [(r["cached"], r["splits"]) for r in got] == [(0, 1), (0, 3), (16, 1), (16, 3)]
     assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
-
-
-@pytest.mark.slow(6)
-def test_the_prefill_runs_section_times_the_engine_in_one_run_beside_its_default(tmp_path):
-    """prefill_runs writes, per prefix, our kernel at its default and in one run a tile, the two
-    matching (on the smoke shapes no tile is long enough to split)."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "prefill_runs"],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    got = rows.read_rows(tmp_path / "roofline" / "prefill_runs")
-    one_run = [r for r in got if r["kernel"] == "ours, one run"]
-    assert [r["cached"] for r in one_run] == [r["cached"] for r in got if r["kernel"] == "ours"] == [0, 16]
-    assert all(r["max_abs_err"] == 0 and r["tflops"] > 0 for r in one_run)

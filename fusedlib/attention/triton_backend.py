@@ -89,17 +89,10 @@ class PackedConfig:
     block_n: int = 128
     num_warps: int = 4
     num_stages: int = 2
-    # A tile of one request cuts a causal walk of at least 2 * min_run_tiles key tiles into
-    # runs, at most max_runs, merged by the last to finish (see triton_kernels). In the H200
-    # probe of the same kernel (data/roofline/split_prefill_adaptive, 11ba721), a 512-token
-    # chunk after 3,584 cached keys: 97.7 us against 112.9 in one run; a fresh chunk (at most
-    # 4 key tiles a tile) keeps one run and lost nothing, 19.8 against 20.4 us.
-    max_runs: int = 4
-    min_run_tiles: int = 6
 
 
-# Parts 7 to 9 keep the packed kernel's shape they were measured with: 64 keys, one run a tile.
-PART7_PACKED = PackedConfig(block_n=64, max_runs=1)
+# Parts 7 to 9 keep the packed kernel's shape they were measured with.
+PART7_PACKED = PackedConfig(block_n=64)
 
 
 class TritonAttention:
@@ -122,9 +115,6 @@ class TritonAttention:
         self.packed = packed or (PackedConfig() if decode_kernel == "balanced" else PART7_PACKED)
         self.concurrent = concurrent
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
-        # Zeroed run tickets of the packed kernel per (device, tiles x heads), kept for good: a
-        # captured graph holds their address, and the kernel leaves them zero after each launch.
-        self._tickets: dict[tuple[torch.device, int], torch.Tensor] = {}
 
     # -- public interface -------------------------------------------------------------
 
@@ -188,25 +178,13 @@ class TritonAttention:
         token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
                                               else (meta.token_seq, meta.positions, block_tables))
         num_heads, head_dim = q.shape[1], q.shape[2]
-        cfg = self.packed
-        # Decode rows are one query each, their walks the "rows" layout's: never split.
-        runs = 1 if decode_rows else cfg.max_runs
-        if runs > 1:
-            partials = torch.empty(q.shape[0], num_heads, runs, head_dim + PARTIAL_EXTRA.value,
-                                   dtype=torch.float32, device=q.device)
-            key = (q.device, tiles.shape[0] * num_heads)
-            if key not in self._tickets:
-                self._tickets[key] = torch.zeros(key[1], dtype=torch.int32, device=q.device)
-            tickets = self._tickets[key]
-        else:  # unused pointer arguments
-            partials, tickets = out, tiles
-        packed_attention_kernel[(tiles.shape[0], num_heads, runs)](
-            q, k_cache, v_cache, out, partials, tickets, tiles, token_seq, positions, context_lens,
-            block_tables, scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
+        packed_attention_kernel[(tiles.shape[0], num_heads)](
+            q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
+            scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
-            BLOCK_N=cfg.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), MAX_RUNS=runs, MIN_RUN_TILES=cfg.min_run_tiles,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
+            num_stages=self.packed.num_stages,
         )
         return out
 

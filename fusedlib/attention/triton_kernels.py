@@ -2,15 +2,12 @@
 
 Two kernels and a reduce:
 
-* `packed_attention_kernel`: one program per (query tile, query head, run). A query tile
-  is a range [start, end) of packed positions, at most BLOCK_M long, read from a tile
-  table. With consecutive BLOCK_M-position tiles ("packed" layout) a tile may span several
+* `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
+  range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
+  With consecutive BLOCK_M-position tiles ("packed" layout) a tile may span several
   requests; the program then walks every request it touches, one after the other, over
   that request's KV blocks. With one tile per decode request ("rows" layout) each program
-  holds one valid row and BLOCK_M - 1 masked ones. Same code, the layout is data. A tile of
-  one request whose causal walk is long cuts it into runs (at most MAX_RUNS, each at least
-  MIN_RUN_TILES key tiles), chosen on the device from its positions: each run stores a
-  partial, and the run that draws the tile's last ticket merges them, in the same launch.
+  holds one valid row and BLOCK_M - 1 masked ones. Same code, the layout is data.
 * `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
   (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
   BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
@@ -43,8 +40,6 @@ PARTIAL_EXTRA = tl.constexpr(4)
 @triton.jit(do_not_specialize=["stride_bt"])
 def packed_attention_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
-    partials_ptr,  # fp32 [P, H, MAX_RUNS, HEAD_DIM + PARTIAL_EXTRA] (unused when MAX_RUNS == 1)
-    tickets_ptr,  # int32 [num_tiles * H], zero on entry and on exit (unused when MAX_RUNS == 1)
     tile_ranges_ptr,  # int32 [num_tiles, 2]: packed range [start, end) of each query tile
     token_seq_ptr,  # int32 [P]: request of each packed position (unused when DECODE_ROWS)
     positions_ptr,  # int32 [P]: key index of each packed position (unused when DECODE_ROWS)
@@ -62,43 +57,25 @@ def packed_attention_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
-    MAX_RUNS: tl.constexpr,  # 1: every tile walks its keys in one program
-    MIN_RUN_TILES: tl.constexpr,  # BLOCK_N key tiles a run walks at least
 ):
     tile = tl.program_id(0)
     head = tl.program_id(1)
-    run = tl.program_id(2)
     kv_head = head // GROUP
 
     tile_start = tl.load(tile_ranges_ptr + 2 * tile)
     tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
-    if DECODE_ROWS:
-        first_seq = tile_start
-        last_seq = tile_end - 1
-    else:
-        first_seq = tl.load(token_seq_ptr + tile_start)
-        last_seq = tl.load(token_seq_ptr + tile_end - 1)
-
-    # A single-request tile splits its walk into runs: on a long walk, the tile's one program
-    # would run on alone after the grid's short tiles are done (a 512-token chunk after 3,584
-    # cached keys: 192 programs walking ~30 key tiles each, on 132 SMs). A run past the tile's
-    # count exits here, after three scalar loads.
-    runs = 1
-    if MAX_RUNS > 1:
-        # One request's positions ascend, so the tile's last row walks furthest.
-        walk = tl.cdiv(tl.load(positions_ptr + tile_end - 1) + 1, BLOCK_N)
-        runs = tl.where(first_seq == last_seq, tl.minimum(tl.maximum(walk // MIN_RUN_TILES, 1), MAX_RUNS), 1)
-    if run >= runs:
-        return
-
     offs_m = tile_start + tl.arange(0, BLOCK_M)
     row_valid = offs_m < tile_end
     if DECODE_ROWS:
         row_seq = tl.where(row_valid, offs_m, -1)
         row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
+        first_seq = tile_start
+        last_seq = tile_end - 1
     else:
         row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
         row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
+        first_seq = tl.load(token_seq_ptr + tile_start)
+        last_seq = tl.load(token_seq_ptr + tile_end - 1)
 
     offs_d = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
@@ -117,15 +94,12 @@ def packed_attention_kernel(
         kv_len = tl.max(tl.where(in_seq, row_pos, -1), axis=0) + 1
         block_row_ptr = block_tables_ptr + seq * stride_bt
         row_last_key = tl.where(in_seq, row_pos, -1)
-        # This run's whole BLOCK_N tiles of the span (with one run, all of it).
-        per_run = tl.cdiv(tl.cdiv(kv_len, BLOCK_N), runs) * BLOCK_N
-        kv_end = tl.minimum((run + 1) * per_run, kv_len)
-        for kv_start in range(run * per_run, kv_end, BLOCK_N):
+        for kv_start in range(0, kv_len, BLOCK_N):
             # One BLOCK_N step of online softmax: gather K and V through the block table,
             # score, fold into (m_i, l_i, acc). Row r sees key j only if j <= its
             # row_last_key: the causal limit, or -1 for a row of another request.
             key_idx = kv_start + offs_n
-            key_valid = key_idx < kv_end
+            key_valid = key_idx < kv_len
             block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
                                other=0).to(tl.int64)
             slot = key_idx % KV_BLOCK_SIZE
@@ -145,39 +119,10 @@ def packed_attention_kernel(
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
             m_i = m_new
 
-    o_ptrs = out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head + offs_d[None, :]
-    if runs == 1:
-        # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
-        tl.store(o_ptrs, (acc / tl.where(l_i > 0, l_i, 1.0)[:, None]).to(out_ptr.dtype.element_ty),
-                 mask=row_valid[:, None])
-    if MAX_RUNS > 1:
-        if runs > 1:
-            # A row this run's keys all lie past stores (0, NEG_BIG, 0), which weighs nothing.
-            num_heads = tl.num_programs(1)
-            width = HEAD_DIM + PARTIAL_EXTRA
-            rows_ptr = partials_ptr + ((offs_m * num_heads + head) * MAX_RUNS).to(tl.int64) * width
-            tl.store(rows_ptr[:, None] + run * width + offs_d[None, :], acc, mask=row_valid[:, None])
-            tl.store(rows_ptr + run * width + HEAD_DIM, m_i, mask=row_valid)
-            tl.store(rows_ptr + run * width + HEAD_DIM + 1, l_i, mask=row_valid)
-            # Every thread's partial is stored before the ticket is drawn (the barrier), and the
-            # atomic's acquire-release order makes the other runs' partials visible to the last.
-            tl.debug_barrier()
-            ticket = tickets_ptr + tile * num_heads + head
-            if tl.atomic_add(ticket, 1) == runs - 1:
-                m = tl.full([BLOCK_M], NEG_BIG, tl.float32)
-                total = tl.zeros([BLOCK_M], tl.float32)
-                merged = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-                for r in range(0, runs):
-                    m_r = tl.load(rows_ptr + r * width + HEAD_DIM, mask=row_valid, other=NEG_BIG)
-                    m_new = tl.maximum(m, m_r)
-                    keep, take = tl.exp2(m - m_new), tl.exp2(m_r - m_new)
-                    total = total * keep + tl.load(rows_ptr + r * width + HEAD_DIM + 1, mask=row_valid, other=0.0) * take
-                    merged = merged * keep[:, None] + take[:, None] * tl.load(
-                        rows_ptr[:, None] + r * width + offs_d[None, :], mask=row_valid[:, None], other=0.0)
-                    m = m_new
-                tl.store(o_ptrs, (merged / tl.where(total > 0, total, 1.0)[:, None]).to(out_ptr.dtype.element_ty),
-                         mask=row_valid[:, None])
-                tl.store(ticket, 0)  # zero again for the next launch (a graph replays this one)
+    # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
+             + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
 
 
 @triton.jit

@@ -544,6 +544,11 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
         waiting["S1"] = ("the census A/B of the 128-key prefill kernel with a mixed step's two attentions in "
                          "order (`scripts/device_census_ab.sh` with configuration 5 on both arms), whose rows "
                          f"will be in `{rel(roofline)}/prefill_serial_ab`")
+    # Set AS's peer bracket: the packed kernel's runs lost on the closed pass, so it was not run.
+    waiting["AS6"] = ("the peer's bracket with the packed kernel taking runs: the closed-pass A/B at 34e4dba "
+                      f"(`{rel(roofline)}/closed_ab`) measured that pass slower than the code before, so the engine "
+                      "does not keep runs and no peer bracket used them (checking out 34e4dba and running "
+                      "`scripts/device_campaign.sh OUT peer_runs` would)")
     return waiting | {f"F{n}": not_kept for n in range(4, 8)}
 
 

@@ -188,7 +188,6 @@ PEER_COMPARISON = "128 x 128: fused vs transformers"
 PEER_WHOLE_COMPARISON = "128 x 128, whole graphs: fused vs transformers"
 PEER_GATE_UP_COMPARISON = "128 x 128, gate_up+SiLU: fused vs transformers"
 PEER_PARALLEL_COMPARISON = "128 x 128, second stream: fused vs transformers"
-PEER_RUNS_COMPARISON = "128 x 128, prompt tiles in runs: fused vs transformers"
 
 
 def _closed_whole(pairs: int) -> list:
@@ -324,12 +323,6 @@ def _peer_parallel(pairs: int) -> list:
     return _peer_bracket(PEER_PARALLEL_COMPARISON, PART10_PARALLEL)
 
 
-def _peer_runs(pairs: int) -> list:
-    # ~5 min, as `peer_parallel`, after the packed kernel's long single-request walks were split
-    # into runs (set AS; the same configuration, the engine's new default; OUT holding no peer rows).
-    return _peer_bracket(PEER_RUNS_COMPARISON, PART10_PARALLEL)
-
-
 def _peer_whole(pairs: int) -> list:
     # ~5 min, as `peer`, with the engine the series ends on. Run it with OUT holding no peer
     # rows, or the peer's run (the same spec as `peer`'s) counts as done.
@@ -341,7 +334,7 @@ PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed
           "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
           "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole,
           "closed_whole": _closed_whole, "gate_up": _gate_up, "peer_gate_up": _peer_gate_up,
-          "parallel": _parallel, "peer_parallel": _peer_parallel, "peer_runs": _peer_runs}
+          "parallel": _parallel, "peer_parallel": _peer_parallel}
 
 
 def plan(phase: str, pairs: int = 5) -> list:
@@ -532,5 +525,4 @@ __all__ = ["Pairs", "Sweep", "Result", "plan", "expand", "run_phase", "show_plan
            "stored", "PHASES", "PART7", "DECODE_GRAPHS", "PART9", "PART10", "PART10_OVERLAP", "PART10_WHOLE",
            "WHOLE_VS_PIECEWISE", "WHOLE_FUSED_VS_CHUNKED", "WHOLE_SEEDS", "PART10_GATE_UP", "GATE_UP_VS_CUBLAS",
            "PART10_PARALLEL", "PARALLEL_VS_SERIAL",
-           "GATE_UP_FUSED_VS_CHUNKED", "PEER_GATE_UP_COMPARISON", "PEER_PARALLEL_COMPARISON",
-           "PEER_RUNS_COMPARISON"]
+           "GATE_UP_FUSED_VS_CHUNKED", "PEER_GATE_UP_COMPARISON", "PEER_PARALLEL_COMPARISON"]

@@ -611,6 +611,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     aos, aps = rf.measured_for_split_prefill(data), rf.measured_for_split_parts(data)
     aqs = rf.measured_for_split_parts(data, "roofline/split_prefill_merge")
     ars = rf.measured_for_split_parts(data, "roofline/split_prefill_adaptive")
+    ass = rf.measured_for_runs(data)
     grades = (gr.split_k_grades(by_key(), f) | gr.norm_gate_up_grades(by_key(), n)
               | gr.attention_flush_grades(by_key(), h) | gr.rotary_in_attention_grades(by_key(), j)
               | gr.down_split_k_grades(by_key(), k) | gr.split_k_partials_grades(by_key(), ls)
@@ -627,7 +628,8 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
               | gr.read_kv_grades(by_key(), aks) | gr.tma_grades(by_key(), als)
               | gr.prefill_rates_grades(by_key(), cfs) | gr.prefill_long_grades(by_key(), ans)
               | gr.split_prefill_grades(by_key(), aos) | gr.split_parts_grades(by_key(), aps)
-              | gr.split_merge_grades(by_key(), aqs) | gr.split_adaptive_grades(by_key(), ars))
+              | gr.split_merge_grades(by_key(), aqs) | gr.split_adaptive_grades(by_key(), ars)
+              | gr.runs_grades(by_key(), ass))
     return grades, (t | norm_gate_up_texts(n) | flush_pdl_texts(h) | rotary_texts(j) | down_texts(k)
                     | partials_texts(ls, ms) | staging_texts(data, ns, os_) | parallel_texts(ps) | loop_texts(qs)
                     | prefill_texts(rs) | gate_up_tiles_texts(ts) | prefill_group_texts(us) | prefill_v_texts(vs)
@@ -638,7 +640,7 @@ def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
                     | copies_texts(rf.pair_copies(data)) | chain_texts(ahs) | read_texts(ais)
                     | read_kv_texts(aks) | tma_texts(als) | prefill_rates_texts(cfs) | closed_floor_texts(cfs)
                     | prefill_long_texts(ans) | split_prefill_texts(aos) | split_parts_texts(aps)
-                    | split_merge_texts(aqs) | split_adaptive_texts(ars))
+                    | split_merge_texts(aqs) | split_adaptive_texts(ars) | runs_texts(ass))
 
 
 def _gap_texts(gap: dict[str, float], prefix: str) -> dict[str, str]:
@@ -1392,6 +1394,43 @@ def split_merge_texts(m: dict) -> dict[str, str]:
 def split_adaptive_texts(m: dict) -> dict[str, str]:
     """Set AR's texts (split_prefill_adaptive), prefix "sr": runs chosen per tile, at most 4."""
     return _split_probe_texts(m, "split, adaptive", "sr", 4)
+
+
+def runs_texts(m: dict) -> dict[str, str]:
+    """Set AS's texts (roofline.measured_for_runs), prefix "ru": the first and the fixed kernel
+    against one run a tile by prefix, the census A/B and our closed pass before and after."""
+    if "first" not in m:
+        return {}
+    t = {"ru_first_commit": m["first_commit"], "ru_fixed_commit": m.get("fixed_commit", "")}
+    for key in ("first", "fixed"):
+        for cached, r in m.get(key, pd.DataFrame()).iterrows():
+            t[f"ru_{key}_{cached}"] = f"{r['ratio']:.2f}×"
+    if "lease" in m:
+        mixed = m["lease"].loc[("one-kernel gate_up", "mixed")]
+        t |= {"ru_census_mixed": f"{mixed['base_gpu_ms']:.2f} to {mixed['new_gpu_ms']:.2f} ms",
+              "ru_census_change": f"{bd.pct(mixed['ratio'] - 1)}", "ru_census_rounds": f"{int(mixed['n'])}"}
+    if "closed" in m:
+        c = m["closed"]
+        t |= {"ru_closed_base": f"{c['base_wall_s']:.3f} s", "ru_closed_new": f"{c['new_wall_s']:.3f} s",
+              "ru_closed_change": f"{bd.pct(c['ratio'] - 1)} [{bd.pct(c['lo'] - 1)}, {bd.pct(c['hi'] - 1)}]",
+              "ru_closed_rounds": f"{c['n']}", "ru_closed_commit": c["new_commit"],
+              "ru_mixed_gpu_base": f"{c['base_mixed_gpu_ms']:.2f} ms", "ru_mixed_gpu_new": f"{c['new_mixed_gpu_ms']:.2f} ms",
+              "ru_mixed_s_base": f"{c['base_mixed_s']:.3f} s", "ru_mixed_s_new": f"{c['new_mixed_s']:.3f} s"}
+    return t
+
+
+# prefill_runs_parts' columns for the page, in order: (kernel label in the rows, column name).
+RUNS_PARTS_COLUMNS = (("ours, one run", "one run a tile"), ("ours", "at most 4 runs (the change)"),
+                      ("ours, never split", "4 runs' grid, none split"), ("ours, at most 2 runs", "at most 2 runs"),
+                      ("ours, runs of at least 3", "runs of at least 3 key tiles"),
+                      ("split, adaptive", "set AR's probe"), ("sdpa flash", "SDPA flash"))
+
+
+def runs_table(m: dict) -> pd.DataFrame:
+    """Set AS's variants by prefix, µs (roofline.measured_for_runs's "parts") for the page."""
+    parts = m["parts"]
+    return pd.DataFrame({"keys cached before the chunk": [f"{k:,}" for k in parts.index]}
+                        | {name: parts[label].map("{:.1f}".format).to_list() for label, name in RUNS_PARTS_COLUMNS})
 
 
 def prefill_rates_table(m: dict) -> pd.DataFrame:

@@ -1633,3 +1633,33 @@ def split_adaptive_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]
     lo, hi = p["AR2"].range(0)
     out["AR2"] = Grade(f"{near:.2f}× the packed kernel", verdict(_in(near, lo, hi)), f"{side(near, lo, hi)} the range")
     return out
+
+
+def runs_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AS1-AS3 (the engine's packed kernel with runs over one run a tile, after the longest
+    prefix, on the fresh chunk and after 1,024 keys, inside each range) on the first
+    prefill_runs run of roofline.measured_for_runs; AS4 (the census A/B's mixed and decode steps,
+    one-kernel gate_up configuration, each changed by less than the bound) on its lease; AS5 (our
+    closed pass new over base, paired by round, inside the range) on its closed passes. AS6 (the
+    peer bracket) has no rows: the change was not kept, so it was not run."""
+    if "first" not in m:
+        return {}
+    first, out = m["first"]["ratio"], {}
+    for key, cached in (("AS1", first.index.max()), ("AS2", first.index.min()), ("AS3", 1024)):
+        lo, hi = p[key].range(0)
+        r = m["first"].loc[cached]
+        where = "on the fresh chunk" if cached == 0 else f"after {cached:,} keys"
+        out[key] = Grade(f"{where} {r['runs_us']:.1f} against {r['one_us']:.1f} µs in one run "
+                         f"({r['ratio']:.2f}×)", verdict(_in(r["ratio"], lo, hi)), f"{side(r['ratio'], lo, hi)} the range")
+    if "lease" in m:
+        (limit,) = p["AS4"].fractions(0)
+        dec, mixed = (m["lease"].loc[("one-kernel gate_up", step)] for step in ("decode", "mixed"))
+        ok = abs(dec["ratio"] - 1) < limit and abs(mixed["ratio"] - 1) < limit
+        out["AS4"] = Grade(f"mixed {mixed['base_gpu_ms']:.3f} -> {mixed['new_gpu_ms']:.3f} ms GPU ({_interval(mixed)}); "
+                           f"decode {_interval(dec)}", verdict(ok), "both inside the bound" if ok else "not both inside")
+    if "closed" in m:
+        c = m["closed"]
+        lo, hi = p["AS5"].range(0)
+        out["AS5"] = Grade(f"{c['base_wall_s']:.3f} -> {c['new_wall_s']:.3f} s ({_interval(c)})",
+                           verdict(_in(c["ratio"], lo, hi)), f"{side(c['ratio'], lo, hi)} the range")
+    return out

@@ -1838,6 +1838,49 @@ def measured_for_split_prefill(data: Path) -> dict:
     return {"cases": dict(sorted(cases.items())), "commit": str(df["git_commit"].iloc[0])}
 
 
+def measured_for_runs(data: Path) -> dict:
+    """What set AS (the engine's packed kernel taking runs, not kept) is graded on
+    (grading.runs_grades): roofline/prefill_runs per commit in time order, "first" (the run the
+    predictions name) and "fixed" (runs past a tile's count exiting before the tile's loads),
+    each per cached prefix the default's µs ("runs_us"), one run's ("one_us"), the faster SDPA
+    backend's ("sdpa_us") and runs over one run ("ratio"), with "first_commit"/"fixed_commit";
+    roofline/prefill_runs_parts, µs per cached prefix (rows) and kernel (columns), "parts"; the
+    census A/B of roofline/runs_ab ("lease", indexed by (role, step)); and our closed passes of
+    roofline/closed_ab ("closed": per arm the medians over rounds of the pass's wall and its
+    mixed steps' summed wall and median GPU time, commits, and new/base wall paired by round).
+    Keys are missing where the rows are."""
+    m = {}
+    runs = _frame(data, "roofline/prefill_runs")
+    if not len(runs):
+        return m
+    runs = runs[runs["median_ms"].notna()].assign(us=lambda d: d["median_ms"] * 1e3)
+    for key, commit in zip(("first", "fixed"), runs.sort_values("timestamp")["git_commit"].unique()):
+        r = runs[runs["git_commit"] == commit].pivot_table(index="cached", columns="kernel", values="us")
+        m[key] = pd.DataFrame({"runs_us": r["ours"], "one_us": r["ours, one run"],
+                               "sdpa_us": r[[c for c in r.columns if c.startswith("sdpa")]].min(axis=1)}
+                              ).assign(ratio=lambda d: d["runs_us"] / d["one_us"])
+        m[f"{key}_commit"] = str(commit)
+    parts = _frame(data, "roofline/prefill_runs_parts")
+    if len(parts):
+        parts = _newest_commit(parts[parts["median_ms"].notna()])
+        m["parts"] = parts.assign(us=parts["median_ms"] * 1e3).pivot_table(index="cached", columns="kernel", values="us")
+    ab = census_ab(data, "runs_ab")
+    if len(ab):
+        m["lease"] = ab[ab["boot_id"] == ab["boot_id"].iloc[-1]].set_index(["role", "step"])
+    closed = _frame(data, "roofline/closed_ab")
+    if len(closed):
+        closed = closed[closed["stat"] == "median"]
+        arm = {a: closed[closed["arm"] == a].set_index("round") for a in ("base", "new")}
+        rounds = arm["base"].index.intersection(arm["new"].index)
+        cmp = paired.compare_pairs(arm["new"].loc[rounds, "wall_s"], arm["base"].loc[rounds, "wall_s"])
+        m["closed"] = {"ratio": cmp.ratio, "lo": cmp.lo, "hi": cmp.hi, "n": cmp.n} | {
+            f"{a}_{k}": v for a, g in arm.items() for k, v in (
+                ("commit", str(g["git_commit"].iloc[0])), ("wall_s", g["wall_s"].median()),
+                ("mixed_s", g["total_mixed_step_s"].median()), ("mixed_gpu_ms", g["median_mixed_step_gpu_s"].median() * 1e3),
+                ("decode_s", g["total_decode_step_s"].median()))}
+    return m
+
+
 def measured_for_split_parts(data: Path, stem: str = "roofline/split_prefill_parts") -> dict:
     """What sets AP and AQ (the split probe with and without its merge, and merged by tile) are
     graded on (grading.split_parts_grades, split_merge_grades): `stem` (AP's

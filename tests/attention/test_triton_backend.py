@@ -18,7 +18,6 @@ from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
 from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
 from fusedlib.attention.triton_kernels import NEG_BIG
-from tests.helpers import SPLIT_PACKED
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
 ON_INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
@@ -110,37 +109,6 @@ def test_prefill_at_each_backends_packed_shape_over_several_iterations(decode_ke
     q, k_cache, v_cache, meta = make_prefill([(150, 40), (0, 200), (5, 3)], 4, 2, dtype)
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
-
-
-# One long request's chunk (tiles of one request, walks of 2 to 12 key tiles: one to three
-# runs), beside short ones whose tiles span requests and keep one run.
-SPLIT_CHUNKS = [(150, 40), (0, 3), (5, 70), (0, 1), (64, 33)]
-
-
-def _runs_per_tile(meta, cfg):
-    """The runs the kernel gives each packed tile (its rule, restated on the host)."""
-    runs = []
-    for start in range(0, meta.num_tokens, BLOCK_M):
-        seqs, pos = meta.token_seq[start:start + BLOCK_M], meta.positions[start:start + BLOCK_M]
-        walk = -(-(int(pos.max()) + 1) // cfg.block_n)
-        runs.append(min(max(walk // cfg.min_run_tiles, 1), cfg.max_runs) if len(set(seqs.tolist())) == 1 else 1)
-    return runs
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("num_heads", [4, 12])
-def test_prefill_in_runs_matches_torch_and_leaves_tickets_zero(dtype, num_heads):
-    """Tiles whose walk splits into two or three runs, merged by the last, and tiles of one
-    run beside them, match the torch reference; a second launch (as a graph replay would)
-    gives the same output, because the merging run zeroed its tile's ticket."""
-    q, k_cache, v_cache, meta = make_prefill(SPLIT_CHUNKS, num_heads, 2, dtype)
-    assert {1, 2, 3} <= set(_runs_per_tile(meta, SPLIT_PACKED))
-    backend = TritonAttention(decode_kernel="balanced", packed=SPLIT_PACKED)
-    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
-    first = backend.prefill(q, k_cache, v_cache, meta, SCALE)
-    assert_close(first, expected, dtype)
-    assert all(int(t.abs().sum()) == 0 for t in backend._tickets.values())
-    assert torch.equal(backend.prefill(q, k_cache, v_cache, meta, SCALE), first)
 
 
 def test_tiles_span_requests_in_these_cases():
@@ -427,8 +395,7 @@ GPU_COMPILE = textwrap.dedent("""
             for decode_rows in (False, True):
                 compile_for_arch(K.packed_attention_kernel, dtype, dict(
                     GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=packed.block_n,
-                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision,
-                    MAX_RUNS=1 if decode_rows else packed.max_runs, MIN_RUN_TILES=packed.min_run_tiles),
+                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision),
                     packed.num_warps, packed.num_stages)
         for one_split in (False, True):
             compile_for_arch(K.splitkv_decode_kernel, dtype, dict(

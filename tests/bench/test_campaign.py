@@ -130,10 +130,6 @@ def test_the_new_phases_measure_part_10_with_overlap_where_the_brief_says():
         (True, False, "fused"), (False, True, "fused"), (True, False, "chunked")}
     target = campaign.expand(campaign.plan("peer_whole"))
     assert [s.experiment for s in target] == ["closed", "peer", "closed"] and target[0].whole_graphs
-    # the engine part 10 ends on, after its prompt tiles took runs: the same spec under its own name
-    runs, parallel = (campaign.expand(campaign.plan(p)) for p in ("peer_runs", "peer_parallel"))
-    assert [s.experiment for s in runs] == ["closed", "peer", "closed"] and runs[0].attention == "triton-parallel"
-    assert runs[0].but(comparison=parallel[0].comparison) == parallel[0] and runs[1] == parallel[1]
 
 
 def test_rows_of_the_phases_already_run_still_count_as_done():
