@@ -1840,11 +1840,11 @@ def measured_for_split_prefill(data: Path) -> dict:
 
 def measured_for_runs(data: Path) -> dict:
     """What set AS (the engine's packed kernel taking runs, not kept) is graded on
-    (grading.runs_grades): roofline/prefill_runs per commit in time order, "first" (the run the
-    predictions name) and "fixed" (runs past a tile's count exiting before the tile's loads),
-    each per cached prefix the default's µs ("runs_us"), one run's ("one_us"), the faster SDPA
-    backend's ("sdpa_us") and runs over one run ("ratio"), with "first_commit"/"fixed_commit";
-    roofline/prefill_runs_parts, µs per cached prefix (rows) and kernel (columns), "parts"; the
+    (grading.runs_grades): roofline/prefill_runs's first commit ("first", the run the predictions
+    name: per cached prefix the default's µs "runs_us", one run's "one_us", the faster SDPA
+    backend's "sdpa_us" and runs over one run, "ratio"; "first_commit"); the newest
+    roofline/prefill_runs_parts (runs past a tile's count exiting before the tile's loads), µs
+    per cached prefix (rows) and kernel (columns), "parts" and "parts_commit"; the
     census A/B of roofline/runs_ab ("lease", indexed by (role, step)); and our closed passes of
     roofline/closed_ab ("closed": per arm the medians over rounds of the pass's wall and its
     mixed steps' summed wall and median GPU time, commits, and new/base wall paired by round).
@@ -1854,16 +1854,17 @@ def measured_for_runs(data: Path) -> dict:
     if not len(runs):
         return m
     runs = runs[runs["median_ms"].notna()].assign(us=lambda d: d["median_ms"] * 1e3)
-    for key, commit in zip(("first", "fixed"), runs.sort_values("timestamp")["git_commit"].unique()):
-        r = runs[runs["git_commit"] == commit].pivot_table(index="cached", columns="kernel", values="us")
-        m[key] = pd.DataFrame({"runs_us": r["ours"], "one_us": r["ours, one run"],
+    commit = runs.sort_values("timestamp")["git_commit"].iloc[0]
+    r = runs[runs["git_commit"] == commit].pivot_table(index="cached", columns="kernel", values="us")
+    m["first"] = pd.DataFrame({"runs_us": r["ours"], "one_us": r["ours, one run"],
                                "sdpa_us": r[[c for c in r.columns if c.startswith("sdpa")]].min(axis=1)}
                               ).assign(ratio=lambda d: d["runs_us"] / d["one_us"])
-        m[f"{key}_commit"] = str(commit)
+    m["first_commit"] = str(commit)
     parts = _frame(data, "roofline/prefill_runs_parts")
     if len(parts):
         parts = _newest_commit(parts[parts["median_ms"].notna()])
         m["parts"] = parts.assign(us=parts["median_ms"] * 1e3).pivot_table(index="cached", columns="kernel", values="us")
+        m["parts_commit"] = str(parts["git_commit"].iloc[0])
     ab = census_ab(data, "runs_ab")
     if len(ab):
         m["lease"] = ab[ab["boot_id"] == ab["boot_id"].iloc[-1]].set_index(["role", "step"])
