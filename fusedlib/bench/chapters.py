@@ -1414,7 +1414,7 @@ def runs_texts(m: dict) -> dict[str, str]:
         c = m["closed"]
         t |= {"ru_closed_base": f"{c['base_wall_s']:.3f} s", "ru_closed_new": f"{c['new_wall_s']:.3f} s",
               "ru_closed_change": f"{bd.pct(c['ratio'] - 1)} [{bd.pct(c['lo'] - 1)}, {bd.pct(c['hi'] - 1)}]",
-              "ru_closed_rounds": f"{c['n']}", "ru_closed_commit": c["new_commit"],
+              "ru_closed_rounds": f"{c['n']}",
               "ru_mixed_gpu_base": f"{c['base_mixed_gpu_ms']:.2f} ms", "ru_mixed_gpu_new": f"{c['new_mixed_gpu_ms']:.2f} ms",
               "ru_mixed_s_base": f"{c['base_mixed_s']:.3f} s", "ru_mixed_s_new": f"{c['new_mixed_s']:.3f} s"}
     return t
