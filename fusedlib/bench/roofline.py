@@ -565,6 +565,14 @@ def gate_up_results(data: Path) -> dict:
     return m
 
 
+def _arms_by_round(g: pd.DataFrame, column: str) -> tuple[dict[str, pd.DataFrame], paired.Comparison]:
+    """An interleaved A/B's rows `g` per arm ("base", "new"), indexed by round, and new/base of
+    `column` paired by the rounds both arms ran."""
+    arm = {name: g[g["arm"] == name].set_index("round") for name in ("base", "new")}
+    rounds = arm["base"].index.intersection(arm["new"].index)
+    return arm, paired.compare_pairs(arm["new"].loc[rounds, column], arm["base"].loc[rounds, column])
+
+
 def census_ab(data: Path, stem: str = "census_ab") -> pd.DataFrame:
     """Every interleaved census A/B (scripts/device_census_ab.sh; rows in roofline/census_ab):
     per lease (machine boot), configuration role (CENSUS_ROLE) and step kind, both arms'
@@ -579,9 +587,7 @@ def census_ab(data: Path, stem: str = "census_ab") -> pd.DataFrame:
     for boot in df.sort_values("timestamp")["boot_id"].unique():
         lease = df[df["boot_id"] == boot]
         for (role, step), g in lease.groupby(["role", "step"], sort=False):
-            arm = {name: g[g["arm"] == name].set_index("round") for name in ("base", "new")}
-            rounds = arm["base"].index.intersection(arm["new"].index)
-            cmp = paired.compare_pairs(arm["new"].loc[rounds, "gpu_ms_median"], arm["base"].loc[rounds, "gpu_ms_median"])
+            arm, cmp = _arms_by_round(g, "gpu_ms_median")
             row = {"boot_id": boot, "role": role, "step": step, "ratio": cmp.ratio, "lo": cmp.lo, "hi": cmp.hi,
                    "n": cmp.n, "new_config": arm["new"]["config"].iloc[0]}
             for name, a in arm.items():
@@ -1870,10 +1876,7 @@ def measured_for_runs(data: Path) -> dict:
         m["lease"] = ab[ab["boot_id"] == ab["boot_id"].iloc[-1]].set_index(["role", "step"])
     closed = _frame(data, "roofline/closed_ab")
     if len(closed):
-        closed = closed[closed["stat"] == "median"]
-        arm = {a: closed[closed["arm"] == a].set_index("round") for a in ("base", "new")}
-        rounds = arm["base"].index.intersection(arm["new"].index)
-        cmp = paired.compare_pairs(arm["new"].loc[rounds, "wall_s"], arm["base"].loc[rounds, "wall_s"])
+        arm, cmp = _arms_by_round(closed[closed["stat"] == "median"], "wall_s")
         m["closed"] = {"ratio": cmp.ratio, "lo": cmp.lo, "hi": cmp.hi, "n": cmp.n} | {
             f"{a}_{k}": v for a, g in arm.items() for k, v in (
                 ("commit", str(g["git_commit"].iloc[0])), ("wall_s", g["wall_s"].median()),
