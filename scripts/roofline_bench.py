@@ -25,6 +25,7 @@ and the other sections still run):
   attention_flush  the same-size copy and a finer sweep of balanced launch shapes (splits
                  per SM from 1 to 8) under both L2 flushes (`kernels.L2_FLUSHES`: zeroing
                  leaves L2 dirty, reading leaves it clean), graph replays
+  attention_engine  the same at the engine's own launch shape only (rows; not in the defaults)
   flush_probe    a few eager decode-attention calls after each flush, for `ncu` to count the
                  DRAM bytes each kernel reads and writes (no rows; run under ncu)
   prefill        the packed (prefill) kernel on a step's prompt chunks over a sweep of
@@ -843,6 +844,19 @@ class Bench:
         """The same-size copy and balanced decode (the engine's launch with the pool's longest
         context as the split cap) over FLUSH_SWEEP, each timed as a graph replay after each
         L2 flush: what zeroing the flush buffer charges a call that reads tens of MB."""
+        self._flush_timed("attention_flush", FLUSH_SWEEP if self.on_gpu else SMOKE_FLUSH_SWEEP)
+
+    def attention_engine(self) -> None:
+        """attention_flush at the engine's own split-KV launch shape only (`SplitKVConfig()`):
+        decode attention as the engine runs it beside a copy of the same bytes, for the scorecard."""
+        from fusedlib.attention.triton_backend import SplitKVConfig
+
+        c = SplitKVConfig()
+        self._flush_timed("attention_engine", [(c.block_n, c.programs_per_sm, c.num_warps, c.num_stages)])
+
+    def _flush_timed(self, section: str, sweep: list[tuple]) -> None:
+        """The same-size copy and balanced decode at each launch shape of `sweep`, graph replays
+        after each L2 flush, rows in `section`; a summary line per context and flush."""
         torch = self.torch
         from fusedlib.attention.base import DecodeMeta
         from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
@@ -853,7 +867,6 @@ class Bench:
         bandwidth = copy_bandwidth(dev, 2**30 if self.on_gpu else 2**22)
         scratch = torch.empty(2**30, dtype=torch.uint8, device=dev) if self.on_gpu else None
         graphed = self._graphed if self.on_gpu else (lambda call: call)
-        sweep = FLUSH_SWEEP if self.on_gpu else SMOKE_FLUSH_SWEEP
         out = []
         for context, q, k, v, meta, kv_bytes in self._decode_cases():
             graph_meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables,
@@ -877,7 +890,7 @@ class Bench:
                                     "fraction_of_copy": kv_bytes / (ms / 1e3) / bandwidth})
                 except Exception as exc:  # a launch shape the compiler rejects is a result
                     out.append({**row, "error": repr(exc)[:300]})
-        self.write("attention_flush", out)
+        self.write(section, out)
         for context in p["attn_contexts"]:
             for flush in L2_FLUSHES:
                 mine = [r for r in out if r["context"] == context and r.get("l2_flush") == flush]

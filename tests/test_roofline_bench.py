@@ -203,3 +203,20 @@ def test_the_split_prefill_adaptive_section_matches_ours(tmp_path):
     got = [r for r in rows.read_rows(tmp_path / "roofline" / "split_prefill_adaptive") if r["kernel"] == "split, adaptive"]
     assert [(r["cached"], r["splits"]) for r in got] == [(0, 1), (0, 3), (16, 1), (16, 3)]
     assert all(r["max_abs_err"] < 1e-4 and r["tflops"] > 0 for r in got)
+
+
+@pytest.mark.slow(15)
+def test_the_attention_engine_section_times_the_engine_shape_beside_a_copy(tmp_path):
+    """attention_engine writes, per context and L2 flush, a copy of the decode step's K/V bytes
+    and decode attention at the engine's own split-KV launch shape, nothing else."""
+    from fusedlib.attention.triton_backend import SplitKVConfig
+
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--smoke", "--sections", "attention_engine"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = rows.read_rows(tmp_path / "roofline" / "attention_engine")
+    assert all("error" not in r and r["median_ms"] > 0 for r in got)
+    c = SplitKVConfig()
+    assert {(r["what"], r.get("block_n"), r.get("programs_per_sm")) for r in got} == {
+        ("copy", None, None), ("balanced", c.block_n, c.programs_per_sm)}
+    assert {r["l2_flush"] for r in got} == {"zero", "read"}

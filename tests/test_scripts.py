@@ -14,6 +14,7 @@ import merge_campaign_rows  # noqa: E402
 import merge_census_ab  # noqa: E402
 import merge_loop_rows  # noqa: E402
 import merge_paired_rows  # noqa: E402
+import merge_scorecard_rows  # noqa: E402
 
 
 def test_merge_is_idempotent_and_copies_gpu_test_logs(tmp_path):
@@ -106,10 +107,36 @@ def test_merge_loop_rows_marks_each_round_and_its_order_once(tmp_path):
 
 
 @pytest.mark.parametrize("script", ["device_census_ab.sh", "device_attention.sh", "device_loop.sh", "device_probe.sh",
-                                    "device_closed_ab.sh"])
+                                    "device_closed_ab.sh", "device_scorecard.sh"])
 def test_device_scripts_parse(script):
     proc = subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_merge_scorecard_rows_marks_each_census_round_once(tmp_path):
+    out, data = tmp_path / "out", tmp_path / "data"
+    for round_ in (1, 2):
+        append_rows(out / "census" / str(round_) / "roofline" / "census",
+                    [{"config": "c", "step": s, "timestamp": f"t{round_}"} for s in ("decode", "mixed")])
+        append_rows(out / "census" / str(round_) / "roofline" / "census_kernels",
+                    [{"config": "c", "step": "decode", "kernel": "k", "timestamp": f"t{round_}"}])
+    append_rows(out / "census" / "1" / "roofline" / "attention_engine", [{"context": 1024, "what": "copy"}])
+    append_rows(out / "loop" / "1" / "roofline" / "loop", [{"config": "c", "step": "decode", "timestamp": "t1"}])
+    assert merge_scorecard_rows.merge(out, data) == 4 + 2 + 1 + 1
+    assert merge_scorecard_rows.merge(out, data) == 0
+    assert {r["round"] for r in read_rows(data / "scorecard_census")} == {1, 2}
+    assert read_rows(data / "scorecard_attention")[0]["round"] == 1
+    assert read_rows(data / "scorecard_loop")[0]["order"] == "c"
+
+
+def test_device_scorecard_starts_no_round_without_the_time_it_needs(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "LIMIT": "30", "FUSEDLIB_GIT_COMMIT": "abc1234"}
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "device_scorecard.sh"), str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "log.txt").read_text().count("round skipped") == 2
+    assert not (out / "census").exists() and not (out / "loop").exists()
 
 
 def test_device_loop_starts_no_stage_without_the_time_it_needs(tmp_path):

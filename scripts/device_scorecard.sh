@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One device command that measures the engine again for the book's scorecard (book/intro.md):
+# `scripts/device_scorecard.sh OUT` with FUSEDLIB_GIT_COMMIT naming this tree's commit.
+#   1. the roofline bench's loop section (the serving loop, host one step ahead), configurations
+#      5,6 and 6,5 alternating, each round its own process: OUT/loop/<round>/roofline/loop.jsonl
+#   2. its census of configuration 6 (the engine's default on a GPU), each round its own process,
+#      the first also timing decode attention at the engine's launch shape beside a copy
+#      (attention_engine): OUT/census/<round>/roofline/{census,census_kernels,attention_engine}.jsonl
+# Merge with `python scripts/merge_scorecard_rows.py OUT`. ROUNDS (default 4) is the loop's
+# rounds, CENSUS_ROUNDS (default 3) the census's. Rounds stop starting at LIMIT s (default 540).
+set -u
+out=$1; limit=${LIMIT:-540}; rounds=${ROUNDS:-4}; census_rounds=${CENSUS_ROUNDS:-3}
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+: "${FUSEDLIB_GIT_COMMIT:?set FUSEDLIB_GIT_COMMIT}"
+mkdir -p "$out"
+left() { [ $((limit - SECONDS)) -gt "$1" ] || { echo "round skipped: $((limit - SECONDS)) s left" | tee -a "$out/log.txt"; return 1; }; }
+for round in $(seq 1 "$census_rounds"); do
+  [ -d "$out/census/$round" ] && continue
+  left 120 || break
+  sections=census
+  [ "$round" = 1 ] && sections=census,attention_engine
+  timeout 240 python3 scripts/roofline_bench.py "$out/census/$round.part" --sections "$sections" --configs 6 2>&1 \
+    | tail -12 | tee -a "$out/log.txt"
+  mv "$out/census/$round.part" "$out/census/$round"
+done
+for round in $(seq 1 "$rounds"); do
+  [ -d "$out/loop/$round" ] && continue
+  left 90 || break
+  if [ $((round % 2)) = 1 ]; then configs=5,6; else configs=6,5; fi
+  timeout 240 python3 scripts/roofline_bench.py "$out/loop/$round.part" --sections loop --configs "$configs" 2>&1 \
+    | tail -6 | tee -a "$out/log.txt"
+  mv "$out/loop/$round.part" "$out/loop/$round"
+done
+echo "done in $SECONDS s" | tee -a "$out/log.txt"
