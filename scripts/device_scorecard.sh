@@ -6,8 +6,10 @@
 #   2. its census of configuration 6 (the engine's default on a GPU), each round its own process,
 #      the first also timing decode attention at the engine's launch shape beside a copy
 #      (attention_engine): OUT/census/<round>/roofline/{census,census_kernels,attention_engine}.jsonl
-# Merge with `python scripts/merge_scorecard_rows.py OUT`. ROUNDS (default 4) is the loop's
-# rounds, CENSUS_ROUNDS (default 3) the census's. Rounds stop starting at LIMIT s (default 540).
+# The rows come back packed in OUT/rows.tgz (the device returns no file that deep in OUT); merge with
+# `mkdir -p out && tar xzf OUT/rows.tgz -C out && python scripts/merge_scorecard_rows.py out`.
+# ROUNDS (default 4) is the loop's rounds, CENSUS_ROUNDS (default 3) the census's. Rounds stop
+# starting at LIMIT s (default 540).
 set -u
 out=$1; limit=${LIMIT:-540}; rounds=${ROUNDS:-4}; census_rounds=${CENSUS_ROUNDS:-3}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -31,4 +33,6 @@ for round in $(seq 1 "$rounds"); do
     | tail -6 | tee -a "$out/log.txt"
   mv "$out/loop/$round.part" "$out/loop/$round"
 done
+mkdir -p "$out/census" "$out/loop"
+tar czf "$out/rows.tgz" -C "$out" census loop && rm -rf "$out/census" "$out/loop"
 echo "done in $SECONDS s" | tee -a "$out/log.txt"
