@@ -544,6 +544,11 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
         waiting["S1"] = ("the census A/B of the 128-key prefill kernel with a mixed step's two attentions in "
                          "order (`scripts/device_census_ab.sh` with configuration 5 on both arms), whose rows "
                          f"will be in `{rel(roofline)}/prefill_serial_ab`")
+    if not results.read_rows(roofline / "scorecard_census"):
+        waiting |= {f"AT{n}": ("the engine measured again for the scorecard (`scripts/device_scorecard.sh OUT`: "
+                               "the census of configuration 6, the loop section and decode attention at the "
+                               f"engine's launch shape), whose rows will be in `{rel(roofline)}/scorecard_*`")
+                    for n in range(1, 6)}
     # Set AS's peer bracket: the packed kernel's runs lost on the closed pass, so it was not run.
     waiting["AS6"] = ("the peer's bracket with the packed kernel taking runs: the closed-pass A/B at 34e4dba "
                       f"(`{rel(roofline)}/closed_ab`) measured that pass slower than the code before, so the engine "

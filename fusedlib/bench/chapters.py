@@ -1837,3 +1837,73 @@ def page_predictions(page: str, data=bd.DATA) -> str:
         by_key(), rf.measured_for_set_e(data))
     grades = {k: g for k, g in grades.items() if k in keys}
     return chapter_opening(preds, grades)
+
+
+# Part 10's targets on the scorecard, by figure: (the target as asked, the bound, "at most" or
+# "at least"). The capacity and peer targets read the campaign's paired runs, not set AT's lease.
+SCORECARD_TARGETS = {"decode_gpu_ms": ("≤ 1.5 ms", 1.5, "max"), "kernels_per_layer": ("≤ 10", 10.0, "max"),
+                     "loop_decode_ms": ("≤ 2.0 ms", 2.0, "max"), "mixed_gpu_ms": ("≤ 4.0 ms", 4.0, "max"),
+                     "loop_mixed_ms": ("≤ 4.5 ms", 4.5, "max"), "attention_1k": ("≥ 60%", 0.6, "min"),
+                     "attention_2k": ("≥ 60%", 0.6, "min"), "attention_4k": ("≥ 60%", 0.6, "min")}
+
+
+def scorecard(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str], pd.DataFrame]:
+    """The intro's scorecard: set AT's grades (grading.scorecard_grades), its glued texts (prefix
+    "sc") and the table of part 10's targets (scorecard_table). Empty without set AT's rows."""
+    from . import roofline as rf
+
+    m = rf.measured_for_scorecard(data)
+    if "figures" not in m:
+        return {}, {}, pd.DataFrame()
+    extra = {"floors": rf.placed(data).set_index(["config", "step"]).loc[rf.PART10],
+             "closed": rf.closed_floor(data), "whole": rf.measured_for_set_e(data),
+             "peer": rf.measured_for_prefill(data).get("peer")}
+    table = scorecard_table(m, extra)
+    f = m["figures"]
+    apart = (f["again"] / f["published"] - 1).abs()
+    missed = table[table["target"] == "missed"]
+    texts = {"sc_commit": m["commit"], "sc_processes": f"{m['processes']}", "sc_rounds": f"{m['loop_rounds']}",
+             "sc_widest": f"{apart.max():.1%}", "sc_widest_what": f.loc[apart.idxmax(), "what"],
+             "sc_met": f"{len(table) - len(missed)}", "sc_targets": f"{len(table)}",
+             "sc_decode_floor": f"{extra['closed']['decode_floor_s'] * 1e3:.2f} ms",
+             "sc_decode": f"{f.loc['decode_gpu_ms', 'again']:.2f} ms"}
+    return gr.scorecard_grades(by_key(), m), texts, table
+
+
+def scorecard_table(m: dict, extra: dict) -> pd.DataFrame:
+    """Part 10's targets, one row each: the target as asked, the figure the book published (and
+    the set that measured it), the same figure measured again on set AT's lease (roofline.
+    measured_for_scorecard; "—" where that lease did not measure it), the floor where one is
+    measured, and whether the newest figure meets the target. `extra`: roofline.placed's part-10
+    rows ("floors"), closed_floor ("closed"), measured_for_set_e ("whole": capacity offered 80/s)
+    and measured_for_prefill's peer bracket ("peer")."""
+    from .roofline import PEER_TARGET
+
+    f, floors, closed = m["figures"], extra["floors"], extra["closed"]
+    shown = {"kernels_per_layer": lambda v: f"{v:.1f}", "attention_1k": "{:.0%}".format,
+             "attention_2k": "{:.0%}".format, "attention_4k": "{:.0%}".format}
+    floor = {"decode_gpu_ms": (f"{floors.loc['decode', 'bytes_ms']:.2f} ms reading every byte at the copy rate; "
+                               f"{closed['decode_floor_s'] * 1e3:.2f} ms with each kernel at its own read's pace"),
+             "mixed_gpu_ms": f"{floors.loc['mixed', 'flops_ms']:.2f} ms of FLOPs at the large-GEMM rate",
+             "attention_1k": f"a copy of the same bytes: {m['copy_1k']:.0%}"}
+    rows = []
+    for key, (asked, bound, kind) in SCORECARD_TARGETS.items():
+        show = shown.get(key, lambda v: f"{v:.2f} ms")
+        again = f.loc[key, "again"]
+        rows.append({"figure": f.loc[key, "what"], "asked": asked,
+                     "published": f"{show(f.loc[key, 'published'])} (set {f.loc[key, 'source']})",
+                     "again": show(again), "floor": floor.get(key, "—"),
+                     "target": "met" if (again <= bound if kind == "max" else again >= bound) else "missed"})
+    capacity = extra["whole"].get("fused_vs_chunked")
+    if capacity is not None:
+        rows.append({"figure": "capacity, 400 arrivals offered 80/s", "asked": "≥ 40 requests/s",
+                     "published": f"{capacity['a']:.1f} requests/s (set E)", "again": "—", "floor": "—",
+                     "target": "met" if capacity["a"] >= 40 else "missed"})
+    peer = extra["peer"]
+    if peer is not None and "floor_s" in closed:
+        times = peer[peer["engine"] != "transformers"]["times_peer"]
+        rows.append({"figure": "128 mixed prompts × 128 tokens, against transformers", "asked": f"≥ {PEER_TARGET:g}×",
+                     "published": f"{times.min():.1f}× (set R)", "again": "—",
+                     "floor": f"{closed['peer_s'] / closed['floor_s']:.1f}× with our pass at its floor",
+                     "target": "met" if times.min() >= PEER_TARGET else "missed"})
+    return pd.DataFrame(rows)

@@ -1663,3 +1663,34 @@ def runs_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
         out["AS5"] = Grade(f"{c['base_wall_s']:.3f} -> {c['new_wall_s']:.3f} s ({_interval(c)})",
                            verdict(_in(c["ratio"], lo, hi)), f"{side(c['ratio'], lo, hi)} the range")
     return out
+
+
+def scorecard_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AT1-AT4 (the engine measured again: each figure inside its range) and AT5 (every figure
+    AT1 to AT4 name within the bound of the figure the book published for it) on
+    roofline.measured_for_scorecard's figures."""
+    if "figures" not in m:
+        return {}
+    f = m["figures"]
+    ms, num, frac = (lambda v: f"{v:.3f} ms"), (lambda v: f"{v:.2f}"), (lambda v: f"{v:.1%}")
+    out, named = {}, []
+    for key, figures in (("AT1", (("decode_gpu_ms", ms, 0), ("kernels_per_layer", num, 0))),
+                         ("AT2", (("mixed_gpu_ms", ms, 0),)),
+                         ("AT3", (("loop_decode_ms", ms, 0), ("loop_mixed_ms", ms, 0))),
+                         ("AT4", (("attention_1k", frac, 1), ("attention_4k", frac, 1)))):
+        got, oks, whys = [], [], []
+        for i, (figure, shown, percent) in enumerate(figures):
+            lo, hi = p[key].fractions(i) if percent else p[key].range(i)
+            x = f.loc[figure, "again"]
+            got.append(f"{f.loc[figure, 'what']} {shown(x)}")
+            oks.append(_in(x, lo, hi))
+            whys.append(f"{side(x, lo, hi)} {shown(lo)} to {shown(hi)}")
+            named.append(figure)
+        out[key] = Grade("; ".join(got), verdict(all(oks)), "; ".join(whys))
+    (bound,) = p["AT5"].fractions(0)
+    apart = (f.loc[named, "again"] / f.loc[named, "published"] - 1).abs()
+    widest = apart.idxmax()
+    out["AT5"] = Grade(f"the widest apart: {f.loc[widest, 'what']}, {apart.max():.1%} from the published figure",
+                       verdict(bool((apart <= bound).all())),
+                       f"{int((apart <= bound).sum())} of {len(apart)} within {bound:.0%}")
+    return out

@@ -1900,3 +1900,69 @@ def measured_for_split_parts(data: Path, stem: str = "roofline/split_prefill_par
     return {"ours_us": df[df["kernel"] == "ours"].set_index("cached")["us"],
             "probe": probe.set_index(["cached", "kernel", "splits", "block_m"])[["us", "tflops"]],
             "commit": str(df["git_commit"].iloc[0])}
+
+
+# The scorecard's step figures (set AT), by key: what each one is.
+SCORECARD_FIGURES = {
+    "decode_gpu_ms": "decode step, GPU time", "kernels_per_layer": "decode step, kernels per layer",
+    "mixed_gpu_ms": "mixed step alone, GPU time", "loop_decode_ms": "decode step in the serving loop",
+    "loop_mixed_ms": "mixed step in the serving loop",
+    **{f"attention_{k}k": f"decode attention at {k}k context" for k in (1, 2, 4)}}
+
+
+def measured_for_scorecard(data: Path) -> dict:
+    """What set AT (the engine measured again on one lease) is graded on
+    (grading.scorecard_grades), and the book's scorecard: "figures", per SCORECARD_FIGURES key,
+    the figure measured again ("again": the census of configuration 6 in roofline/scorecard_census,
+    the median over its processes; the loop's configuration-6 medians over its rounds in
+    roofline/scorecard_loop; decode attention at the engine's launch shape after the clean-L2 flush
+    in roofline/scorecard_attention, its share of the copy rate) beside the figure the book
+    published for it ("published": set L's kept lease for the decode step, set R's lease for the
+    mixed step alone, set Q's loop for the decode step and set R's for the mixed one, set H's
+    latest flush sweep at the engine's shape) and the set that published it ("source"); the copy
+    of the same bytes at 1k as a share of the copy rate ("copy_1k"); the commit and the census's
+    processes. Empty without the scorecard's rows."""
+    census_rows = _newest_boot(data, "roofline/scorecard_census")
+    attention = _newest_boot(data, "roofline/scorecard_attention")
+    loop = measured_for_loop(data, "scorecard_loop")
+    if census_rows.empty or attention.empty or not loop:
+        return {}
+    census_ = census_rows[census_rows["config"] == PARALLEL].groupby("step")[
+        ["gpu_ms_median", "kernels_per_layer"]].median()
+    clean = attention[(attention["l2_flush"] == "read") & attention["median_ms"].notna()]
+    shares = clean[clean["what"] == "balanced"].set_index("context")["fraction_of_copy"]
+    again = {"decode_gpu_ms": census_.loc["decode", "gpu_ms_median"],
+             "kernels_per_layer": census_.loc["decode", "kernels_per_layer"],
+             "mixed_gpu_ms": census_.loc["mixed", "gpu_ms_median"],
+             "loop_decode_ms": loop["steps"].loc["decode", "parallel_interval_ms"],
+             "loop_mixed_ms": loop["steps"].loc["mixed", "parallel_interval_ms"],
+             **{f"attention_{c // 1024}k": shares.loc[c] for c in (1024, 2048, 4096)}}
+    published, source = {}, {}
+    kept = measured_for_set_l(data).get("kept")
+    if kept is not None:
+        dec = kept.loc[(SHAPE_AB_ROLE, "decode")]
+        published |= {"decode_gpu_ms": dec["new_gpu_ms"], "kernels_per_layer": dec["new_per_layer"]}
+        source |= {"decode_gpu_ms": "L", "kernels_per_layer": "L"}
+    prefill = measured_for_prefill(data)
+    if "lease" in prefill:
+        published["mixed_gpu_ms"] = prefill["lease"].loc[("second stream", "mixed"), "new_gpu_ms"]
+        source["mixed_gpu_ms"] = "R"
+    if "loop" in prefill:
+        published["loop_mixed_ms"] = prefill["loop"]["steps"].loc["mixed", "parallel_interval_ms"]
+        source["loop_mixed_ms"] = "R"
+    first_loop = measured_for_loop(data)
+    if first_loop:
+        published["loop_decode_ms"] = first_loop["steps"].loc["decode", "parallel_interval_ms"]
+        source["loop_decode_ms"] = "Q"
+    sweep = flush_sweep(data, -1)
+    if len(sweep):
+        at = sweep[sweep["l2_flush"] == "read"].set_index("context")
+        for c in (1024, 2048, 4096):
+            published[f"attention_{c // 1024}k"] = at.loc[c, "stream_us"] / at.loc[c, "default_us"]
+            source[f"attention_{c // 1024}k"] = "H"
+    figures = pd.DataFrame({"what": SCORECARD_FIGURES, "again": again})
+    figures["published"], figures["source"] = pd.Series(published, dtype=float), pd.Series(source, dtype=object)
+    copy = clean[(clean["what"] == "copy") & (clean["context"] == 1024)].iloc[0]
+    return {"figures": figures, "copy_1k": float(copy["fraction_of_copy"]),
+            "commit": str(census_rows["git_commit"].iloc[0]), "processes": int(census_rows["round"].nunique()),
+            "loop_rounds": int(loop["steps"].loc["decode", "n"])}

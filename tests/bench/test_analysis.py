@@ -86,9 +86,9 @@ def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_
     overlap = [f"D{i}" for i in range(1, 8)]  # no overlap rows in the paired campaign: set D is open
     # set P's gates and capacity pairs (open until arrivals with the second stream), set Q's loop
     # and set R's A/B (until their rows exist), and set AS's peer bracket and set F's runs past
-    # the census (never made, always open)
-    never = ["P4"] + [f"Q{i}" for i in range(1, 4)] + [f"R{i}" for i in range(1, 4)] + ["S1", "AS6"] \
-        + [f"F{i}" for i in range(4, 8)]
+    # the census (never made, always open), set AT's scorecard run
+    never = ["P4"] + [f"Q{i}" for i in range(1, 4)] + [f"R{i}" for i in range(1, 4)] + ["S1"] \
+        + [f"AT{i}" for i in range(1, 6)] + ["AS6"] + [f"F{i}" for i in range(4, 8)]
     overlap += never
     assert bookdata.same_machine_capacity(eager, graphed) is None
     assert list(bookdata.open_predictions(eager, graphed)) == ["B11"] + part10 + overlap
@@ -117,3 +117,5 @@ def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_
     assert list(bookdata.open_predictions(eager, graphed)) == never[7:]
     (tmp_path / "roofline" / "prefill_serial_ab.jsonl").write_text('{"step": "mixed"}\n')
     assert list(bookdata.open_predictions(eager, graphed)) == never[8:]
+    (tmp_path / "roofline" / "scorecard_census.jsonl").write_text('{"step": "mixed"}\n')
+    assert list(bookdata.open_predictions(eager, graphed)) == never[13:]

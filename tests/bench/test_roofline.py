@@ -1709,3 +1709,41 @@ def test_set_as_grades_the_committed_rows():
     table = chapters.runs_table(m)
     assert table.shape == (5, 8) and round(table.iloc[-1]["set AR's probe"], 1) == 97.7
     assert grading.runs_grades(p, {}) == {} and chapters.runs_texts({}) == {}
+
+
+def test_set_at_grades_the_committed_rows():
+    """AT1-AT5 on data/roofline/scorecard_* (one lease at 00644e9): the decode step 1.915 ms in
+    9.14 kernels per layer, the mixed step 4.25 ms, the loop's steps 1.94 and 4.29 ms, decode
+    attention 39% and 73% of the copy rate, all held, each within 4% of the figure published by
+    sets L, R, Q and H. Each verdict turns on its numbers; the scorecard's table marks a target
+    met only when the newest figure meets it."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_scorecard(DATA)
+    assert (m["commit"], m["processes"], m["loop_rounds"]) == ("00644e9", 3, 4)
+    f = m["figures"]
+    assert list(f["source"]) == ["L", "L", "R", "Q", "R", "H", "H", "H"]
+    assert round(f.loc["decode_gpu_ms", "again"], 3) == 1.915 and round(f.loc["attention_1k", "again"], 2) == 0.39
+    g = grading.scorecard_grades(p, m)
+    assert sorted(g) == ["AT1", "AT2", "AT3", "AT4", "AT5"] and {x.verdict for x in g.values()} == {"HELD"}
+    moved = f.copy()
+    moved.loc["mixed_gpu_ms", "again"] = 4.6  # outside AT2's range, and 8% from the published 4.25
+    g = grading.scorecard_grades(p, m | {"figures": moved})
+    assert [g[k].verdict for k in sorted(g)] == ["HELD", "MISSED", "HELD", "HELD", "MISSED"]
+    moved = f.copy()
+    moved.loc["attention_4k", "published"] = 0.6  # AT5 alone: 22% apart
+    assert grading.scorecard_grades(p, m | {"figures": moved})["AT5"].verdict == "MISSED"
+    grades, texts, table = chapters.scorecard(DATA)
+    assert grades == grading.scorecard_grades(p, m)
+    assert list(table["target"]) == ["missed", "met", "met", "missed", "met", "missed", "missed", "met", "met", "missed"]
+    assert (table.iloc[0]["again"], table.iloc[-1]["published"]) == ("1.91 ms", "11.7× (set R)")
+    assert (texts["sc_met"], texts["sc_targets"], texts["sc_commit"]) == ("5", "10", "00644e9")
+    extra = {"floors": roofline.placed(DATA).set_index(["config", "step"]).loc[roofline.PART10],
+             "closed": roofline.closed_floor(DATA), "whole": {}, "peer": None}
+    faster = m["figures"].copy()
+    faster.loc["decode_gpu_ms", "again"] = 1.45
+    t = chapters.scorecard_table(m | {"figures": faster}, extra)
+    assert len(t) == 8 and t.iloc[0]["target"] == "met"
+    assert grading.scorecard_grades(p, {}) == {} and chapters.scorecard(DATA / "missing")[1] == {}
