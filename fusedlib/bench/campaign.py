@@ -122,6 +122,10 @@ GATE_UP_FUSED_VS_CHUNKED = f"{GATE_UP_PART}: fused vs chunked"
 # And with a mixed step's decode attention on a second stream beside its chunks' attention.
 PART10_PARALLEL = dict(PART10_GATE_UP, attention="triton-parallel")
 PARALLEL_VS_SERIAL = "part 10: decode attention beside the chunks' vs after them"
+# Fused against chunked with the engine the series ends on (its default on a GPU).
+FINAL_PART = "part 10 as the series ends"
+FINAL_FUSED_VS_CHUNKED = f"{FINAL_PART}: fused vs chunked"
+FINAL_SEEDS = f"{FINAL_PART} seeds: fused vs chunked"
 
 # What a run's rows give a comparison: the served rate of an open-loop run, the output
 # throughput of a closed run's median row (both: larger is faster).
@@ -329,12 +333,23 @@ def _peer_whole(pairs: int) -> list:
     return _peer_bracket(PEER_WHOLE_COMPARISON, PART10_WHOLE)
 
 
+def _final(pairs: int) -> list:
+    # ~2.5 min, as `whole`'s second comparison: fused vs chunked past both knees (80/s offered,
+    # 400 arrivals) with the engine the series ends on. Its gate ran in the `parallel` phase.
+    return [_fused_vs_chunked(FINAL_PART, PART10_PARALLEL, pairs, rate=SATURATING_RATE)]
+
+
+def _seeds_final(pairs: int) -> list:
+    # ~3.5 min, as `seeds_whole`, with the engine the series ends on.
+    return [_seeds(FINAL_SEEDS, PART10_PARALLEL)]
+
+
 PHASES = {"fast": _fast, "series": _series, "part10": _part10, "closed": _closed_phase, "peer": _peer,
           "peer_open": _peer_open, "knees": _knees, "small_pool": _small_pool, "sensitivity": _sensitivity,
           "eager": _eager, "decode_graphs": _decode_graphs, "gates": _gates,
           "whole": _whole, "peer_whole": _peer_whole, "seeds_whole": _seeds_whole,
           "closed_whole": _closed_whole, "gate_up": _gate_up, "peer_gate_up": _peer_gate_up,
-          "parallel": _parallel, "peer_parallel": _peer_parallel}
+          "parallel": _parallel, "peer_parallel": _peer_parallel, "final": _final, "seeds_final": _seeds_final}
 
 
 def plan(phase: str, pairs: int = 5) -> list:

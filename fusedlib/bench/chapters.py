@@ -379,12 +379,13 @@ ATTENTION_BOUND_SET, UNMASKED_SET, PREFETCH_SET, PREFETCH_AFTER_SET, GATE_UP_PRE
 PDL_PREFETCH_SET, BLAS_SET, BESIDE_SET, PAIR_SET, ORDER_SET, CHAIN_SET = "AC", "AD", "AE", "AF", "AG", "AH"
 READ_SET, ANCHOR_SET, READ_KV_SET, TMA_SET, PREFILL_RATES_SET, PREFILL_LONG_SET = "AI", "AJ", "AK", "AL", "AM", "AN"
 SPLIT_PREFILL_SET, SPLIT_PARTS_SET, SPLIT_MERGE_SET, SPLIT_ADAPTIVE_SET, RUNS_SET = "AO", "AP", "AQ", "AR", "AS"
-# Set AT (the engine measured again for the book's scorecard) is graded on the intro page.
-SCORECARD_SET = "AT"
+# Sets AT (the engine measured again for the book's scorecard) and AU (fusion's gain with the
+# engine as the series ends) are graded on the intro page.
+SCORECARD_SET, FINAL_SET = "AT", "AU"
 
 
 def part10_predictions() -> list:
-    """Part 10's predictions but sets E to AT, which book/whole.md, its appendix and the intro grade."""
+    """Part 10's predictions but sets E to AU, which book/whole.md, its appendix and the intro grade."""
     return [p for p in for_chapter(10)
             if not p.key.startswith((WHOLE_SET, GEMM_SET, NORM_SET, FLUSH_SET, PDL_SET, ROTARY_SET, DOWN_SET,
                                      PARTIALS_SET, MERGE_SET, STAGING_SET, TABLES_SET, PARALLEL_SET,
@@ -395,7 +396,7 @@ def part10_predictions() -> list:
                                      CHAIN_SET, READ_SET, ANCHOR_SET, READ_KV_SET, TMA_SET,
                                      PREFILL_RATES_SET, PREFILL_LONG_SET, SPLIT_PREFILL_SET,
                                      SPLIT_PARTS_SET, SPLIT_MERGE_SET, SPLIT_ADAPTIVE_SET, RUNS_SET,
-                                     SCORECARD_SET))]
+                                     SCORECARD_SET, FINAL_SET))]
 
 
 def whole_graph_predictions() -> list:
@@ -548,6 +549,10 @@ def runs_predictions() -> list:
 
 def scorecard_predictions() -> list:
     return [p for p in for_chapter(10) if p.key.startswith(SCORECARD_SET)]
+
+
+def final_predictions() -> list:
+    return [p for p in for_chapter(10) if p.key.startswith(FINAL_SET)]
 
 
 def last_kernels(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:

@@ -58,7 +58,7 @@ def test_the_books_predictions_load_with_every_quote_in_its_text():
                                                    "AN1", "AN2", "AO1", "AO2", "AO3",
                                                    "AP1", "AP2", "AQ1", "AQ2", "AR1", "AR2",
                                                    "AS1", "AS2", "AS3", "AS4", "AS5", "AS6",
-                                                   "AT1", "AT2", "AT3", "AT4", "AT5"]
+                                                   "AT1", "AT2", "AT3", "AT4", "AT5", "AU1", "AU2", "AU3"]
     for s in sets:
         for p in s.predictions:
             assert p.date == {"D": "2026-12-01", "E": "2026-12-01", "F": "2026-12-02", "G": "2026-12-02",
@@ -73,7 +73,7 @@ def test_the_books_predictions_load_with_every_quote_in_its_text():
                               "AL": "2026-12-04", "AM": "2026-12-04",
                               "AN": "2026-12-04", "AO": "2026-12-04",
                               "AP": "2026-12-04", "AQ": "2026-12-04", "AR": "2026-12-04",
-                              "AS": "2026-12-04", "AT": "2026-12-04"}.get(s.id, "2026-11-30")
+                              "AS": "2026-12-04", "AT": "2026-12-04", "AU": "2026-12-04"}.get(s.id, "2026-11-30")
             assert p.chapter in (7, 8, 9, 10, "closed", "peer", "sensitivity")
 
 
