@@ -549,6 +549,15 @@ def open_predictions(arrivals: pd.DataFrame, beyond: pd.DataFrame) -> dict[str, 
                                "the census of configuration 6, the loop section and decode attention at the "
                                f"engine's launch shape), whose rows will be in `{rel(roofline)}/scorecard_*`")
                     for n in range(1, 6)}
+    from .campaign import FINAL_FUSED_VS_CHUNKED, FINAL_SEEDS
+
+    final = [any(r.get("comparison") == name for r in results.read_rows(DATA / "paired" / stem))
+             for stem, name in (("arrivals", FINAL_FUSED_VS_CHUNKED), ("sensitivity", FINAL_SEEDS))]
+    phases = "`final` and `seeds_final`" if not any(final) else "`final`" if not final[0] else "`seeds_final`"
+    waiting |= {key: (f"the paired campaign's {phases} phase{'s' if not any(final) else ''} (`python -m "
+                      "fusedlib.bench.campaign OUT --phase ...`): fused against chunked at 80/s with the engine the "
+                      f"series ends on, whose rows will be in `{rel(DATA / 'paired')}`")
+                for key, ok in (("AU1", final[0]), ("AU2", final[1]), ("AU3", all(final))) if not ok}
     # Set AS's peer bracket: the packed kernel's runs lost on the closed pass, so it was not run.
     waiting["AS6"] = ("the peer's bracket with the packed kernel taking runs: the closed-pass A/B at 34e4dba "
                       f"(`{rel(roofline)}/closed_ab`) measured that pass slower than the code before, so the engine "

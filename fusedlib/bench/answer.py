@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 
 from . import analysis as bd
-from .campaign import WHOLE_FUSED_VS_CHUNKED, WHOLE_SEEDS, WHOLE_VS_PIECEWISE
+from .campaign import FINAL_FUSED_VS_CHUNKED, FINAL_SEEDS, WHOLE_FUSED_VS_CHUNKED, WHOLE_SEEDS, WHOLE_VS_PIECEWISE
 from .paired import Comparison, compare_groups
 
 REFERENCE = Path(__file__).resolve().parents[2] / "data" / "reference" / "a10.yaml"
@@ -270,6 +270,8 @@ def headline(trace: pd.DataFrame, arrivals: pd.DataFrame, closed: pd.DataFrame, 
 EAGER_COMPARISONS = ("part 7, 400 arrivals: fused vs chunked", "part 7: fused vs chunked")
 # The comparisons of every forward as one graph (book/whole.md), offered 80/s.
 WHOLE_COMPARISONS = (WHOLE_VS_PIECEWISE, WHOLE_FUSED_VS_CHUNKED, WHOLE_SEEDS)
+# Fused against chunked with the engine the series ends on (the intro's), offered 80/s.
+FINAL_COMPARISONS = (FINAL_FUSED_VS_CHUNKED, FINAL_SEEDS)
 
 
 def eager_headline(pc: pd.DataFrame) -> str | None:
@@ -321,7 +323,7 @@ def paired_texts(pc: pd.DataFrame) -> dict[str, str]:
                              "longer runs, in which one slow stretch of the host weighs less.")
     for key, name in (("p9", "part 9: fused vs chunked"), ("p10", "part 10: fused vs chunked"),
                       ("p10o", "part 10 + overlap seeds: fused vs chunked"),
-                      ("p10w", WHOLE_SEEDS)):
+                      ("p10w", WHOLE_SEEDS), ("p10f", FINAL_SEEDS), ("p10fp", FINAL_FUSED_VS_CHUNKED)):
         if name in pc.index:
             r = pc.loc[name]
             out |= {f"{key}_fused": f"{r['a_median']:.1f} requests/s", f"{key}_gain": interval(r["ratio"], r["lo"], r["hi"]),
@@ -342,7 +344,9 @@ PAIRED_LABELS = {"part 7: fused vs chunked": "part 7: eager, per-row attention",
                  "part 10 + overlap sweep: fused vs chunked": "part 10, the host one step ahead: 28 to 80/s",
                  WHOLE_VS_PIECEWISE: "fused engine, part 10: every forward one graph or piecewise",
                  WHOLE_FUSED_VS_CHUNKED: "part 10, every forward one graph: at 80/s",
-                 WHOLE_SEEDS: "part 10, every forward one graph: 8 seeds at 80/s"}
+                 WHOLE_SEEDS: "part 10, every forward one graph: 8 seeds at 80/s",
+                 FINAL_FUSED_VS_CHUNKED: "part 10 as the series ends: at 80/s",
+                 FINAL_SEEDS: "part 10 as the series ends: 8 seeds at 80/s"}
 
 
 def paired_capacity(data: Path = bd.DATA) -> pd.DataFrame:
@@ -382,8 +386,8 @@ def paired_figure(t: pd.DataFrame):
 
     fc = t[t["comparison"].str.endswith("fused vs chunked")]
     # "part 7, 400 arrivals" -> "part 7": the arrivals follow in each tick.
-    names = [c.split(":")[0].split(",")[0].replace(" whole graphs", " whole").replace(" seeds", ", seeds")
-             for c in fc["comparison"]]
+    names = [c.split(":")[0].split(",")[0].replace(" whole graphs", " whole").replace(" as the series ends", " final")
+             .replace(" seeds", ", seeds") for c in fc["comparison"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8), gridspec_kw={"width_ratios": [1.3, 1]})
     x = np.arange(len(fc))
     for i, (e, col) in enumerate((("chunked", "b_median"), ("fused", "a_median"))):

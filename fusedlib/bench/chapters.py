@@ -342,7 +342,7 @@ def part10(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str]]:
     if len(variant):  # the in-kernel split merge main reverted
         t["variant_per_layer"] = f"{variant['kernels_per_layer'].iloc[-1]:.1f}"
     for r in rf.capacity_comparisons(data).itertuples():
-        if r.comparison in answer.WHOLE_COMPARISONS:  # the whole-graph chapter's: whole_graph_texts
+        if r.comparison in answer.WHOLE_COMPARISONS + answer.FINAL_COMPARISONS:  # whole.md's and the intro's
             continue
         if "fused vs chunked" in r.comparison:
             key = r.comparison.split(":")[0].replace(" + overlap seeds", "o").replace(" ", "")
@@ -1853,16 +1853,18 @@ SCORECARD_TARGETS = {"decode_gpu_ms": ("≤ 1.5 ms", 1.5, "max"), "kernels_per_l
 
 
 def scorecard(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str], pd.DataFrame]:
-    """The intro's scorecard: set AT's grades (grading.scorecard_grades), its glued texts (prefix
-    "sc") and the table of part 10's targets (scorecard_table). Empty without set AT's rows."""
-    from . import roofline as rf
+    """The intro's scorecard: sets AT's and AU's grades (grading.scorecard_grades, final_grades),
+    the glued texts (prefix "sc") and the table of part 10's targets (scorecard_table). Empty
+    without set AT's rows."""
+    from . import answer, roofline as rf
 
     m = rf.measured_for_scorecard(data)
     if "figures" not in m:
         return {}, {}, pd.DataFrame()
+    final = rf.measured_for_final(data)
     extra = {"floors": rf.placed(data).set_index(["config", "step"]).loc[rf.PART10],
              "closed": rf.closed_floor(data), "whole": rf.measured_for_set_e(data),
-             "peer": rf.measured_for_prefill(data).get("peer")}
+             "peer": rf.measured_for_prefill(data).get("peer"), "final": final.get("pairs")}
     table = scorecard_table(m, extra)
     f = m["figures"]
     apart = (f["again"] / f["published"] - 1).abs()
@@ -1872,7 +1874,13 @@ def scorecard(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str], pd.DataFr
              "sc_met": f"{len(table) - len(missed)}", "sc_targets": f"{len(table)}",
              "sc_decode_floor": f"{extra['closed']['decode_floor_s'] * 1e3:.2f} ms",
              "sc_decode": f"{f.loc['decode_gpu_ms', 'again']:.2f} ms"}
-    return gr.scorecard_grades(by_key(), m), texts, table
+    if "pairs" in final and "seeds" in final:
+        pairs, seeds = final["pairs"], final["seeds"]
+        texts |= {"sc_final_commit": final["commit"], "sc_final_fused": f"{pairs['a_median']:.1f} requests/s",
+                  "sc_final_chunked": f"{pairs['b_median']:.1f}",
+                  "sc_final_gain": f"{answer.interval(pairs['ratio'], pairs['lo'], pairs['hi'])} ({int(pairs['n'])} pairs)",
+                  "sc_final_seeds": f"{answer.interval(seeds['ratio'], seeds['lo'], seeds['hi'])}"}
+    return gr.scorecard_grades(by_key(), m) | gr.final_grades(by_key(), final), texts, table
 
 
 def scorecard_table(m: dict, extra: dict) -> pd.DataFrame:
@@ -1880,8 +1888,9 @@ def scorecard_table(m: dict, extra: dict) -> pd.DataFrame:
     the set that measured it), the same figure measured again on set AT's lease (roofline.
     measured_for_scorecard; "—" where that lease did not measure it), the floor where one is
     measured, and whether the newest figure meets the target. `extra`: roofline.placed's part-10
-    rows ("floors"), closed_floor ("closed"), measured_for_set_e ("whole": capacity offered 80/s)
-    and measured_for_prefill's peer bracket ("peer")."""
+    rows ("floors"), closed_floor ("closed"), measured_for_set_e ("whole": capacity offered 80/s),
+    measured_for_prefill's peer bracket ("peer") and set AU's final pairs ("final": the capacity
+    of the engine the series ends on, measured again in its own configuration; None without rows)."""
     from .roofline import PEER_TARGET
 
     f, floors, closed = m["figures"], extra["floors"], extra["closed"]
@@ -1899,11 +1908,13 @@ def scorecard_table(m: dict, extra: dict) -> pd.DataFrame:
                      "published": f"{show(f.loc[key, 'published'])} (set {f.loc[key, 'source']})",
                      "again": show(again), "floor": floor.get(key, "—"),
                      "target": "met" if (again <= bound if kind == "max" else again >= bound) else "missed"})
-    capacity = extra["whole"].get("fused_vs_chunked")
+    capacity, final = extra["whole"].get("fused_vs_chunked"), extra.get("final")
     if capacity is not None:
+        newest = capacity["a"] if final is None else final["a_median"]
         rows.append({"figure": "capacity, 400 arrivals offered 80/s", "asked": "≥ 40 requests/s",
-                     "published": f"{capacity['a']:.1f} requests/s (set E)", "again": "—", "floor": "—",
-                     "target": "met" if capacity["a"] >= 40 else "missed"})
+                     "published": f"{capacity['a']:.1f} requests/s (set E)",
+                     "again": "—" if final is None else f"{final['a_median']:.1f} requests/s (set AU)", "floor": "—",
+                     "target": "met" if newest >= 40 else "missed"})
     peer = extra["peer"]
     if peer is not None and "floor_s" in closed:
         times = peer[peer["engine"] != "transformers"]["times_peer"]

@@ -1694,3 +1694,30 @@ def scorecard_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
                        verdict(bool((apart <= bound).all())),
                        f"{int((apart <= bound).sum())} of {len(apart)} within {bound:.0%}")
     return out
+
+
+def final_grades(p: dict[str, Prediction], m: dict) -> dict[str, Grade]:
+    """AU1 (the final phase's fused rate and fusion's gain, each inside its range), AU2 (the
+    eight draws' gain inside its range) and AU3 (both gains above set E's, with whole graphs
+    alone) on roofline.measured_for_final."""
+    out = {}
+    if "pairs" in m:
+        r = m["pairs"]
+        lo, hi = p["AU1"].range(0)
+        glo, ghi = p["AU1"].range(1)
+        gain = (r["ratio"] - 1) * 100
+        ok = _in(r["a_median"], lo, hi) and _in(gain, glo, ghi)
+        out["AU1"] = Grade(f"fused {r['a_median']:.1f}, chunked {r['b_median']:.1f} requests/s, {_interval(r)}",
+                           verdict(ok), f"rate {side(r['a_median'], lo, hi)} its range, gain {side(gain, glo, ghi)} its")
+    if "seeds" in m:
+        r = m["seeds"]
+        lo, hi = p["AU2"].range(0)
+        gain = (r["ratio"] - 1) * 100
+        out["AU2"] = Grade(f"{_interval(r)} (fused {r['a_median']:.1f}, chunked {r['b_median']:.1f} requests/s)",
+                           verdict(_in(gain, lo, hi)), f"{side(gain, lo, hi)} the range")
+    if all(k in m for k in ("pairs", "seeds", "whole_pairs", "whole_seeds")):
+        more = [m[k]["ratio"] > m[f"whole_{k}"]["ratio"] for k in ("pairs", "seeds")]
+        out["AU3"] = Grade(f"five pairs {bd.pct(m['pairs']['ratio'] - 1)} against {bd.pct(m['whole_pairs']['ratio'] - 1)}; "
+                           f"eight draws {bd.pct(m['seeds']['ratio'] - 1)} against {bd.pct(m['whole_seeds']['ratio'] - 1)}",
+                           verdict(all(more)), f"{sum(more)} of 2 above set E's")
+    return out

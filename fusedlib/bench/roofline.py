@@ -246,14 +246,16 @@ def capacity_comparisons(data: Path) -> pd.DataFrame:
     fused = first[first["engine"] == "fused"]
     add("fused: part 10 vs part 9", fused, "attention", "triton-balanced", "triton-splitkv", interleaved=False)
     # Whole graphs (the whole phase), offered 80/s: against piecewise, and fused against chunked.
-    from .campaign import WHOLE_FUSED_VS_CHUNKED, WHOLE_VS_PIECEWISE
+    from .campaign import FINAL_FUSED_VS_CHUNKED, WHOLE_FUSED_VS_CHUNKED, WHOLE_VS_PIECEWISE
 
     add(WHOLE_VS_PIECEWISE, df[df["comparison"] == WHOLE_VS_PIECEWISE], "whole_graphs", True, False)
     add(WHOLE_FUSED_VS_CHUNKED, df[df["comparison"] == WHOLE_FUSED_VS_CHUNKED], "engine", "fused", "chunked")
+    # The same with the engine the series ends on (the final phase).
+    add(FINAL_FUSED_VS_CHUNKED, df[df["comparison"] == FINAL_FUSED_VS_CHUNKED], "engine", "fused", "chunked")
     # With overlap both engines keep up with 40/s, so their capacities were measured offered
     # 80/s, one pair per workload draw (seed), alternating which engine ran first.
     sensitivity = _frame(data, "paired/sensitivity")
-    for _, r in campaign_comparisons(data, phases=("sensitivity", "seeds_whole")).iterrows():
+    for _, r in campaign_comparisons(data, phases=("sensitivity", "seeds_whole", "seeds_final")).iterrows():
         runs = sensitivity[sensitivity["comparison"] == r["comparison"]]
         out.append({"comparison": r["comparison"], "a_median": r["a"], "b_median": r["b"],
                     "ratio": r["ratio"], "lo": r["lo"], "hi": r["hi"], "n": r["n"], "resolved": r["resolved"],
@@ -1966,3 +1968,24 @@ def measured_for_scorecard(data: Path) -> dict:
     return {"figures": figures, "copy_1k": float(copy["fraction_of_copy"]),
             "commit": str(census_rows["git_commit"].iloc[0]), "processes": int(census_rows["round"].nunique()),
             "loop_rounds": int(loop["steps"].loc["decode", "n"])}
+
+
+def measured_for_final(data: Path) -> dict:
+    """What set AU (fusion's gain with the engine the series ends on) is graded on
+    (grading.final_grades): capacity_comparisons's rows for the final phase's pairs ("pairs") and
+    the eight draws of seeds_final ("seeds"), and set E's same two comparisons with whole graphs
+    alone ("whole_pairs", "whole_seeds"); the final pairs' commit ("commit"). Keys are missing
+    where rows are."""
+    from .campaign import FINAL_FUSED_VS_CHUNKED, FINAL_SEEDS, WHOLE_FUSED_VS_CHUNKED, WHOLE_SEEDS
+
+    pc = capacity_comparisons(data)
+    if not len(pc):
+        return {}
+    pc = pc.set_index("comparison")
+    names = {"pairs": FINAL_FUSED_VS_CHUNKED, "seeds": FINAL_SEEDS, "whole_pairs": WHOLE_FUSED_VS_CHUNKED,
+             "whole_seeds": WHOLE_SEEDS}
+    m = {key: pc.loc[name] for key, name in names.items() if name in pc.index}
+    if "pairs" in m:
+        runs = _frame(data, "paired/arrivals")
+        m["commit"] = str(runs.loc[runs["comparison"] == FINAL_FUSED_VS_CHUNKED, "git_commit"].iloc[0])
+    return m

@@ -88,7 +88,7 @@ def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_
     # and set R's A/B (until their rows exist), and set AS's peer bracket and set F's runs past
     # the census (never made, always open), set AT's scorecard run
     never = ["P4"] + [f"Q{i}" for i in range(1, 4)] + [f"R{i}" for i in range(1, 4)] + ["S1"] \
-        + [f"AT{i}" for i in range(1, 6)] + ["AS6"] + [f"F{i}" for i in range(4, 8)]
+        + [f"AT{i}" for i in range(1, 6)] + ["AU1", "AU2", "AU3", "AS6"] + [f"F{i}" for i in range(4, 8)]
     overlap += never
     assert bookdata.same_machine_capacity(eager, graphed) is None
     assert list(bookdata.open_predictions(eager, graphed)) == ["B11"] + part10 + overlap
@@ -119,3 +119,9 @@ def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_
     assert list(bookdata.open_predictions(eager, graphed)) == never[8:]
     (tmp_path / "roofline" / "scorecard_census.jsonl").write_text('{"step": "mixed"}\n')
     assert list(bookdata.open_predictions(eager, graphed)) == never[13:]
+    with open(tmp_path / "paired" / "sensitivity.jsonl", "a") as f:  # set AU's eight draws, not its pairs
+        f.write('{"overlap": true, "comparison": "part 10 as the series ends seeds: fused vs chunked"}\n')
+    assert list(bookdata.open_predictions(eager, graphed)) == ["AU1", "AU3"] + never[16:]
+    with open(tmp_path / "paired" / "arrivals.jsonl", "a") as f:
+        f.write('{"overlap": true, "comparison": "part 10 as the series ends: fused vs chunked"}\n')
+    assert list(bookdata.open_predictions(eager, graphed)) == never[16:]

@@ -1736,14 +1736,37 @@ def test_set_at_grades_the_committed_rows():
     moved.loc["attention_4k", "published"] = 0.6  # AT5 alone: 22% apart
     assert grading.scorecard_grades(p, m | {"figures": moved})["AT5"].verdict == "MISSED"
     grades, texts, table = chapters.scorecard(DATA)
-    assert grades == grading.scorecard_grades(p, m)
+    assert grades == grading.scorecard_grades(p, m) | grading.final_grades(p, roofline.measured_for_final(DATA))
+    assert table.iloc[8]["again"] == "49.7 requests/s (set AU)"  # the final engine's capacity
     assert list(table["target"]) == ["missed", "met", "met", "missed", "met", "missed", "missed", "met", "met", "missed"]
     assert (table.iloc[0]["again"], table.iloc[-1]["published"]) == ("1.91 ms", "11.7× (set R)")
     assert (texts["sc_met"], texts["sc_targets"], texts["sc_commit"]) == ("5", "10", "00644e9")
     extra = {"floors": roofline.placed(DATA).set_index(["config", "step"]).loc[roofline.PART10],
-             "closed": roofline.closed_floor(DATA), "whole": {}, "peer": None}
+             "closed": roofline.closed_floor(DATA), "whole": {}, "peer": None, "final": None}
     faster = m["figures"].copy()
     faster.loc["decode_gpu_ms", "again"] = 1.45
     t = chapters.scorecard_table(m | {"figures": faster}, extra)
     assert len(t) == 8 and t.iloc[0]["target"] == "met"
     assert grading.scorecard_grades(p, {}) == {} and chapters.scorecard(DATA / "missing")[1] == {}
+
+
+def test_set_au_grades_the_committed_rows():
+    """AU1-AU3 on data/paired (the final and seeds_final phases at 0fed563): fused 49.7 against
+    chunked 40.9 requests/s offered 80/s, +21.5% over five pairs and +20.9% over eight draws, both
+    above set E's +15.1% and +14.4%: all held. Each verdict turns on its numbers."""
+    from fusedlib.bench import chapters, grading, predictions
+
+    from fusedlib.bench.analysis import DATA
+
+    p, m = predictions.by_key(), roofline.measured_for_final(DATA)
+    assert m["commit"] == "0fed563" and (int(m["pairs"]["n"]), int(m["seeds"]["n"])) == (5, 8)
+    assert round(m["pairs"]["a_median"], 1) == 49.7 and round(m["pairs"]["ratio"], 3) == 1.215
+    g = grading.final_grades(p, m)
+    assert [g[k].verdict for k in sorted(g)] == ["HELD", "HELD", "HELD"]
+    slower = m["pairs"].copy()
+    slower["ratio"], slower["a_median"] = 1.12, 46.0  # a gain under AU1's range and under set E's
+    g = grading.final_grades(p, m | {"pairs": slower})
+    assert [g[k].verdict for k in sorted(g)] == ["MISSED", "HELD", "MISSED"]
+    assert sorted(grading.final_grades(p, {"seeds": m["seeds"]})) == ["AU2"]
+    texts = chapters.scorecard(DATA)[1]
+    assert (texts["sc_final_fused"], texts["sc_final_seeds"]) == ("49.7 requests/s", "+21% [+20%, +22%]")
