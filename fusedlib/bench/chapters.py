@@ -1844,8 +1844,9 @@ def page_predictions(page: str, data=bd.DATA) -> str:
     return chapter_opening(preds, grades)
 
 
-# Part 10's targets on the scorecard, by figure: (the target as asked, the bound, "at most" or
-# "at least"). The capacity and peer targets read the campaign's paired runs, not set AT's lease.
+# Part 10's targets on the scorecard, by figure: (the target as asked, the bound, "max" where the
+# figure may be at most the bound, "min" at least). The capacity and peer targets read the
+# campaign's paired runs, not set AT's lease.
 SCORECARD_TARGETS = {"decode_gpu_ms": ("≤ 1.5 ms", 1.5, "max"), "kernels_per_layer": ("≤ 10", 10.0, "max"),
                      "loop_decode_ms": ("≤ 2.0 ms", 2.0, "max"), "mixed_gpu_ms": ("≤ 4.0 ms", 4.0, "max"),
                      "loop_mixed_ms": ("≤ 4.5 ms", 4.5, "max"), "attention_1k": ("≥ 60%", 0.6, "min"),
