@@ -1865,7 +1865,7 @@ def scorecard(data=bd.DATA) -> tuple[dict[str, Grade], dict[str, str], pd.DataFr
     final = rf.measured_for_final(data)
     extra = {"floors": rf.placed(data).set_index(["config", "step"]).loc[rf.PART10],
              "closed": rf.closed_floor(data), "whole": rf.measured_for_set_e(data),
-             "peer": rf.measured_for_prefill(data).get("peer"), "final": final.get("pairs")}
+             "peer": m["peer"], "final": final.get("pairs")}
     table = scorecard_table(m, extra)
     f = m["figures"]
     apart = (f["again"] / f["published"] - 1).abs()

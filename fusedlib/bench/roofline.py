@@ -1922,8 +1922,9 @@ def measured_for_scorecard(data: Path) -> dict:
     published for it ("published": set L's kept lease for the decode step, set R's lease for the
     mixed step alone, set Q's loop for the decode step and set R's for the mixed one, set H's
     latest flush sweep at the engine's shape) and the set that published it ("source"); the copy
-    of the same bytes at 1k as a share of the copy rate ("copy_1k"); the commit and the census's
-    processes. Empty without the scorecard's rows."""
+    of the same bytes at 1k as a share of the copy rate ("copy_1k"); set R's peer bracket
+    ("peer", None without it); the commit and the census's processes. Empty without the
+    scorecard's rows."""
     census_rows = _newest_boot(data, "roofline/scorecard_census")
     attention = _newest_boot(data, "roofline/scorecard_attention")
     loop = measured_for_loop(data, "scorecard_loop")
@@ -1952,6 +1953,7 @@ def measured_for_scorecard(data: Path) -> dict:
     if "loop" in prefill:
         published["loop_mixed_ms"] = prefill["loop"]["steps"].loc["mixed", "parallel_interval_ms"]
         source["loop_mixed_ms"] = "R"
+    peer = prefill.get("peer")  # set R's peer bracket, the scorecard's throughput row
     first_loop = measured_for_loop(data)
     if first_loop:
         published["loop_decode_ms"] = first_loop["steps"].loc["decode", "parallel_interval_ms"]
@@ -1965,7 +1967,7 @@ def measured_for_scorecard(data: Path) -> dict:
     figures = pd.DataFrame({"what": SCORECARD_FIGURES, "again": again})
     figures["published"], figures["source"] = pd.Series(published, dtype=float), pd.Series(source, dtype=object)
     copy = clean[(clean["what"] == "copy") & (clean["context"] == 1024)].iloc[0]
-    return {"figures": figures, "copy_1k": float(copy["fraction_of_copy"]),
+    return {"figures": figures, "copy_1k": float(copy["fraction_of_copy"]), "peer": peer,
             "commit": str(census_rows["git_commit"].iloc[0]), "processes": int(census_rows["round"].nunique()),
             "loop_rounds": int(loop["steps"].loc["decode", "n"])}
 
