@@ -42,27 +42,24 @@ class StepRecord:
     n_decode: int
     n_forwards: int
     start: float
-    duration: float
+    duration: float  # with overlap: includes the wait for the previous step's tokens
     decode_kv_tokens: int  # KV positions the decode rows read (their context lengths)
     chunk_kv_tokens: int  # KV positions the chunks attend over (start + length each)
-    forward_durations: tuple[float, ...]  # each forward, to its readback (chunks first)
-    # CUDA timing events recorded before the first forward and after each one (None on CPU).
-    # They live only as long as the record does, so an engine keeps nothing per step.
+    # The host's own time in the step (planning, packing, launching, committing tokens), by
+    # time.perf_counter: the step's span less its waits for the GPU's tokens (on CPU, where the
+    # forward runs on the host, the whole step).
+    host_s: float
+    # CUDA timing events around the step's forwards (None on CPU). They live only as long as
+    # the record does, so an engine keeps nothing per step.
     events: tuple = field(repr=False)
 
-    def forward_gpu_s(self) -> tuple[float, ...] | None:
-        """Each forward's span on the GPU's clock, between the events around it, or None on
-        CPU. Waits for the step's last event: read it after the run, not inside the loop.
-        A span includes the GPU's idle waits when the host launches more slowly than it runs."""
+    def gpu_s(self) -> float | None:
+        """The step's forwards on the GPU's clock (None on CPU), idle gaps between them
+        included. Waits for the step's last event: read it after the run."""
         if self.events[0] is None:
             return None
-        self.events[-1].synchronize()
-        return tuple(a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:]))
-
-    def gpu_s(self) -> float | None:
-        """The step's forwards on the GPU's clock; `duration - gpu_s()` is the host's share."""
-        spans = self.forward_gpu_s()
-        return None if spans is None else sum(spans)
+        self.events[1].synchronize()
+        return self.events[0].elapsed_time(self.events[1]) / 1e3
 
 
 class RequestsFailed(RuntimeError):
@@ -104,6 +101,7 @@ class Engine:
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
         self._in_flight: InTransit | None = None  # with overlap: the step whose tokens are in transit
+        self._waited = 0.0  # seconds the current step has waited for the GPU's tokens
         self.graphs = self.chunk_graphs = None  # the warm-up runs eagerly; the graphs come after it
         if config.warmup:
             self._warmup()
@@ -154,10 +152,8 @@ class Engine:
     # ---- the loop ---------------------------------------------------------------------
     def step(self) -> StepRecord | None:
         """One scheduling step; None when there is nothing to do. If anything in it raises,
-        the step's requests fail (see RequestsFailed) and the others are unaffected.
-        With overlap the record's forward durations are launch spans and its duration
-        includes the wait for the previous step's tokens."""
-        start = self.clock()
+        the step's requests fail (see RequestsFailed) and the others are unaffected."""
+        start, host_start, self._waited = self.clock(), time.perf_counter(), 0.0
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
@@ -167,7 +163,7 @@ class Engine:
             forwards = [(plan.chunks, plan.decodes)]
         else:
             forwards = [(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
-        marks, events, sampled = [start], [self._event()], []
+        first, sampled = self._event(), []
         try:
             for chunks, decodes in forwards:
                 batch = self._pack(chunks, decodes)
@@ -176,12 +172,10 @@ class Engine:
                     sampled.append((batch.samplers, tokens))
                 else:  # the host waits for this forward's tokens before going on
                     self._receive(self._send_to_host(plan, batch.samplers, tokens))
-                events.append(self._event())
-                marks.append(self.clock())
         except Exception as error:
             raise self._failure([plan], error) from error
+        last = self._event()
         self.scheduler.advance(plan)
-        end = marks[-1]
         if self.config.overlap:
             requests = [r for owners, _ in sampled for r in owners]
             tokens = sampled[0][1] if len(sampled) == 1 else torch.cat([t for _, t in sampled])
@@ -191,10 +185,9 @@ class Engine:
             if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
                 launched, self._in_flight = self._in_flight, None
                 self._commit(launched, [plan])
-            end = self.clock()
-        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards),
-                            start, end - start, decode_kv, chunk_kv,
-                            tuple(b - a for a, b in zip(marks, marks[1:])), tuple(events))
+        host_s, end = time.perf_counter() - host_start - self._waited, self.clock()
+        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards), start, end - start,
+                            decode_kv, chunk_kv, host_s, (first, last))
         for observe in self.observers:
             observe(record)
         return record
@@ -270,7 +263,9 @@ class Engine:
         """Wait for a launched step's tokens and commit them. Each token is stamped with the
         time the host has it (with overlap, about one step after it was sampled)."""
         if launched.copied is not None:
+            waiting = time.perf_counter()
             launched.copied.synchronize()
+            self._waited += time.perf_counter() - waiting
         self.num_finished += self.scheduler.record(launched.requests, launched.host.tolist(), self.clock())
 
     def _commit(self, launched: InTransit, plans: list[StepPlan]) -> None:

@@ -1,3 +1,5 @@
+import time
+
 import pytest
 import torch
 
@@ -121,17 +123,6 @@ def test_step_records_count_the_kv_positions_attention_reads():
     assert (second.kind, second.chunk_kv_tokens, second.decode_kv_tokens) == ("mixed", 5, 4)
 
 
-def test_step_records_time_each_forward():
-    for kind, forwards in (("fused", 1), ("chunked", 2)):
-        engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4)
-        engine.add_request([1, 2, 3], 3)
-        engine.add_request([4, 5, 6, 7, 8], 3)
-        engine.step()
-        mixed = engine.step()
-        assert mixed.kind == "mixed" and len(mixed.forward_durations) == forwards
-        assert abs(sum(mixed.forward_durations) - mixed.duration) < 1e-9
-
-
 @pytest.mark.parametrize("setting,value,message", [
     ("max_batch", 2.5, "max_batch must be an integer >= 1, got 2.5"),
     ("max_batch", 0, "max_batch must be an integer >= 1"),
@@ -243,20 +234,45 @@ class _FakeEvent:
 
 def test_step_records_carry_an_event_around_each_forward():
     """On CPU there is no GPU time (None); with an event source (CUDA's, or a fake here) a
-    step holds one event before its first forward and one after each, read on demand."""
+    step holds one event before its first forward and one after its last, read on demand."""
     for kind, forwards in (("fused", 1), ("chunked", 2)):
         engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4)
         engine.add_request([1, 2, 3], 3)
         engine.add_request([4, 5, 6, 7, 8], 3)
         cpu = engine.step()
-        assert cpu.forward_gpu_s() is None and cpu.gpu_s() is None
+        assert cpu.gpu_s() is None
         ticks = iter(range(100))
         # Timing events only; the copy event (timing=False) stays as on CPU: none.
         engine._event = lambda timing=True: _FakeEvent(0.5 * next(ticks)) if timing else None
         mixed = engine.step()
-        assert mixed.kind == "mixed" and len(mixed.events) == forwards + 1
-        assert mixed.forward_gpu_s() == (0.5,) * forwards and mixed.gpu_s() == 0.5 * forwards
+        assert mixed.kind == "mixed" and mixed.n_forwards == forwards and len(mixed.events) == 2
+        assert mixed.gpu_s() == 0.5
         assert mixed.events[-1].synced  # read after the last event completed
+
+
+class _SlowCopy:
+    """A device-to-host copy event whose wait takes `seconds` (what the host spends on a GPU's tokens)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def synchronize(self):
+        time.sleep(self.seconds)
+
+
+@pytest.mark.parametrize("kind,overlap", [("fused", False), ("chunked", False), ("fused", True)])
+def test_host_time_excludes_the_wait_for_the_gpus_tokens(kind, overlap):
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4, overlap=overlap)
+    with engine.record_steps() as steps:
+        engine.generate(_prompts(3), 3)
+    assert all(0 < r.host_s <= r.duration for r in steps)  # on CPU: the whole step, less nothing
+    engine._event = lambda timing=True: None if timing else _SlowCopy(0.02)
+    with engine.record_steps() as steps:
+        engine.generate(_prompts(3), 3)
+    for r in steps:  # each forward's tokens waited for once (with overlap: the previous step's, or none)
+        waits = r.n_forwards if not overlap else 0
+        assert r.duration - r.host_s >= 0.02 * waits - 1e-4 and r.host_s > 0
+    assert sum(r.duration - r.host_s for r in steps) >= 0.02 * (len(steps) - 1)
 
 
 def _fresh_tiny():

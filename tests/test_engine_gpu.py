@@ -33,8 +33,8 @@ def test_no_kernel_compiles_after_construction(settings):
 
 @pytest.mark.parametrize("kind,graphs", [("fused", False), ("chunked", False), ("fused", True)])
 def test_every_step_carries_its_forwards_gpu_time(kind, graphs):
-    """CUDA events around each forward give every step a GPU time no longer than its wall
-    time (the rest is the host's), read after the run."""
+    """CUDA events around the forwards give every step a GPU time no longer than its wall
+    time, read after the run; the host's own time is part of the wall time too."""
     from fusedlib.config import PRESETS
     from fusedlib.weights import random_model
 
@@ -46,11 +46,8 @@ def test_every_step_carries_its_forwards_gpu_time(kind, graphs):
         engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
     assert "decode" in {r.kind for r in steps}
     for r in steps:
-        spans = r.forward_gpu_s()
-        assert len(spans) == r.n_forwards and all(s > 0 for s in spans)
-        # Each forward's events sit inside its wall-clock span (up to the event's own latency).
-        assert all(g <= w + 50e-6 for g, w in zip(spans, r.forward_durations))
-        assert r.gpu_s() == pytest.approx(sum(spans))
+        # The events sit inside the step's wall-clock span (up to the event's own latency).
+        assert 0 < r.gpu_s() <= r.duration + 50e-6 and 0 < r.host_s <= r.duration
 
 
 def _served(model, specs, **settings):
