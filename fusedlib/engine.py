@@ -25,11 +25,13 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
 import torch
+import triton
 
-from .attention import make_backend
+from . import ops
+from .attention import make_backend, triton_kernels
 from .batch import Batch, InTransit, pack
 from .config import EngineConfig, check_count
-from .graphs import PackedGraphs, WholeGraphs
+from .graphs import WholeGraphs
 from .model import Qwen2Model
 from .pool import KVPool
 from .scheduler import Request, Scheduler, StepPlan
@@ -62,6 +64,14 @@ class StepRecord:
         return self.events[0].elapsed_time(self.events[1]) / 1e3
 
 
+def num_compiled() -> int:
+    """Compiled variants of the engine's Triton kernels so far (0 on the interpreter)."""
+    kernels = [k for module in (triton_kernels, ops.activation, ops.gemm, ops.norm, ops.rotary)
+               for k in vars(module).values() if isinstance(k, triton.runtime.JITFunction)]
+    # device_caches: device -> a tuple whose first item is the {key: kernel} cache.
+    return sum(len(caches[0]) for k in kernels for caches in k.device_caches.values())
+
+
 class RequestsFailed(RuntimeError):
     """Something inside a step raised. `requests` were finished with `error` set and their KV
     blocks freed; every other request is untouched and the engine keeps serving."""
@@ -73,11 +83,8 @@ class RequestsFailed(RuntimeError):
 
 class Engine:
     """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
-    keyword settings override the config's fields. `Engine(model)` on a GPU runs part 10's
-    path (Triton attention, whole-step CUDA graphs, the host one step ahead), on a CPU the
-    eager torch reference. Instrumentation attaches from outside:
-    replace `clock` or `sample`, append to `observers` (or use `record_steps`), or set
-    `pool.poison_freed`."""
+    keyword settings override the config's. Instrumentation attaches from outside: replace
+    `clock` or `sample`, append to `observers` (or use `record_steps`), set `pool.poison_freed`."""
 
     def __init__(self, model: Qwen2Model, config: EngineConfig | None = None, **settings):
         if config is not None and not isinstance(config, EngineConfig):
@@ -102,19 +109,20 @@ class Engine:
         self._next_rid = 0
         self._in_flight: InTransit | None = None  # with overlap: the step whose tokens are in transit
         self._waited = 0.0  # seconds the current step has waited for the GPU's tokens
-        self.graphs = self.chunk_graphs = None  # the warm-up runs eagerly; the graphs come after it
+        self.graphs = None  # the warm-up runs eagerly; the graphs come after it
         if config.warmup:
             self._warmup()
         if config.cuda_graphs:
             self.graphs = WholeGraphs(model, self.pool, self.backend, config.max_batch,
                                       config.chunk_tokens if config.whole_graphs else 0)
-        if config.graph_chunks:
-            self.chunk_graphs = PackedGraphs(model, self.pool, self.backend, config.max_batch, config.chunk_tokens)
-        self._compiled_at_construction = self._num_compiled()
+        self._compiled_at_construction = num_compiled()
 
     # ---- submission -------------------------------------------------------------------
     def validate(self, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
         """The prompt as a list of ints, or ValueError naming what is wrong; nothing is queued."""
+        if isinstance(prompt, (str, bytes)) or not hasattr(prompt, "__iter__"):
+            raise ValueError(f"prompt must be a sequence of token ids, got {type(prompt).__name__}")
+        prompt = list(prompt)
         if any(isinstance(t, bool) for t in prompt):
             raise ValueError("prompt token ids must be integers, not booleans")
         try:
@@ -240,8 +248,6 @@ class Engine:
         """One forward and its sampling, on the device: nothing is read back here."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
-        elif self.chunk_graphs is not None and self.chunk_graphs.handles(batch):
-            logits = self.chunk_graphs.run(batch)
         else:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
                                 self.backend, batch.logit_indices)
@@ -296,13 +302,10 @@ class Engine:
         (`engine.sample = f`)."""
         return logits.argmax(dim=-1)
 
-    def _num_compiled(self) -> int:
-        return getattr(self.backend, "num_compiled", lambda: 0)()  # the torch backend compiles nothing
-
     def kernels_compiled_since_construction(self) -> int:
-        """Triton kernel variants compiled after the warm-up: 0 means no measured step paid
-        for a compile (always 0 on the interpreter and with the torch backend)."""
-        return self._num_compiled() - self._compiled_at_construction
+        """Triton kernel variants compiled after construction (in this process, by any engine):
+        0 means no measured step paid for a compile (always 0 on the interpreter)."""
+        return num_compiled() - self._compiled_at_construction
 
     def _warmup(self) -> None:
         """Run real forwards through every step shape the engine can reach (chunk-only with a

@@ -1,22 +1,12 @@
-"""CUDA graphs: whole forwards, or forwards with prompt chunks piecewise.
+"""CUDA graphs of whole forwards, attention included.
 
-On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of the
-roughly thousand small kernels faster than Python can launch the next. A CUDA graph
-records those launches once and replays them with one call. A graph needs fixed shapes
-and fixed addresses, so forwards are padded up to a few bucket sizes and their inputs are
-copied into static buffers before each replay. Padding positions feed token 0 at position
-0 and write their key and value to the pool's scratch block, which no request owns, so
-they can never touch a real request's keys; their logits are dropped.
-
-`WholeGraphs` graphs forwards whole, attention included: every decode-only forward (the
-chunked engine's and the fused one's decode-only steps) and, given a chunk budget, every
-forward with prompt chunks as well, each attention launch's grid fixed per bucket and its
-metadata read from static buffers. `PackedGraphs` (part 9's `graph_chunks`) graphs a
-forward with prompt chunks piecewise: it pads the token count to a bucket and graphs
-everything but attention, which runs eagerly between the pieces.
-
-`capture=False` keeps every buffer and padding rule but runs the forward eagerly: the
-CPU tests check the static path against the plain one with it.
+On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of its roughly
+thousand small kernels faster than Python launches the next. A CUDA graph records the launches
+once and replays them with one call. It fixes shapes and addresses, so forwards are padded up to
+a few bucket sizes and their inputs copied into static buffers before each replay. Padding
+positions feed token 0 at position 0 and write their key and value to the pool's scratch block,
+which no request owns; their logits are dropped. `capture=False` keeps every buffer and padding
+rule but runs the forward eagerly: the CPU tests check the static path with it.
 """
 from __future__ import annotations
 
@@ -27,7 +17,7 @@ from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
 from .batch import BLOCK_TABLE_ALIGN, Batch
 
 DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32)  # decode rows
-PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks (whole: its chunk positions)
+CHUNK_BUCKETS = (64, 128, 256)  # chunk positions of a forward with prompt chunks
 
 
 def _sizes(buckets, top: int) -> list[int]:
@@ -35,63 +25,7 @@ def _sizes(buckets, top: int) -> list[int]:
     return sorted({b for b in buckets if b < top} | {top})
 
 
-def _stage(items, at: int = 0, width: int | None = None) -> None:
-    """Each (static, live, pad): `live`'s rows copied into `static` from row `at` on, and the
-    rows after them up to `at + width` (the end if None), which a larger step may have filled,
-    turned back into padding."""
-    for static, live, pad in items:
-        n = live.shape[0]
-        if n:
-            static[at:at + n].copy_(live)
-        static[at + n:None if width is None else at + width] = pad
-
-
-class _Graphs:
-    """What both kinds of graphs share: the padding rule (token 0 at position 0, its key and
-    value written to the pool's scratch block) and capture and replay. A subclass sets
-    `buckets`, the shapes a forward is padded up to, and cuts its forward into pieces,
-    `_segment(bucket, i, carry)`, which `_capture` records and `_piece` replays."""
-
-    def __init__(self, model, pool, backend, capture: bool):
-        self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
-        self.pad_slot = pool.scratch_block * pool.block_size
-
-    def _capture(self, pieces: int) -> None:
-        """Capture `self._segment(n, i, carry) -> carry` for i in range(pieces) and every bucket
-        n, each piece its own graph, in one memory pool; piece i + 1 reads piece i's
-        outputs, which stay alive (and at fixed addresses) in `self.outputs`. Every piece runs
-        once on a side stream first, so kernels compile and allocators warm outside capture.
-        Sets `self.graphs` ({bucket: [graph per piece]}) and `self.outputs` ({bucket: [outputs
-        per piece]})."""
-        mempool = torch.cuda.graph_pool_handle()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for n in self.buckets:
-                carry = None
-                for i in range(pieces):
-                    carry = self._segment(n, i, carry)
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graphs, self.outputs = {}, {}
-        for n in reversed(self.buckets):  # largest first (buckets ascend), so smaller ones reuse its memory
-            self.graphs[n], self.outputs[n], carry = [], [], None
-            for i in range(pieces):
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=mempool):
-                    carry = self._segment(n, i, carry)
-                self.graphs[n].append(graph)
-                self.outputs[n].append(carry)
-        torch.cuda.synchronize()
-
-    def _piece(self, bucket: int, i: int, carry):
-        """Piece i of a `bucket`-token forward: its graph replayed, or (capture=False) run eagerly."""
-        if not self.capture:
-            return self._segment(bucket, i, carry)
-        self.graphs[bucket][i].replay()
-        return self.outputs[bucket][i]
-
-
-class WholeGraphs(_Graphs):
+class WholeGraphs:
     """CUDA graphs of whole forwards, attention included.
 
     A forward is laid out in two padded parts: its prompt-chunk positions first, padded up to
@@ -114,8 +48,9 @@ class WholeGraphs(_Graphs):
     """
 
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int = 0, capture: bool = True,
-                 decode_buckets=DECODE_BUCKETS, chunk_buckets=PACKED_BUCKETS):
-        super().__init__(model, pool, backend, capture)
+                 decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS):
+        self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
+        self.pad_slot = pool.scratch_block * pool.block_size
         # Beside chunks, no decode rows (the chunked engine's chunk forwards) or all of them.
         self.buckets = [(0, d) for d in _sizes(decode_buckets, max_batch)] + (
             [(c, d) for c in _sizes(chunk_buckets, chunk_tokens) for d in (0, max_batch)] if chunk_tokens else [])
@@ -156,11 +91,27 @@ class WholeGraphs(_Graphs):
         self.image[:template.shape[0]].copy_(torch.from_numpy(template))
         self.rows = torch.arange(self.size, device=device)
         if capture:
-            self._capture(1)
+            self._capture()
 
-    def _segment(self, bucket: tuple[int, int], i: int = 0, carry=None) -> torch.Tensor:
-        """The whole forward at (chunk positions, decode rows) = `bucket`: the one piece
-        (`i` and `carry` are unused)."""
+    def _capture(self) -> None:
+        """One graph per bucket, all in one memory pool, largest first so the smaller ones reuse
+        its memory. Each runs once on a side stream first, so kernels compile and allocators warm
+        outside capture. Each graph's logits stay alive, at a fixed address, in `self.outputs`."""
+        mempool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for bucket in self.buckets:
+                self._forward(bucket)
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graphs, self.outputs = {}, {}
+        for bucket in sorted(self.buckets, key=lambda b: -(b[0] + b[1])):
+            self.graphs[bucket] = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graphs[bucket], pool=mempool):
+                self.outputs[bucket] = self._forward(bucket)
+        torch.cuda.synchronize()
+
+    def _forward(self, bucket: tuple[int, int]) -> torch.Tensor:
+        """The whole forward at (chunk positions, decode rows) = `bucket`, on the static buffers."""
         c, d = bucket
         prefill = PrefillMeta(c, self.chunk_tables, self.token_seq[:c], self.chunk_positions[:c]) if c else None
         decode = DecodeMeta(d, self.context_lens[:d], self.block_tables[:d], self.max_context_len) if d else None
@@ -225,84 +176,7 @@ class WholeGraphs(_Graphs):
         if fed:
             self.input_ids.index_copy_(0, self._fed_rows[:fed],
                                        batch.in_transit.tokens.index_select(0, self._fed_from[:fed]))
-        return self._piece((c_pad, d_pad), 0, None)[:s]
-
-
-class PackedGraphs(_Graphs):
-    """CUDA graphs for forwards that carry prompt chunks (piecewise).
-
-    A packed forward's token count and attention layout change every step, so it cannot be
-    one graph. Everything *outside* attention only needs a fixed token count, though: pad
-    the packed sequence to one of a few bucket sizes and that part is static. The forward is
-    cut at each attention call into L + 1 graphed segments (embedding and layer 0's
-    projections; each layer's output projection, MLP and the next layer's projections; the
-    last layer's tail and the head), and attention runs eagerly between them on the live
-    tokens with the step's own metadata. A forward then costs L + 1 graph launches plus the
-    attention kernels instead of every kernel one by one.
-
-    Padding tokens are token 0 at position 0, their keys written to the scratch block, and
-    their attention output is whatever the static buffer holds; they feed no logit. Logits
-    come from a static list of up to `max_batch` rows (one per request, at most), padded
-    with row 0 and cut back to the live count.
-    """
-
-    def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int, capture: bool = True,
-                 buckets=PACKED_BUCKETS):
-        top = chunk_tokens + max_batch  # a step's most tokens: a full chunk budget plus every decode
-        super().__init__(model, pool, backend, capture)
-        self.buckets = _sizes(buckets, top)
-        cfg, device = model.config, model.device
-        self.input_ids = torch.zeros(top, dtype=torch.int64, device=device)
-        self.positions = torch.zeros(top, dtype=torch.int64, device=device)
-        self.slot_mapping = torch.full((top,), self.pad_slot, dtype=torch.int64, device=device)
-        self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
-        # One attention output buffer per layer: segment i reads layer i-1's.
-        self.attn = torch.zeros(cfg.num_layers, top, cfg.num_heads * cfg.head_dim,
-                                dtype=model.dtype, device=device)
-        if capture:  # per bucket, per segment, the outputs are (residual, q, cos, sin), or logits
-            self._capture(len(model.layers) + 1)
-
-    # ---- the forward, cut at attention ------------------------------------------------
-    def _segment(self, n: int, i: int, carry=None):
-        """Segment i of an n-token forward: i = 0 embeds and projects layer 0; 0 < i < L
-        finishes layer i-1 (from its attention buffer) and projects layer i; i = L finishes
-        the last layer and applies the head. Returns (residual, q, cos, sin), or logits
-        for i = L."""
-        model, kv, layers = self.model, self.pool.kv, self.model.layers
-        with torch.inference_mode():
-            if i == 0:
-                hidden, residual = model.embed_tokens(self.input_ids[:n]), None
-                cos, sin = model.rotary(self.positions[:n], hidden.dtype)
-            else:
-                residual, _, cos, sin = carry
-                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops,
-                                                                  model.gate_up_silu)
-            if i == len(layers):
-                return model.head(hidden, residual, self.logit_indices)
-            q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
-                                                  self.slot_mapping[:n], model.fused_ops, model.gate_up_silu)
-            return residual, q, cos, sin
-
-    def handles(self, batch: Batch) -> bool:
-        return (bool(batch.host.chunk_requests) and batch.num_tokens <= self.buckets[-1]
-                and batch.num_logits <= self.logit_indices.shape[0])
-
-    def run(self, batch: Batch) -> torch.Tensor:
-        """Logits of a batch with prompt chunks, through the smallest bucket that holds it."""
-        n = batch.num_tokens
-        bucket = next(b for b in self.buckets if b >= n)
-        s = batch.num_logits
-        _stage(((self.input_ids, batch.input_ids, 0), (self.positions, batch.positions, 0),
-                (self.slot_mapping, batch.meta.slot_mapping, self.pad_slot)), 0, bucket)
-        _stage(((self.logit_indices, batch.logit_indices, 0),))
-        layers, kv = self.model.layers, self.pool.kv
-        carry = None
-        for i in range(len(layers) + 1):
-            carry = self._piece(bucket, i, carry)
-            if i < len(layers):
-                # Attention of layer i (q is carry[1]), eagerly, on the live tokens only, straight
-                # into the static buffer the next segment reads.
-                with torch.inference_mode():
-                    layers[i].self_attn.attend(carry[1][:n], kv[i, 0], kv[i, 1], batch.meta, self.backend,
-                                               out=self.attn[i, :n])
-        return carry[:s]
+        if not self.capture:
+            return self._forward((c_pad, d_pad))[:s]
+        self.graphs[c_pad, d_pad].replay()
+        return self.outputs[c_pad, d_pad][:s]
