@@ -114,7 +114,7 @@ class Engine:
             self._warmup()
         if config.cuda_graphs:
             self.graphs = WholeGraphs(model, self.pool, self.backend, config.max_batch,
-                                      config.chunk_tokens if config.whole_graphs else 0)
+                                      config.chunk_tokens if config.whole_graphs else 0, mixed=config.kind == "fused")
         self._compiled_at_construction = num_compiled()
 
     # ---- submission -------------------------------------------------------------------
@@ -165,17 +165,18 @@ class Engine:
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
-        decode_kv = sum(r.prompt_len + r.num_generated for r in plan.decodes)
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
         if self.config.kind == "fused":
             forwards = [(plan.chunks, plan.decodes)]
         else:
             forwards = [(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
-        first, sampled = self._event(), []
+        first, sampled, decode_kv, rows = self._event(), [], 0, 0
         try:
             for chunks, decodes in forwards:
                 batch = self._pack(chunks, decodes)
-                tokens = self._forward(batch)
+                decode_kv += int(batch.host.positions[len(batch.host.token_seq):].sum()) + batch.num_decode
+                tokens = self._forward(batch, rows)
+                rows += batch.num_logits
                 if self.config.overlap:
                     sampled.append((batch.samplers, tokens))
                 else:  # the host waits for this forward's tokens before going on
@@ -244,15 +245,16 @@ class Engine:
     def _pack(self, chunks, decodes) -> Batch:
         return pack(chunks, decodes, self.pool.block_size, self.model.device, self._in_flight)
 
-    def _forward(self, batch: Batch) -> torch.Tensor:
-        """One forward and its sampling, on the device: nothing is read back here."""
+    def _forward(self, batch: Batch, first_row: int = 0) -> torch.Tensor:
+        """One forward and its sampling, on the device: nothing is read back here. Its tokens
+        are at rows `first_row` on of the step's."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
         else:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
                                 self.backend, batch.logit_indices)
         tokens = self.sample(logits, batch.samplers)
-        self.scheduler.sampled(batch.samplers)
+        self.scheduler.sampled(batch.samplers, first_row)
         return tokens
 
     def _event(self, timing: bool = True) -> torch.cuda.Event | None:

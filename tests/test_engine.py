@@ -24,6 +24,22 @@ def test_both_engines_generate_the_same_tokens_and_budgets():
     assert [len(o) for o in outs["fused"]] == budgets
 
 
+@pytest.mark.slow(10)
+def test_both_engines_agree_at_the_largest_batch_and_budget():
+    """max_batch 256 and chunk_tokens 8192: a mixed step carries thousands of prompt positions
+    beside hundreds of decode rows, and the two engines still generate the same tokens."""
+    prompts = _prompts(300, seed=3, lengths=(1, 5, 17, 40, 90, 200))
+    budgets = [1 + (7 * i) % 12 for i in range(300)]
+    outs = {}
+    for kind in ("fused", "chunked"):
+        engine = Engine(tiny_model(), kind=kind, max_batch=256, chunk_tokens=8192)
+        with engine.record_steps() as steps:
+            outs[kind] = engine.generate(prompts, budgets)
+        assert engine.pool.num_free_blocks == engine.pool.num_blocks and engine.num_finished == 300
+        assert max(r.n_decode for r in steps) > 200 and max(r.n_chunk_tokens for r in steps) > 4096
+    assert outs["fused"] == outs["chunked"] and [len(o) for o in outs["fused"]] == budgets
+
+
 def test_fused_runs_one_forward_per_step_and_chunked_two_on_mixed_steps():
     for kind, mixed_forwards in (("fused", 1), ("chunked", 2)):
         engine = Engine(tiny_model(), kind=kind, chunk_tokens=16, max_batch=4)
@@ -358,7 +374,7 @@ def test_overlap_feeds_the_graphs_static_buffers(kind, whole):
                                          capture=False, chunk_buckets=(28,))
     used, run = [], graphs.run
     graphs.run = lambda batch: used.append((batch.num_decode > 0 and bool(batch.host.chunk_requests),
-                                            bool(batch.host.fed_rows))) or run(batch)
+                                            len(batch.host.fed_rows) > 0)) or run(batch)
     assert engine.generate(prompts, budgets) == plain
     assert any(fed for _, fed in used)
     if whole and kind == "fused":  # mixed forwards with fed rows went through the whole graphs

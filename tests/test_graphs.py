@@ -57,25 +57,51 @@ CPU_TRITON = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 
 @pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
                                                       pytest.param("fused", True, "triton-parallel",
-                                                                   marks=[CPU_TRITON, pytest.mark.slow(12)])])
+                                                                   marks=[CPU_TRITON, pytest.mark.slow(50)])])
 def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward through WholeGraphs' two padded parts, attention included (chunk
-    positions padded to a chunk bucket beside none or all 8 decode rows, or decode rows alone):
-    token for token what the plain engine generates."""
+    positions padded to a chunk bucket beside all 8 decode rows for the fused engine, none for
+    the chunked one, or decode rows alone): token for token what the plain engine generates."""
     prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
     engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8, attention=attention)
     engine.pool.poison_freed = True
     engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
-                                chunk_buckets=(28,))
+                                mixed=kind == "fused", chunk_buckets=(28,))
     used = []
     real_run = engine.graphs.run
     engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
-    assert engine.generate(prompts, budgets) == plain
-    assert [b for b in engine.graphs.buckets if b[0]] == [(28, 0), (28, 8), (32, 0), (32, 8)]
-    # The fused engine's chunks ride beside decode rows; the chunked engine's forwards are one kind.
+    with engine.record_steps() as steps:
+        assert engine.generate(prompts, budgets) == plain
+    assert len(used) == sum(r.n_forwards for r in steps)  # every forward went through a graph
     beside = 8 if kind == "fused" else 0
+    assert [b for b in engine.graphs.buckets if b[0]] == [(28, beside), (32, beside)]
     assert {(28, beside), (32, beside)} <= set(used) and any(b[0] == 0 for b in used)
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+@pytest.mark.slow(20)
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_static_path_at_the_largest_sizes(kind):
+    """256 rows and an 8192-token budget: every forward through the graphs' buffers (decode
+    buckets up to 256 rows, chunk buckets up to 8192 positions) serves the plain engine's
+    tokens, rows joining and leaving the decode batch in every step."""
+    g = torch.Generator().manual_seed(4)
+    lengths = [1 + (37 * i) % 90 for i in range(300)]
+    prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in lengths]
+    budgets = [1 + (13 * i) % 9 for i in range(300)]
+    settings = dict(kind=kind, max_batch=256, chunk_tokens=8192, warmup=False)
+    plain = Engine(tiny_model(), **settings).generate(prompts, budgets)
+    engine = Engine(tiny_model(), **settings)
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 256, 8192, capture=False,
+                                mixed=kind == "fused")
+    used = []
+    real_run = engine.graphs.run
+    engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
+    with engine.record_steps() as steps:
+        assert engine.generate(prompts, budgets) == plain
+    assert len(used) == sum(r.n_forwards for r in steps)
+    assert max(d for c, d in used if not c) > 128 and max(c for c, _ in used) == 8192
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 
