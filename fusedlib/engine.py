@@ -1,21 +1,18 @@
 """The serving loop, and the one thing the two engines disagree on.
 
 `Engine.step()` asks the scheduler for a StepPlan, turns it into forwards, samples greedily
-and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards:
-prompt chunks, then decode tokens, each with its own sampling call and host readback. The
-*fused* engine packs both into one sequence and runs the model once: one forward, one
-sampling call, one readback. Everything else is shared, so a comparison measures exactly
-that change.
-
-With `overlap` the host does not wait for a step's sampled tokens before starting the next
-step (the idea of vLLM V1's async scheduling and SGLang's overlap scheduler). It works
-because requests finish by budget only: which requests decode, which chunks run and which
-blocks are reserved depend on how many tokens each request has, never on their values.
-So step n + 1 is planned, packed and launched right after step n is launched; its decode
-rows take step n's tokens on the device (`InTransit`), and the host reads step n's tokens
-(copied into pinned memory behind an event) only after launching step n + 1, while the GPU
-works. Token values reach the Request objects one step late; the loop's output is the same.
+and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards: prompt
+chunks, then decode tokens, each with its own sampling and readback. The *fused* engine packs
+both into one sequence: one forward, one sampling call, one readback. Everything else is
+shared, so a comparison measures exactly that change.
 """
+# With `overlap` the host does not wait for a step's tokens before starting the next (vLLM V1's
+# async scheduling, SGLang's overlap scheduler). Requests finish by budget only, so which
+# requests decode, which chunks run and which blocks are reserved depend on token counts, never
+# values: step n + 1 is planned, packed and launched right after step n, its decode rows take
+# step n's tokens on the device (`InTransit`), and the host reads step n's tokens (copied into
+# pinned memory behind an event) after launching step n + 1. Values reach the Request objects
+# one step late; the output is the same.
 from __future__ import annotations
 
 import operator
@@ -25,11 +22,13 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
 import torch
+import triton
 
-from .attention import make_backend
+from . import ops
+from .attention import make_backend, triton_kernels
 from .batch import Batch, InTransit, pack
 from .config import EngineConfig, check_count
-from .graphs import PackedGraphs, WholeGraphs
+from .graphs import WholeGraphs
 from .model import Qwen2Model
 from .pool import KVPool
 from .scheduler import Request, Scheduler, StepPlan
@@ -42,32 +41,35 @@ class StepRecord:
     n_decode: int
     n_forwards: int
     start: float
-    duration: float
+    duration: float  # with overlap: includes the wait for the previous step's tokens
     decode_kv_tokens: int  # KV positions the decode rows read (their context lengths)
     chunk_kv_tokens: int  # KV positions the chunks attend over (start + length each)
-    forward_durations: tuple[float, ...]  # each forward, to its readback (chunks first)
-    # CUDA timing events recorded before the first forward and after each one (None on CPU).
-    # They live only as long as the record does, so an engine keeps nothing per step.
+    # The host's own time in the step (planning, packing, launching, committing tokens), by
+    # time.perf_counter: the step's span less its waits for the GPU's tokens (on CPU, where the
+    # forward runs on the host, the whole step).
+    host_s: float
+    # CUDA timing events around the step's forwards (None on CPU). They live only as long as
+    # the record does, so an engine keeps nothing per step.
     events: tuple = field(repr=False)
 
-    def forward_gpu_s(self) -> tuple[float, ...] | None:
-        """Each forward's span on the GPU's clock, between the events around it, or None on
-        CPU. Waits for the step's last event: read it after the run, not inside the loop.
-        A span includes the GPU's idle waits when the host launches more slowly than it runs."""
+    def gpu_s(self) -> float | None:
+        """The step's forwards on the GPU's clock (None on CPU); waits for them: read it after the run."""
         if self.events[0] is None:
             return None
-        self.events[-1].synchronize()
-        return tuple(a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:]))
+        self.events[1].synchronize()
+        return self.events[0].elapsed_time(self.events[1]) / 1e3
 
-    def gpu_s(self) -> float | None:
-        """The step's forwards on the GPU's clock; `duration - gpu_s()` is the host's share."""
-        spans = self.forward_gpu_s()
-        return None if spans is None else sum(spans)
+
+def num_compiled() -> int:
+    """Compiled variants of the engine's Triton kernels so far (0 on the interpreter)."""
+    kernels = [k for module in (triton_kernels, ops.activation, ops.gemm, ops.norm, ops.rotary)
+               for k in vars(module).values() if isinstance(k, triton.runtime.JITFunction)]
+    # device_caches: device -> a tuple whose first item is the {key: kernel} cache.
+    return sum(len(caches[0]) for k in kernels for caches in k.device_caches.values())
 
 
 class RequestsFailed(RuntimeError):
-    """Something inside a step raised. `requests` were finished with `error` set and their KV
-    blocks freed; every other request is untouched and the engine keeps serving."""
+    """A step raised: `requests` finished with `error` set, blocks freed; the engine serves on."""
 
     def __init__(self, message: str, requests: list[Request]):
         super().__init__(message)
@@ -75,12 +77,9 @@ class RequestsFailed(RuntimeError):
 
 
 class Engine:
-    """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
-    keyword settings override the config's fields. `Engine(model)` on a GPU runs part 10's
-    path (Triton attention, whole-step CUDA graphs, the host one step ahead), on a CPU the
-    eager torch reference. Instrumentation attaches from outside:
-    replace `clock` or `sample`, append to `observers` (or use `record_steps`), or set
-    `pool.poison_freed`."""
+    """`Engine(model, kind=..., ...)` or `Engine(model, config=EngineConfig(...))` (keywords win)."""
+    # Instrumentation attaches from outside: replace `clock` or `sample`, append to `observers`
+    # (or use `record_steps`), set `pool.poison_freed`.
 
     def __init__(self, model: Qwen2Model, config: EngineConfig | None = None, **settings):
         if config is not None and not isinstance(config, EngineConfig):
@@ -104,19 +103,21 @@ class Engine:
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
         self._in_flight: InTransit | None = None  # with overlap: the step whose tokens are in transit
-        self.graphs = self.chunk_graphs = None  # the warm-up runs eagerly; the graphs come after it
+        self._waited = 0.0  # seconds the current step has waited for the GPU's tokens
+        self.graphs = None  # the warm-up runs eagerly; the graphs come after it
         if config.warmup:
             self._warmup()
         if config.cuda_graphs:
             self.graphs = WholeGraphs(model, self.pool, self.backend, config.max_batch,
-                                      config.chunk_tokens if config.whole_graphs else 0)
-        if config.graph_chunks:
-            self.chunk_graphs = PackedGraphs(model, self.pool, self.backend, config.max_batch, config.chunk_tokens)
-        self._compiled_at_construction = self._num_compiled()
+                                      config.chunk_tokens if config.whole_graphs else 0, mixed=config.kind == "fused")
+        self._compiled_at_construction = num_compiled()
 
     # ---- submission -------------------------------------------------------------------
     def validate(self, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
         """The prompt as a list of ints, or ValueError naming what is wrong; nothing is queued."""
+        if isinstance(prompt, (str, bytes)) or not hasattr(prompt, "__iter__"):
+            raise ValueError(f"prompt must be a sequence of token ids, got {type(prompt).__name__}")
+        prompt = list(prompt)
         if any(isinstance(t, bool) for t in prompt):
             raise ValueError("prompt token ids must be integers, not booleans")
         try:
@@ -153,35 +154,31 @@ class Engine:
 
     # ---- the loop ---------------------------------------------------------------------
     def step(self) -> StepRecord | None:
-        """One scheduling step; None when there is nothing to do. If anything in it raises,
-        the step's requests fail (see RequestsFailed) and the others are unaffected.
-        With overlap the record's forward durations are launch spans and its duration
-        includes the wait for the previous step's tokens."""
-        start = self.clock()
+        """One scheduling step (None: nothing to do). If it raises, its requests fail (RequestsFailed)."""
+        start, host_start, self._waited = self.clock(), time.perf_counter(), 0.0
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
-        decode_kv = sum(r.prompt_len + r.num_generated for r in plan.decodes)
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
         if self.config.kind == "fused":
             forwards = [(plan.chunks, plan.decodes)]
         else:
             forwards = [(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
-        marks, events, sampled = [start], [self._event()], []
+        first, sampled, decode_kv, rows = self._event(), [], 0, 0
         try:
             for chunks, decodes in forwards:
                 batch = self._pack(chunks, decodes)
-                tokens = self._forward(batch)
+                decode_kv += int(batch.host.positions[len(batch.host.token_seq):].sum()) + batch.num_decode
+                tokens = self._forward(batch, rows)
+                rows += batch.num_logits
                 if self.config.overlap:
                     sampled.append((batch.samplers, tokens))
                 else:  # the host waits for this forward's tokens before going on
                     self._receive(self._send_to_host(plan, batch.samplers, tokens))
-                events.append(self._event())
-                marks.append(self.clock())
         except Exception as error:
             raise self._failure([plan], error) from error
+        last = self._event()
         self.scheduler.advance(plan)
-        end = marks[-1]
         if self.config.overlap:
             requests = [r for owners, _ in sampled for r in owners]
             tokens = sampled[0][1] if len(sampled) == 1 else torch.cat([t for _, t in sampled])
@@ -191,10 +188,9 @@ class Engine:
             if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
                 launched, self._in_flight = self._in_flight, None
                 self._commit(launched, [plan])
-            end = self.clock()
-        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards),
-                            start, end - start, decode_kv, chunk_kv,
-                            tuple(b - a for a, b in zip(marks, marks[1:])), tuple(events))
+        host_s, end = time.perf_counter() - host_start - self._waited, self.clock()
+        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards), start, end - start,
+                            decode_kv, chunk_kv, host_s, (first, last))
         for observe in self.observers:
             observe(record)
         return record
@@ -205,8 +201,7 @@ class Engine:
 
     @contextmanager
     def record_steps(self) -> Iterator[list[StepRecord]]:
-        """`with engine.record_steps() as steps:` collects the StepRecords of the steps run
-        inside the block (the engine itself keeps none)."""
+        """`with engine.record_steps() as steps:` collects the block's StepRecords (the engine keeps none)."""
         steps: list[StepRecord] = []
         self.observers.append(steps.append)
         try:
@@ -215,9 +210,8 @@ class Engine:
             self.observers.remove(steps.append)
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int | list[int]) -> list[list[int]]:
-        """Greedy generation of exactly `max_new_tokens` per prompt (EOS is not special).
-        If a step fails, the other prompts are still served to the end; then RequestsFailed
-        names the failed prompts (their requests are its `requests`)."""
+        """Greedy generation of exactly `max_new_tokens` per prompt (EOS is not special). If a step
+        fails, the other prompts are served to the end, then RequestsFailed names the failed ones."""
         budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         if len(budgets) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(budgets)} max_new_tokens")
@@ -243,17 +237,15 @@ class Engine:
     def _pack(self, chunks, decodes) -> Batch:
         return pack(chunks, decodes, self.pool.block_size, self.model.device, self._in_flight)
 
-    def _forward(self, batch: Batch) -> torch.Tensor:
-        """One forward and its sampling, on the device: nothing is read back here."""
+    def _forward(self, batch: Batch, first_row: int = 0) -> torch.Tensor:
+        """One forward and its sampling, on the device; its tokens are the step's from `first_row`."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
-        elif self.chunk_graphs is not None and self.chunk_graphs.handles(batch):
-            logits = self.chunk_graphs.run(batch)
         else:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
                                 self.backend, batch.logit_indices)
         tokens = self.sample(logits, batch.samplers)
-        self.scheduler.sampled(batch.samplers)
+        self.scheduler.sampled(batch.samplers, first_row)
         return tokens
 
     def _event(self, timing: bool = True) -> torch.cuda.Event | None:
@@ -267,10 +259,11 @@ class Engine:
         return InTransit(plan, requests, tokens, tokens.to("cpu", non_blocking=True), self._event(timing=False))
 
     def _receive(self, launched: InTransit) -> None:
-        """Wait for a launched step's tokens and commit them. Each token is stamped with the
-        time the host has it (with overlap, about one step after it was sampled)."""
+        """Wait for a launched step's tokens and commit them, stamped when the host has them."""
         if launched.copied is not None:
+            waiting = time.perf_counter()
             launched.copied.synchronize()
+            self._waited += time.perf_counter() - waiting
         self.num_finished += self.scheduler.record(launched.requests, launched.host.tolist(), self.clock())
 
     def _commit(self, launched: InTransit, plans: list[StepPlan]) -> None:
@@ -281,8 +274,7 @@ class Engine:
             raise self._failure(plans, error) from error
 
     def _failure(self, plans: list[StepPlan], error: Exception) -> RequestsFailed:
-        """Fail every request of `plans` (see RequestsFailed). Tokens still in flight from an
-        earlier step are good: they are committed first, unless reading them fails too."""
+        """Fail every request of `plans`; tokens in flight from an earlier step are committed first."""
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None and not any(in_flight.plan is p for p in plans):
             try:
@@ -296,23 +288,16 @@ class Engine:
                               f"{message}", failed)
 
     def sample(self, logits: torch.Tensor, requests: list[Request]) -> torch.Tensor:
-        """Greedy: the forward's sampled rows' tokens, in `requests` order, left on the device
-        (the engine reads them back). Instrumentation overrides it per instance
-        (`engine.sample = f`)."""
+        """Greedy: the sampled rows' tokens, in `requests` order, on the device (`engine.sample = f` overrides)."""
         return logits.argmax(dim=-1)
 
-    def _num_compiled(self) -> int:
-        return getattr(self.backend, "num_compiled", lambda: 0)()  # the torch backend compiles nothing
-
     def kernels_compiled_since_construction(self) -> int:
-        """Triton kernel variants compiled after the warm-up: 0 means no measured step paid
-        for a compile (always 0 on the interpreter and with the torch backend)."""
-        return self._num_compiled() - self._compiled_at_construction
+        """Triton kernel variants compiled (by any engine) since this one was built: 0 in a measured run."""
+        return num_compiled() - self._compiled_at_construction
 
     def _warmup(self) -> None:
-        """Run real forwards through every step shape the engine can reach (chunk-only with a
-        continuing chunk, mixed, decode-only), so kernels compile here and not in a measured
-        step. The warm-up's requests, steps and blocks are then forgotten."""
+        """Real forwards through every step kind (chunk-only with a continuing chunk, mixed,
+        decode-only), so kernels compile here and not in a measured step; then forgotten."""
         # Longer than one chunk, so a chunk continues an earlier one; small enough to fit alone
         # in the pool (the tiny-pool gate builds pools of a few dozen blocks).
         n = min(self.config.chunk_tokens + 3, self.pool.num_blocks * self.pool.block_size - 2,
@@ -320,7 +305,9 @@ class Engine:
         self.add_request([i % self.model.config.vocab_size for i in range(max(n, 1))], 3)
         self.add_request([1, 2, 3], 3)
         self.step()  # chunk-only: a full budget, the long prompt's first chunk
-        self.add_request([4, 5], 2)
+        # Then decode steps of up to 64 rows, shrinking through each tile height of the Triton GEMMs.
+        for i in range(min(self.config.max_batch, 64)):
+            self.add_request([4, 5], 2 + i % 4)
         self.run_until_done()
         assert self.pool.num_free_blocks == self.pool.num_blocks
         self.num_finished = self._next_rid = 0

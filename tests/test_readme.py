@@ -32,11 +32,16 @@ def _switches(cell: str) -> dict:
     return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
 
 
-def test_readme_path_table_builds_the_configurations_the_book_measured():
-    """Each row of the README's table of paths, resolved for a GPU, is the configuration the
-    campaign measured for that part (parts 7, 9 and 10's last), and part 10's row is the
-    engine's own default there."""
-    from fusedlib.bench import campaign
+# Each part's settings as the chapters compare them: the model's fused_ops, and the engine's
+# (attention, cuda_graphs, whole_graphs, overlap) resolved on a GPU.
+PARTS = {"part 7": (False, ("triton", False, False, False)), "part 8": (False, ("triton-splitkv", False, False, False)),
+         "part 9": (False, ("triton-splitkv", True, False, False)),
+         "part 10": (True, ("triton-parallel", True, True, True))}
+
+
+def test_readme_path_table_builds_the_configurations_the_chapters_compare():
+    """Each row of the README's table of paths, resolved for a GPU, is that part's settings, and
+    part 10's row is the engine's own default there."""
     from fusedlib.config import EngineConfig
 
     section = (ROOT / "README.md").read_text().split("## Use the engine", 1)[1]
@@ -45,24 +50,13 @@ def test_readme_path_table_builds_the_configurations_the_book_measured():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].startswith("part "):
             rows[cells[0].split(":")[0]] = (_switches(cells[1]), _switches(cells[2]))
-    assert set(rows) == {"part 7", "part 8", "part 9", "part 10"}
-    engine_fields = set(EngineConfig.names())
-    for part, measured in (("part 7", campaign.PART7), ("part 9", campaign.PART9),
-                           ("part 10", campaign.PART10_PARALLEL)):
+    assert set(rows) == set(PARTS)
+    for part, (fused_ops, settings) in PARTS.items():
         model, engine = rows[part]
-        if part == "part 10":  # "defaults (`...`)": the switches it names are the engine's default
-            assert EngineConfig(**engine).for_device("cuda") == EngineConfig().for_device("cuda")
-            assert model == {}, model  # load_model's defaults
-            engine = {}
-        want = {k: v for k, v in measured.items() if k in engine_fields}
         got = EngineConfig(**engine).for_device("cuda")
-        assert all(getattr(got, k) == v for k, v in want.items()), (part, got, want)
-        assert got.overlap == measured.get("overlap", False) and got.whole_graphs == measured.get("whole_graphs", False)
-        # load_model on CUDA: fused_ops defaults on, gate_up_silu as fused_ops
-        fused_ops = model.get("fused_ops", True)
-        assert (fused_ops, model.get("gate_up_silu", fused_ops)) == \
-            (measured["fused_ops"], measured.get("gate_up_silu", False)), part
-    assert EngineConfig(**rows["part 8"][1]).for_device("cuda").cuda_graphs is False
+        assert (got.attention, got.cuda_graphs, got.whole_graphs, got.overlap) == settings, part
+        assert model.get("fused_ops", True) == fused_ops and set(model) <= {"fused_ops"}, part  # True: CUDA's default
+    assert EngineConfig(**rows["part 10"][1]).for_device("cuda") == EngineConfig().for_device("cuda")
 
 
 def test_readme_loop_figures_round_the_committed_rows():

@@ -1,15 +1,7 @@
-"""The attention interface: explicit per-step metadata and the backend protocol.
-
-The model never reads a global context. Each step's `AttentionMetadata` is built by
-`fusedlib.batch.pack` and passed down `Model.forward` to every layer. The packed sequence
-holds chunk (prefill) positions first and decode positions last; `prefill` describes the
-first `prefill.num_tokens` positions, `decode` the remaining ones (one per request).
-
-Cache layout, per layer: k_cache and v_cache are [num_blocks, BLOCK_SIZE, num_kv_heads,
-head_dim]. A token's slot is block_id * BLOCK_SIZE + offset. Keys/values of the current
-step are written to the cache *before* attention runs, so both paths read every key they
-need (earlier chunks and the current one) from the cache alone.
-"""
+"""The attention interface: explicit per-step metadata (never a global) and the backends' protocol.
+The packed sequence holds chunk (prefill) positions first, decode positions (one per request) last."""
+# This step's keys and values are in the cache before attention runs, so both paths read every
+# key they need from the cache alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,13 +17,6 @@ class PrefillMeta:
     block_tables: torch.Tensor  # int32 [n, max_blocks]: the request's blocks, in order
     token_seq: torch.Tensor  # int32 [num_tokens]: which chunk (0..n-1) each position is in
     positions: torch.Tensor  # int32 [num_tokens]: absolute position (= its key index)
-
-
-def chunk_spans(meta: PrefillMeta) -> list[tuple[int, int]]:
-    """[start, end) of each chunk in the packed positions: the runs of one `token_seq` value."""
-    seq = meta.token_seq.tolist()
-    starts = [i for i in range(len(seq)) if i == 0 or seq[i] != seq[i - 1]]
-    return list(zip(starts, starts[1:] + [len(seq)]))
 
 
 @dataclass
@@ -50,8 +35,7 @@ class AttentionMetadata:
 
 
 class AttentionBackend(Protocol):
-    """q is [n, num_heads, head_dim]; returns the same shape, dtype of q: `out` when given
-    (a view the caller owns, e.g. its rows of a packed output), else a new tensor."""
+    """q is [n, num_heads, head_dim]; returns `out` (a view the caller owns), or a new tensor, like q."""
 
     def prefill(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 meta: PrefillMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
@@ -60,5 +44,4 @@ class AttentionBackend(Protocol):
                meta: DecodeMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def side_stream(self, device: torch.device) -> "torch.cuda.Stream | None":
-        """The stream a mixed step's decode attention runs on, beside its prefill on the
-        current stream; None: one after the other."""
+        """The stream for a mixed step's decode attention, beside its prefill (None: in order)."""
