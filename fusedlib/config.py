@@ -1,10 +1,4 @@
-"""Model presets and engine settings.
-
-`ModelConfig` carries exactly the fields our Qwen2 implementation reads; `from_hf_dict`
-maps a Hugging Face config.json onto it (transformers 5.x moved rope_theta into
-`rope_parameters`; hub checkpoints still carry it top-level, so both are read).
-`EngineConfig` holds the serving settings of an `Engine` and refuses bad values by name.
-"""
+"""Model presets and engine settings (`EngineConfig` refuses bad values by name)."""
 from __future__ import annotations
 
 import numbers
@@ -29,6 +23,7 @@ class ModelConfig:
 
     @classmethod
     def from_hf_dict(cls, d: dict) -> "ModelConfig":
+        # transformers 5.x moved rope_theta into rope_parameters; hub checkpoints keep it top-level.
         rope_theta = d.get("rope_theta")
         if rope_theta is None:
             rope_theta = (d.get("rope_parameters") or {}).get("rope_theta", 10000.0)
@@ -88,34 +83,24 @@ BLOCK_SIZE = 16  # tokens per KV block: vLLM's default; one block table entry pe
 ENGINE_KINDS = ("fused", "chunked")
 
 
-# The settings an unset (None) engine field takes on a CUDA model: part 10's path, every
-# forward one CUDA graph with attention inside, a mixed step's decode attention on a second
-# stream, the host one step ahead. On CPU the same fields mean the torch reference, eager.
+# What an unset (None) setting takes on a CUDA model: part 10's path. On CPU: the eager torch reference.
 CUDA_DEFAULTS = dict(attention="triton-parallel", cuda_graphs=True, whole_graphs=True, overlap=True)
 CPU_DEFAULTS = dict(attention="torch", cuda_graphs=False, whole_graphs=False, overlap=False)
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """How an Engine serves: which step split, how many rows and prompt tokens per step,
-    how large a KV pool (`pool_gib` or `num_blocks`; neither: a default, see KVPool),
-    which attention backend, which forwards replay from CUDA graphs, and whether the host
-    overlaps the next step with the GPU's current one.
-
-    A setting left None takes its value from the model's device when the Engine is built
-    (`for_device`): on a GPU the fastest path the series measured (`CUDA_DEFAULTS`), on a CPU
-    the eager torch reference (`CPU_DEFAULTS`). Set a field to choose another part's path;
-    graphs stay off under the torch backend, and `graph_chunks=True` keeps part 9's piecewise
-    graphs instead of whole ones."""
+    """How an Engine serves. A setting left None takes the model's device's default when the
+    Engine is built (`for_device`). With `cuda_graphs` decode-only forwards replay from CUDA
+    graphs (part 9); with `whole_graphs` too, so do forwards with prompt chunks (part 10)."""
     kind: str = "fused"  # "fused": one forward per step; "chunked": chunks and decodes apart
     max_batch: int = 32  # requests running at once (decode rows per step)
     chunk_tokens: int = 512  # prompt positions per step, across requests
-    pool_gib: float | None = None
+    pool_gib: float | None = None  # KV pool size; neither this nor num_blocks: see KVPool
     num_blocks: int | None = None
     attention: str | None = None
-    cuda_graphs: bool | None = None  # decode-only forwards replay from CUDA graphs
-    graph_chunks: bool = False  # forwards with prompt chunks replay piecewise (needs cuda_graphs)
-    whole_graphs: bool | None = None  # forwards with prompt chunks replay whole, attention inside (instead)
+    cuda_graphs: bool | None = None
+    whole_graphs: bool | None = None
     warmup: bool = True  # run every step shape once at construction, so no measured step compiles
     # Launch step n + 1 before reading step n's sampled tokens back: the host plans and packs
     # while the GPU runs, and decode rows read their input tokens on the device.
@@ -135,27 +120,22 @@ class EngineConfig:
             raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
         if self.num_blocks is not None and self.pool_gib is not None:
             raise ValueError("give the pool size as num_blocks or pool_gib, not both")
-        for name in ("cuda_graphs", "graph_chunks", "whole_graphs", "warmup", "overlap"):
+        for name in ("cuda_graphs", "whole_graphs", "warmup", "overlap"):
             if not isinstance(getattr(self, name), bool) and not (getattr(self, name) is None and name in CUDA_DEFAULTS):
                 allowed = "True, False or None (the device's default)" if name in CUDA_DEFAULTS else "True or False"
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
-        for name in ("graph_chunks", "whole_graphs"):
-            if getattr(self, name) and self.cuda_graphs is False:
-                raise ValueError(f"{name}=True needs CUDA graphs, off here (set False, or unset on a CPU or torch backend)")
-        if self.graph_chunks and self.whole_graphs:
-            raise ValueError("graph forwards with prompt chunks piecewise (graph_chunks) or whole (whole_graphs), not both")
+        if self.whole_graphs and self.cuda_graphs is False:
+            raise ValueError("whole_graphs=True needs CUDA graphs, off here (set False, or unset on a CPU or torch backend)")
 
     def for_device(self, device_type: str) -> "EngineConfig":
-        """This config with every None setting resolved for a model on `device_type` ("cuda"
-        or "cpu"): `CUDA_DEFAULTS` or `CPU_DEFAULTS`, except that graphs stay off under the
-        torch backend (it reads lengths back mid-forward) and whole graphs off beside
-        `graph_chunks`. Settings given explicitly are kept as given."""
+        """Every None setting resolved for a model on `device_type` ("cuda" or "cpu"), except
+        that graphs stay off under the torch backend (it reads lengths back mid-forward)."""
         base = CUDA_DEFAULTS if device_type == "cuda" else CPU_DEFAULTS
         chosen = {name: base[name] if getattr(self, name) is None else getattr(self, name) for name in base}
         if self.cuda_graphs is None:
             chosen["cuda_graphs"] &= chosen["attention"] != "torch"
         if self.whole_graphs is None:
-            chosen["whole_graphs"] &= chosen["cuda_graphs"] and not self.graph_chunks
+            chosen["whole_graphs"] &= chosen["cuda_graphs"]
         return replace(self, **chosen)
 
     @classmethod

@@ -25,11 +25,13 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
 import torch
+import triton
 
-from .attention import make_backend
+from . import ops
+from .attention import make_backend, triton_kernels
 from .batch import Batch, InTransit, pack
 from .config import EngineConfig, check_count
-from .graphs import PackedGraphs, WholeGraphs
+from .graphs import WholeGraphs
 from .model import Qwen2Model
 from .pool import KVPool
 from .scheduler import Request, Scheduler, StepPlan
@@ -42,27 +44,32 @@ class StepRecord:
     n_decode: int
     n_forwards: int
     start: float
-    duration: float
+    duration: float  # with overlap: includes the wait for the previous step's tokens
     decode_kv_tokens: int  # KV positions the decode rows read (their context lengths)
     chunk_kv_tokens: int  # KV positions the chunks attend over (start + length each)
-    forward_durations: tuple[float, ...]  # each forward, to its readback (chunks first)
-    # CUDA timing events recorded before the first forward and after each one (None on CPU).
-    # They live only as long as the record does, so an engine keeps nothing per step.
+    # The host's own time in the step (planning, packing, launching, committing tokens), by
+    # time.perf_counter: the step's span less its waits for the GPU's tokens (on CPU, where the
+    # forward runs on the host, the whole step).
+    host_s: float
+    # CUDA timing events around the step's forwards (None on CPU). They live only as long as
+    # the record does, so an engine keeps nothing per step.
     events: tuple = field(repr=False)
 
-    def forward_gpu_s(self) -> tuple[float, ...] | None:
-        """Each forward's span on the GPU's clock, between the events around it, or None on
-        CPU. Waits for the step's last event: read it after the run, not inside the loop.
-        A span includes the GPU's idle waits when the host launches more slowly than it runs."""
+    def gpu_s(self) -> float | None:
+        """The step's forwards on the GPU's clock (None on CPU), idle gaps between them
+        included. Waits for the step's last event: read it after the run."""
         if self.events[0] is None:
             return None
-        self.events[-1].synchronize()
-        return tuple(a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:]))
+        self.events[1].synchronize()
+        return self.events[0].elapsed_time(self.events[1]) / 1e3
 
-    def gpu_s(self) -> float | None:
-        """The step's forwards on the GPU's clock; `duration - gpu_s()` is the host's share."""
-        spans = self.forward_gpu_s()
-        return None if spans is None else sum(spans)
+
+def num_compiled() -> int:
+    """Compiled variants of the engine's Triton kernels so far (0 on the interpreter)."""
+    kernels = [k for module in (triton_kernels, ops.activation, ops.gemm, ops.norm, ops.rotary)
+               for k in vars(module).values() if isinstance(k, triton.runtime.JITFunction)]
+    # device_caches: device -> a tuple whose first item is the {key: kernel} cache.
+    return sum(len(caches[0]) for k in kernels for caches in k.device_caches.values())
 
 
 class RequestsFailed(RuntimeError):
@@ -76,11 +83,8 @@ class RequestsFailed(RuntimeError):
 
 class Engine:
     """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
-    keyword settings override the config's fields. `Engine(model)` on a GPU runs part 10's
-    path (Triton attention, whole-step CUDA graphs, the host one step ahead), on a CPU the
-    eager torch reference. Instrumentation attaches from outside:
-    replace `clock` or `sample`, append to `observers` (or use `record_steps`), or set
-    `pool.poison_freed`."""
+    keyword settings override the config's. Instrumentation attaches from outside: replace
+    `clock` or `sample`, append to `observers` (or use `record_steps`), set `pool.poison_freed`."""
 
     def __init__(self, model: Qwen2Model, config: EngineConfig | None = None, **settings):
         if config is not None and not isinstance(config, EngineConfig):
@@ -104,19 +108,21 @@ class Engine:
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
         self._in_flight: InTransit | None = None  # with overlap: the step whose tokens are in transit
-        self.graphs = self.chunk_graphs = None  # the warm-up runs eagerly; the graphs come after it
+        self._waited = 0.0  # seconds the current step has waited for the GPU's tokens
+        self.graphs = None  # the warm-up runs eagerly; the graphs come after it
         if config.warmup:
             self._warmup()
         if config.cuda_graphs:
             self.graphs = WholeGraphs(model, self.pool, self.backend, config.max_batch,
-                                      config.chunk_tokens if config.whole_graphs else 0)
-        if config.graph_chunks:
-            self.chunk_graphs = PackedGraphs(model, self.pool, self.backend, config.max_batch, config.chunk_tokens)
-        self._compiled_at_construction = self._num_compiled()
+                                      config.chunk_tokens if config.whole_graphs else 0, mixed=config.kind == "fused")
+        self._compiled_at_construction = num_compiled()
 
     # ---- submission -------------------------------------------------------------------
     def validate(self, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
         """The prompt as a list of ints, or ValueError naming what is wrong; nothing is queued."""
+        if isinstance(prompt, (str, bytes)) or not hasattr(prompt, "__iter__"):
+            raise ValueError(f"prompt must be a sequence of token ids, got {type(prompt).__name__}")
+        prompt = list(prompt)
         if any(isinstance(t, bool) for t in prompt):
             raise ValueError("prompt token ids must be integers, not booleans")
         try:
@@ -154,34 +160,31 @@ class Engine:
     # ---- the loop ---------------------------------------------------------------------
     def step(self) -> StepRecord | None:
         """One scheduling step; None when there is nothing to do. If anything in it raises,
-        the step's requests fail (see RequestsFailed) and the others are unaffected.
-        With overlap the record's forward durations are launch spans and its duration
-        includes the wait for the previous step's tokens."""
-        start = self.clock()
+        the step's requests fail (see RequestsFailed) and the others are unaffected."""
+        start, host_start, self._waited = self.clock(), time.perf_counter(), 0.0
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
-        decode_kv = sum(r.prompt_len + r.num_generated for r in plan.decodes)
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
         if self.config.kind == "fused":
             forwards = [(plan.chunks, plan.decodes)]
         else:
             forwards = [(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
-        marks, events, sampled = [start], [self._event()], []
+        first, sampled, decode_kv, rows = self._event(), [], 0, 0
         try:
             for chunks, decodes in forwards:
                 batch = self._pack(chunks, decodes)
-                tokens = self._forward(batch)
+                decode_kv += int(batch.host.positions[len(batch.host.token_seq):].sum()) + batch.num_decode
+                tokens = self._forward(batch, rows)
+                rows += batch.num_logits
                 if self.config.overlap:
                     sampled.append((batch.samplers, tokens))
                 else:  # the host waits for this forward's tokens before going on
                     self._receive(self._send_to_host(plan, batch.samplers, tokens))
-                events.append(self._event())
-                marks.append(self.clock())
         except Exception as error:
             raise self._failure([plan], error) from error
+        last = self._event()
         self.scheduler.advance(plan)
-        end = marks[-1]
         if self.config.overlap:
             requests = [r for owners, _ in sampled for r in owners]
             tokens = sampled[0][1] if len(sampled) == 1 else torch.cat([t for _, t in sampled])
@@ -191,10 +194,9 @@ class Engine:
             if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
                 launched, self._in_flight = self._in_flight, None
                 self._commit(launched, [plan])
-            end = self.clock()
-        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards),
-                            start, end - start, decode_kv, chunk_kv,
-                            tuple(b - a for a, b in zip(marks, marks[1:])), tuple(events))
+        host_s, end = time.perf_counter() - host_start - self._waited, self.clock()
+        record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards), start, end - start,
+                            decode_kv, chunk_kv, host_s, (first, last))
         for observe in self.observers:
             observe(record)
         return record
@@ -243,17 +245,16 @@ class Engine:
     def _pack(self, chunks, decodes) -> Batch:
         return pack(chunks, decodes, self.pool.block_size, self.model.device, self._in_flight)
 
-    def _forward(self, batch: Batch) -> torch.Tensor:
-        """One forward and its sampling, on the device: nothing is read back here."""
+    def _forward(self, batch: Batch, first_row: int = 0) -> torch.Tensor:
+        """One forward and its sampling, on the device: nothing is read back here. Its tokens
+        are at rows `first_row` on of the step's."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
-        elif self.chunk_graphs is not None and self.chunk_graphs.handles(batch):
-            logits = self.chunk_graphs.run(batch)
         else:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
                                 self.backend, batch.logit_indices)
         tokens = self.sample(logits, batch.samplers)
-        self.scheduler.sampled(batch.samplers)
+        self.scheduler.sampled(batch.samplers, first_row)
         return tokens
 
     def _event(self, timing: bool = True) -> torch.cuda.Event | None:
@@ -270,7 +271,9 @@ class Engine:
         """Wait for a launched step's tokens and commit them. Each token is stamped with the
         time the host has it (with overlap, about one step after it was sampled)."""
         if launched.copied is not None:
+            waiting = time.perf_counter()
             launched.copied.synchronize()
+            self._waited += time.perf_counter() - waiting
         self.num_finished += self.scheduler.record(launched.requests, launched.host.tolist(), self.clock())
 
     def _commit(self, launched: InTransit, plans: list[StepPlan]) -> None:
@@ -301,13 +304,10 @@ class Engine:
         (`engine.sample = f`)."""
         return logits.argmax(dim=-1)
 
-    def _num_compiled(self) -> int:
-        return getattr(self.backend, "num_compiled", lambda: 0)()  # the torch backend compiles nothing
-
     def kernels_compiled_since_construction(self) -> int:
-        """Triton kernel variants compiled after the warm-up: 0 means no measured step paid
-        for a compile (always 0 on the interpreter and with the torch backend)."""
-        return self._num_compiled() - self._compiled_at_construction
+        """Triton kernel variants compiled after construction (in this process, by any engine):
+        0 means no measured step paid for a compile (always 0 on the interpreter)."""
+        return num_compiled() - self._compiled_at_construction
 
     def _warmup(self) -> None:
         """Run real forwards through every step shape the engine can reach (chunk-only with a

@@ -1,22 +1,12 @@
-"""CUDA graphs: whole forwards, or forwards with prompt chunks piecewise.
+"""CUDA graphs of whole forwards, attention included.
 
-On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of the
-roughly thousand small kernels faster than Python can launch the next. A CUDA graph
-records those launches once and replays them with one call. A graph needs fixed shapes
-and fixed addresses, so forwards are padded up to a few bucket sizes and their inputs are
-copied into static buffers before each replay. Padding positions feed token 0 at position
-0 and write their key and value to the pool's scratch block, which no request owns, so
-they can never touch a real request's keys; their logits are dropped.
-
-`WholeGraphs` graphs forwards whole, attention included: every decode-only forward (the
-chunked engine's and the fused one's decode-only steps) and, given a chunk budget, every
-forward with prompt chunks as well, each attention launch's grid fixed per bucket and its
-metadata read from static buffers. `PackedGraphs` (part 9's `graph_chunks`) graphs a
-forward with prompt chunks piecewise: it pads the token count to a bucket and graphs
-everything but attention, which runs eagerly between the pieces.
-
-`capture=False` keeps every buffer and padding rule but runs the forward eagerly: the
-CPU tests check the static path against the plain one with it.
+On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of its roughly
+thousand small kernels faster than Python launches the next. A CUDA graph records the launches
+once and replays them with one call. It fixes shapes and addresses, so forwards are padded up to
+a few bucket sizes and their inputs copied into static buffers before each replay. Padding
+positions feed token 0 at position 0 and write their key and value to the pool's scratch block,
+which no request owns; their logits are dropped. `capture=False` keeps every buffer and padding
+rule but runs the forward eagerly: the CPU tests check the static path with it.
 """
 from __future__ import annotations
 
@@ -24,10 +14,17 @@ import numpy as np
 import torch
 
 from .attention.base import AttentionMetadata, DecodeMeta, PrefillMeta
-from .batch import BLOCK_TABLE_ALIGN, Batch
+from .batch import BLOCK_TABLE_ALIGN, Batch, block_table
 
-DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32)  # decode rows
-PACKED_BUCKETS = (64, 128, 256)  # tokens of a forward with prompt chunks (whole: its chunk positions)
+# Decode rows. Each bucket is a graph captured at construction (about a second each for the
+# 1.5B at its largest), so there are few: vLLM captures 1, 2, 4 and every multiple of 8 to 256,
+# SGLang a similar list, to keep padding under a few percent. Here a padding row costs little:
+# a decode step's GEMMs read the weights once whatever the row count up to a few hundred, and a
+# padding row's attention reads one key. So the steps grow by about a fifth above 32 rows.
+DECODE_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256)
+# Chunk positions of a forward with prompt chunks: powers of two up to the budget (8 graphs at
+# 8192), since such a step's time grows with its tokens and a padded position costs up to half.
+CHUNK_BUCKETS = tuple(2 ** k for k in range(6, 14))
 
 
 def _sizes(buckets, top: int) -> list[int]:
@@ -35,145 +32,92 @@ def _sizes(buckets, top: int) -> list[int]:
     return sorted({b for b in buckets if b < top} | {top})
 
 
-def _stage(items, at: int = 0, width: int | None = None) -> None:
-    """Each (static, live, pad): `live`'s rows copied into `static` from row `at` on, and the
-    rows after them up to `at + width` (the end if None), which a larger step may have filled,
-    turned back into padding."""
-    for static, live, pad in items:
-        n = live.shape[0]
-        if n:
-            static[at:at + n].copy_(live)
-        static[at + n:None if width is None else at + width] = pad
-
-
-class _Graphs:
-    """What both kinds of graphs share: the padding rule (token 0 at position 0, its key and
-    value written to the pool's scratch block) and capture and replay. A subclass sets
-    `buckets`, the shapes a forward is padded up to, and cuts its forward into pieces,
-    `_segment(bucket, i, carry)`, which `_capture` records and `_piece` replays."""
-
-    def __init__(self, model, pool, backend, capture: bool):
-        self.model, self.pool, self.backend, self.capture = model, pool, backend, capture
-        self.pad_slot = pool.scratch_block * pool.block_size
-
-    def _capture(self, pieces: int) -> None:
-        """Capture `self._segment(n, i, carry) -> carry` for i in range(pieces) and every bucket
-        n, each piece its own graph, in one memory pool; piece i + 1 reads piece i's
-        outputs, which stay alive (and at fixed addresses) in `self.outputs`. Every piece runs
-        once on a side stream first, so kernels compile and allocators warm outside capture.
-        Sets `self.graphs` ({bucket: [graph per piece]}) and `self.outputs` ({bucket: [outputs
-        per piece]})."""
-        mempool = torch.cuda.graph_pool_handle()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for n in self.buckets:
-                carry = None
-                for i in range(pieces):
-                    carry = self._segment(n, i, carry)
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graphs, self.outputs = {}, {}
-        for n in reversed(self.buckets):  # largest first (buckets ascend), so smaller ones reuse its memory
-            self.graphs[n], self.outputs[n], carry = [], [], None
-            for i in range(pieces):
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=mempool):
-                    carry = self._segment(n, i, carry)
-                self.graphs[n].append(graph)
-                self.outputs[n].append(carry)
-        torch.cuda.synchronize()
-
-    def _piece(self, bucket: int, i: int, carry):
-        """Piece i of a `bucket`-token forward: its graph replayed, or (capture=False) run eagerly."""
-        if not self.capture:
-            return self._segment(bucket, i, carry)
-        self.graphs[bucket][i].replay()
-        return self.outputs[bucket][i]
-
-
-class WholeGraphs(_Graphs):
+class WholeGraphs:
     """CUDA graphs of whole forwards, attention included.
 
     A forward is laid out in two padded parts: its prompt-chunk positions first, padded up to
-    a chunk bucket (none in a decode-only forward), then its decode rows, padded up to a
-    decode bucket (beside chunks: none, or all `max_batch` rows). Each (chunk bucket, decode bucket)
-    pair is one graph, so both attention launches have a fixed grid, and everything they
-    read that changes from step to step (which chunk a position is in, its position, block
-    tables, context lengths) sits in static buffers. Padding chunk positions form one extra
-    chunk (index `max_batch`) on the scratch block; chunk slots no live chunk uses are empty;
+    a chunk bucket (none in a decode-only forward), then its decode rows, padded up to a decode
+    bucket (beside chunks: all `max_batch` rows if `mixed`, the fused engine's case, else none).
+    Each (chunk bucket, decode bucket) pair is one graph, so both attention launches have a fixed
+    grid, and everything they read that changes from step to step sits in static buffers.
+    Padding chunk positions form one extra chunk (index `max_batch`) on the scratch block;
     padding decode rows read the one key they wrote there.
 
-    A step is staged in one host-to-device copy: its inputs, padding included, are laid out
-    on the host in `image`'s layout (pinned memory), and the graph reads the copy where it
-    lands. Block tables are as wide as the longest context (the graph fixes their row stride)
-    and keep their rows across steps: only a row whose request changed travels, compact in the
-    copy, and moves on the device into its table. Decode rows whose tokens are still on the
-    device (overlap) take them there.
-
-    With `chunk_tokens` 0 only decode-only forwards are graphed (part 9's decode graphs).
+    A step is staged in one host-to-device copy of `image`, laid out per bucket: its inputs,
+    padding included, then the rows fed from the device (overlap) and the block table rows that
+    changed. Block tables are as wide as the longest context (the graph fixes their row stride)
+    and keep their rows across steps (the scheduler keeps decode rows in place): only a row
+    whose request changed travels. With `chunk_tokens` 0 only decode-only forwards are graphed.
     """
 
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int = 0, capture: bool = True,
-                 decode_buckets=DECODE_BUCKETS, chunk_buckets=PACKED_BUCKETS):
-        super().__init__(model, pool, backend, capture)
-        # Beside chunks, no decode rows (the chunked engine's chunk forwards) or all of them.
+                 mixed: bool = True, decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS):
+        self.model, self.pool, self.backend, self.capture, self.max_batch = model, pool, backend, capture, max_batch
+        self.pad_slot, device = pool.scratch_block * pool.block_size, model.device
+        self.beside = max_batch if mixed else 0  # decode rows beside chunks
         self.buckets = [(0, d) for d in _sizes(decode_buckets, max_batch)] + (
-            [(c, d) for c in _sizes(chunk_buckets, chunk_tokens) for d in (0, max_batch)] if chunk_tokens else [])
-        device, scratch = model.device, pool.scratch_block
-        self.max_batch, self.chunk_tokens, self.size = max_batch, chunk_tokens, chunk_tokens + max_batch
+            [(c, self.beside) for c in _sizes(chunk_buckets, chunk_tokens)] if chunk_tokens else [])
         self.max_context_len = min(model.config.max_position_embeddings, pool.num_blocks * pool.block_size)
-        width = -(-pool.blocks_for(self.max_context_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
-        self.block_tables = torch.full((max_batch, width), scratch, dtype=torch.int32, device=device)
-        self.chunk_tables = torch.full((max_batch + 1, width), scratch, dtype=torch.int32, device=device)
-
-        # The image: int64 token ids, positions and slots (size each), logit rows and the rows
-        # fed from the device and where from (max_batch each), the table rows rewritten (up to
-        # both tables' rows); int32 context lengths, then each chunk position's chunk and
-        # position; then the rewritten table rows' blocks, compact.
-        n64, n32 = 3 * self.size + 5 * max_batch + 1, max_batch + 2 * chunk_tokens
-        self._tables_at = 2 * n64 + n32  # in int32 units
-        self.image = torch.zeros(-(-(self._tables_at + 2 * max_batch * width) // 2), dtype=torch.int64, device=device)
-        self._image32 = self.image.view(torch.int32)
-        (self.input_ids, self.positions, self.slot_mapping, self.logit_indices, self._fed_rows,
-         self._fed_from, self._table_rows) = torch.split(self.image[:n64], [self.size] * 3 + [max_batch] * 3
-                                                         + [2 * max_batch + 1])
-        # Whose blocks each static table row holds (a request's block list; None: scratch). A
-        # request's blocks never change while it runs, so a row is rewritten only when its owner
-        # changes, and a step that decodes the same requests as the last rewrites none (vLLM
-        # keeps its block table across steps the same way).
-        self._owners = ([None] * max_batch, [None] * (max_batch + 1))  # block_tables', chunk_tables'
-        self._rows_at, self._lens_at = 3 * self.size + 3 * max_batch, 2 * n64  # int64, int32 units
-        self.context_lens, self.token_seq, self.chunk_positions = torch.split(
-            self._image32[2 * n64:self._tables_at], [max_batch, chunk_tokens, chunk_tokens])
-        # What every step's image starts from: each section's padding value (token 0 at
-        # position 0 on the scratch slot, context length 1, chunk positions in the padding chunk).
-        template = np.zeros(-(-self._tables_at // 2), dtype=np.int64)
-        template[2 * self.size:3 * self.size] = self.pad_slot
-        t32 = template.view(np.int32)
-        t32[2 * n64:2 * n64 + max_batch] = 1  # context lengths
-        t32[2 * n64 + max_batch:2 * n64 + max_batch + chunk_tokens] = max_batch
-        self._template = template
-        self.image[:template.shape[0]].copy_(torch.from_numpy(template))
-        self.rows = torch.arange(self.size, device=device)
+        self.width = -(-pool.blocks_for(self.max_context_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
+        self.tables = [torch.full((rows, self.width), pool.scratch_block, dtype=torch.int32, device=device)
+                       for rows in (max_batch, max_batch + 1)]  # decode rows', chunks' (+ the padding chunk)
+        # Whose blocks each table row holds (a request's block list; None: scratch). A request's
+        # blocks never change while it runs, so a row is rewritten only when its owner changes.
+        self._owners = ([None] * max_batch, [None] * (max_batch + 1))
+        top = max(self._layout(*b)[-1] for b in self.buckets)  # the largest bucket's inputs, then
+        tail = 4 * max_batch + 1 + (2 * max_batch + 1) * self.width // 2  # fed rows, table rows
+        self.image = torch.zeros(top + tail, dtype=torch.int64, device=device)
+        self.rows = torch.arange(max_batch, device=device)
+        self.views = {b: self._views(*b) for b in self.buckets}
         if capture:
-            self._capture(1)
+            self._capture()
 
-    def _segment(self, bucket: tuple[int, int], i: int = 0, carry=None) -> torch.Tensor:
-        """The whole forward at (chunk positions, decode rows) = `bucket`: the one piece
-        (`i` and `carry` are unused)."""
-        c, d = bucket
-        prefill = PrefillMeta(c, self.chunk_tables, self.token_seq[:c], self.chunk_positions[:c]) if c else None
-        decode = DecodeMeta(d, self.context_lens[:d], self.block_tables[:d], self.max_context_len) if d else None
-        # A decode-only forward has a logit per row, in order (so nothing is staged for them);
-        # one with chunks up to one per request, at rows staged per step.
-        return self.model(self.input_ids[:c + d], self.positions[:c + d], AttentionMetadata(
-            self.slot_mapping[:c + d], prefill, decode), self.pool.kv, self.backend,
-            self.logit_indices if c else self.rows[:d])
+    def _layout(self, c: int, d: int) -> tuple[int, int, int]:
+        """Where bucket (c, d)'s sections start: int64 ids, positions, slots (c + d each) and
+        logit rows (max_batch with chunks) from 0; int32 context lengths, each chunk position's
+        chunk and position from `at32`; the step's variable tail from `tail` (int64 units).
+        Sections start 16-byte aligned, as Triton's pointer specialization prefers."""
+        n64 = 3 * (c + d) + (self.max_batch if c else 0)
+        at32 = -(-2 * n64 // 4) * 4
+        return n64, at32, -(-(at32 + d + 2 * c) // 4) * 2
+
+    def _views(self, c: int, d: int):
+        n64, at32, _ = self._layout(c, d)
+        image32 = self.image.view(torch.int32)
+        return (*torch.split(self.image[:n64], [c + d] * 3 + [n64 - 3 * (c + d)]),
+                *torch.split(image32[at32:at32 + d + 2 * c], [d, c, c]))
+
+    def _capture(self) -> None:
+        """One graph per bucket, all in one memory pool, largest first so the smaller ones reuse
+        its memory. Each runs once on a side stream first, so kernels compile and allocators warm
+        outside capture. Each graph's logits stay alive, at a fixed address, in `self.outputs`."""
+        mempool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for bucket in self.buckets:
+                self._forward(bucket)
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graphs, self.outputs = {}, {}
+        for bucket in sorted(self.buckets, key=lambda b: -(b[0] + b[1])):
+            self.graphs[bucket] = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graphs[bucket], pool=mempool):
+                self.outputs[bucket] = self._forward(bucket)
+        torch.cuda.synchronize()
+
+    def _forward(self, bucket: tuple[int, int]) -> torch.Tensor:
+        """The whole forward at (chunk positions, decode rows) = `bucket`, on the static buffers."""
+        (c, d), (ids, positions, slots, logit_rows, context_lens, token_seq, chunk_positions) = bucket, self.views[bucket]
+        prefill = PrefillMeta(c, self.tables[1], token_seq, chunk_positions) if c else None
+        decode = DecodeMeta(d, context_lens, self.tables[0][:d], self.max_context_len) if d else None
+        # A decode-only forward has a logit per row, in order (nothing staged); one with chunks
+        # up to one per request, at rows staged per step.
+        return self.model(ids, positions, AttentionMetadata(slots, prefill, decode), self.pool.kv, self.backend,
+                          logit_rows if c else self.rows[:d])
 
     def _bucket(self, batch: Batch) -> tuple[int, int] | None:
         c, d = len(batch.host.token_seq), batch.num_decode
-        fits = (b for b in self.buckets if (b[0] > 0) == (c > 0) and (b[1] > 0) == (d > 0) and b[0] >= c and b[1] >= d)
-        return next(fits, None) if batch.num_logits <= self.max_batch else None
+        fits = (b for b in self.buckets if (b[0] > 0) == (c > 0) and b[0] >= c and b[1] >= d)
+        return next(fits, None)
 
     def handles(self, batch: Batch) -> bool:
         return self._bucket(batch) is not None
@@ -181,128 +125,51 @@ class WholeGraphs(_Graphs):
     def run(self, batch: Batch) -> torch.Tensor:
         """Logits of the batch, through the smallest bucket that holds it."""
         h, (c_pad, d_pad) = batch.host, self._bucket(batch)
-        c, d, s, size, mb = len(h.token_seq), batch.num_decode, batch.num_logits, self.size, self.max_batch
-        rewrites = []  # per table: (table, owners now, rows to rewrite, their width)
-        for table, held, reqs, rows in ((self.block_tables, self._owners[0], h.decode_requests, d_pad),
-                                        (self.chunk_tables, self._owners[1], h.chunk_requests, len(h.chunk_requests))):
+        c, d, s, fed = len(h.token_seq), batch.num_decode, batch.num_logits, len(h.fed_rows)
+        n64, at32, tail = self._layout(c_pad, d_pad)
+        rewrites = []  # per table: (table, held, owners now, rows to rewrite)
+        for table, held, reqs, rows in ((self.tables[0], self._owners[0], h.decode_requests, d_pad),
+                                        (self.tables[1], self._owners[1], h.chunk_requests, len(h.chunk_requests))):
             owners = [r.blocks for r in reqs] + [None] * (rows - len(reqs))
-            stale = [i for i, o in enumerate(owners) if held[i] is not o]
-            if stale:
-                rewrites.append((table, held, owners, stale, max(len(owners[i] or (0,)) for i in stale)))
-        end = self._tables_at + sum(len(stale) * width for *_, stale, width in rewrites)
-        image = torch.empty(-(-end // 2), dtype=torch.int64, pin_memory=self.image.is_cuda)
-        i64 = image.numpy()
+            if held[:rows] != owners:  # one comparison in C when the rows kept their requests
+                rewrites.append((table, held, owners, [i for i, o in enumerate(owners) if held[i] != o]))
+        k = sum(len(stale) for *_, stale in rewrites)
+        end = tail + 2 * fed + k + (k * self.width + 1) // 2
+        i64 = torch.empty(end, dtype=torch.int64, pin_memory=self.image.is_cuda).numpy()
         i32 = i64.view(np.int32)
-        i64[:self._template.shape[0]] = self._template
-        for at, live in ((0, h.input_ids), (size, h.positions), (2 * size, h.slots)):
+        for at, live, pad in ((0, h.input_ids, 0), (c_pad + d_pad, h.positions, 0), (2 * (c_pad + d_pad), h.slots,
+                                                                                      self.pad_slot)):
+            i64[at:at + c_pad + d_pad] = pad
             i64[at:at + c], i64[at + c_pad:at + c_pad + d] = live[:c], live[c:]
-        if c:  # logit rows: the chunks' (before c) stay where they are, the decode rows' move to c_pad
-            i64[3 * size:3 * size + s] = h.logit_indices[:s - d] + list(range(c_pad, c_pad + d))
-            at = self._lens_at + mb
-            i32[at:at + c], i32[at + self.chunk_tokens:at + self.chunk_tokens + c] = h.token_seq, h.positions[:c]
-        fed = len(h.fed_rows)
-        if fed:  # packed rows (all decode rows, after c) to padded ones
-            i64[3 * size + mb:3 * size + mb + fed] = [r - c + c_pad for r in h.fed_rows]
-            i64[3 * size + 2 * mb:3 * size + 2 * mb + fed] = h.fed_from
-        i32[self._lens_at:self._lens_at + d] = [p + 1 for p in h.positions[c:]]
-        at, first_row = self._tables_at, self._rows_at
-        for *_, owners, stale, width in rewrites:
-            compact = i32[at:at + len(stale) * width].reshape(len(stale), width)
-            compact[:] = self.pool.scratch_block  # a padding row reads the scratch block
-            for row, i in zip(compact, stale):
-                if owners[i] is not None:
-                    row[:len(owners[i])] = owners[i]
-            i64[first_row:first_row + len(stale)] = stale
-            at, first_row = at + len(stale) * width, first_row + len(stale)
-        self.image[:image.shape[0]].copy_(image, non_blocking=True)
-        at, first_row = self._tables_at, 0
-        for table, held, owners, stale, width in rewrites:
-            table[:, :width].index_copy_(0, self._table_rows[first_row:first_row + len(stale)],
-                                         self._image32[at:at + len(stale) * width].view(len(stale), width))
+        i32[at32:at32 + d_pad] = 1  # context lengths
+        i32[at32:at32 + d] = h.positions[c:] + 1
+        if c_pad:  # logit rows: the chunks' stay where they are, the decode rows' move to c_pad
+            logits = i64[3 * (c_pad + d_pad):n64]
+            logits[:] = 0
+            logits[:s - d], logits[s - d:s] = h.logit_indices[:s - d], np.arange(c_pad, c_pad + d)
+            i32[at32 + d_pad:at32 + d_pad + c_pad] = self.max_batch  # padding: the padding chunk,
+            i32[at32 + d_pad + c_pad:at32 + d_pad + 2 * c_pad] = 0  # at position 0
+            i32[at32 + d_pad:at32 + d_pad + c] = h.token_seq
+            i32[at32 + d_pad + c_pad:at32 + d_pad + c_pad + c] = h.positions[:c]
+        i64[tail:tail + fed], i64[tail + fed:tail + 2 * fed] = h.fed_rows - c + c_pad, h.fed_from
+        rows_at, at = tail + 2 * fed, 2 * (tail + 2 * fed + k)
+        for table, held, owners, stale in rewrites:
+            i64[rows_at:rows_at + len(stale)] = stale
+            i32[at:at + len(stale) * self.width] = block_table([owners[i] for i in stale], self.width,
+                                                               self.pool.scratch_block).ravel()
+            rows_at, at = rows_at + len(stale), at + len(stale) * self.width
+        self.image[:end].copy_(torch.from_numpy(i64), non_blocking=True)
+        rows_at, at = tail + 2 * fed, 2 * (tail + 2 * fed + k)
+        for table, held, owners, stale in rewrites:
+            table.index_copy_(0, self.image[rows_at:rows_at + len(stale)],
+                              self.image.view(torch.int32)[at:at + len(stale) * self.width].view(-1, self.width))
             for i in stale:
                 held[i] = owners[i]
-            at, first_row = at + len(stale) * width, first_row + len(stale)
+            rows_at, at = rows_at + len(stale), at + len(stale) * self.width
         if fed:
-            self.input_ids.index_copy_(0, self._fed_rows[:fed],
-                                       batch.in_transit.tokens.index_select(0, self._fed_from[:fed]))
-        return self._piece((c_pad, d_pad), 0, None)[:s]
-
-
-class PackedGraphs(_Graphs):
-    """CUDA graphs for forwards that carry prompt chunks (piecewise).
-
-    A packed forward's token count and attention layout change every step, so it cannot be
-    one graph. Everything *outside* attention only needs a fixed token count, though: pad
-    the packed sequence to one of a few bucket sizes and that part is static. The forward is
-    cut at each attention call into L + 1 graphed segments (embedding and layer 0's
-    projections; each layer's output projection, MLP and the next layer's projections; the
-    last layer's tail and the head), and attention runs eagerly between them on the live
-    tokens with the step's own metadata. A forward then costs L + 1 graph launches plus the
-    attention kernels instead of every kernel one by one.
-
-    Padding tokens are token 0 at position 0, their keys written to the scratch block, and
-    their attention output is whatever the static buffer holds; they feed no logit. Logits
-    come from a static list of up to `max_batch` rows (one per request, at most), padded
-    with row 0 and cut back to the live count.
-    """
-
-    def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int, capture: bool = True,
-                 buckets=PACKED_BUCKETS):
-        top = chunk_tokens + max_batch  # a step's most tokens: a full chunk budget plus every decode
-        super().__init__(model, pool, backend, capture)
-        self.buckets = _sizes(buckets, top)
-        cfg, device = model.config, model.device
-        self.input_ids = torch.zeros(top, dtype=torch.int64, device=device)
-        self.positions = torch.zeros(top, dtype=torch.int64, device=device)
-        self.slot_mapping = torch.full((top,), self.pad_slot, dtype=torch.int64, device=device)
-        self.logit_indices = torch.zeros(max_batch, dtype=torch.int64, device=device)
-        # One attention output buffer per layer: segment i reads layer i-1's.
-        self.attn = torch.zeros(cfg.num_layers, top, cfg.num_heads * cfg.head_dim,
-                                dtype=model.dtype, device=device)
-        if capture:  # per bucket, per segment, the outputs are (residual, q, cos, sin), or logits
-            self._capture(len(model.layers) + 1)
-
-    # ---- the forward, cut at attention ------------------------------------------------
-    def _segment(self, n: int, i: int, carry=None):
-        """Segment i of an n-token forward: i = 0 embeds and projects layer 0; 0 < i < L
-        finishes layer i-1 (from its attention buffer) and projects layer i; i = L finishes
-        the last layer and applies the head. Returns (residual, q, cos, sin), or logits
-        for i = L."""
-        model, kv, layers = self.model, self.pool.kv, self.model.layers
-        with torch.inference_mode():
-            if i == 0:
-                hidden, residual = model.embed_tokens(self.input_ids[:n]), None
-                cos, sin = model.rotary(self.positions[:n], hidden.dtype)
-            else:
-                residual, _, cos, sin = carry
-                hidden, residual = layers[i - 1].post_attention(self.attn[i - 1, :n], residual, model.fused_ops,
-                                                                  model.gate_up_silu)
-            if i == len(layers):
-                return model.head(hidden, residual, self.logit_indices)
-            q, residual = layers[i].pre_attention(hidden, residual, cos, sin, kv[i, 0], kv[i, 1],
-                                                  self.slot_mapping[:n], model.fused_ops, model.gate_up_silu)
-            return residual, q, cos, sin
-
-    def handles(self, batch: Batch) -> bool:
-        return (bool(batch.host.chunk_requests) and batch.num_tokens <= self.buckets[-1]
-                and batch.num_logits <= self.logit_indices.shape[0])
-
-    def run(self, batch: Batch) -> torch.Tensor:
-        """Logits of a batch with prompt chunks, through the smallest bucket that holds it."""
-        n = batch.num_tokens
-        bucket = next(b for b in self.buckets if b >= n)
-        s = batch.num_logits
-        _stage(((self.input_ids, batch.input_ids, 0), (self.positions, batch.positions, 0),
-                (self.slot_mapping, batch.meta.slot_mapping, self.pad_slot)), 0, bucket)
-        _stage(((self.logit_indices, batch.logit_indices, 0),))
-        layers, kv = self.model.layers, self.pool.kv
-        carry = None
-        for i in range(len(layers) + 1):
-            carry = self._piece(bucket, i, carry)
-            if i < len(layers):
-                # Attention of layer i (q is carry[1]), eagerly, on the live tokens only, straight
-                # into the static buffer the next segment reads.
-                with torch.inference_mode():
-                    layers[i].self_attn.attend(carry[1][:n], kv[i, 0], kv[i, 1], batch.meta, self.backend,
-                                               out=self.attn[i, :n])
-        return carry[:s]
+            self.views[c_pad, d_pad][0].index_copy_(0, self.image[tail:tail + fed], batch.in_transit.tokens.index_select(
+                0, self.image[tail + fed:tail + 2 * fed]))
+        if not self.capture:
+            return self._forward((c_pad, d_pad))[:s]
+        self.graphs[c_pad, d_pad].replay()
+        return self.outputs[c_pad, d_pad][:s]

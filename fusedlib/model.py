@@ -1,26 +1,19 @@
-"""Qwen2, read top to bottom: embedding, decoder layers, final norm, tied head.
+"""Qwen2, read top to bottom: embedding, decoder layers, final norm, head.
 
-The model runs one *packed, unpadded* sequence: `input_ids` and `positions` are [T] and the
-step's `AttentionMetadata` (built by `fusedlib.batch.pack`) says which positions are prompt
-chunks (the first `meta.prefill.num_tokens`) and which are decode tokens (the rest). Every
-linear, norm and MLP sees all T positions at once; only attention splits (see
-`Attention.forward`). That is the whole difference between one forward per step and two.
-
-Two deliberate performance choices, as in gpt-fast: q/k/v are one matmul (`qkv_proj`) and
-gate/up are one matmul (`gate_up_proj`), so a layer launches 4 GEMMs instead of 7. The
-loader in weights.py concatenates the checkpoint's separate projections.
+The model runs one *packed, unpadded* sequence: `input_ids` and `positions` are [T], and the
+step's `AttentionMetadata` says which positions are prompt chunks (the first
+`meta.prefill.num_tokens`) and which are decode tokens. Every linear, norm and MLP sees all T
+positions at once; only attention splits (`Attention.attend`). That is the whole difference
+between one forward per step and two. q/k/v are one matmul and gate/up are one (as in
+gpt-fast): 4 GEMMs a layer instead of 7.
 
 The residual stream travels as two tensors, `hidden` (the last sub-layer's output) and
 `residual` (the sum so far, None before the first layer), so the add that merges them can
-happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks how each layer
-piece runs: the fused Triton ops of `fusedlib.ops` (a handful of kernels between the
-GEMMs; the default on CUDA) or the plain PyTorch reference (dozens of small kernels, as in
-parts 7-9 of the series; the default on CPU). Both do the same arithmetic. On the fused
-path `Qwen2Model.gate_up_silu` (named for the first of its kernels, part 10) runs a batch of
-at most 64 rows (a decode step) through Triton GEMMs: gate_up with SiLU(gate) * up in its
-epilogue, and qkv, o_proj and down split over K, their fp32 partials summed by the kernel
-that reads them next (rotary, add + RMSNorm); larger batches stay on cuBLAS, with the
-activation kernel between.
+happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks the fused Triton
+ops of `fusedlib.ops` (a handful of kernels between the GEMMs, and for batches of at most 64
+rows Triton GEMMs: gate_up with the activation in its epilogue, qkv, o_proj and down split
+over K) or the plain PyTorch reference (dozens of small kernels, parts 7-9). Both do the same
+arithmetic.
 """
 from __future__ import annotations
 
@@ -46,15 +39,9 @@ class RMSNorm(nn.Module):
 
 
 class RotaryEmbedding(nn.Module):
-    """Non-interleaved (rotate-half) RoPE with a cos/sin table for every position.
-
-    cos and sin sit side by side in one table, [positions, 2, head_dim], so a forward
-    gathers its positions' rows in one kernel (two gathers and two casts when they were
-    separate fp32 tables: 3 us more per decode step on the H200). The table is computed in
-    fp32 and takes the model's dtype with the model, so no cast runs per forward: its rows
-    are the values a cast per use gave.
-    A rotary kernel reading the table at each position itself was slower still (+15 us a
-    step: the position, then the row, a dependent load in every layer; book/last_kernels.md)."""
+    """Rotate-half RoPE. cos and sin sit side by side in one table, [positions, 2, head_dim],
+    computed in fp32 and cast with the model, so a forward gathers its rows in one kernel and
+    casts nothing (two fp32 tables cost 3 us more per decode step on the H200)."""
 
     def __init__(self, head_dim: int, max_positions: int, theta: float):
         super().__init__()
@@ -92,12 +79,11 @@ class Attention(nn.Module):
         v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, slot_mapping, v)
         return q
 
-    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, backend: AttentionBackend,
-               out: torch.Tensor | None = None) -> torch.Tensor:
+    def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, backend: AttentionBackend) -> torch.Tensor:
         """The one place the packed sequence splits by kind: chunk positions go to the packed
         prefill path, decode positions to one query row per request. Both write their rows
-        of one [T, q_size] output (`out`, or a new tensor), so no concatenation follows."""
-        out = torch.empty(q.shape[0], self.q_size, dtype=q.dtype, device=q.device) if out is None else out
+        of one [T, q_size] output, so no concatenation follows."""
+        out = torch.empty(q.shape[0], self.q_size, dtype=q.dtype, device=q.device)
         heads = out.view(-1, self.num_heads, self.head_dim)
         n_prefill = meta.prefill.num_tokens if meta.prefill is not None else 0
         side = (backend.side_stream(q.device) if meta.prefill is not None and meta.decode is not None
@@ -133,41 +119,27 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    # A layer in three parts, so fusedlib.graphs can replay the two outside attention from
-    # CUDA graphs while attention, whose metadata changes shape every step, runs eagerly.
-    # Both parts take the model's `fused_ops` switch (see Qwen2Model).
-    def pre_attention(self, hidden, residual, cos, sin, k_cache, v_cache, slot_mapping, fused_ops: bool,
-                      gate_up_silu: bool):
-        """(q, residual): the residual stream gains `hidden`, is normed and projected; this
-        step's keys and values go to the cache. `residual` is None before the first layer.
-        `gate_up_silu` is the model's switch of that name (see Qwen2Model)."""
-        attn, norm = self.self_attn, self.input_layernorm
-        if fused_ops:
-            # Three kernels: add + norm; the GEMM without its bias; bias, rotary on q and k
-            # and the k/v cache write, all from one read of the projection's output.
-            x, residual = ops.add_rms_norm(hidden, residual, norm.weight, norm.eps)
-            qkv = ops.linear(x, attn.qkv_proj.weight, gate_up_silu, ops.QKV_SPLIT_K)
-            return ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache,
-                                       slot_mapping, attn.num_heads, attn.num_kv_heads), residual
-        residual = hidden if residual is None else hidden + residual
-        return attn.project(norm(residual), cos, sin, k_cache, v_cache, slot_mapping), residual
-
-    def post_attention(self, attn_out: torch.Tensor, residual: torch.Tensor, fused_ops: bool,
-                       gate_up_silu: bool):
-        """(hidden, residual): the MLP's output, and the stream it is to be added to.
-        `gate_up_silu` is the model's switch of that name (see Qwen2Model); with it, the
-        returned `hidden` may be the down projection's split-K partials."""
-        o_proj = self.self_attn.o_proj
-        if fused_ops:
-            # The attention output joins the stream inside the norm; SiLU and the multiply
-            # are one kernel between the two MLP GEMMs, or the gate_up GEMM's epilogue.
-            norm, mlp = self.post_attention_layernorm, self.mlp
-            o = ops.linear(attn_out, o_proj.weight, gate_up_silu, ops.O_PROJ_SPLIT_K)
-            x, residual = ops.add_rms_norm(o, residual, norm.weight, norm.eps)
-            act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, gate_up_silu)
-            return ops.linear(act, mlp.down_proj.weight, gate_up_silu, ops.DOWN_SPLIT_K), residual
-        residual = residual + o_proj(attn_out)
-        return self.mlp(self.post_attention_layernorm(residual)), residual
+    def forward(self, hidden, residual, cos, sin, k_cache, v_cache, meta: AttentionMetadata,
+                backend: AttentionBackend, fused_ops: bool):
+        """(hidden, residual): the MLP's output (fused: maybe down's split-K partials) and the
+        stream it is to be added to. This step's keys and values go to the cache first."""
+        attn, mlp, norm1, norm2 = self.self_attn, self.mlp, self.input_layernorm, self.post_attention_layernorm
+        if not fused_ops:
+            residual = hidden if residual is None else hidden + residual
+            q = attn.project(norm1(residual), cos, sin, k_cache, v_cache, meta.slot_mapping)
+            residual = residual + attn.o_proj(attn.attend(q, k_cache, v_cache, meta, backend))
+            return mlp(norm2(residual)), residual
+        # add + norm; the GEMM without its bias; bias, rotary on q and k and the k/v cache
+        # write, all from one read of the projection's output.
+        x, residual = ops.add_rms_norm(hidden, residual, norm1.weight, norm1.eps)
+        qkv = ops.linear(x, attn.qkv_proj.weight, ops.QKV_SPLIT_K)
+        q = ops.rotary_to_cache(qkv, attn.qkv_proj.bias, cos, sin, k_cache, v_cache, meta.slot_mapping,
+                                attn.num_heads, attn.num_kv_heads)
+        o = ops.linear(attn.attend(q, k_cache, v_cache, meta, backend), attn.o_proj.weight, ops.O_PROJ_SPLIT_K)
+        # The attention output joins the stream inside the norm; SiLU(gate) * up is the gate_up
+        # GEMM's epilogue (or one kernel after cuBLAS's GEMM).
+        x, residual = ops.add_rms_norm(o, residual, norm2.weight, norm2.eps)
+        return ops.linear(ops.gate_up_silu(x, mlp.gate_up_proj.weight), mlp.down_proj.weight, ops.DOWN_SPLIT_K), residual
 
 
 class Qwen2Model(nn.Module):
@@ -179,10 +151,7 @@ class Qwen2Model(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
-        # Fused Triton ops (True) or the PyTorch reference (False) outside attention: read at
-        # every forward, by the head and by each layer part it is passed to.
-        self.fused_ops = False
-        self.gate_up_silu = False
+        self.fused_ops = False  # read at every forward
 
     @property
     def device(self) -> torch.device:
@@ -201,12 +170,9 @@ class Qwen2Model(nn.Module):
         largest matmul in the model."""
         hidden, residual = self.embed_tokens(input_ids), None
         cos, sin = self.rotary(positions, hidden.dtype)
-        for i, layer in enumerate(self.layers):
-            k_cache, v_cache = kv_cache[i, 0], kv_cache[i, 1]
-            q, residual = layer.pre_attention(hidden, residual, cos, sin, k_cache, v_cache, meta.slot_mapping,
-                                              self.fused_ops, self.gate_up_silu)
-            attn_out = layer.self_attn.attend(q, k_cache, v_cache, meta, backend)
-            hidden, residual = layer.post_attention(attn_out, residual, self.fused_ops, self.gate_up_silu)
+        for i, layer in enumerate(self.layers):  # .forward: no module hooks, less host time
+            hidden, residual = layer.forward(hidden, residual, cos, sin, kv_cache[i, 0], kv_cache[i, 1], meta,
+                                             backend, self.fused_ops)
         return self.head(hidden, residual, logit_indices)
 
     def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:

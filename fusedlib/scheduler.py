@@ -1,13 +1,12 @@
 """Requests, strict FCFS admission and the StepPlan.
 
 Per step the scheduler (1) admits from the head of the queue while a batch row is free and
-the head's blocks fit (the head blocks everyone behind it: strict FCFS), (2) gives one
-decode token to every running request that has finished its prompt, and (3) fills a
-budget of `chunk_tokens` prompt positions FCFS across requests still prefilling. The
-engine turns the plan into one forward (fused) or two (chunked). Once they are launched,
-`advance` moves every request on by counts alone (prefill progress, one more sampled
-token, retirement and the blocks back to the pool); `record` writes the token values when
-the host has them, which with overlap is during the next step.
+the head's blocks fit (the head blocks everyone behind it: strict FCFS), (2) gives one decode
+token to every running request that has finished its prompt, and (3) fills a budget of
+`chunk_tokens` prompt positions FCFS across requests still prefilling. Once the step is
+launched, `advance` moves every request on by counts alone (prefill progress, retirement, the
+blocks back to the pool); `record` writes the token values when the host has them, which
+with overlap is during the next step.
 """
 from __future__ import annotations
 
@@ -30,31 +29,16 @@ class Request:
     blocks: list[int] = field(default_factory=list)
     num_cached: int = 0  # prompt positions whose K/V are in the cache
     error: str | None = None  # set when a step it was in failed; `output` is then partial
-    # Tokens sampled on the device that the host has not read yet (0 or 1). Planning needs
-    # only counts, so a step can be planned while the previous one's tokens are in transit.
-    pending: int = 0
+    # Tokens sampled on the device, read back or not: planning needs only counts, so a step
+    # can be planned while the previous one's tokens are in transit.
+    num_generated: int = 0
+    token_row: int = 0  # where its newest sampled token is in its step's tokens
 
-    @property
-    def prompt_len(self) -> int:
-        return len(self.prompt)
-
-    @property
-    def prefilling(self) -> bool:
-        return self.num_cached < len(self.prompt)
-
-    @property
-    def num_generated(self) -> int:
-        """Tokens sampled so far, whether or not the host has read them yet."""
-        return len(self.output) + self.pending
-
-    @property
-    def done(self) -> bool:
-        return self.num_generated >= self.max_new_tokens
-
-    @property
-    def kv_tokens_needed(self) -> int:
-        # The last generated token is never fed back, so its K/V is never stored.
-        return len(self.prompt) + self.max_new_tokens - 1
+    prompt_len = property(lambda self: len(self.prompt))
+    prefilling = property(lambda self: self.num_cached < len(self.prompt))
+    pending = property(lambda self: self.num_generated - len(self.output))  # sampled, not read yet (0 or 1)
+    # The last generated token is never fed back, so its K/V is never stored.
+    kv_tokens_needed = property(lambda self: len(self.prompt) + self.max_new_tokens - 1)
 
 
 @dataclass
@@ -75,22 +59,19 @@ class StepPlan:
             return "mixed"
         return "chunk" if self.chunks else "decode"
 
-    @property
-    def empty(self) -> bool:
-        return not self.chunks and not self.decodes
-
-    @property
-    def num_chunk_tokens(self) -> int:
-        return sum(c.length for c in self.chunks)
+    empty = property(lambda self: not self.chunks and not self.decodes)
+    num_chunk_tokens = property(lambda self: sum(c.length for c in self.chunks))
 
 
 class Scheduler:
     def __init__(self, pool: KVPool, max_batch: int, chunk_tokens: int):
-        self.pool = pool
-        self.max_batch = max_batch
-        self.chunk_tokens = chunk_tokens
+        self.pool, self.max_batch, self.chunk_tokens = pool, max_batch, chunk_tokens
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []  # in admission order
+        # The decoding requests, in the order their rows run. One that finishes takes the last
+        # one into its place, so from step to step the rows keep their requests (and a graph its
+        # block table rows), as vLLM's persistent batch does.
+        self.decoding: list[Request] = []
 
     def add(self, request: Request) -> None:
         self.waiting.append(request)
@@ -107,56 +88,67 @@ class Scheduler:
             self.waiting.popleft()
             head.blocks, head.admitted = blocks, now
             self.running.append(head)
-
-        decodes = [r for r in self.running if not r.prefilling]
         chunks, budget = [], self.chunk_tokens
         for r in self.running:
-            if r.prefilling and budget > 0:
-                n = min(r.prompt_len - r.num_cached, budget)
+            if budget <= 0:
+                break
+            if r.num_cached < len(r.prompt):
+                n = min(len(r.prompt) - r.num_cached, budget)
                 chunks.append(Chunk(r, r.num_cached, n))
                 budget -= n
-        return StepPlan(chunks, decodes)
+        return StepPlan(chunks, list(self.decoding))
 
-    def sampled(self, requests: list[Request]) -> None:
-        """One token each was sampled on the device for `requests` (values not read yet)."""
-        for r in requests:
-            r.pending += 1
+    def sampled(self, requests: list[Request], first_row: int = 0) -> None:
+        """One token each was sampled on the device for `requests`, at rows `first_row` on of
+        the step's tokens (values not read yet)."""
+        for i, r in enumerate(requests, first_row):
+            r.num_generated += 1
+            r.token_row = i
 
     def record(self, requests: list[Request], tokens: list[int], now: float) -> int:
         """The host has the sampled tokens: each becomes its request's next output token,
-        stamped `now`; a request with its whole budget is finished then. Returns how many
-        finished."""
+        stamped `now`; a request with its whole budget is finished then. Returns how many."""
         finished = 0
         for r, t in zip(requests, tokens):
             r.output.append(t)
             r.token_times.append(now)
-            r.pending -= 1
             if len(r.output) == r.max_new_tokens:
                 r.finished = now
                 finished += 1
         return finished
 
     def advance(self, plan: StepPlan) -> None:
-        """After the plan's forwards are launched: advance prefill progress and retire the
-        requests with their whole budget sampled, their blocks back to the pool. The device
-        runs in launch order, so a later step that reuses the blocks writes them only after
-        this step's reads. `record` stamps `finished` when the last token reaches the host."""
+        """After the plan's forwards are launched: advance prefill progress, start decoding the
+        requests whose prompt is done, retire those with their whole budget sampled (blocks back
+        to the pool: the device runs in launch order, so a later step that reuses them writes
+        them after this step's reads). `record` stamps `finished` when the last token arrives."""
         for c in plan.chunks:
-            c.request.num_cached += c.length
-        self._release(r for r in self.running if r.done)
-        self.running = [r for r in self.running if not r.done]
+            r = c.request
+            r.num_cached += c.length
+            if r.num_cached == len(r.prompt) and r.num_generated < r.max_new_tokens:
+                self.decoding.append(r)
+        done = [i for i, r in enumerate(self.decoding) if r.num_generated >= r.max_new_tokens]
+        retired = [self.decoding[i] for i in done] + [c.request for c in plan.chunks
+                                                      if c.request.num_generated >= c.request.max_new_tokens]
+        for i in reversed(done):
+            last = self.decoding.pop()
+            if i < len(self.decoding):
+                self.decoding[i] = last
+        if retired:
+            self._release(retired)
+            self.running = [r for r in self.running if r.num_generated < r.max_new_tokens]
 
     def fail(self, plans: list[StepPlan], error: str, now: float) -> list[Request]:
         """Steps raised: retire every request in their plans with `error` and free their
         blocks; returns them. A request that already has all its tokens on the host is not
         failed. Requests outside the plans (waiting, or prefilling past the chunk budget) go on."""
-        # Everyone in the plans, once each.
         seen = {id(r): r for p in plans for r in [c.request for c in p.chunks] + p.decodes}.values()
         failed = [r for r in seen if r.finished is None]
         self._release(seen)
         for r in failed:
-            r.error, r.finished, r.pending = error, now, 0
+            r.error, r.finished, r.num_generated = error, now, len(r.output)
         self.running = [r for r in self.running if r.finished is None]
+        self.decoding = [r for r in self.decoding if r.finished is None]
         return failed
 
     def _release(self, requests) -> None:

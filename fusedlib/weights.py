@@ -1,10 +1,6 @@
-"""Build a Qwen2Model from a preset (random weights) or a Hugging Face checkpoint.
-
-`load_model("qwen2.5-1.5b")` gives the exact Qwen2.5-1.5B architecture with seeded random
-weights: timing does not depend on weight values, and weights cannot be downloaded on the
-machines this project is measured on. `load_model(path_or_hub_id)` reads config.json and
-one or several safetensors files; checkpoints name q/k/v and gate/up separately, and we
-concatenate them into the model's fused projections.
+"""A Qwen2Model from a preset (seeded random weights: timing does not depend on their values)
+or a Hugging Face checkpoint (config.json and safetensors; its separate q/k/v and gate/up
+projections are concatenated into the model's fused ones).
 """
 from __future__ import annotations
 
@@ -18,13 +14,9 @@ from .config import PRESETS, ModelConfig
 from .model import Qwen2Model, RotaryEmbedding
 
 
-def load_model(name_or_path: str, device: str | torch.device = "cpu",
-               dtype: torch.dtype = torch.float32, seed: int = 0,
-               fused_ops: bool | None = None, gate_up_silu: bool | None = None) -> Qwen2Model:
-    """`fused_ops`: the model's fused Triton ops (see model.py); None means on for CUDA.
-    `gate_up_silu`: its GEMMs as Triton kernels for decode-sized batches (gate_up with the
-    activation inside; qkv, o_proj and down split over K, summed by their readers);
-    None means as `fused_ops`."""
+def load_model(name_or_path: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+               seed: int = 0, fused_ops: bool | None = None) -> Qwen2Model:
+    """`fused_ops`: the model's fused Triton ops (see model.py); None means on for CUDA."""
     if name_or_path in PRESETS:
         model = random_model(PRESETS[name_or_path], device=device, dtype=dtype, seed=seed)
     else:
@@ -38,7 +30,6 @@ def load_model(name_or_path: str, device: str | torch.device = "cpu",
         model.load_state_dict(from_hf_state_dict(_read_safetensors(path), cfg), strict=True)
         model.to(dtype)
     model.fused_ops = model.device.type == "cuda" if fused_ops is None else fused_ops
-    model.gate_up_silu = model.fused_ops if gate_up_silu is None else gate_up_silu
     return model.eval()
 
 

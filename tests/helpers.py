@@ -10,8 +10,8 @@ from fusedlib.weights import random_model
 
 
 @functools.lru_cache(maxsize=None)
-def tiny_model(seed: int = 0, fused_ops: bool = False, gate_up_silu: bool = False):
+def tiny_model(seed: int = 0, fused_ops: bool = False):
     """Cached per arguments: each switch setting is its own instance, same weights."""
     model = random_model(PRESETS["tiny"], seed=seed, init_std=0.2)
-    model.fused_ops, model.gate_up_silu = fused_ops, gate_up_silu
+    model.fused_ops = fused_ops
     return model

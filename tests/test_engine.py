@@ -1,3 +1,5 @@
+import time
+
 import pytest
 import torch
 
@@ -20,6 +22,22 @@ def test_both_engines_generate_the_same_tokens_and_budgets():
             for kind in ("fused", "chunked")}
     assert outs["fused"] == outs["chunked"]
     assert [len(o) for o in outs["fused"]] == budgets
+
+
+@pytest.mark.slow(10)
+def test_both_engines_agree_at_the_largest_batch_and_budget():
+    """max_batch 256 and chunk_tokens 8192: a mixed step carries thousands of prompt positions
+    beside hundreds of decode rows, and the two engines still generate the same tokens."""
+    prompts = _prompts(300, seed=3, lengths=(1, 5, 17, 40, 90, 200))
+    budgets = [1 + (7 * i) % 12 for i in range(300)]
+    outs = {}
+    for kind in ("fused", "chunked"):
+        engine = Engine(tiny_model(), kind=kind, max_batch=256, chunk_tokens=8192)
+        with engine.record_steps() as steps:
+            outs[kind] = engine.generate(prompts, budgets)
+        assert engine.pool.num_free_blocks == engine.pool.num_blocks and engine.num_finished == 300
+        assert max(r.n_decode for r in steps) > 200 and max(r.n_chunk_tokens for r in steps) > 4096
+    assert outs["fused"] == outs["chunked"] and [len(o) for o in outs["fused"]] == budgets
 
 
 def test_fused_runs_one_forward_per_step_and_chunked_two_on_mixed_steps():
@@ -87,6 +105,9 @@ def test_step_interface_stamps_every_token_and_frees_the_pool(overlap):
     ([1, 2], 0, ">= 1"),
     ([1, 2], 8191, "maximum length"),
     (["a"], 4, "integers"),
+    (None, 4, "prompt must be a sequence of token ids, got NoneType"),
+    (7, 4, "prompt must be a sequence of token ids, got int"),
+    ("abc", 4, "prompt must be a sequence of token ids, got str"),
 ])
 def test_bad_requests_are_refused_by_name_and_others_keep_running(prompt, budget, message):
     engine = Engine(tiny_model(), kind="fused", chunk_tokens=16)
@@ -121,17 +142,6 @@ def test_step_records_count_the_kv_positions_attention_reads():
     assert (second.kind, second.chunk_kv_tokens, second.decode_kv_tokens) == ("mixed", 5, 4)
 
 
-def test_step_records_time_each_forward():
-    for kind, forwards in (("fused", 1), ("chunked", 2)):
-        engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4)
-        engine.add_request([1, 2, 3], 3)
-        engine.add_request([4, 5, 6, 7, 8], 3)
-        engine.step()
-        mixed = engine.step()
-        assert mixed.kind == "mixed" and len(mixed.forward_durations) == forwards
-        assert abs(sum(mixed.forward_durations) - mixed.duration) < 1e-9
-
-
 @pytest.mark.parametrize("setting,value,message", [
     ("max_batch", 2.5, "max_batch must be an integer >= 1, got 2.5"),
     ("max_batch", 0, "max_batch must be an integer >= 1"),
@@ -142,7 +152,6 @@ def test_step_records_time_each_forward():
     ("cuda_graphs", 1, "cuda_graphs must be True, False or None"),
     ("overlap", "yes", "overlap must be True, False or None"),
     ("whole_graphs", "on", "whole_graphs must be True, False or None"),
-    ("graph_chunks", None, "graph_chunks must be True or False"),
     ("warmup", None, "warmup must be True or False"),
     ("kind", "speculative", "unknown engine kind 'speculative'"),
     ("attention", "flash", "unknown attention backend 'flash'"),
@@ -168,18 +177,16 @@ def test_config_and_keywords_build_the_same_engine():
     assert by_config.generate(prompts, 4) == by_keywords.generate(prompts, 4)
 
 
-def test_graphs_for_prompt_chunks_need_decode_graphs():
-    with pytest.raises(ValueError, match="graph_chunks=True needs CUDA graphs, off here \\(set False"):
-        EngineConfig(graph_chunks=True, cuda_graphs=False)
-    with pytest.raises(ValueError, match="whole_graphs=True needs CUDA graphs"):
+def test_whole_graphs_need_decode_graphs():
+    with pytest.raises(ValueError, match="whole_graphs=True needs CUDA graphs, off here \\(set False"):
         EngineConfig(whole_graphs=True, cuda_graphs=False)
-    EngineConfig(graph_chunks=True)  # cuda_graphs unset: decided by the device
+    EngineConfig(whole_graphs=True)  # cuda_graphs unset: decided by the device
     # Resolved off, the error names the causes: the device, or the torch backend.
-    with pytest.raises(ValueError, match="graph_chunks=True needs CUDA graphs, .* unset on a CPU or torch backend"):
-        Engine(tiny_model(), graph_chunks=True)
+    with pytest.raises(ValueError, match="whole_graphs=True needs CUDA graphs, .* unset on a CPU or torch backend"):
+        Engine(tiny_model(), whole_graphs=True)
     with pytest.raises(ValueError, match="whole_graphs=True needs CUDA graphs"):
         EngineConfig(whole_graphs=True, attention="torch").for_device("cuda")
-    assert EngineConfig(graph_chunks=True).for_device("cuda").cuda_graphs
+    assert EngineConfig(whole_graphs=True).for_device("cuda").cuda_graphs
 
 
 def test_unset_settings_take_the_devices_path():
@@ -192,8 +199,8 @@ def test_unset_settings_take_the_devices_path():
     assert Engine(tiny_model(), warmup=False).config == EngineConfig(warmup=False).for_device("cpu")
     torch_on_gpu = EngineConfig(attention="torch").for_device("cuda")
     assert (torch_on_gpu.cuda_graphs, torch_on_gpu.whole_graphs, torch_on_gpu.overlap) == (False, False, True)
-    part9 = EngineConfig(attention="triton-splitkv", graph_chunks=True, overlap=False).for_device("cuda")
-    assert (part9.cuda_graphs, part9.graph_chunks, part9.whole_graphs, part9.overlap) == (True, True, False, False)
+    part9 = EngineConfig(attention="triton-splitkv", whole_graphs=False, overlap=False).for_device("cuda")
+    assert (part9.cuda_graphs, part9.whole_graphs, part9.overlap) == (True, False, False)
     eager = EngineConfig(attention="triton", cuda_graphs=False).for_device("cuda")
     assert (eager.cuda_graphs, eager.whole_graphs) == (False, False)
     resolved = EngineConfig().for_device("cuda")
@@ -243,20 +250,45 @@ class _FakeEvent:
 
 def test_step_records_carry_an_event_around_each_forward():
     """On CPU there is no GPU time (None); with an event source (CUDA's, or a fake here) a
-    step holds one event before its first forward and one after each, read on demand."""
+    step holds one event before its first forward and one after its last, read on demand."""
     for kind, forwards in (("fused", 1), ("chunked", 2)):
         engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4)
         engine.add_request([1, 2, 3], 3)
         engine.add_request([4, 5, 6, 7, 8], 3)
         cpu = engine.step()
-        assert cpu.forward_gpu_s() is None and cpu.gpu_s() is None
+        assert cpu.gpu_s() is None
         ticks = iter(range(100))
         # Timing events only; the copy event (timing=False) stays as on CPU: none.
         engine._event = lambda timing=True: _FakeEvent(0.5 * next(ticks)) if timing else None
         mixed = engine.step()
-        assert mixed.kind == "mixed" and len(mixed.events) == forwards + 1
-        assert mixed.forward_gpu_s() == (0.5,) * forwards and mixed.gpu_s() == 0.5 * forwards
+        assert mixed.kind == "mixed" and mixed.n_forwards == forwards and len(mixed.events) == 2
+        assert mixed.gpu_s() == 0.5
         assert mixed.events[-1].synced  # read after the last event completed
+
+
+class _SlowCopy:
+    """A device-to-host copy event whose wait takes `seconds` (what the host spends on a GPU's tokens)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def synchronize(self):
+        time.sleep(self.seconds)
+
+
+@pytest.mark.parametrize("kind,overlap", [("fused", False), ("chunked", False), ("fused", True)])
+def test_host_time_excludes_the_wait_for_the_gpus_tokens(kind, overlap):
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=6, max_batch=4, overlap=overlap)
+    with engine.record_steps() as steps:
+        engine.generate(_prompts(3), 3)
+    assert all(0 < r.host_s <= r.duration for r in steps)  # on CPU: the whole step, less nothing
+    engine._event = lambda timing=True: None if timing else _SlowCopy(0.02)
+    with engine.record_steps() as steps:
+        engine.generate(_prompts(3), 3)
+    for r in steps:  # each forward's tokens waited for once (with overlap: the previous step's, or none)
+        waits = r.n_forwards if not overlap else 0
+        assert r.duration - r.host_s >= 0.02 * waits - 1e-4 and r.host_s > 0
+    assert sum(r.duration - r.host_s for r in steps) >= 0.02 * (len(steps) - 1)
 
 
 def _fresh_tiny():
@@ -331,23 +363,20 @@ def test_the_gates_gap_recorder_samples_greedily_and_keeps_each_tokens_gap(overl
 @pytest.mark.parametrize("whole", [False, True])
 def test_overlap_feeds_the_graphs_static_buffers(kind, whole):
     """With overlap, decode rows' tokens arrive on the device: through the graphs' static
-    buffers (eager here, capture=False) the tokens are still the plain engine's, with forwards
-    that carry chunks piecewise or whole (where the decode rows move to after the padded chunks)."""
-    from fusedlib.graphs import PackedGraphs, WholeGraphs
+    buffers (eager here, capture=False) the tokens are still the plain engine's, with decode-only
+    forwards graphed (part 9) or every forward (where the decode rows move after the padded chunks)."""
+    from fusedlib.graphs import WholeGraphs
 
     prompts, budgets = _prompts(7, seed=2), [2 + i % 5 for i in range(7)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4).generate(prompts, budgets)
     engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=4, overlap=True)
-    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 4, 32 if whole else 0, capture=False,
-                                chunk_buckets=(28,))
-    if not whole:
-        engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 4, 32, capture=False)
-    runners, used = [g for g in (engine.graphs, engine.chunk_graphs) if g is not None], []
-    for graphs in runners:
-        graphs.run = lambda batch, graphs=graphs, run=graphs.run: used.append(
-            (graphs, batch.num_decode > 0 and bool(batch.host.chunk_requests), bool(batch.host.fed_rows))) or run(batch)
+    engine.graphs = graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 4, 32 if whole else 0,
+                                         capture=False, chunk_buckets=(28,))
+    used, run = [], graphs.run
+    graphs.run = lambda batch: used.append((batch.num_decode > 0 and bool(batch.host.chunk_requests),
+                                            len(batch.host.fed_rows) > 0)) or run(batch)
     assert engine.generate(prompts, budgets) == plain
-    assert {id(g) for g, _, _ in used} == {id(g) for g in runners}
+    assert any(fed for _, fed in used)
     if whole and kind == "fused":  # mixed forwards with fed rows went through the whole graphs
-        assert any(mixed and fed for _, mixed, fed in used)
+        assert any(mixed and fed for mixed, fed in used)
     assert engine.pool.num_free_blocks == engine.pool.num_blocks

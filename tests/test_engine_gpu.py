@@ -17,7 +17,9 @@ EAGER = dict(cuda_graphs=False, overlap=False)
 # Each backend eagerly, then the engine's own default on a GPU: part 10's, every forward one
 # graph, a mixed step's decode attention on a second stream, the host one step ahead.
 @pytest.mark.parametrize("settings", [dict(attention="triton", **EAGER), dict(attention="triton-splitkv", **EAGER),
-                                      dict(attention="triton-balanced", **EAGER), {}])
+                                      dict(attention="triton-parallel", **EAGER),
+                                      dict(attention="triton-splitkv", cuda_graphs=True, whole_graphs=False, overlap=False),
+                                      {}])
 def test_no_kernel_compiles_after_construction(settings):
     from fusedlib.weights import load_model
 
@@ -33,24 +35,21 @@ def test_no_kernel_compiles_after_construction(settings):
 
 @pytest.mark.parametrize("kind,graphs", [("fused", False), ("chunked", False), ("fused", True)])
 def test_every_step_carries_its_forwards_gpu_time(kind, graphs):
-    """CUDA events around each forward give every step a GPU time no longer than its wall
-    time (the rest is the host's), read after the run."""
+    """CUDA events around the forwards give every step a GPU time no longer than its wall
+    time, read after the run; the host's own time is part of the wall time too."""
     from fusedlib.config import PRESETS
     from fusedlib.weights import random_model
 
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
     engine = Engine(model, kind=kind, attention="triton", chunk_tokens=32, max_batch=8,
-                    cuda_graphs=graphs, graph_chunks=graphs, overlap=False)
+                    cuda_graphs=graphs, whole_graphs=graphs, overlap=False)
     specs = mixed(16, seed=3, lengths=(1, 5, 17, 40, 90), budget=(3, 12), vocab_size=model.config.vocab_size)
     with engine.record_steps() as steps:
         engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
     assert "decode" in {r.kind for r in steps}
     for r in steps:
-        spans = r.forward_gpu_s()
-        assert len(spans) == r.n_forwards and all(s > 0 for s in spans)
-        # Each forward's events sit inside its wall-clock span (up to the event's own latency).
-        assert all(g <= w + 50e-6 for g, w in zip(spans, r.forward_durations))
-        assert r.gpu_s() == pytest.approx(sum(spans))
+        # The events sit inside the step's wall-clock span (up to the event's own latency).
+        assert 0 < r.gpu_s() <= r.duration + 50e-6 and 0 < r.host_s <= r.duration
 
 
 def _served(model, specs, **settings):
@@ -73,7 +72,7 @@ def test_overlap_serves_the_same_tokens_in_fp32(kind, graphs, record_property):
 
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float32, init_std=0.2)
     specs = mixed(24, seed=5, lengths=(1, 5, 17, 40, 90), budget=(3, 24), vocab_size=model.config.vocab_size)
-    kw = dict(kind=kind, attention="triton", chunk_tokens=32, max_batch=8, cuda_graphs=graphs, graph_chunks=graphs)
+    kw = dict(kind=kind, attention="triton", chunk_tokens=32, max_batch=8, cuda_graphs=graphs, whole_graphs=graphs)
     waits, waits_t = _served(model, specs, overlap=False, **kw)
     overlaps, overlaps_t = _served(model, specs, overlap=True, **kw)
     record_property("decode_step_without_overlap", waits_t)
@@ -92,7 +91,7 @@ def test_overlap_on_the_graphed_1_5b_agrees_within_the_tie_tolerance(record_prop
 
     model = load_model("qwen2.5-1.5b", device="cuda", dtype=torch.float16)
     specs = mixed(48, seed=11, budget=(16, 64))
-    kw = dict(kind="fused", attention="triton-splitkv", cuda_graphs=True, graph_chunks=True)
+    kw = dict(kind="fused", attention="triton-splitkv", cuda_graphs=True, whole_graphs=True)
     reference = Engine(model, overlap=False, **kw)
     gaps = LogitGapRecorder(reference).gaps
     waits = reference.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])

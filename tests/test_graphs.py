@@ -1,14 +1,13 @@
-"""The CUDA-graph paths' static buffers and padding (whole forwards, decode-only or with
-prompt chunks, and the piecewise path for forwards with prompt chunks), checked on CPU with each graph replaced by an eager
-run over the same buffers (capture=False). Capture itself needs a GPU: test_graphs_on_gpu
-runs there (FUSEDLIB_GPU_TESTS=1) and is skipped elsewhere."""
+"""The CUDA graphs' static buffers and padding (decode-only forwards, or every forward), checked
+on CPU with each graph replaced by an eager run over the same buffers (capture=False). Capture
+itself needs a GPU: test_graphs_on_gpu runs there (FUSEDLIB_GPU_TESTS=1), skipped elsewhere."""
 import os
 
 import pytest
 import torch
 
 from fusedlib.engine import Engine
-from fusedlib.graphs import PackedGraphs, WholeGraphs
+from fusedlib.graphs import WholeGraphs
 from tests.helpers import tiny_model
 
 
@@ -57,54 +56,52 @@ CPU_TRITON = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 
 
 @pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
-                                                      pytest.param("fused", True, "triton-balanced",
-                                                                   marks=[CPU_TRITON, pytest.mark.slow(12)])])
-def test_static_piecewise_path_gives_the_same_tokens(kind, fused_ops, attention):
-    """Every forward with prompt chunks through PackedGraphs' padded buckets, decode-only ones
-    through WholeGraphs: token for token what the plain engine generates (also with the
-    fused ops and balanced decode attention, whose launch shape the graphs must fix)."""
-    prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
-    plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
-    engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8, attention=attention)
-    engine.pool.poison_freed = True
-    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, capture=False)
-    engine.chunk_graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
-                                       buckets=(32, 36))
-    used = []
-    real_run = engine.chunk_graphs.run
-    engine.chunk_graphs.run = lambda batch: used.append(batch.num_tokens) or real_run(batch)
-    assert engine.generate(prompts, budgets) == plain
-    buckets = engine.chunk_graphs.buckets
-    assert buckets == [32, 36, 40]
-    took = {next(b for b in buckets if b >= n) for n in used}
-    assert any(n not in buckets for n in used)  # some forwards were padded
-    # The chunked engine's chunk forwards hold chunk tokens only (at most the budget, 32); the
-    # fused engine's add decodes, and reach every bucket.
-    assert took == ({32} if kind == "chunked" else set(buckets))
-    assert engine.pool.num_free_blocks == engine.pool.num_blocks
-
-
-@pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
-                                                      pytest.param("fused", True, "triton-balanced",
-                                                                   marks=[CPU_TRITON, pytest.mark.slow(12)])])
+                                                      pytest.param("fused", True, "triton-parallel",
+                                                                   marks=[CPU_TRITON, pytest.mark.slow(50)])])
 def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward through WholeGraphs' two padded parts, attention included (chunk
-    positions padded to a chunk bucket beside none or all 8 decode rows, or decode rows alone):
-    token for token what the plain engine generates."""
+    positions padded to a chunk bucket beside all 8 decode rows for the fused engine, none for
+    the chunked one, or decode rows alone): token for token what the plain engine generates."""
     prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
     engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8, attention=attention)
     engine.pool.poison_freed = True
     engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
-                                chunk_buckets=(28,))
+                                mixed=kind == "fused", chunk_buckets=(28,))
     used = []
     real_run = engine.graphs.run
     engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
-    assert engine.generate(prompts, budgets) == plain
-    assert [b for b in engine.graphs.buckets if b[0]] == [(28, 0), (28, 8), (32, 0), (32, 8)]
-    # The fused engine's chunks ride beside decode rows; the chunked engine's forwards are one kind.
+    with engine.record_steps() as steps:
+        assert engine.generate(prompts, budgets) == plain
+    assert len(used) == sum(r.n_forwards for r in steps)  # every forward went through a graph
     beside = 8 if kind == "fused" else 0
+    assert [b for b in engine.graphs.buckets if b[0]] == [(28, beside), (32, beside)]
     assert {(28, beside), (32, beside)} <= set(used) and any(b[0] == 0 for b in used)
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
+@pytest.mark.slow(20)
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_static_path_at_the_largest_sizes(kind):
+    """256 rows and an 8192-token budget: every forward through the graphs' buffers (decode
+    buckets up to 256 rows, chunk buckets up to 8192 positions) serves the plain engine's
+    tokens, rows joining and leaving the decode batch in every step."""
+    g = torch.Generator().manual_seed(4)
+    lengths = [1 + (37 * i) % 90 for i in range(300)]
+    prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in lengths]
+    budgets = [1 + (13 * i) % 9 for i in range(300)]
+    settings = dict(kind=kind, max_batch=256, chunk_tokens=8192, warmup=False)
+    plain = Engine(tiny_model(), **settings).generate(prompts, budgets)
+    engine = Engine(tiny_model(), **settings)
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 256, 8192, capture=False,
+                                mixed=kind == "fused")
+    used = []
+    real_run = engine.graphs.run
+    engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
+    with engine.record_steps() as steps:
+        assert engine.generate(prompts, budgets) == plain
+    assert len(used) == sum(r.n_forwards for r in steps)
+    assert max(d for c, d in used if not c) > 128 and max(c for c, _ in used) == 8192
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 
@@ -132,53 +129,28 @@ def test_whole_padding_writes_only_the_scratch_block():
     assert changed[:, :, engine.pool.scratch_block].all()
 
 
-def test_piecewise_padding_writes_only_the_scratch_block():
-    engine = Engine(tiny_model(), kind="fused", chunk_tokens=64, max_batch=8)
-    graphs = PackedGraphs(engine.model, engine.pool, engine.backend, 8, 64, capture=False, buckets=(32,))
-    reqs = [engine.add_request(p, 5) for p in _prompts(3)]
-    plan = engine.scheduler.plan(0.0)
-    batch = engine._pack(plan.chunks, plan.decodes)
-    assert batch.num_tokens < 32
-    before = engine.pool.kv.clone()
-    logits = graphs.run(batch)
-    assert logits.shape[0] == batch.logit_indices.shape[0]
-    want = engine.model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend,
-                        batch.logit_indices)
-    assert torch.allclose(logits, want, atol=1e-5)
-    changed = (engine.pool.kv != before).flatten(3).any(-1)
-    owned = {b for r in reqs for b in r.blocks} | {engine.pool.scratch_block}
-    assert set(changed.any(0).any(0).nonzero().flatten().tolist()) <= owned
-    assert changed[:, :, engine.pool.scratch_block].all()
-
-
 def test_graphs_refused_without_cuda_or_with_torch_attention():
     with pytest.raises(ValueError, match="cuda_graphs"):
         Engine(tiny_model(), cuda_graphs=True)
-    with pytest.raises(ValueError, match="graph_chunks"):
-        Engine(tiny_model(), graph_chunks=True)
     with pytest.raises(ValueError, match="whole_graphs"):
         Engine(tiny_model(), whole_graphs=True)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graph capture needs a GPU")
-@pytest.mark.parametrize("fused_ops,gate_up_silu,attention", [(False, False, "triton"),
-                                                              (True, False, "triton-balanced"),
-                                                              (True, True, "triton-balanced"),
-                                                              (True, True, "triton-parallel")])
-def test_graphs_on_gpu(fused_ops, gate_up_silu, attention):
+@pytest.mark.parametrize("fused_ops,attention", [(False, "triton"), (False, "triton-splitkv"),
+                                                 (True, "triton-parallel")])
+def test_graphs_on_gpu(fused_ops, attention):
+    """Eager, decode-only forwards graphed, and every forward graphed serve the same tokens."""
     from fusedlib.config import PRESETS
     from fusedlib.weights import random_model
 
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
-    model.fused_ops, model.gate_up_silu = fused_ops, gate_up_silu
+    model.fused_ops = fused_ops
     prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
-    outs = {}
-    for graphs, chunks, whole in ((False, False, False), (True, False, False), (True, True, False),
-                                  (True, False, True)):
+    outs = []
+    for graphs, whole in ((False, False), (True, False), (True, True)):
         engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8,
-                        cuda_graphs=graphs, graph_chunks=chunks, whole_graphs=whole, overlap=False)
-        outs[graphs, chunks, whole] = engine.generate(prompts, budgets)
+                        cuda_graphs=graphs, whole_graphs=whole, overlap=False)
+        outs.append(engine.generate(prompts, budgets))
         assert engine.pool.num_free_blocks == engine.pool.num_blocks
-    plain = outs[False, False, False]
-    assert outs[True, False, False] == plain and outs[True, True, False] == plain
-    assert outs[True, False, True] == plain
+    assert outs[1] == outs[0] and outs[2] == outs[0]

@@ -7,7 +7,7 @@ from tests.helpers import tiny_model
 
 
 @pytest.mark.parametrize("fused_ops,attention", [(False, "torch"), (True, "torch"),
-                                                  (True, "triton-balanced")])
+                                                  (True, "triton-parallel")])
 def test_logits_match_transformers_fp32(fused_ops, attention):
     """Our packed forward over several prompts vs transformers on each prompt alone, with
     the PyTorch reference ops and with the fused Triton ops (on the interpreter here)."""
@@ -47,17 +47,16 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
 @pytest.mark.slow(10)
 def test_fused_ops_and_reference_generate_the_same_tokens():
     """A whole generation (prompt chunks, mixed and decode steps, both engines' step kinds)
-    with the fused ops and balanced decode attention, with and without the gate_up GEMM's
-    activation epilogue (every step here has at most 64 rows), against the reference path."""
+    with the fused ops (the Triton GEMMs too: every step here has at most 64 rows) and balanced
+    decode attention, against the reference path."""
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (1, 5, 17, 40, 3)]
     budgets = [6, 3, 9, 4, 7]
     for kind in ("fused", "chunked"):
         ref = Engine(tiny_model(), kind=kind, chunk_tokens=24, max_batch=4).generate(prompts, budgets)
-        for gate_up_silu in (False, True):
-            fused = Engine(tiny_model(fused_ops=True, gate_up_silu=gate_up_silu), kind=kind, chunk_tokens=24,
-                           max_batch=4, attention="triton-balanced").generate(prompts, budgets)
-            assert fused == ref, (kind, gate_up_silu)
+        fused = Engine(tiny_model(fused_ops=True), kind=kind, chunk_tokens=24, max_batch=4,
+                       attention="triton-parallel").generate(prompts, budgets)
+        assert fused == ref, kind
 
 
 def test_fused_ops_switch_reaches_every_layer(monkeypatch):
@@ -74,29 +73,27 @@ def test_fused_ops_switch_reaches_every_layer(monkeypatch):
         assert model.fused_ops == fused and len(calls) == (2 * model.config.num_layers if fused else 0)
 
 
-def test_gate_up_silu_switch_reaches_every_layer(monkeypatch):
-    """With the switch on, every layer of a decode-sized forward asks for the one-kernel
-    gate_up + activation and for its three other projections split over K (one launch
-    each); off, or past SMALL_M_MAX rows, every layer takes cuBLAS and the activation kernel."""
-    from fusedlib import ops
+def test_fused_ops_take_triton_gemms_for_small_batches_only(monkeypatch):
+    """A forward of at most SMALL_M_MAX rows runs, in every layer, the one-kernel gate_up +
+    activation and its three other projections split over K (one launch each); a larger one
+    takes cuBLAS and the activation kernel."""
     from fusedlib.ops import gemm
 
-    asked, asked_split, launched, split_launches = [], [], [], []
-    real, real_linear, real_kernel = ops.gate_up_silu, ops.linear, gemm.split_k_kernel
-    monkeypatch.setattr(ops, "gate_up_silu", lambda x, w, one: asked.append(one) or real(x, w, one))
-    monkeypatch.setattr(ops, "linear", lambda x, w, one, cfg: asked_split.append(one) or real_linear(x, w, one, cfg))
+    launched, split_launches, gate_up_launches = [], [], []
+    real_split, real_gate_up = gemm.split_k_kernel, gemm.gate_up_silu_kernel
     monkeypatch.setattr(gemm.activation, "silu_mul", lambda t, real=gemm.activation.silu_mul: launched.append(1) or real(t))
-    monkeypatch.setattr(gemm, "split_k_kernel", type("Spy", (), {
-        "__getitem__": lambda self, grid: split_launches.append(grid) or real_kernel[grid]})())
-    for prompt_len, switch in ((3, True), (gemm.SMALL_M_MAX + 1, True), (3, False)):
-        asked.clear(), asked_split.clear(), launched.clear(), split_launches.clear()
-        model = tiny_model(fused_ops=True, gate_up_silu=switch)
+    for name, real, calls in (("split_k_kernel", real_split, split_launches),
+                              ("gate_up_silu_kernel", real_gate_up, gate_up_launches)):
+        monkeypatch.setattr(gemm, name, type("Spy", (), {
+            "__getitem__": lambda self, grid, real=real, calls=calls: calls.append(grid) or real[grid]})())
+    model = tiny_model(fused_ops=True)
+    layers = model.config.num_layers
+    for prompt_len in (3, gemm.SMALL_M_MAX, gemm.SMALL_M_MAX + 1):
+        launched.clear(), split_launches.clear(), gate_up_launches.clear()
         Engine(model, warmup=False, chunk_tokens=128).generate([list(range(1, prompt_len + 1))], 1)
-        layers = model.config.num_layers
-        assert asked == [switch] * layers and asked_split == [switch] * 3 * layers, (prompt_len, switch)
-        one_kernel = switch and prompt_len <= gemm.SMALL_M_MAX
-        assert len(launched) == (0 if one_kernel else layers), (prompt_len, switch)
-        assert len(split_launches) == (3 * layers if one_kernel else 0), (prompt_len, switch)
+        small = prompt_len <= gemm.SMALL_M_MAX
+        assert len(launched) == (0 if small else layers), prompt_len
+        assert (len(split_launches), len(gate_up_launches)) == ((3 * layers, layers) if small else (0, 0)), prompt_len
 
 
 def test_splitkv_decode_attention_generates_the_reference_tokens():

@@ -1,14 +1,10 @@
-"""The attention interface: explicit per-step metadata and the backend protocol.
+"""The attention interface: explicit per-step metadata (never a global) and the backends' protocol.
 
-The model never reads a global context. Each step's `AttentionMetadata` is built by
-`fusedlib.batch.pack` and passed down `Model.forward` to every layer. The packed sequence
-holds chunk (prefill) positions first and decode positions last; `prefill` describes the
-first `prefill.num_tokens` positions, `decode` the remaining ones (one per request).
-
-Cache layout, per layer: k_cache and v_cache are [num_blocks, BLOCK_SIZE, num_kv_heads,
-head_dim]. A token's slot is block_id * BLOCK_SIZE + offset. Keys/values of the current
-step are written to the cache *before* attention runs, so both paths read every key they
-need (earlier chunks and the current one) from the cache alone.
+The packed sequence holds chunk (prefill) positions first and decode positions last: `prefill`
+describes the first `prefill.num_tokens`, `decode` the rest (one per request). Per layer the
+caches are [num_blocks, BLOCK_SIZE, num_kv_heads, head_dim]; a token's slot is block_id *
+BLOCK_SIZE + offset. This step's keys and values are in the cache before attention runs, so
+both paths read every key they need from the cache alone.
 """
 from __future__ import annotations
 
@@ -27,13 +23,6 @@ class PrefillMeta:
     positions: torch.Tensor  # int32 [num_tokens]: absolute position (= its key index)
 
 
-def chunk_spans(meta: PrefillMeta) -> list[tuple[int, int]]:
-    """[start, end) of each chunk in the packed positions: the runs of one `token_seq` value."""
-    seq = meta.token_seq.tolist()
-    starts = [i for i in range(len(seq)) if i == 0 or seq[i] != seq[i - 1]]
-    return list(zip(starts, starts[1:] + [len(seq)]))
-
-
 @dataclass
 class DecodeMeta:
     num_tokens: int  # one per decoding request
@@ -50,8 +39,8 @@ class AttentionMetadata:
 
 
 class AttentionBackend(Protocol):
-    """q is [n, num_heads, head_dim]; returns the same shape, dtype of q: `out` when given
-    (a view the caller owns, e.g. its rows of a packed output), else a new tensor."""
+    """q is [n, num_heads, head_dim]; returns the same shape and dtype: `out` when given (a view
+    the caller owns, e.g. its rows of a packed output), else a new tensor."""
 
     def prefill(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 meta: PrefillMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
@@ -60,5 +49,4 @@ class AttentionBackend(Protocol):
                meta: DecodeMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def side_stream(self, device: torch.device) -> "torch.cuda.Stream | None":
-        """The stream a mixed step's decode attention runs on, beside its prefill on the
-        current stream; None: one after the other."""
+        """The stream for a mixed step's decode attention, beside its prefill (None: in order)."""

@@ -1,20 +1,15 @@
-"""Reference attention over the paged cache, from plain PyTorch ops.
-
-Slow and simple on purpose: it gathers each request's keys and values from its block
-table and runs dense masked attention in fp32. The Triton kernels are checked against it.
-"""
+"""Reference attention over the paged cache, slow and simple on purpose: each request's keys
+and values gathered through its block table, dense masked attention in fp32."""
 from __future__ import annotations
 
 import torch
 
-from .base import DecodeMeta, PrefillMeta, chunk_spans
+from .base import DecodeMeta, PrefillMeta
 
 
 def _gather(cache: torch.Tensor, block_table: torch.Tensor, length: int) -> torch.Tensor:
     """The first `length` positions of one request: [length, kv_heads, head_dim]."""
-    block_size = cache.shape[1]
-    n_blocks = (length + block_size - 1) // block_size
-    # [n_blocks, block_size, kvh, d] -> [n_blocks * block_size, kvh, d] -> the first `length`
+    n_blocks = -(-length // cache.shape[1])
     return cache[block_table[:n_blocks].long()].reshape(-1, *cache.shape[2:])[:length]
 
 
@@ -35,7 +30,9 @@ class TorchAttention:
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(q) if out is None else out
-        for s, e in chunk_spans(meta):
+        seq = meta.token_seq.tolist()  # each chunk is a run of one value
+        starts = [i for i in range(len(seq)) if i == 0 or seq[i] != seq[i - 1]]
+        for s, e in zip(starts, starts[1:] + [len(seq)]):
             positions = meta.positions[s:e].long()
             out[s:e] = _attend(q[s:e], k_cache, v_cache, meta.block_tables[meta.token_seq[s]],
                                int(positions[-1]) + 1, positions, scale)

@@ -1,18 +1,12 @@
-"""Triton attention backend: packed prefill, per-row decode, split-KV decode.
+"""Triton attention: packed prefill, and decode by one of three kernels (`decode_kernel`).
 
-`prefill` runs the packed kernel over consecutive BLOCK_M-position query tiles (a tile may
-span request boundaries). `decode` runs, by `decode_kernel`, either the same kernel with
-one query tile per request ("rows": 1 valid row of BLOCK_M) or with the decode tokens
-packed like a prefill ("packed": for the layout measurement in `fusedlib.bench.kernels`,
-not for serving), or the split-KV flash-decoding kernels with one split length for the
-step, set on the host by its longest context ("splitkv"), or with each request split by
-its own length on the device ("balanced": the fast path).
-
-The only host-built metadata are tile tables, which depend on nothing but the token count;
-they are cached per (layout, count, device), so the 28 layers of a step (and every later
-step of the same shape) reuse one small int32 tensor and no host loop runs per layer.
-Everything data dependent (positions, context lengths, block tables) is read by the
-kernels straight from the step's metadata tensors.
+Prefill runs the packed kernel over consecutive BLOCK_M-position query tiles (a tile may span
+requests). Decode runs "rows": the same kernel, one query tile per request (part 7);
+"splitkv": flash-decoding, every request cut at one split length the host sets from the
+step's longest context (parts 8, 9); "balanced": flash-decoding, each request cut into equal
+splits of its own length on the device, so the grid depends on the row count alone (part 10).
+Tile tables depend on the token count only and are cached; everything data dependent
+(positions, context lengths, block tables) the kernels read from the metadata tensors.
 """
 from __future__ import annotations
 
@@ -33,8 +27,7 @@ MAX_SPLITS = 64
 REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
 INTERPRETER_SMS = 4  # pretend SM count on CPU, so tests exercise several splits
 LOG2E = 1.4426950408889634
-KERNELS = (packed_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel)
-DECODE_KERNELS = ("rows", "packed", "splitkv", "balanced")
+DECODE_KERNELS = ("rows", "splitkv", "balanced")
 
 
 def _dot_precision(dtype: torch.dtype) -> str:
@@ -50,104 +43,67 @@ def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _tile_table(layout: str, num_tokens: int, device: torch.device) -> torch.Tensor:
-    """int32 [num_tiles, 2] query tile ranges: 'packed' = consecutive BLOCK_M-position
-    tiles, 'rows' = one single-position tile per token."""
-    height = BLOCK_M if layout == "packed" else 1
+def _tile_table(rows: bool, num_tokens: int, device: torch.device) -> torch.Tensor:
+    """int32 [num_tiles, 2] query tile ranges: one per token (`rows`), or consecutive BLOCK_M ones."""
+    height = 1 if rows else BLOCK_M
     starts = torch.arange(0, num_tokens, height, dtype=torch.int32)
     return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
 @dataclass(frozen=True)
 class SplitKVConfig:
-    """Launch shape of split-KV decode (the layout bench sweeps these)."""
-    # The best shape over 1k, 2k and 4k contexts at 32 rows in the H200 sweep timed after an
-    # L2 flush that leaves clean lines, as in a decode step (data/roofline/attention_flush):
-    # 27.2 us at 2k against 28.9 at the earlier default (64 keys, 8 per SM).
-    block_n: int = 32  # keys per inner iteration of a split-KV program
-    # Split-KV aims for this many programs per SM. Below num_pairs / num_sms this gives one
-    # split per (request, KV head): split-KV decode then normalises in place and launches no
-    # reduce.
+    """Launch shape of split-KV decode. The default is the best over 1k, 2k and 4k contexts at
+    32 rows on the H200 (timed after an L2 flush, as in a decode step): 27.2 us at 2k against
+    28.9 at 64 keys and 8 programs per SM, the shape parts 8 and 9 were measured with."""
+    block_n: int = 32  # keys per inner iteration of a program
+    # Programs aimed at per SM. Below num_pairs / num_sms it gives one split per (request, KV
+    # head): the decode kernel then normalises in place and no reduce launches.
     programs_per_sm: float = 6
     num_warps: int = 4
     num_stages: int = 2
 
 
-# Part 9's split-KV kernel keeps the launch shape it was measured with.
 PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
-
-
-@dataclass(frozen=True)
-class PackedConfig:
-    """Launch shape of the packed kernel (prompt chunks, and the "rows" decode layout) over
-    BLOCK_M-position query tiles."""
-    # 128 keys per iteration halve the iterations of a tile's serial walk over its causal span,
-    # which sets a 512-position chunk's time (most programs finish early; the last tiles' run
-    # on). In the H200 sweep (data/roofline/prefill.csv, d5b8aa9), L2 flushed: 20.9 us against
-    # 23.3 at 64 keys for a mixed step's fresh 512-token chunk, 47.3 against 55.3 for a chunk
-    # after 1,024 cached keys. 80 KB of shared memory at two stages, which an A10 has.
-    block_n: int = 128
-    num_warps: int = 4
-    num_stages: int = 2
-
-
-# Parts 7 to 9 keep the packed kernel's shape they were measured with.
-PART7_PACKED = PackedConfig(block_n=64)
+# Keys per iteration of the packed kernel. 128 halve the iterations of a tile's serial walk over
+# its causal span, which sets a chunk's time: on the H200, 20.9 us against 23.3 at 64 for a
+# fresh 512-token chunk, 47.3 against 55.3 after 1,024 cached keys (80 KB of shared memory at
+# two stages, which an A10 has). Parts 7 to 9 keep the 64 they were measured with.
+PACKED_BLOCK_N = {"rows": 64, "splitkv": 64, "balanced": 128}
 
 
 class TritonAttention:
-    """`concurrent`: a mixed step's decode attention runs on a second stream beside its
-    prefill (`side_stream`). On the H200 the prefill kernel's programs over a 512-position
-    chunk leave most SMs idle while the tiles with the longest causal spans finish, and
-    split-KV decode waits on memory, not arithmetic: two launches that can share the SMs.
-    It is POD-Attention's observation (prefill and decode attention overlapped), here as
-    two kernels on two streams rather than one fused kernel. A CUDA graph captured from
-    both streams keeps the two branches, so the replay overlaps them too."""
+    """`concurrent`: a mixed step's decode attention runs on a second stream beside its prefill
+    (`side_stream`). On the H200 the prefill programs over a 512-position chunk leave most SMs
+    idle while the tiles with the longest causal spans finish, and split-KV decode waits on
+    memory: two launches that can share the SMs (POD-Attention's observation, here as two
+    kernels on two streams). A CUDA graph captured from both streams keeps both branches."""
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
-                 splitkv: SplitKVConfig | None = None, concurrent: bool = False,
-                 packed: PackedConfig | None = None):
+                 splitkv: SplitKVConfig | None = None, concurrent: bool = False):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
-        self.decode_kernel = decode_kernel
-        self._num_sms = num_sms
+        self.decode_kernel, self._num_sms, self.concurrent = decode_kernel, num_sms, concurrent
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
-        self.packed = packed or (PackedConfig() if decode_kernel == "balanced" else PART7_PACKED)
-        self.concurrent = concurrent
+        self.packed_block_n = PACKED_BLOCK_N[decode_kernel]
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
-
-    # -- public interface -------------------------------------------------------------
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        return self._packed(q, k_cache, v_cache, "packed", scale, meta, out)
+        return self._packed(q, k_cache, v_cache, meta, scale, out)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
-        if self.decode_kernel in ("splitkv", "balanced"):
-            return self._split_decode(q, k_cache, v_cache, meta, scale, out)
-        return self._packed(q, k_cache, v_cache, self.decode_kernel, scale, meta, out)
+        if self.decode_kernel == "rows":
+            return self._packed(q, k_cache, v_cache, meta, scale, out)
+        return self._split_decode(q, k_cache, v_cache, meta, scale, out)
 
     def side_stream(self, device: torch.device) -> torch.cuda.Stream | None:
-        """With `concurrent` on a CUDA device, the one stream (per device) a mixed step's
-        decode attention runs on; else None."""
+        """With `concurrent` on a CUDA device, its one side stream; else None."""
         if not self.concurrent or device.type != "cuda":
             return None
         if device not in self._side_streams:
             self._side_streams[device] = torch.cuda.Stream(device)
         return self._side_streams[device]
-
-    @staticmethod
-    def num_compiled() -> int:
-        """Compiled variants across this backend's kernels (0 on the interpreter)."""
-        if not isinstance(packed_attention_kernel, triton.runtime.JITFunction):  # the interpreter
-            return 0
-        # device_caches: device -> tuple whose first item is the {key: kernel} cache
-        # (a 4-tuple in triton 3.6, a 5-tuple in 3.7).
-        return sum(len(caches[0]) for kernel in KERNELS
-                   for caches in kernel.device_caches.values())
-
-    # -- internals --------------------------------------------------------------------
 
     @staticmethod
     def _output(q, k_cache, v_cache, out: torch.Tensor | None) -> torch.Tensor:
@@ -164,15 +120,14 @@ class TritonAttention:
                              f"{q.dtype} with unit head_dim stride")
         return out
 
-    def _packed(self, q, k_cache, v_cache, layout: str, scale, meta, out) -> torch.Tensor:
-        """The packed kernel over the query tiles of `layout` (see `_tile_table`): prompt
-        chunks (`meta` a PrefillMeta: token_seq and positions) or decode rows (a DecodeMeta:
-        context lengths)."""
+    def _packed(self, q, k_cache, v_cache, meta, scale, out) -> torch.Tensor:
+        """The packed kernel: over prompt chunks (`meta` a PrefillMeta), or one tile per decode
+        row (a DecodeMeta, which gives context lengths instead of chunks and positions)."""
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
-        tiles = _tile_table(layout, q.shape[0], q.device)
         decode_rows = isinstance(meta, DecodeMeta)
+        tiles = _tile_table(decode_rows, q.shape[0], q.device)
         block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
         token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
@@ -182,25 +137,21 @@ class TritonAttention:
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
-            BLOCK_N=self.packed.block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=self.packed.num_warps,
-            num_stages=self.packed.num_stages,
+            BLOCK_N=self.packed_block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
+            DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
         )
         return out
 
     def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:
-        """Programs per (request, KV head) of split-KV decode: enough for `programs_per_sm`
-        per SM, no more than the longest context has BLOCK_N tiles. The graphs pass the
-        pool's longest context, so with "balanced" the count depends on the request count
-        alone."""
+        """Programs per (request, KV head) of split-KV decode: `programs_per_sm` per SM, at most
+        the longest context's BLOCK_N tiles (the graphs pass the pool's longest context)."""
         wanted = math.ceil(self.splitkv.programs_per_sm * self._sms(device) / num_pairs)
         return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / self.splitkv.block_n)))
 
     def split_plan(self, max_context_len: int, num_pairs: int,
                    device: torch.device) -> tuple[int, int]:
-        """(num_splits, split_len) of "splitkv" for this step shape: `max_splits` cut the
-        longest context into whole BLOCK_N tiles; one split length serves every request,
-        and a short request's splits past its end do nothing."""
+        """(num_splits, split_len) of "splitkv": the longest context cut into `max_splits` runs of
+        whole BLOCK_N tiles; a shorter request's splits past its end do nothing."""
         block_n = self.splitkv.block_n
         splits = self.max_splits(max_context_len, num_pairs, device)
         split_len = math.ceil(max_context_len / splits / block_n) * block_n
@@ -213,8 +164,7 @@ class TritonAttention:
         return self._num_sms
 
     def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
-        """Split-KV decode, the splits placed by `decode_kernel`: "splitkv" passes its host
-        plan (`split_plan`), "balanced" lets each request split its own context on the device."""
+        """Split-KV decode, split by the host's `split_plan` ("splitkv") or on the device ("balanced")."""
         out = self._output(q, k_cache, v_cache, out)
         num_reqs, num_heads, head_dim = q.shape
         if num_reqs == 0:

@@ -1,35 +1,24 @@
-"""Triton kernels for attention over the paged KV cache (see base.py for the layout).
+"""Triton kernels for attention over the paged KV cache (layout: base.py).
 
-Two kernels and a reduce:
-
-* `packed_attention_kernel`: one program per (query tile, query head). A query tile is a
-  range [start, end) of packed positions, at most BLOCK_M long, read from a tile table.
-  With consecutive BLOCK_M-position tiles ("packed" layout) a tile may span several
-  requests; the program then walks every request it touches, one after the other, over
-  that request's KV blocks. With one tile per decode request ("rows" layout) each program
-  holds one valid row and BLOCK_M - 1 masked ones. Same code, the layout is data.
+* `packed_attention_kernel`: one program per (query tile, query head); a tile is a range of
+  packed positions read from a tile table. With consecutive BLOCK_M-position tiles a tile may
+  span several requests, which the program walks one after the other; with one tile per
+  decode request each program holds one valid row. Same code: the layout is data.
 * `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
-  (request, KV head, KV split); its query tile is the GQA group's query heads (padded to
-  BLOCK_H for tl.dot), so no query row is wasted and long contexts are spread over
-  many programs. Each split writes a partial (max, sum, acc); the reduce merges them, or
-  with one split the decode kernel normalises and stores the output itself. Where the
-  splits fall is a runtime argument: one length for the whole step, chosen on the host
-  ("splitkv"), or each request's context cut into its own equal splits on the device
-  ("balanced", whose launch shape depends on the request count alone).
+  (request, KV head, KV split), its query tile the GQA group's heads (padded for tl.dot), so
+  each key is read once per KV head. Each split writes a partial (acc, max, sum) that the
+  reduce merges; with one split the decode kernel normalises and stores the output itself.
 
-Softmax runs in base 2: scores are multiplied by scale * log2(e) and exponentiated with
-exp2. The running max starts at a large *finite* negative number, so a row that sees
-only masked keys in an iteration computes exp2(-inf - finite) = 0 and never NaN.
-
-Varying ints (block-table row stride, split count, tiles per split) are excluded from
-Triton's integer specialization so a new step shape never triggers a recompile.
+Softmax runs in base 2 (scores times scale * log2(e), then exp2). The running max starts at a
+large *finite* negative number, so a row that sees only masked keys in an iteration computes
+exp2(-inf - finite) = 0, never NaN. Varying ints (block-table row stride, split counts) are
+excluded from Triton's integer specialization so a new step shape never recompiles.
 """
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-# Initial running max: finite, far below any real score (see module docstring).
 NEG_BIG = tl.constexpr(-1.0e30)
 # A split-KV partial is one row of HEAD_DIM + PARTIAL_EXTRA fp32: the unnormalised
 # accumulator, then the running max, then the running sum, then padding that keeps every
@@ -127,9 +116,8 @@ def packed_attention_kernel(
 
 @triton.jit
 def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.constexpr):
-    """[start, end) of one request's split (empty past the request's end). Splits are runs
-    of whole BLOCK_N tiles: `split_tiles` each when it is > 0 (a length the host chose for
-    the whole step), else the request's own context cut into `max_splits` runs."""
+    """[start, end) of one request's split (empty past its end): runs of `split_tiles` whole
+    BLOCK_N tiles (the host's length for the step), or with 0 its own context cut in `max_splits`."""
     tiles = tl.cdiv(context_len, BLOCK_N)
     tiles_per_split = tl.where(split_tiles > 0, split_tiles, tl.cdiv(tiles, max_splits))
     start = split * tiles_per_split * BLOCK_N
@@ -157,16 +145,8 @@ def splitkv_decode_kernel(
     DOT_PRECISION: tl.constexpr,
     ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
 ):
-    """Flash-decoding over the paged cache: one program per (request, KV head, split).
-
-    The whole GQA group's query heads share each K/V tile, so every key is read once per
-    KV head. How a request's context is cut is data (see `_split_range`): with
-    `split_tiles` 0 ("balanced") every request is cut into (at most) `max_splits` equal
-    runs of its *own* tiles, read on the device, so a short request in a batch of long
-    ones still gets spread over many programs and the grid depends only on the request
-    count (a CUDA graph captured once serves any context lengths); with `split_tiles` > 0
-    ("splitkv") every split has the length the host derived from the step's longest
-    context. A split past a request's end stores a partial that weighs nothing."""
+    """One program per (request, KV head, split); where the splits fall is `_split_range`'s. A
+    split past a request's end stores a partial that weighs nothing."""
     req = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)

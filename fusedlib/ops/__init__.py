@@ -1,14 +1,7 @@
-"""Fused small ops (Triton): the elementwise and row-reduction work between a decoder
-layer's GEMMs, a few kernels where plain PyTorch launches dozens.
-
-`Qwen2Model.fused_ops` switches the model between these and its PyTorch reference path;
-`Qwen2Model.gate_up_silu` adds, on the fused path, the GEMMs of `gemm.py` for
-decode-sized batches: gate_up with the activation in its epilogue, qkv, o_proj and down
-split over K and summed by the kernel that reads them.
-Each op states its arithmetic in the same order as the reference (fp32 statistics for the
-norm, values rounded to the model dtype where the reference rounds them), so the two paths
-agree to rounding and both match transformers in fp32.
-"""
+"""Fused Triton ops between a layer's GEMMs, and its GEMMs for decode-sized batches: the
+model's `fused_ops` path. Each states its arithmetic in the reference's order (fp32 norm
+statistics, rounding to the model dtype where the reference rounds), so both paths agree to
+rounding and match transformers in fp32."""
 from .activation import silu_mul
 from .gemm import DOWN_SPLIT_K, O_PROJ_SPLIT_K, QKV_SPLIT_K, gate_up_silu, linear
 from .norm import add_rms_norm, rms_norm_rows

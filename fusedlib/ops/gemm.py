@@ -1,27 +1,15 @@
-"""A layer's GEMMs for decode-sized batches: gate_up with SiLU(gate) * up in its epilogue,
-and qkv, o_proj and down split over K, each summed by the kernel that reads it.
+"""A layer's GEMMs for decode-sized batches (at most SMALL_M_MAX rows; larger ones stay on
+cuBLAS, whose large-M tiles are near the FLOP rate).
 
-A decode step multiplies 32 rows by each weight, so the gate_up GEMM is a 55 MB weight
-read, and the activation after it one more launch. Here one program computes a BLOCK_N
-slice of both halves, gate rows [n, n + BLOCK_N) and up rows [I + n, I + n + BLOCK_N) of
-the [2I, K] weight, and stores only SiLU(gate) * up: the [M, 2I] projection output is
-never written, and no activation kernel runs. The weight tile is the MMA's tall operand
-and the batch its narrow one (swap-AB), so a 32-row batch fills no padded rows of Hopper's
-64-tall tensor-core tiles. I / BLOCK_N programs (140 at BLOCK_N 64) keep every SM streaming
-without splitting K. Values are rounded where the reference rounds (the projection's
-output, F.silu's, the product), as in `fusedlib.ops.activation`.
-
-The other three projections of the same batch have too few output columns to fill the
-chip (1536 / 64 = 24 column tiles for down and o_proj, 32 for qkv), so `split_k_kernel`
-also splits K: program (n, s) multiplies column tile n over the s-th slice of K and stores
-an fp32 partial. cuBLAS does the same but reduces in a second kernel, and an earlier
-version of ours reduced in the launch's last program per tile (a ticket counter), which
-left the reduce's dependent loads at the end of every GEMM. Here nothing reduces: each
-projection's only reader already reads it row by row (the next add + RMSNorm reads down
-and o_proj, the rotary kernel reads qkv), so it sums the partials as it loads them
-(`load_projection`), in split order, rounded to the model dtype as a GEMM output is.
-Batches of more than SMALL_M_MAX rows stay on cuBLAS, whose large-M tiles are near the
-FLOP rate.
+gate_up: one program computes a BLOCK_N slice of both halves of the [2I, K] weight and
+stores only SiLU(gate) * up, so the [M, 2I] projection is never written and no activation
+kernel runs. The weight tile is the MMA's tall operand and the batch its narrow one
+(swap-AB), so a 32-row batch fills no padded rows of Hopper's 64-tall tensor-core tiles.
+qkv, o_proj and down have too few output columns to fill the chip (1536 / 64 = 24 column
+tiles), so `split_k_kernel` also splits K and stores fp32 partials. Nothing reduces them: each
+projection's only reader (the next add + RMSNorm, or the rotary kernel) sums them as it loads
+a row (`load_projection`), in split order, rounded to the model dtype as a GEMM's output is.
+Values are rounded where the reference rounds them, as in `fusedlib.ops.activation`.
 """
 from __future__ import annotations
 
@@ -39,9 +27,8 @@ SMALL_M_MAX = 64
 
 @dataclass(frozen=True)
 class GateUpConfig:
-    """Launch shape of `gate_up_silu_kernel`. Best of the H200 sweep at 32 rows
-    (data/roofline/gate_up.csv, 7b8c45e): 18.0 us, 72% of the copy rate, against 19.8 us
-    for cuBLAS and the activation kernel."""
+    """Launch shape of `gate_up_silu_kernel`: the best on the H200 at 32 rows, 18.0 us (72% of
+    the copy rate) against 19.8 us for cuBLAS and the activation kernel."""
     block_n: int = 64  # columns of SiLU(gate) * up per program: 2 * block_n weight rows
     block_k: int = 64
     num_warps: int = 4
@@ -50,9 +37,8 @@ class GateUpConfig:
 
 
 def stages_for(major: int, cfg: GateUpConfig | SplitKConfig) -> int:
-    """Pipeline stages on a GPU of compute capability `major`: five stages of a 64-row
-    batch's gate_up tiles take 144 KB of shared memory, which Hopper has (227 KB per block)
-    and an A10 (sm_86, Modal's default GPU, 99 KB) has not; `sm86_stages` fit there."""
+    """Pipeline stages on compute capability `major`: five stages of a 64-row batch's gate_up
+    tiles take 144 KB of shared memory, which Hopper has and an A10 (sm_86, 99 KB) has not."""
     return cfg.num_stages if major >= 9 else min(cfg.num_stages, cfg.sm86_stages)
 
 
@@ -92,12 +78,10 @@ def gate_up_silu_kernel(
              mask=n_valid[:, None] & m_valid[None, :])
 
 
-def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, one_kernel: bool,
-                 cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
+def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
     """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1): one launch of
-    `gate_up_silu_kernel` when `one_kernel` and x has at most SMALL_M_MAX rows, else
-    cuBLAS and the activation's own kernel."""
-    if not one_kernel or x.shape[0] > SMALL_M_MAX:
+    `gate_up_silu_kernel` up to SMALL_M_MAX rows, else cuBLAS and the activation's kernel."""
+    if x.shape[0] > SMALL_M_MAX:
         return activation.silu_mul(F.linear(x, weight))
     _check(x, weight, "gate_up", "[2 * intermediate, K]", weight.shape[0] % 2 == 0)
     (rows, k), n2 = x.shape, weight.shape[0]
@@ -136,8 +120,7 @@ class SplitKConfig:
     sm86_stages: int = 2  # a 64-row batch's 128-deep K tiles: 32 KB a stage
 
 
-# Per projection of the 1.5B at 32 rows, the best of the H200 sweep (data/roofline/split_k.csv,
-# f0f1ecf), as graph replays: qkv [2048, 1536] 4.4 us and o_proj [1536, 1536] 4.2 us against
+# Per projection of the 1.5B at 32 rows, the best on the H200, as graph replays: qkv [2048, 1536] 4.4 us and o_proj [1536, 1536] 4.2 us against
 # cuBLAS's 5.6 and 5.4 (one kernel each, about 30 SMs busy); down [1536, 8960] 9.8 us against
 # 12.3, where 256-deep K tiles gained 1% (64 KB a stage: one stage on an A10).
 QKV_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=4)  # 32 column tiles x 4 = 128 programs
@@ -197,11 +180,10 @@ def split_layout(x: torch.Tensor) -> tuple[int, int]:
     return 0, 0
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool, cfg: SplitKConfig) -> torch.Tensor:
-    """x @ weight.T, for a consumer that reads it through `load_projection` (add_rms_norm,
-    rms_norm_rows, rotary_to_cache): with `split_k` and at most SMALL_M_MAX rows, the fp32
+def linear(x: torch.Tensor, weight: torch.Tensor, cfg: SplitKConfig) -> torch.Tensor:
+    """x @ weight.T for a reader through `load_projection`: up to SMALL_M_MAX rows the fp32
     [cfg.splits, M, N] partials of one `split_k_kernel` launch, else cuBLAS's [M, N]."""
-    if not split_k or x.shape[0] > SMALL_M_MAX:
+    if x.shape[0] > SMALL_M_MAX:
         return F.linear(x, weight)
     _check(x, weight, "projection", "[N, K]")
     (rows, k), n = x.shape, weight.shape[0]

@@ -1,10 +1,7 @@
-"""Residual add + RMSNorm in one kernel (vLLM's fused_add_rms_norm, in our words).
-
-A decoder layer carries its residual stream as two tensors, `hidden` (the last
-sub-layer's output) and `residual` (the sum so far); the add that merges them is done
-by the norm that reads them anyway, so the sum is never read back from memory. `hidden`
-may also be a projection's split-K partials (`fusedlib.ops.gemm.linear`): the norm sums
-them as it loads the row.
+"""Residual add + RMSNorm in one kernel (vLLM's fused_add_rms_norm, in our words): the layer's
+residual stream travels as `hidden` (the last sub-layer's output, or a projection's split-K
+partials, summed as the row loads) and `residual` (the sum so far), and the norm that reads
+them anyway does the add, so the sum is never read back from memory.
 """
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The qkv projection's epilogue in one kernel: bias, rotary embedding on q and k, and the
-k/v write into the paged cache.
-
-The reference path runs this as a bias epilogue, ~10 elementwise kernels for rotate-half
-(two `cat`s among them) and two `index_copy_`s; here one program per token reads its
-qkv row once and writes q (rotated) to a fresh [tokens, heads, head_dim] tensor and k
-(rotated) and v to the token's cache slot. Rotate-half layout: the first and second
-halves of each head are rotated as pairs, (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin).
-The projection may arrive as split-K partials (`fusedlib.ops.gemm.linear`), summed here as
-they are loaded.
+"""The qkv projection's epilogue in one kernel: bias, rotary embedding (rotate-half) on q and
+k, and the k/v write into the paged cache, from one read of each token's qkv row (or its
+split-K partials, summed as they load). The reference path takes a bias epilogue, ~10
+elementwise kernels and two index_copy_s for the same.
 """
 from __future__ import annotations
 

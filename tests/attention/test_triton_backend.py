@@ -102,10 +102,10 @@ def test_prefill_matches_torch(chunks, dtype):
 @pytest.mark.parametrize("decode_kernel,keys", [("balanced", 128), ("splitkv", 64), ("rows", 64)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_prefill_at_each_backends_packed_shape_over_several_iterations(decode_kernel, keys, dtype):
-    """Part 10's backends walk 128 keys an iteration, parts 7-9's 64: chunks whose causal spans
+    """Part 10's backend walks 128 keys an iteration, parts 7-9's 64: chunks whose causal spans
     take several iterations of either, and end inside one, match the torch reference."""
     backend = TritonAttention(decode_kernel=decode_kernel)
-    assert backend.packed.block_n == keys
+    assert backend.packed_block_n == keys
     q, k_cache, v_cache, meta = make_prefill([(150, 40), (0, 200), (5, 3)], 4, 2, dtype)
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
@@ -134,10 +134,10 @@ DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2)])
-def test_decode_rows_packed_splitkv_match_torch(num_heads, num_kv_heads, dtype):
+def test_decode_kernels_match_torch(num_heads, num_kv_heads, dtype):
     q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS, num_heads, num_kv_heads, dtype)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    for name in ("rows", "packed", "splitkv", "balanced"):
+    for name in ("rows", "splitkv", "balanced"):
         backend = TritonAttention(decode_kernel=name, num_sms=16)
         assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
@@ -146,8 +146,8 @@ def test_decode_rows_packed_splitkv_match_torch(num_heads, num_kv_heads, dtype):
 def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one(dtype):
     """"triton-parallel" runs a mixed step's decode rows on a second stream beside its chunks
     (on CUDA; on the CPU there is one stream and it runs them in order): the same kernels on
-    the same inputs, so the output is bit-identical to "triton-balanced", and both match the
-    reference. Chunks and decode rows share one cache, as in a step."""
+    the same inputs, so the output is bit-identical to balanced decode on one stream, and both
+    match the reference. Chunks and decode rows share one cache, as in a step."""
     from fusedlib.attention import make_backend
     from fusedlib.attention.base import AttentionMetadata
     from fusedlib.config import PRESETS
@@ -170,7 +170,7 @@ def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one(dtype):
     attn = Attention(dataclasses.replace(cfg, num_heads=4, num_kv_heads=2, head_dim=HEAD_DIM, hidden_size=4 * HEAD_DIM))
     gen = torch.Generator().manual_seed(10)
     q = torch.randn(sum(lengths) + len(contexts), 4, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
-    parallel, balanced = make_backend("triton-parallel"), make_backend("triton-balanced")
+    parallel, balanced = make_backend("triton-parallel"), TritonAttention(decode_kernel="balanced")
     assert (parallel.side_stream(q.device) is not None) == (DEVICE == "cuda")
     assert balanced.side_stream(q.device) is None
     out = attn.attend(q, k_cache, v_cache, meta, parallel)
@@ -259,7 +259,7 @@ def test_balanced_launch_shape_ignores_context_lengths():
 def test_out_argument_is_written_in_place():
     q, k_cache, v_cache, meta = make_decode([5, 40], 4, 2, torch.float32, seed=2)
     wide = torch.zeros(4, 4, HEAD_DIM, device=DEVICE)
-    for name in ("rows", "packed", "splitkv", "balanced"):
+    for name in ("rows", "splitkv", "balanced"):
         wide.zero_()
         got = TritonAttention(decode_kernel=name).decode(q, k_cache, v_cache, meta, SCALE, out=wide[1:3])
         assert got.data_ptr() == wide[1:3].data_ptr()
@@ -267,13 +267,15 @@ def test_out_argument_is_written_in_place():
         assert not wide[0].any() and not wide[3].any()
 
 
-def test_decode_packed_over_several_tiles():
-    """More decode tokens than one tile holds: the packed layout gets two tiles."""
-    contexts = [(7 * i) % 45 + 1 for i in range(BLOCK_M + 5)]
+def test_decode_at_the_largest_batch():
+    """256 decode rows (the largest max_batch), each kernel: the rows layout's 256 tiles and
+    split-KV's grid over 256 requests."""
+    contexts = [(37 * i) % 200 + 1 for i in range(256)]
     q, k_cache, v_cache, meta = make_decode(contexts, 4, 2, torch.float32, seed=7)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    actual = TritonAttention(decode_kernel="packed").decode(q, k_cache, v_cache, meta, SCALE)
-    assert_close(actual, expected, torch.float32)
+    for name in ("rows", "splitkv", "balanced"):
+        assert_close(TritonAttention(decode_kernel=name).decode(q, k_cache, v_cache, meta, SCALE), expected,
+                     torch.float32)
 
 
 def test_block_table_is_honoured():
@@ -311,7 +313,9 @@ def test_split_plan_covers_the_longest_context():
 
 @pytest.mark.skipif(not ON_INTERPRETER, reason="counts real compiles on the GPU")
 def test_num_compiled_is_zero_on_the_interpreter():
-    assert TritonAttention.num_compiled() == 0
+    from fusedlib.engine import num_compiled
+
+    assert num_compiled() == 0
 
 
 # The interpreter accepts code the GPU compiler rejects (non-constexpr globals, tile
@@ -325,8 +329,8 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
-    from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PART7_PACKED, REDUCE_BLOCK_S,
-                                                   PackedConfig, SplitKVConfig)
+    from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N, REDUCE_BLOCK_S,
+                                                   PART9_SPLITKV, SplitKVConfig)
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -365,7 +369,6 @@ GPU_COMPILE = textwrap.dedent("""
         # A launch needing more shared memory than the arch has per block fails only at run time.
         assert compiled.metadata.shared <= SHARED_PER_BLOCK[ARCH], (kernel.fn.__name__, compiled.metadata.shared)
 
-    splitkv = SplitKVConfig()
     # The real model's shape in fp16 (what serves on the GPU), the tiny one's in fp32.
     for heads, kv_heads, head_dim, hidden, dtype, precision in (
             (12, 2, 128, 1536, "fp16", "tf32"), (4, 2, 16, 64, "fp32", "ieee")):
@@ -391,17 +394,17 @@ GPU_COMPILE = textwrap.dedent("""
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
                 KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
-        for packed in (PackedConfig(), PART7_PACKED):
+        for block_n in set(PACKED_BLOCK_N.values()):
             for decode_rows in (False, True):
                 compile_for_arch(K.packed_attention_kernel, dtype, dict(
-                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=packed.block_n,
-                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision),
-                    packed.num_warps, packed.num_stages)
-        for one_split in (False, True):
-            compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
-                GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
-                KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
-                splitkv.num_warps, splitkv.num_stages)
+                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
+                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4, 2)
+        for splitkv in (SplitKVConfig(), PART9_SPLITKV):
+            for one_split in (False, True):
+                compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
+                    GROUP=group, HEAD_DIM=head_dim, BLOCK_H=MIN_DOT_ROWS, BLOCK_N=splitkv.block_n,
+                    KV_BLOCK_SIZE=16, DOT_PRECISION=precision, ONE_SPLIT=one_split),
+                    splitkv.num_warps, splitkv.num_stages)
         compile_for_arch(K.splitkv_reduce_kernel, dtype, dict(
             HEAD_DIM=head_dim, BLOCK_S=REDUCE_BLOCK_S), 4)
 """)

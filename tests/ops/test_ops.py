@@ -125,7 +125,7 @@ def test_gate_up_silu_matches_the_reference(tokens, config, dtype):
     x = rand(tokens, k, dtype=dtype, seed=tokens)
     weight = rand(2 * intermediate, k, dtype=dtype, seed=7, scale=0.1)
     gate, up = F.linear(x, weight).chunk(2, dim=-1)
-    assert_close(ops.gate_up_silu(x, weight, True, GATE_UP_CONFIGS[config]), F.silu(gate) * up, dtype, config)
+    assert_close(ops.gate_up_silu(x, weight, GATE_UP_CONFIGS[config]), F.silu(gate) * up, dtype, config)
 
 
 SPLIT_K_CONFIGS = {  # the three projections'; narrow tiles over short K steps; more splits than K needs
@@ -155,7 +155,7 @@ def test_split_k_partials_sum_to_the_projection(tokens, config, dtype):
     weight = rand(n, k, dtype=dtype, seed=7, scale=0.1)
     x = rand(tokens, k, dtype=dtype, seed=tokens)
     cfg = SPLIT_K_CONFIGS[config]
-    partials = ops.linear(x, weight, True, cfg)
+    partials = ops.linear(x, weight, cfg)
     assert partials.shape == (cfg.splits, tokens, n) and partials.dtype == torch.float32
     expected = F.linear(x.float(), weight.float()).to(dtype)  # one rounding of an fp32 sum
     assert_close(summed(partials, dtype), expected, dtype, config)
@@ -198,8 +198,8 @@ def gate_up_silu_reference(x, weight):
     return F.silu(gate) * up
 
 
-def summed_linear(x, weight, split_k):
-    out = ops.linear(x, weight, split_k, ops.DOWN_SPLIT_K)
+def summed_linear(x, weight):
+    out = ops.linear(x, weight, ops.DOWN_SPLIT_K)
     return summed(out, x.dtype) if out.dim() == 3 else out
 
 
@@ -212,10 +212,10 @@ def test_triton_gemms_take_small_batches_only(monkeypatch, op, kernel, expected)
     monkeypatch.setattr(gemm, kernel, type("Spy", (), {
         "__getitem__": lambda self, grid: launches.append(grid) or real[grid]})())
     weight = rand(16, 8, dtype=torch.float32, seed=1)
-    for rows, one_kernel in ((SMALL_M_MAX, True), (SMALL_M_MAX + 1, True), (3, False)):
+    for rows in (SMALL_M_MAX, SMALL_M_MAX + 1, 256):
         x = rand(rows, 8, dtype=torch.float32, seed=rows)
-        assert_close(op(x, weight, one_kernel), expected(x, weight), torch.float32, str(rows))
-    assert len(launches) == 1
+        assert_close(op(x, weight), expected(x, weight), torch.float32, str(rows))
+    assert len(launches) == 1  # the batch of SMALL_M_MAX rows only; larger ones on cuBLAS
 
 
 def test_bad_shapes_name_the_problem():
@@ -225,9 +225,9 @@ def test_bad_shapes_name_the_problem():
     with pytest.raises(ValueError, match="gate_up"):
         ops.silu_mul(rand(3, 7, dtype=torch.float32, seed=1))
     with pytest.raises(ValueError, match="does not fit a gate_up weight"):
-        ops.gate_up_silu(x, rand(5, 8, dtype=torch.float32, seed=1), True)
+        ops.gate_up_silu(x, rand(5, 8, dtype=torch.float32, seed=1))
     with pytest.raises(ValueError, match="does not fit a projection weight"):
-        ops.linear(x, rand(5, 7, dtype=torch.float32, seed=1), True, ops.DOWN_SPLIT_K)
+        ops.linear(x, rand(5, 7, dtype=torch.float32, seed=1), ops.DOWN_SPLIT_K)
     with pytest.raises(ValueError, match="fp32 \\[splits, tokens, N\\] partials"):
         ops.add_rms_norm(rand(2, 3, 8, dtype=torch.float16, seed=1), None, rand(8, dtype=torch.float16, seed=1), 1e-6)
     cache = rand(4, 16, 2, 16, dtype=torch.float32, seed=2)
