@@ -32,11 +32,10 @@ def _switches(cell: str) -> dict:
     return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
 
 
-def test_readme_path_table_builds_the_configurations_the_book_measured():
-    """Each row of the README's table of paths, resolved for a GPU, is the configuration the
-    campaign measured for that part (parts 7, 9 and 10's last), and part 10's row is the
-    engine's own default there."""
-    from fusedlib.bench import campaign
+def test_readme_path_table_is_the_configurations_the_experiments_run():
+    """Each row of the README's table of paths, resolved for a GPU, is that part's configuration
+    in fusedlib.bench.spec.CONFIGS, and part 10's row is the engine's own default there."""
+    from fusedlib.bench.spec import CONFIGS
     from fusedlib.config import EngineConfig
 
     section = (ROOT / "README.md").read_text().split("## Use the engine", 1)[1]
@@ -44,37 +43,24 @@ def test_readme_path_table_builds_the_configurations_the_book_measured():
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].startswith("part "):
-            rows[cells[0].split(":")[0]] = (_switches(cells[1]), _switches(cells[2]))
-    assert set(rows) == {"part 7", "part 8", "part 9", "part 10"}
-    engine_fields = set(EngineConfig.names())
-    for part, measured in (("part 7", campaign.PART7), ("part 9", campaign.PART9),
-                           ("part 10", campaign.PART10_PARALLEL)):
-        model, engine = rows[part]
-        if part == "part 10":  # "defaults (`...`)": the switches it names are the engine's default
-            assert EngineConfig(**engine).for_device("cuda") == EngineConfig().for_device("cuda")
-            assert model == {}, model  # load_model's defaults
-            engine = {}
-        want = {k: v for k, v in measured.items() if k in engine_fields}
+            rows["part" + cells[0].split(":")[0].split()[1]] = (_switches(cells[1]), _switches(cells[2]))
+    assert set(rows) == set(CONFIGS)
+    for part, (model, engine) in rows.items():
+        want = CONFIGS[part]
+        if part in ("part10", "part11"):  # "defaults (`...`)": the switches it names are the engine's default
+            assert model == {} and EngineConfig(**{k: v for k, v in engine.items() if k not in (
+                "max_batch", "chunk_tokens")}).for_device("cuda") == EngineConfig().for_device("cuda")
+            engine = {k: v for k, v in engine.items() if k in ("max_batch", "chunk_tokens")}
         got = EngineConfig(**engine).for_device("cuda")
-        assert all(getattr(got, k) == v for k, v in want.items()), (part, got, want)
-        assert got.overlap == measured.get("overlap", False) and got.whole_graphs == measured.get("whole_graphs", False)
-        # load_model on CUDA: fused_ops defaults on, gate_up_silu as fused_ops
-        fused_ops = model.get("fused_ops", True)
-        assert (fused_ops, model.get("gate_up_silu", fused_ops)) == \
-            (measured["fused_ops"], measured.get("gate_up_silu", False)), part
-    assert EngineConfig(**rows["part 8"][1]).for_device("cuda").cuda_graphs is False
+        assert (got.attention, got.cuda_graphs, got.whole_graphs, got.overlap, got.max_batch, got.chunk_tokens) == \
+            (want.attention, want.cuda_graphs, want.whole_graphs, want.overlap, want.max_batch, want.chunk_tokens), part
+        assert model.get("fused_ops", True) == want.fused_ops, part
 
 
-def test_readme_loop_figures_round_the_committed_rows():
-    """The README's two serving-loop figures are the committed loop rows (roofline/loop_prefill,
-    the engine part 10 ends on) rounded to a tenth of a millisecond, as the book glues them."""
-    from fusedlib.bench import chapters, roofline
-    from fusedlib.bench.analysis import DATA
-
-    text = " ".join((ROOT / "README.md").read_text().split())
-    found = re.search(r"decode step at ~[\d.]+k context costs about ([\d.]+) ms and a mixed step .*? about ([\d.]+) ms",
-                      text)
-    assert found, "the README's loop sentence moved"
-    t = chapters.prefill_texts(roofline.measured_for_prefill(DATA))
-    rows = [float(t[key].removesuffix(" ms")) for key in ("rf_loop_dec", "rf_loop_mixed")]
-    assert [float(x) for x in found.groups()] == [round(x, 1) for x in rows]
+def test_readme_is_short_and_leads_with_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 8 * 1024
+    first = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
+    assert [line.split("#")[0].strip() for line in first.strip().splitlines()] == ["make book", "make test"]
+    assert not re.search(r"\b[0-9a-f]{7,40}\b", text), "a commit hash in the README"
+    assert not re.search(r"\b\d+ passed\b|campaign|session|lease", text)

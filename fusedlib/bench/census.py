@@ -270,7 +270,7 @@ def step_census(spec: RunSpec) -> list[dict]:
         wall, gpu, host = (_stats([f(a, b) for a, b in pairs]) for f in (
             lambda a, b: (b.start - a.start) * 1e3,
             lambda a, b: None if a.gpu_s() is None else a.gpu_s() * 1e3,
-            lambda a, b: None if getattr(a, "host_s", None) is None else a.host_s * 1e3))
+            lambda a, b: a.host_s * 1e3))
         base = {**machine(), "step": step, "decode_rows": shape[1], "chunk_tokens": shape[0], "context": ctx}
         out.append({**base, "record": "step", "n": len(pairs), "n_forwards": forwards,
                     "gpu_ms": gpu[0], "gpu_ms_min": gpu[1], "gpu_ms_max": gpu[2],

@@ -11,7 +11,7 @@ Otherwise it runs: with papermill where papermill and jupytext import (jupytext 
 .ipynb, papermill injects the parameters and executes it into `--executed`), else as a
 plain script (`run_script`: its code cells in order, the parameters cell's values
 replaced), each in a process of its own. The time limit is for the whole call: each
-notebook gets what is left. The header names the device the runs actually use. Exit status
+notebook gets what is left, and none starts with less than MIN_START_S. The header names the device the runs actually use. Exit status
 1 if any notebook failed (the others still run).
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ from . import plans, rows
 from .runner import missing
 
 COMMON = ("backend", "gpu", "profile", "out_dir", "rounds", "time_limit_s")
+MIN_START_S = 60  # under a time limit, no notebook starts with less left (its process and model take some)
 CELL = re.compile(r"^# %%(.*)$", re.M)
 
 
@@ -147,8 +148,8 @@ def main(argv=None) -> int:
                   f"profile {profile})" + (f", {errors} of them errors" if errors else ""), flush=True)
             continue
         left = a.time_limit - (time.monotonic() - start) if a.time_limit else 0
-        if a.time_limit and left <= 0:
-            print(f"stop before {path.stem}: the time limit is spent", flush=True)
+        if a.time_limit and left < MIN_START_S:
+            print(f"stop before {path.stem}: {max(left, 0):.0f} s of the time limit left", flush=True)
             break
         print(f"== {path.stem}: {len(todo)} of {len(planned)} planned runs to go", flush=True)
         injected = {k: v for k, v in {**given, "time_limit_s": left}.items() if k in declared}

@@ -46,8 +46,6 @@ def pool_gib(spec: RunSpec, max_batch: int) -> float:
 def set_ops(model, fused_ops: bool):
     """The model's ops for a configuration (the cached model is shared by every engine)."""
     model.fused_ops = fused_ops
-    if hasattr(model, "gate_up_silu"):  # an engine from before fused_ops took the Triton GEMMs in
-        model.gate_up_silu = fused_ops
     return model
 
 
@@ -132,13 +130,12 @@ def step_fields(records: list, max_batch: int) -> dict:
         out[f"n_{kind}_steps"] = len(mine)
         out[f"{kind}_step_s_p50"] = _median(r.duration for r in mine)
         out[f"{kind}_step_gpu_s_p50"] = _median(r.gpu_s() for r in mine)
-    host = [getattr(r, "host_s", None) for r in records]
     span = records[-1].start + records[-1].duration - records[0].start if records else 0
-    out["host_share"] = sum(host) / span if records and None not in host and span > 0 else None
+    out["host_share"] = sum(r.host_s for r in records) / span if span > 0 else None
     decodes = [r for r in records if r.kind == "decode"]
     full = [r for r in decodes if r.n_decode == max_batch] or decodes
     out["largest_batch_decode_rows"] = max((r.n_decode for r in full), default=None)
-    host_full = _median(getattr(r, "host_s", None) for r in full)
+    host_full = _median(r.host_s for r in full)
     gpu_full = _median(r.gpu_s() for r in full)
     out["host_ms_per_step_p50"] = None if host_full is None else host_full * 1e3
     out["step_gpu_ms_p50"] = None if gpu_full is None else gpu_full * 1e3
