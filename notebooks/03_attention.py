@@ -38,4 +38,4 @@ specs = plans.attention(profile, backends=backends)
 new_rows = runner.execute(specs, out_dir, backend=backend, gpu=gpu, time_limit_s=time_limit_s)
 
 # %%
-runner.table(out_dir, "attention", profile, ["attention", "context", "gpu_us", "copy_us", "fraction_of_copy"])
+runner.table(out_dir, "attention", profile, ["backend", "context", "gpu_us", "copy_us", "fraction_of_copy"])

@@ -61,7 +61,7 @@ def test_without_papermill_a_notebook_runs_as_a_script(tmp_path):
     out = _run_all(tmp_path, nb, env={"PYTHONPATH": f"{blocked}{os.pathsep}{REPO}"})
     assert "notebooks as scripts" in out and "fraction_of_copy" in out  # the table, printed
     got = rows.read(tmp_path / "rows" / "attention.jsonl")
-    assert {r["attention"] for r in got} == {"triton"} and all(k in got[0] for k in HEADER)
+    assert {r["backend"] for r in got} == {"triton"} and all(k in got[0] for k in HEADER)
 
 
 def test_run_script_replaces_the_parameters_and_prints_the_last_value(tmp_path, capsys):

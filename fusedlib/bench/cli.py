@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
+import time
 
 from . import plans, rows
 from .spec import PROFILES, SpecError
@@ -89,17 +90,16 @@ def main(argv=None) -> int:
             sys.stderr.write(f"python -m fusedlib.bench: error: --{name.replace('_', '-')} does not apply to "
                              f"{a.experiment}\n")
             return 2
-    out = a.out or str(rows.data_dir(a.profile))
+    out, deadline = a.out or str(rows.data_dir(a.profile)), time.monotonic() + a.time_limit
     try:
         rows.check_writable(rows.rows_path(out, a.experiment))
-        existing = rows.current(rows.read(rows.rows_path(out, a.experiment)), a.profile)
-        specs = plans.plan(a.experiment, a.profile, given, rows=existing)
+        plans.plan(a.experiment, a.profile, given)  # every value checked before the first run
     except (SpecError, OSError) as e:
         sys.stderr.write(f"python -m fusedlib.bench: error: {e}\n")
         return 2
-    runner.execute(specs, out, backend=a.backend, gpu=a.gpu, time_limit_s=a.time_limit)
-    if a.experiment == "scale":  # its second stage is planned from the first one's rows
+    for _ in range(2 if a.experiment == "scale" else 1):  # scale's second stage is planned from its grid's rows
         existing = rows.current(rows.read(rows.rows_path(out, a.experiment)), a.profile)
-        runner.execute(plans.plan(a.experiment, a.profile, given, rows=existing), out, backend=a.backend,
-                       gpu=a.gpu, time_limit_s=a.time_limit)
+        left = max(deadline - time.monotonic(), 1e-9) if a.time_limit else 0
+        runner.execute(plans.plan(a.experiment, a.profile, given, rows=existing), out, backend=a.backend, gpu=a.gpu,
+                       time_limit_s=left)
     return 0
