@@ -40,10 +40,11 @@ def _run_all(tmp_path, *notebooks, env=None):
     return done.stdout
 
 
+@pytest.mark.slow(15)
 def test_papermill_runs_a_notebook_its_rows_have_the_header_and_a_rerun_skips_it(tmp_path):
     nb = _notebook(tmp_path, "04_capacity.py", configs=["part10"], rates=[500.0], n_requests=3)
     out = _run_all(tmp_path, nb)
-    assert "device local cpu, profile smoke" in out and "papermill" in out
+    assert "device local cpu, profile smoke" in out and "papermill" in out and "every notebook complete" in out
     got = rows.read(tmp_path / "rows" / "capacity.jsonl")
     assert [(r["engine"], r["round"]) for r in got] == [("fused", 0), ("chunked", 0), ("chunked", 1), ("fused", 1)]
     for row in got:
@@ -53,6 +54,7 @@ def test_papermill_runs_a_notebook_its_rows_have_the_header_and_a_rerun_skips_it
     assert "skip 04_capacity: all 4 planned runs have rows" in _run_all(tmp_path, nb)
 
 
+@pytest.mark.slow(8)
 def test_without_papermill_a_notebook_runs_as_a_script(tmp_path):
     blocked = tmp_path / "blocked"
     (blocked / "papermill").mkdir(parents=True)

@@ -133,17 +133,11 @@ def main(argv=None) -> int:
         return 2
     if out_dir.name != "data" and not (out_dir / ".gitignore").exists():
         (out_dir / ".gitignore").write_text("*\n")  # rows anywhere but data/ are scratch
+    given = dict(backend=backend, gpu=a.gpu, profile=profile, out_dir=str(out_dir), rounds=a.rounds)
     failed = []
     for path in a.notebooks:
-        experiment = path.stem.split("_", 1)[1]
-        declared = parameters(path)
-        given = dict(backend=backend, gpu=a.gpu, profile=profile, out_dir=str(out_dir), rounds=a.rounds)
-        params = {**declared, **{k: v for k, v in given.items() if k in declared}}
-        have = rows.current(rows.read(rows.rows_path(out_dir, experiment)), profile)
-        planned = plans.plan(experiment, profile, params, rows=have)
-        todo = missing(planned, out_dir)
+        declared, planned, todo, errors = _status(path, given)
         if not todo:
-            errors = sum("error" in r for r in have)
             print(f"skip {path.stem}: all {len(planned)} planned runs have rows (code version {rows.code_version()}, "
                   f"profile {profile})" + (f", {errors} of them errors" if errors else ""), flush=True)
             continue
@@ -155,9 +149,20 @@ def main(argv=None) -> int:
         injected = {k: v for k, v in {**given, "time_limit_s": left}.items() if k in declared}
         if execute(path.resolve(), injected, a.executed.resolve()) != 0:
             failed.append(path.stem)
-    print(f"run-all: rows in {out_dir}" + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
+    to_go = [f"{p.stem} ({len(t)} of {len(pl)} runs)" for p in a.notebooks for _, pl, t, _ in [_status(p, given)] if t]
+    print(f"run-all: rows in {out_dir}; " + (f"to go: {', '.join(to_go)}" if to_go else "every notebook complete")
+          + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
     return 1 if failed else 0
 
+
+def _status(path: Path, given: dict) -> tuple[dict, list, list, int]:
+    """(the parameters the notebook declares, its planned runs, those without rows, error rows)."""
+    declared = parameters(path)
+    params = {**declared, **{k: v for k, v in given.items() if k in declared}}
+    experiment, profile, out_dir = path.stem.split("_", 1)[1], given["profile"], given["out_dir"]
+    have = rows.current(rows.read(rows.rows_path(out_dir, experiment)), profile)
+    planned = plans.plan(experiment, profile, params, rows=have)
+    return declared, planned, missing(planned, out_dir), sum("error" in r for r in have)
 
 if __name__ == "__main__":
     sys.exit(main())
