@@ -1,7 +1,6 @@
-"""Where a run was measured: the device, the library versions, and a clock that waits for it."""
+"""Where a run was measured (the device, the library versions), and a sync before a clock read."""
 from __future__ import annotations
 
-import time
 from importlib import metadata
 
 import torch
@@ -11,14 +10,6 @@ def sync(device: str) -> None:
     """Wait for the GPU's queued work (a no-op on CPU), so a clock read after it is the GPU's too."""
     if device == "cuda":
         torch.cuda.synchronize()
-
-
-def synced_clock(device: str):
-    """perf_counter read after a device sync."""
-    def clock() -> float:
-        sync(device)
-        return time.perf_counter()
-    return clock
 
 
 def device_name() -> str:
