@@ -148,7 +148,8 @@ def attention(spec: RunSpec) -> list[dict]:
         copy_ms = median_ms(lambda: dst.copy_(src), device, sizes["iters"], flush)[0]
         ms, lo, hi = median_ms(lambda: backend.decode(q, k, v, meta, scale), device, sizes["iters"], flush)
         out.append({**machine(), "config": PART.get(spec.attention), "backend": spec.attention, "rows": sizes["rows"],
-                    "context": context, "n": sizes["iters"], "gpu_us": ms * 1e3, "gpu_us_min": lo * 1e3, "gpu_us_max": hi * 1e3, "kv_bytes": kv_bytes,
+                    "context": context, "n": sizes["iters"], "gpu_us": ms * 1e3, "gpu_us_min": lo * 1e3,
+                    "gpu_us_max": hi * 1e3, "kv_bytes": kv_bytes,
                     "copy_us": copy_ms * 1e3, "fraction_of_copy": copy_ms / ms})
     return out
 

@@ -57,14 +57,15 @@ def _values(kind, many: bool):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m fusedlib.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="python -m fusedlib.bench", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", choices=list(plans.PLANS), help=(
         "gates: correctness gates per configuration; census: decode and mixed step cost per configuration and "
         "engine; attention: decode attention beside a copy of its bytes; capacity: open-loop rate sweeps and "
         "paired rounds; peer: transformers' continuous batching beside ours on a closed workload; scale: part "
         "11's max_batch x chunk_tokens grid"))
-    p.add_argument("--profile", choices=list(PROFILES), help="full (Qwen2.5-1.5B fp16 on CUDA) or smoke (the tiny "
-                                                             "model on CPU; default: full on a CUDA machine, else smoke)")
+    p.add_argument("--profile", choices=list(PROFILES), help="full (Qwen2.5-1.5B fp16 on CUDA) or smoke (the "
+                   "tiny model on CPU; default: full on a CUDA machine, else smoke)")
     p.add_argument("--out", help="rows folder (rows go to <out>/<experiment>.jsonl) or a .jsonl file (default: "
                                  "$FUSEDLIB_DATA, else data/ for full and data-smoke/ for smoke)")
     p.add_argument("--backend", default="local", choices=("local", "modal"), help="where runs go (default: local)")

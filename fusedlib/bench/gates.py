@@ -126,7 +126,8 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | N
     err = (fused - parts).abs().max().item()
     atol = atol if atol is not None else (1e-4 if model.dtype == torch.float32 else 5e-2)
     return GateReport("mixed_step", err <= atol and not torch.isnan(fused).any().item(), {
-        "attention": attention, **_setup(model, EAGER), "chunk_tokens": plan.num_chunk_tokens, "decodes": len(plan.decodes),
+        "attention": attention, **_setup(model, EAGER), "chunk_tokens": plan.num_chunk_tokens,
+        "decodes": len(plan.decodes),
         "max_abs_err": err, "atol": atol})
 
 

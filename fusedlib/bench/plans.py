@@ -75,7 +75,8 @@ def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:
 
 
 def attention(profile: str, backends=None, rows=()) -> list[RunSpec]:
-    return [RunSpec.build("attention", profile, attention=b) for b in _default(profile, "attention", "backends", backends)]
+    return [RunSpec.build("attention", profile, attention=b)
+            for b in _default(profile, "attention", "backends", backends)]
 
 
 def capacity(profile: str, rounds: int = 5, configs=None, rates=None, n_requests=None, rows=()) -> list[RunSpec]:
@@ -100,7 +101,8 @@ def peer(profile: str, rounds: int = 5, configs=None, n_requests=None, transform
     n, out = _default(profile, "peer", "n_requests", n_requests), []
     for c in _configs(configs, DEFAULTS[profile]["peer"]["configs"]):
         kw = dict(config=c, max_batch=CONFIGS[c].max_batch, chunk_tokens=CONFIGS[c].chunk_tokens, n_requests=n)
-        out += [RunSpec.build("peer", profile, engine="transformers", round=r, **kw) for r in range(transformers_rounds)]
+        out += [RunSpec.build("peer", profile, engine="transformers", round=r, **kw)
+                for r in range(transformers_rounds)]
         out += [RunSpec.build("peer", profile, engine=e, round=r, **kw)
                 for r in range(rounds) for e in (ENGINES if r % 2 == 0 else ENGINES[::-1])]
     return out

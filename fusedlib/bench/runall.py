@@ -11,8 +11,9 @@ Otherwise it runs: with papermill where papermill and jupytext import (jupytext 
 .ipynb, papermill injects the parameters and executes it into `--executed`), else as a
 plain script (`run_script`: its code cells in order, the parameters cell's values
 replaced), each in a process of its own. The time limit is for the whole call: each
-notebook gets what is left, and none starts with less than MIN_START_S. The header names the device the runs actually use. Exit status
-1 if any notebook failed (the others still run).
+notebook gets what is left, and none starts with less than MIN_START_S. The header names
+the device the runs actually use; the last line, the notebooks with runs still to go. Exit
+status 1 if any notebook failed (the others still run).
 """
 from __future__ import annotations
 

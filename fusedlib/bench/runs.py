@@ -150,7 +150,8 @@ def open_loop(spec: RunSpec) -> list[dict]:
     trace = workloads.poisson_arrivals(mixed_draw(spec, spec.n_requests, spec.seed), spec.rate, seed=spec.seed)
     with engine.record_steps() as steps:
         served = serve_open_loop(engine, trace)
-    return [{**machine(), **settings_fields(spec), **metrics.summarize(served), **step_fields(steps, engine.config.max_batch),
+    return [{**machine(), **settings_fields(spec), **metrics.summarize(served),
+             **step_fields(steps, engine.config.max_batch),
              "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}]
 
 
@@ -168,7 +169,8 @@ def closed(spec: RunSpec) -> list[dict]:
         engine.generate(prompts, budgets)
         sync(spec.profile_spec.device)
         walls.append(time.perf_counter() - t0)
-    return [{**machine(), **settings_fields(spec), **closed_fields(walls[-1], sum(budgets), spec), "warmup_wall_s": walls[0]}]
+    return [{**machine(), **settings_fields(spec), **closed_fields(walls[-1], sum(budgets), spec),
+             "warmup_wall_s": walls[0]}]
 
 
 def closed_fields(wall: float, n_out: int, spec: RunSpec) -> dict:
