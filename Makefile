@@ -32,7 +32,7 @@ OUT_DIR     ?=
 BACKEND     ?=
 GPU         ?= A10
 DATA        ?= data
-NOTEBOOKS   := $(foreach e,$(EXPERIMENTS),$(wildcard notebooks/*_$(e).py))
+NOTEBOOKS   := $(sort $(foreach e,$(EXPERIMENTS),$(wildcard notebooks/*_$(e).py)))
 EXECUTED    := _build/executed
 
 ifeq ($(SYSTEM_PYTHON),1)
