@@ -1,10 +1,7 @@
-"""fusedlib: a small LLM serving engine (Qwen2, paged KV, chunked vs fused steps).
-
-`from fusedlib import Engine, load_model`. The names load on first use rather than at
-`import fusedlib`: importing the engine defines its Triton kernels, and Triton decides
-at that moment whether they run compiled or in its CPU interpreter (TRITON_INTERPRET), so
-the harness (`fusedlib.bench.use_interpreter_without_gpu`) must be able to choose first.
-"""
+"""fusedlib: a small LLM serving engine (Qwen2, paged KV, chunked vs fused steps)."""
+# Names load on first use, not at `import fusedlib`: importing the engine defines its Triton
+# kernels, and Triton decides then whether they run compiled or in its CPU interpreter
+# (TRITON_INTERPRET), so the harness must be able to choose first.
 from importlib import import_module
 
 _EXPORTS = {"Engine": "engine", "RequestsFailed": "engine", "EngineConfig": "config", "load_model": "weights"}

@@ -1,15 +1,13 @@
-"""StepPlan -> tensors: one packed, unpadded sequence plus its attention metadata.
-
-`pack` lays a step out on the host as numpy arrays (`HostInputs`), a few vectorised ops per
-chunk and one list pass over the decode rows, so planning a 256-row step costs well under a
-millisecond. `Batch` moves them to the device when a forward first reads them; a whole-step
-CUDA graph lays them out in its own static buffers instead (fusedlib.graphs). On CUDA each
-transfer goes through pinned memory with `non_blocking`: a copy from pageable memory makes
-PyTorch synchronize the stream, so packing step n + 1 would wait for step n to finish on the
-GPU, which is exactly the wait the engine's overlap removes. Block tables are padded to a
-multiple of 16 columns, so their row stride stays divisible by 16: Triton specializes integer
-arguments on that, and a stride that flipped between steps would compile a new kernel variant.
-"""
+"""StepPlan -> tensors: one packed, unpadded sequence plus its attention metadata, laid out on
+the host (`pack`), sent to the device when a forward first reads it (`Batch`) or copied into a
+whole-step CUDA graph's static buffers instead (fusedlib.graphs)."""
+# Packing is vectorised per chunk, one list pass per decode row: a 256-row step is a few
+# hundred microseconds of host time. On CUDA each transfer goes through pinned memory with
+# non_blocking: a copy from pageable memory makes PyTorch synchronize the stream, so packing
+# step n + 1 would wait for step n to finish on the GPU, the wait the engine's overlap removes.
+# Block tables are padded to a multiple of 16 columns, so their row stride stays divisible by
+# 16: Triton specializes integer arguments on that, and a stride that flipped between steps
+# would compile a new kernel variant.
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,8 +38,7 @@ class HostInputs:
 
 @dataclass
 class Batch:
-    """A packed step. Its tensors (`input_ids`, `positions`, `meta`, `logit_indices`) are sent
-    to the device the first time a forward reads them; a whole-step graph reads `host` alone."""
+    """A packed step; its tensors go to the device when a forward first reads them."""
     host: HostInputs
     samplers: list[Request]  # who owns each of the S sampled tokens, in order
     device: torch.device
@@ -83,8 +80,7 @@ def _to_device(data: np.ndarray, device: torch.device) -> torch.Tensor:
 
 
 def block_table(block_lists: list, width: int | None = None, fill: int = 0) -> np.ndarray:
-    """int32 [len(block_lists), width] table rows (width: the longest list's, rounded up to
-    BLOCK_TABLE_ALIGN); entries past a list, and a None row, are `fill`."""
+    """int32 [len(block_lists), width] table rows; past a list's end, and a None row, `fill`."""
     width = width or -(-max(len(b) for b in block_lists) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
     table = np.full((len(block_lists), width), fill, dtype=np.int32)
     for row, blocks in zip(table, block_lists):
@@ -94,21 +90,17 @@ def block_table(block_lists: list, width: int | None = None, fill: int = 0) -> n
 
 @dataclass
 class InTransit:
-    """A launched step's sampled tokens on their way to the host: `tokens` on the device
-    (what the next step's decode rows read, each at its request's `token_row`), owned by
-    `requests` in order, and `host`, their copy in (pinned) host memory, complete once the
-    `copied` event has fired (None on CPU: already done)."""
+    """A launched step's sampled tokens on their way to the host."""
     plan: StepPlan
-    requests: list[Request]
-    tokens: torch.Tensor
-    host: torch.Tensor
-    copied: torch.cuda.Event | None
+    requests: list[Request]  # whose token each is
+    tokens: torch.Tensor  # on the device: the next step's decode rows read theirs at `token_row`
+    host: torch.Tensor  # their copy in (pinned) host memory, complete once `copied` has fired
+    copied: torch.cuda.Event | None  # None on CPU: done already
 
 
 def pack(chunks: list[Chunk], decodes: list[Request], block_size: int, device,
          in_transit: InTransit | None = None) -> Batch:
-    """Chunk positions first, decode positions last, in plan order. A decode row whose newest
-    token the host has not read yet (pending) takes it from `in_transit` on the device."""
+    """Chunk positions first, decode positions last, in plan order."""
     ids, pos, samplers, logit_idx, n = [], [], [], [], 0
     for c in chunks:
         r, end = c.request, c.start + c.length

@@ -24,58 +24,25 @@ class ModelConfig:
     @classmethod
     def from_hf_dict(cls, d: dict) -> "ModelConfig":
         # transformers 5.x moved rope_theta into rope_parameters; hub checkpoints keep it top-level.
-        rope_theta = d.get("rope_theta")
-        if rope_theta is None:
-            rope_theta = (d.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+        theta = d.get("rope_theta") or (d.get("rope_parameters") or {}).get("rope_theta", 10000.0)
         heads = d["num_attention_heads"]
-        return cls(
-            vocab_size=d["vocab_size"],
-            hidden_size=d["hidden_size"],
-            intermediate_size=d["intermediate_size"],
-            num_layers=d["num_hidden_layers"],
-            num_heads=heads,
-            num_kv_heads=d.get("num_key_value_heads", heads),
-            head_dim=d.get("head_dim") or d["hidden_size"] // heads,
-            rope_theta=float(rope_theta),
-            rms_norm_eps=d.get("rms_norm_eps", 1e-6),
-            max_position_embeddings=d.get("max_position_embeddings", 32768),
-            tie_word_embeddings=d.get("tie_word_embeddings", False),
-        )
+        return cls(d["vocab_size"], d["hidden_size"], d["intermediate_size"], d["num_hidden_layers"], heads,
+                   d.get("num_key_value_heads", heads), d.get("head_dim") or d["hidden_size"] // heads,
+                   float(theta), d.get("rms_norm_eps", 1e-6), d.get("max_position_embeddings", 32768),
+                   d.get("tie_word_embeddings", False))
 
 
 PRESETS: dict[str, ModelConfig] = {
     # Qwen/Qwen2.5-1.5B's config.json: 1,543,714,304 parameters with tied embeddings.
-    "qwen2.5-1.5b": ModelConfig(
-        vocab_size=151936,
-        hidden_size=1536,
-        intermediate_size=8960,
-        num_layers=28,
-        num_heads=12,
-        num_kv_heads=2,
-        head_dim=128,
-        rope_theta=1_000_000.0,
-        rms_norm_eps=1e-6,
-        max_position_embeddings=32768,
-        tie_word_embeddings=True,
-    ),
-    # Same architecture with grouped KV heads (2 query heads per KV head), small enough
-    # that CPU tests and the smoke profile run in seconds. The head is untied: with random
-    # weights a tied head makes each position's own input embedding its largest logit
-    # (the residual stream carries it through), so greedy output would repeat the last
-    # prompt token forever.
-    "tiny": ModelConfig(
-        vocab_size=512,
-        hidden_size=64,
-        intermediate_size=128,
-        num_layers=2,
-        num_heads=4,
-        num_kv_heads=2,
-        head_dim=16,
-        rope_theta=10000.0,
-        rms_norm_eps=1e-6,
-        max_position_embeddings=8192,
-        tie_word_embeddings=False,
-    ),
+    "qwen2.5-1.5b": ModelConfig(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_layers=28,
+                                num_heads=12, num_kv_heads=2, head_dim=128, rope_theta=1_000_000.0,
+                                rms_norm_eps=1e-6, max_position_embeddings=32768, tie_word_embeddings=True),
+    # The same architecture with grouped KV heads, small enough that CPU tests run in seconds. The
+    # head is untied: with random weights a tied head makes each position's own input embedding
+    # its largest logit, so greedy output would repeat the last prompt token forever.
+    "tiny": ModelConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4,
+                        num_kv_heads=2, head_dim=16, rope_theta=10000.0, rms_norm_eps=1e-6,
+                        max_position_embeddings=8192, tie_word_embeddings=False),
 }
 
 BLOCK_SIZE = 16  # tokens per KV block: vLLM's default; one block table entry per 16 positions.
@@ -90,17 +57,15 @@ CPU_DEFAULTS = dict(attention="torch", cuda_graphs=False, whole_graphs=False, ov
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """How an Engine serves. A setting left None takes the model's device's default when the
-    Engine is built (`for_device`). With `cuda_graphs` decode-only forwards replay from CUDA
-    graphs (part 9); with `whole_graphs` too, so do forwards with prompt chunks (part 10)."""
+    """How an Engine serves; a setting left None takes the model's device's default (`for_device`)."""
     kind: str = "fused"  # "fused": one forward per step; "chunked": chunks and decodes apart
     max_batch: int = 32  # requests running at once (decode rows per step)
     chunk_tokens: int = 512  # prompt positions per step, across requests
     pool_gib: float | None = None  # KV pool size; neither this nor num_blocks: see KVPool
     num_blocks: int | None = None
     attention: str | None = None
-    cuda_graphs: bool | None = None
-    whole_graphs: bool | None = None
+    cuda_graphs: bool | None = None  # decode-only forwards replay from CUDA graphs (part 9)
+    whole_graphs: bool | None = None  # so do forwards with prompt chunks (part 10)
     warmup: bool = True  # run every step shape once at construction, so no measured step compiles
     # Launch step n + 1 before reading step n's sampled tokens back: the host plans and packs
     # while the GPU runs, and decode rows read their input tokens on the device.
@@ -128,8 +93,8 @@ class EngineConfig:
             raise ValueError("whole_graphs=True needs CUDA graphs, off here (set False, or unset on a CPU or torch backend)")
 
     def for_device(self, device_type: str) -> "EngineConfig":
-        """Every None setting resolved for a model on `device_type` ("cuda" or "cpu"), except
-        that graphs stay off under the torch backend (it reads lengths back mid-forward)."""
+        """Every None setting resolved for `device_type` ("cuda" or "cpu")."""
+        # Graphs stay off under the torch backend: it reads lengths back mid-forward.
         base = CUDA_DEFAULTS if device_type == "cuda" else CPU_DEFAULTS
         chosen = {name: base[name] if getattr(self, name) is None else getattr(self, name) for name in base}
         if self.cuda_graphs is None:

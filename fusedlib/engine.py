@@ -1,21 +1,18 @@
 """The serving loop, and the one thing the two engines disagree on.
 
 `Engine.step()` asks the scheduler for a StepPlan, turns it into forwards, samples greedily
-and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards:
-prompt chunks, then decode tokens, each with its own sampling call and host readback. The
-*fused* engine packs both into one sequence and runs the model once: one forward, one
-sampling call, one readback. Everything else is shared, so a comparison measures exactly
-that change.
-
-With `overlap` the host does not wait for a step's sampled tokens before starting the next
-step (the idea of vLLM V1's async scheduling and SGLang's overlap scheduler). It works
-because requests finish by budget only: which requests decode, which chunks run and which
-blocks are reserved depend on how many tokens each request has, never on their values.
-So step n + 1 is planned, packed and launched right after step n is launched; its decode
-rows take step n's tokens on the device (`InTransit`), and the host reads step n's tokens
-(copied into pinned memory behind an event) only after launching step n + 1, while the GPU
-works. Token values reach the Request objects one step late; the loop's output is the same.
+and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards: prompt
+chunks, then decode tokens, each with its own sampling and readback. The *fused* engine packs
+both into one sequence: one forward, one sampling call, one readback. Everything else is
+shared, so a comparison measures exactly that change.
 """
+# With `overlap` the host does not wait for a step's tokens before starting the next (vLLM V1's
+# async scheduling, SGLang's overlap scheduler). Requests finish by budget only, so which
+# requests decode, which chunks run and which blocks are reserved depend on token counts, never
+# values: step n + 1 is planned, packed and launched right after step n, its decode rows take
+# step n's tokens on the device (`InTransit`), and the host reads step n's tokens (copied into
+# pinned memory behind an event) after launching step n + 1. Values reach the Request objects
+# one step late; the output is the same.
 from __future__ import annotations
 
 import operator
@@ -56,8 +53,7 @@ class StepRecord:
     events: tuple = field(repr=False)
 
     def gpu_s(self) -> float | None:
-        """The step's forwards on the GPU's clock (None on CPU), idle gaps between them
-        included. Waits for the step's last event: read it after the run."""
+        """The step's forwards on the GPU's clock (None on CPU); waits for them: read it after the run."""
         if self.events[0] is None:
             return None
         self.events[1].synchronize()
@@ -73,8 +69,7 @@ def num_compiled() -> int:
 
 
 class RequestsFailed(RuntimeError):
-    """Something inside a step raised. `requests` were finished with `error` set and their KV
-    blocks freed; every other request is untouched and the engine keeps serving."""
+    """A step raised: `requests` finished with `error` set, blocks freed; the engine serves on."""
 
     def __init__(self, message: str, requests: list[Request]):
         super().__init__(message)
@@ -82,9 +77,9 @@ class RequestsFailed(RuntimeError):
 
 
 class Engine:
-    """`Engine(model, kind=..., max_batch=..., ...)` or `Engine(model, config=EngineConfig(...))`;
-    keyword settings override the config's. Instrumentation attaches from outside: replace
-    `clock` or `sample`, append to `observers` (or use `record_steps`), set `pool.poison_freed`."""
+    """`Engine(model, kind=..., ...)` or `Engine(model, config=EngineConfig(...))` (keywords win)."""
+    # Instrumentation attaches from outside: replace `clock` or `sample`, append to `observers`
+    # (or use `record_steps`), set `pool.poison_freed`.
 
     def __init__(self, model: Qwen2Model, config: EngineConfig | None = None, **settings):
         if config is not None and not isinstance(config, EngineConfig):
@@ -159,8 +154,7 @@ class Engine:
 
     # ---- the loop ---------------------------------------------------------------------
     def step(self) -> StepRecord | None:
-        """One scheduling step; None when there is nothing to do. If anything in it raises,
-        the step's requests fail (see RequestsFailed) and the others are unaffected."""
+        """One scheduling step (None: nothing to do). If it raises, its requests fail (RequestsFailed)."""
         start, host_start, self._waited = self.clock(), time.perf_counter(), 0.0
         plan = self.scheduler.plan(start)
         if plan.empty:
@@ -207,8 +201,7 @@ class Engine:
 
     @contextmanager
     def record_steps(self) -> Iterator[list[StepRecord]]:
-        """`with engine.record_steps() as steps:` collects the StepRecords of the steps run
-        inside the block (the engine itself keeps none)."""
+        """`with engine.record_steps() as steps:` collects the block's StepRecords (the engine keeps none)."""
         steps: list[StepRecord] = []
         self.observers.append(steps.append)
         try:
@@ -217,9 +210,8 @@ class Engine:
             self.observers.remove(steps.append)
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int | list[int]) -> list[list[int]]:
-        """Greedy generation of exactly `max_new_tokens` per prompt (EOS is not special).
-        If a step fails, the other prompts are still served to the end; then RequestsFailed
-        names the failed prompts (their requests are its `requests`)."""
+        """Greedy generation of exactly `max_new_tokens` per prompt (EOS is not special). If a step
+        fails, the other prompts are served to the end, then RequestsFailed names the failed ones."""
         budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         if len(budgets) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(budgets)} max_new_tokens")
@@ -246,8 +238,7 @@ class Engine:
         return pack(chunks, decodes, self.pool.block_size, self.model.device, self._in_flight)
 
     def _forward(self, batch: Batch, first_row: int = 0) -> torch.Tensor:
-        """One forward and its sampling, on the device: nothing is read back here. Its tokens
-        are at rows `first_row` on of the step's."""
+        """One forward and its sampling, on the device; its tokens are the step's from `first_row`."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
         else:
@@ -268,8 +259,7 @@ class Engine:
         return InTransit(plan, requests, tokens, tokens.to("cpu", non_blocking=True), self._event(timing=False))
 
     def _receive(self, launched: InTransit) -> None:
-        """Wait for a launched step's tokens and commit them. Each token is stamped with the
-        time the host has it (with overlap, about one step after it was sampled)."""
+        """Wait for a launched step's tokens and commit them, stamped when the host has them."""
         if launched.copied is not None:
             waiting = time.perf_counter()
             launched.copied.synchronize()
@@ -284,8 +274,7 @@ class Engine:
             raise self._failure(plans, error) from error
 
     def _failure(self, plans: list[StepPlan], error: Exception) -> RequestsFailed:
-        """Fail every request of `plans` (see RequestsFailed). Tokens still in flight from an
-        earlier step are good: they are committed first, unless reading them fails too."""
+        """Fail every request of `plans`; tokens in flight from an earlier step are committed first."""
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None and not any(in_flight.plan is p for p in plans):
             try:
@@ -299,20 +288,16 @@ class Engine:
                               f"{message}", failed)
 
     def sample(self, logits: torch.Tensor, requests: list[Request]) -> torch.Tensor:
-        """Greedy: the forward's sampled rows' tokens, in `requests` order, left on the device
-        (the engine reads them back). Instrumentation overrides it per instance
-        (`engine.sample = f`)."""
+        """Greedy: the sampled rows' tokens, in `requests` order, on the device (`engine.sample = f` overrides)."""
         return logits.argmax(dim=-1)
 
     def kernels_compiled_since_construction(self) -> int:
-        """Triton kernel variants compiled after construction (in this process, by any engine):
-        0 means no measured step paid for a compile (always 0 on the interpreter)."""
+        """Triton kernel variants compiled (by any engine) since this one was built: 0 in a measured run."""
         return num_compiled() - self._compiled_at_construction
 
     def _warmup(self) -> None:
-        """Run real forwards through every step shape the engine can reach (chunk-only with a
-        continuing chunk, mixed, decode-only), so kernels compile here and not in a measured
-        step. The warm-up's requests, steps and blocks are then forgotten."""
+        """Real forwards through every step kind (chunk-only with a continuing chunk, mixed,
+        decode-only), so kernels compile here and not in a measured step; then forgotten."""
         # Longer than one chunk, so a chunk continues an earlier one; small enough to fit alone
         # in the pool (the tiny-pool gate builds pools of a few dozen blocks).
         n = min(self.config.chunk_tokens + 3, self.pool.num_blocks * self.pool.block_size - 2,
@@ -320,7 +305,9 @@ class Engine:
         self.add_request([i % self.model.config.vocab_size for i in range(max(n, 1))], 3)
         self.add_request([1, 2, 3], 3)
         self.step()  # chunk-only: a full budget, the long prompt's first chunk
-        self.add_request([4, 5], 2)
+        # Then decode steps of up to 64 rows, shrinking through each tile height of the Triton GEMMs.
+        for i in range(min(self.config.max_batch, 64)):
+            self.add_request([4, 5], 2 + i % 4)
         self.run_until_done()
         assert self.pool.num_free_blocks == self.pool.num_blocks
         self.num_finished = self._next_rid = 0

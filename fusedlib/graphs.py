@@ -1,13 +1,10 @@
-"""CUDA graphs of whole forwards, attention included.
-
-On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of its roughly
-thousand small kernels faster than Python launches the next. A CUDA graph records the launches
-once and replays them with one call. It fixes shapes and addresses, so forwards are padded up to
-a few bucket sizes and their inputs copied into static buffers before each replay. Padding
-positions feed token 0 at position 0 and write their key and value to the pool's scratch block,
-which no request owns; their logits are dropped. `capture=False` keeps every buffer and padding
-rule but runs the forward eagerly: the CPU tests check the static path with it.
-"""
+"""CUDA graphs of whole forwards, attention included (`WholeGraphs`)."""
+# On an H200 a 1.5B decode forward is mostly host time: the GPU finishes each of its roughly
+# thousand small kernels faster than Python launches the next. A graph records the launches once
+# and replays them with one call. It fixes shapes and addresses, so forwards are padded up to a
+# few bucket sizes and their inputs copied into static buffers before each replay. Padding
+# positions feed token 0 at position 0 and write their key and value to the pool's scratch
+# block, which no request owns; their logits are dropped.
 from __future__ import annotations
 
 import numpy as np
@@ -33,22 +30,19 @@ def _sizes(buckets, top: int) -> list[int]:
 
 
 class WholeGraphs:
-    """CUDA graphs of whole forwards, attention included.
-
-    A forward is laid out in two padded parts: its prompt-chunk positions first, padded up to
-    a chunk bucket (none in a decode-only forward), then its decode rows, padded up to a decode
-    bucket (beside chunks: all `max_batch` rows if `mixed`, the fused engine's case, else none).
-    Each (chunk bucket, decode bucket) pair is one graph, so both attention launches have a fixed
-    grid, and everything they read that changes from step to step sits in static buffers.
-    Padding chunk positions form one extra chunk (index `max_batch`) on the scratch block;
-    padding decode rows read the one key they wrote there.
-
-    A step is staged in one host-to-device copy of `image`, laid out per bucket: its inputs,
-    padding included, then the rows fed from the device (overlap) and the block table rows that
-    changed. Block tables are as wide as the longest context (the graph fixes their row stride)
-    and keep their rows across steps (the scheduler keeps decode rows in place): only a row
-    whose request changed travels. With `chunk_tokens` 0 only decode-only forwards are graphed.
-    """
+    """One graph per (chunk positions, decode rows) bucket: prompt-chunk positions first, padded
+    to a chunk bucket (none in a decode-only forward), then decode rows, padded to a decode bucket
+    (beside chunks: all `max_batch` rows if `mixed`, the fused engine's case, else none). With
+    `chunk_tokens` 0 only decode-only forwards are graphed. `capture=False` keeps every buffer
+    and padding rule but runs eagerly (the CPU tests check the static path with it)."""
+    # Both attention launches have a fixed grid per bucket, and what they read that changes from
+    # step to step sits in static buffers. Padding chunk positions form one extra chunk (index
+    # max_batch) on the scratch block; padding decode rows read the one key they wrote there.
+    # A step is staged in one host-to-device copy of `image`, laid out per bucket: its inputs,
+    # padding included, then the rows fed from the device (overlap) and the block table rows that
+    # changed. Block tables are as wide as the longest context (a graph fixes their row stride)
+    # and keep their rows across steps (the scheduler keeps decode rows in place): only a row
+    # whose request changed travels.
 
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int = 0, capture: bool = True,
                  mixed: bool = True, decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS):
@@ -73,10 +67,8 @@ class WholeGraphs:
             self._capture()
 
     def _layout(self, c: int, d: int) -> tuple[int, int, int]:
-        """Where bucket (c, d)'s sections start: int64 ids, positions, slots (c + d each) and
-        logit rows (max_batch with chunks) from 0; int32 context lengths, each chunk position's
-        chunk and position from `at32`; the step's variable tail from `tail` (int64 units).
-        Sections start 16-byte aligned, as Triton's pointer specialization prefers."""
+        """(n64, at32, tail) of bucket (c, d)'s image: see `_views`; the step's variable tail at `tail`."""
+        # Sections start 16-byte aligned, as Triton's pointer specialization prefers.
         n64 = 3 * (c + d) + (self.max_batch if c else 0)
         at32 = -(-2 * n64 // 4) * 4
         return n64, at32, -(-(at32 + d + 2 * c) // 4) * 2
@@ -88,9 +80,9 @@ class WholeGraphs:
                 *torch.split(image32[at32:at32 + d + 2 * c], [d, c, c]))
 
     def _capture(self) -> None:
-        """One graph per bucket, all in one memory pool, largest first so the smaller ones reuse
-        its memory. Each runs once on a side stream first, so kernels compile and allocators warm
-        outside capture. Each graph's logits stay alive, at a fixed address, in `self.outputs`."""
+        # One memory pool, largest bucket first so the smaller ones reuse its memory. Each runs once
+        # on a side stream first, so kernels compile and allocators warm outside capture. Each
+        # graph's logits stay alive, at a fixed address, in `self.outputs`.
         mempool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):

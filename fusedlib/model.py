@@ -1,20 +1,15 @@
 """Qwen2, read top to bottom: embedding, decoder layers, final norm, head.
 
-The model runs one *packed, unpadded* sequence: `input_ids` and `positions` are [T], and the
-step's `AttentionMetadata` says which positions are prompt chunks (the first
-`meta.prefill.num_tokens`) and which are decode tokens. Every linear, norm and MLP sees all T
-positions at once; only attention splits (`Attention.attend`). That is the whole difference
-between one forward per step and two. q/k/v are one matmul and gate/up are one (as in
-gpt-fast): 4 GEMMs a layer instead of 7.
-
-The residual stream travels as two tensors, `hidden` (the last sub-layer's output) and
-`residual` (the sum so far, None before the first layer), so the add that merges them can
-happen inside the norm that reads them next. `Qwen2Model.fused_ops` picks the fused Triton
-ops of `fusedlib.ops` (a handful of kernels between the GEMMs, and for batches of at most 64
-rows Triton GEMMs: gate_up with the activation in its epilogue, qkv, o_proj and down split
-over K) or the plain PyTorch reference (dozens of small kernels, parts 7-9). Both do the same
-arithmetic.
+The model runs one *packed, unpadded* sequence of T positions, prompt chunks first (the first
+`meta.prefill.num_tokens`), then decode rows. Every linear, norm and MLP sees all T at once; only
+attention splits (`Attention.attend`): that is the whole difference between one forward per
+step and two. `Qwen2Model.fused_ops` picks the fused Triton ops of `fusedlib.ops` or the plain
+PyTorch reference (parts 7-9); both do the same arithmetic.
 """
+# q/k/v are one matmul and gate/up are one (as in gpt-fast): 4 GEMMs a layer instead of 7.
+# The residual stream travels as two tensors, `hidden` (the last sub-layer's output) and
+# `residual` (the sum so far, None before the first layer), so the add that merges them can
+# happen inside the norm that reads them next.
 from __future__ import annotations
 
 import torch
@@ -39,9 +34,9 @@ class RMSNorm(nn.Module):
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotate-half RoPE. cos and sin sit side by side in one table, [positions, 2, head_dim],
-    computed in fp32 and cast with the model, so a forward gathers its rows in one kernel and
-    casts nothing (two fp32 tables cost 3 us more per decode step on the H200)."""
+    """Rotate-half RoPE from one [positions, 2 (cos, sin), head_dim] table."""
+    # One table computed in fp32 and cast with the model: a forward gathers its rows in one kernel
+    # and casts nothing (two fp32 tables cost 3 us more per decode step on the H200).
 
     def __init__(self, head_dim: int, max_positions: int, theta: float):
         super().__init__()
@@ -70,8 +65,7 @@ class Attention(nn.Module):
         self.scale = cfg.head_dim ** -0.5
 
     def project(self, x, cos, sin, k_cache, v_cache, slot_mapping: torch.Tensor) -> torch.Tensor:
-        """q for every position, after writing this step's keys/values to the cache first: both
-        attention paths then read everything from the cache."""
+        """q for every position, this step's keys and values written to the cache first."""
         qkv = self.qkv_proj(x).view(-1, self.num_heads + 2 * self.num_kv_heads, self.head_dim)
         q, k, v = qkv.split([self.num_heads, self.num_kv_heads, self.num_kv_heads], dim=1)
         q, k = (x * cos + _rotate_half(x) * sin for x in (q, k))
@@ -80,9 +74,8 @@ class Attention(nn.Module):
         return q
 
     def attend(self, q, k_cache, v_cache, meta: AttentionMetadata, backend: AttentionBackend) -> torch.Tensor:
-        """The one place the packed sequence splits by kind: chunk positions go to the packed
-        prefill path, decode positions to one query row per request. Both write their rows
-        of one [T, q_size] output, so no concatenation follows."""
+        """The one place the packed sequence splits: chunk positions to prefill, decode rows to
+        decode, each writing its rows of one [T, q_size] output (no concatenation follows)."""
         out = torch.empty(q.shape[0], self.q_size, dtype=q.dtype, device=q.device)
         heads = out.view(-1, self.num_heads, self.head_dim)
         n_prefill = meta.prefill.num_tokens if meta.prefill is not None else 0
@@ -121,8 +114,7 @@ class DecoderLayer(nn.Module):
 
     def forward(self, hidden, residual, cos, sin, k_cache, v_cache, meta: AttentionMetadata,
                 backend: AttentionBackend, fused_ops: bool):
-        """(hidden, residual): the MLP's output (fused: maybe down's split-K partials) and the
-        stream it is to be added to. This step's keys and values go to the cache first."""
+        """(hidden, residual): the MLP's output (fused: maybe split-K partials) and the stream."""
         attn, mlp, norm1, norm2 = self.self_attn, self.mlp, self.input_layernorm, self.post_attention_layernorm
         if not fused_ops:
             residual = hidden if residual is None else hidden + residual
@@ -165,9 +157,7 @@ class Qwen2Model(nn.Module):
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
                 kv_cache: torch.Tensor, backend: AttentionBackend,
                 logit_indices: torch.Tensor) -> torch.Tensor:
-        """Logits (fp32) at `logit_indices` of the packed sequence only: a prompt chunk that
-        does not finish its prompt needs no logits, and the vocabulary projection is the
-        largest matmul in the model."""
+        """Logits (fp32) at `logit_indices` only: the vocabulary projection is the largest matmul."""
         hidden, residual = self.embed_tokens(input_ids), None
         cos, sin = self.rotary(positions, hidden.dtype)
         for i, layer in enumerate(self.layers):  # .forward: no module hooks, less host time

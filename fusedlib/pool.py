@@ -1,15 +1,10 @@
-"""The KV pool: fixed-size blocks in one preallocated tensor for all layers.
-
-Layout [num_layers, 2 (K, V), num_blocks, BLOCK_SIZE, num_kv_heads, head_dim]. A request
-reserves every block it can ever need when it is admitted (reserve-on-admit), so a running
-request never waits for memory; its blocks return at the end of the step it finishes in.
-With `poison_freed` (a debug setting; on an engine, `engine.pool.poison_freed = True`),
-returned blocks are filled with NaN: any later read of freed memory turns an output into
-NaN instead of silently reading stale keys.
-
-One extra block past `num_blocks`, `scratch_block`, belongs to no request: the padding
-rows of a CUDA-graphed decode step (fusedlib.graphs) write their keys there.
-"""
+"""The KV pool: fixed-size blocks in one preallocated tensor for all layers,
+[num_layers, 2 (K, V), num_blocks + 1, BLOCK_SIZE, num_kv_heads, head_dim]."""
+# A request reserves every block it can ever need when admitted (reserve-on-admit), so a
+# running request never waits for memory; its blocks return at the end of the step it finishes
+# in. With `poison_freed` (a debug setting) returned blocks are filled with NaN: a later read of
+# freed memory turns an output into NaN instead of silently reading stale keys. The extra block,
+# `scratch_block`, belongs to no request: CUDA graphs' padding rows write their keys there.
 from __future__ import annotations
 
 from collections import deque

@@ -1,13 +1,12 @@
 """Requests, strict FCFS admission and the StepPlan.
 
-Per step the scheduler (1) admits from the head of the queue while a batch row is free and
-the head's blocks fit (the head blocks everyone behind it: strict FCFS), (2) gives one decode
-token to every running request that has finished its prompt, and (3) fills a budget of
-`chunk_tokens` prompt positions FCFS across requests still prefilling. Once the step is
-launched, `advance` moves every request on by counts alone (prefill progress, retirement, the
-blocks back to the pool); `record` writes the token values when the host has them, which
-with overlap is during the next step.
+Per step the scheduler (1) admits from the head of the queue while a batch row is free and the
+head's blocks fit (strict FCFS: the head blocks everyone behind it), (2) gives one decode
+token to every running request past its prompt, and (3) fills a budget of `chunk_tokens`
+prompt positions FCFS across requests still prefilling.
 """
+# Once a step is launched, `advance` moves every request on by counts alone; `record` writes
+# the token values when the host has them, which with overlap is during the next step.
 from __future__ import annotations
 
 from collections import deque
@@ -53,12 +52,7 @@ class StepPlan:
     chunks: list[Chunk]
     decodes: list[Request]
 
-    @property
-    def kind(self) -> str:
-        if self.chunks and self.decodes:
-            return "mixed"
-        return "chunk" if self.chunks else "decode"
-
+    kind = property(lambda self: ("mixed" if self.decodes else "chunk") if self.chunks else "decode")
     empty = property(lambda self: not self.chunks and not self.decodes)
     num_chunk_tokens = property(lambda self: sum(c.length for c in self.chunks))
 
@@ -99,15 +93,13 @@ class Scheduler:
         return StepPlan(chunks, list(self.decoding))
 
     def sampled(self, requests: list[Request], first_row: int = 0) -> None:
-        """One token each was sampled on the device for `requests`, at rows `first_row` on of
-        the step's tokens (values not read yet)."""
+        """One token each was sampled on the device for `requests`, at the step's rows from `first_row`."""
         for i, r in enumerate(requests, first_row):
             r.num_generated += 1
             r.token_row = i
 
     def record(self, requests: list[Request], tokens: list[int], now: float) -> int:
-        """The host has the sampled tokens: each becomes its request's next output token,
-        stamped `now`; a request with its whole budget is finished then. Returns how many."""
+        """The host has the tokens: each joins its request's output at `now`. Returns how many finished."""
         finished = 0
         for r, t in zip(requests, tokens):
             r.output.append(t)
@@ -118,10 +110,10 @@ class Scheduler:
         return finished
 
     def advance(self, plan: StepPlan) -> None:
-        """After the plan's forwards are launched: advance prefill progress, start decoding the
-        requests whose prompt is done, retire those with their whole budget sampled (blocks back
-        to the pool: the device runs in launch order, so a later step that reuses them writes
-        them after this step's reads). `record` stamps `finished` when the last token arrives."""
+        """After the plan's launch: prefill progress, new decode rows, and requests with their whole
+        budget sampled retired (`record` stamps `finished` when the last token arrives)."""
+        # Blocks go back now: the device runs in launch order, so a later step that reuses them
+        # writes them after this step's reads.
         for c in plan.chunks:
             r = c.request
             r.num_cached += c.length
@@ -139,9 +131,7 @@ class Scheduler:
             self.running = [r for r in self.running if r.num_generated < r.max_new_tokens]
 
     def fail(self, plans: list[StepPlan], error: str, now: float) -> list[Request]:
-        """Steps raised: retire every request in their plans with `error` and free their
-        blocks; returns them. A request that already has all its tokens on the host is not
-        failed. Requests outside the plans (waiting, or prefilling past the chunk budget) go on."""
+        """Steps raised: retire and return every unfinished request in their plans; the others go on."""
         seen = {id(r): r for p in plans for r in [c.request for c in p.chunks] + p.decodes}.values()
         failed = [r for r in seen if r.finished is None]
         self._release(seen)

@@ -1,7 +1,5 @@
 """A Qwen2Model from a preset (seeded random weights: timing does not depend on their values)
-or a Hugging Face checkpoint (config.json and safetensors; its separate q/k/v and gate/up
-projections are concatenated into the model's fused ones).
-"""
+or a Hugging Face checkpoint (its q/k/v and gate/up concatenated into the fused projections)."""
 from __future__ import annotations
 
 import json
@@ -35,8 +33,7 @@ def load_model(name_or_path: str, device: str | torch.device = "cpu", dtype: tor
 
 def random_model(cfg: ModelConfig, device="cpu", dtype=torch.float32, seed: int = 0,
                  init_std: float = 0.02) -> Qwen2Model:
-    """Seeded random init on the target device: normal(0, 0.02) for matrices and biases
-    (transformers' initializer_range), ones for norms."""
+    """normal(0, init_std) matrices and biases (transformers' initializer_range), norms of ones."""
     model = Qwen2Model(cfg).to(device=device)
     gen = torch.Generator(device=device).manual_seed(seed)
     with torch.no_grad():

@@ -6,31 +6,55 @@ import pytest
 import torch
 
 from fusedlib.engine import Engine
-from fusedlib.bench.workloads import mixed
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
+class Spec:
+    def __init__(self, prompt, max_new_tokens):
+        self.prompt, self.max_new_tokens = prompt, max_new_tokens
+
+
+def mixed(n, seed, lengths=(16, 100, 700, 1500, 4096), budget=(8, 24), vocab_size=151936):
+    """`n` requests of the given prompt lengths (cycled) and budgets drawn in `budget`."""
+    g = torch.Generator().manual_seed(seed)
+    return [Spec(torch.randint(0, vocab_size, (lengths[i % len(lengths)],), generator=g).tolist(),
+                 int(torch.randint(budget[0], budget[1] + 1, (1,), generator=g))) for i in range(n)]
+
+
 EAGER = dict(cuda_graphs=False, overlap=False)
+# The chapters' settings (model's fused_ops, engine settings), and an eager part 10.
+CONFIGS = {
+    "part7": (False, dict(attention="triton", **EAGER)),
+    "part8": (False, dict(attention="triton-splitkv", **EAGER)),
+    "part9": (False, dict(attention="triton-splitkv", cuda_graphs=True, whole_graphs=False, overlap=False)),
+    "part10": (True, {}),
+    "part10-eager": (True, dict(attention="triton-parallel", **EAGER)),
+    "part11": (True, dict(max_batch=256, chunk_tokens=8192)),
+}
 
 
-# Each backend eagerly, then the engine's own default on a GPU: part 10's, every forward one
-# graph, a mixed step's decode attention on a second stream, the host one step ahead.
-@pytest.mark.parametrize("settings", [dict(attention="triton", **EAGER), dict(attention="triton-splitkv", **EAGER),
-                                      dict(attention="triton-parallel", **EAGER),
-                                      dict(attention="triton-splitkv", cuda_graphs=True, whole_graphs=False, overlap=False),
-                                      {}])
-def test_no_kernel_compiles_after_construction(settings):
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+@pytest.mark.parametrize("config", CONFIGS)
+def test_no_kernel_compiles_after_construction(config, kind):
     from fusedlib.weights import load_model
 
-    model = load_model("qwen2.5-1.5b", device="cuda", dtype=torch.float16)
-    engine = Engine(model, kind="fused", **settings)
-    if not settings:
+    fused_ops, settings = CONFIGS[config]
+    model = load_model("qwen2.5-1.5b", device="cuda", dtype=torch.float16, fused_ops=fused_ops)
+    engine = Engine(model, kind=kind, **settings)
+    if config == "part10":
         c = engine.config
         assert (c.attention, c.cuda_graphs, c.whole_graphs, c.overlap) == ("triton-parallel", True, True, True)
-    specs = mixed(24, seed=7, budget=(8, 24))  # new lengths, chunk mixes and batch sizes
-    engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
+    # New lengths, chunk mixes and batch sizes; at part 11's size every row decoding at once.
+    specs = mixed(300, seed=7, lengths=(16, 100, 700), budget=(40, 64)) if config == "part11" else mixed(40, seed=7)
+    with engine.record_steps() as steps:
+        engine.generate([s.prompt for s in specs], [s.max_new_tokens for s in specs])
     assert engine.kernels_compiled_since_construction() == 0
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+    if config == "part11":
+        assert max(r.n_decode for r in steps) == 256 and max(r.n_chunk_tokens for r in steps) > 4096
+        decode = sorted(r.host_s / r.duration for r in steps if r.kind == "decode" and r.n_decode > 128)
+        print(f"part11 {kind}: host share of decode steps above 128 rows, median {decode[len(decode) // 2]:.3f}")
 
 
 @pytest.mark.parametrize("kind,graphs", [("fused", False), ("chunked", False), ("fused", True)])

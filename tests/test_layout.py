@@ -1,9 +1,8 @@
 """The engine stays small and stands alone.
 
-`fusedlib/` minus `fusedlib/bench/` is the engine. It is meant to be read in an afternoon,
-so its size is a budget in code lines (no blanks, comments or docstrings: what a reader
-has to follow), counted the way issue 12 counts them. And it imports nothing from the
-measuring harness beside it.
+`fusedlib/` minus `fusedlib/bench/` is the engine. It is meant to be read in an afternoon, so
+its size is a budget in code lines: every line a reader has to follow, docstrings included
+(blank lines and comments are not counted). And it imports nothing from the measuring harness.
 """
 from __future__ import annotations
 
@@ -14,37 +13,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "fusedlib"
-# Issue 12 aimed at 1,500, and the engine got there with every configuration of parts 7-10
-# selectable. Whole-forward graphs (part 10) came after it, beside part 9's piecewise path,
-# which stays selectable: 1,525 lines. The gate_up GEMM with the activation in its epilogue
-# (ops/gemm.py, part 10's decode step) and its switch took it to 1,596; the down GEMM as one
-# split-K launch with its reduce inside (ticket counters, 1,666) to 1,670, where q/k/v, o_proj
-# and down as split-K partials summed by their readers (no counters) keep it. Staging a
-# whole-graphed step in one host-to-device copy (a pinned image in the graph's layout, block
-# table rows kept across steps, and the packed batch's tensors made only when a forward reads
-# them) took it to 1,728; a mixed step's decode attention on a second stream (the
-# "triton-parallel" backend) to 1,748; settings left unset resolved per device, so that
-# `Engine(model)` on a GPU runs part 10's path (EngineConfig.for_device), to 1,759; part 10's
-# own launch shape for the packed prefill kernel (PackedConfig) to 1,767. Lower the budget as
-# the engine shrinks.
-CODE_LINE_BUDGET = 1_767
+CODE_LINE_BUDGET = 1_750
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
 
 
 def code_lines(source: str) -> int:
-    """Lines holding at least one token that is not a comment, a docstring or layout."""
-    docstrings = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and node.body and isinstance(node.body[0], ast.Expr) \
-                and isinstance(node.body[0].value, ast.Constant) \
-                and isinstance(node.body[0].value.value, str):
-            docstrings.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
+    """Lines holding at least one token that is not a comment or layout (docstrings count)."""
     lines = set()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type not in SKIPPED_TOKENS:
-            lines.update(n for n in range(token.start[0], token.end[0] + 1) if n not in docstrings)
+            lines.update(range(token.start[0], token.end[0] + 1))
     return len(lines)
 
 
@@ -64,8 +43,8 @@ def f(x):
     return (x +
             1)
 '''
-    # import, def, and the two lines of the return statement.
-    assert code_lines(source) == 4
+    # the module docstring's two lines, import, def, the docstring, and the return statement's two.
+    assert code_lines(source) == 7
 
 
 def test_the_engine_stays_within_its_code_line_budget():
@@ -77,11 +56,12 @@ def test_the_engine_stays_within_its_code_line_budget():
     assert total <= CODE_LINE_BUDGET, f"engine has {total} code lines (budget {CODE_LINE_BUDGET}); largest: {largest}"
 
 
-def _imported_modules(path: Path) -> list[str]:
-    """Absolute names of the modules `path` imports (relative imports resolved)."""
+def _imported_modules(path: Path, source: str | None = None) -> list[str]:
+    """Absolute names of the modules `path` (or `source`, as if at `path`) imports, relative
+    imports resolved."""
     package = path.relative_to(ROOT).with_suffix("").parts[:-1]  # ("fusedlib", "attention")
     names = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -95,8 +75,8 @@ def test_the_engine_imports_nothing_from_the_harness():
     harness = {path: [m for m in _imported_modules(path) if m.startswith("fusedlib.bench")]
                for path in engine_files()}
     assert not {str(p.relative_to(ROOT)): ms for p, ms in harness.items() if ms}
-    # The check sees relative imports: the harness's own files do import the engine this way.
-    assert "fusedlib.attention.base" in _imported_modules(ENGINE / "bench" / "kernels.py")
+    # The check sees relative imports, as a harness module inside the package would write them.
+    assert "fusedlib.bench.rows" in _imported_modules(ENGINE / "attention" / "x.py", "from ..bench import rows")
 
 
 def test_the_engine_serves_with_the_harness_dependencies_absent():

@@ -1,7 +1,6 @@
-"""Attention backends behind one interface (base.py); `make_backend` builds one by name.
-
-The names are plain data and the backends' modules load on first use, so `fusedlib.config`
-reads the names without importing torch or triton."""
+"""Attention backends behind one interface (base.py); `make_backend` builds one by name."""
+# The names are plain data and the backends' modules load on first use, so `fusedlib.config`
+# reads the names without importing torch or triton.
 from importlib import import_module
 
 # Each Triton backend's decode kernel (see triton_backend.py) and whether a mixed step's decode

@@ -1,11 +1,7 @@
 """The attention interface: explicit per-step metadata (never a global) and the backends' protocol.
-
-The packed sequence holds chunk (prefill) positions first and decode positions last: `prefill`
-describes the first `prefill.num_tokens`, `decode` the rest (one per request). Per layer the
-caches are [num_blocks, BLOCK_SIZE, num_kv_heads, head_dim]; a token's slot is block_id *
-BLOCK_SIZE + offset. This step's keys and values are in the cache before attention runs, so
-both paths read every key they need from the cache alone.
-"""
+The packed sequence holds chunk (prefill) positions first, decode positions (one per request) last."""
+# This step's keys and values are in the cache before attention runs, so both paths read every
+# key they need from the cache alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +35,7 @@ class AttentionMetadata:
 
 
 class AttentionBackend(Protocol):
-    """q is [n, num_heads, head_dim]; returns the same shape and dtype: `out` when given (a view
-    the caller owns, e.g. its rows of a packed output), else a new tensor."""
+    """q is [n, num_heads, head_dim]; returns `out` (a view the caller owns), or a new tensor, like q."""
 
     def prefill(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 meta: PrefillMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...

@@ -15,8 +15,7 @@ def _gather(cache: torch.Tensor, block_table: torch.Tensor, length: int) -> torc
 
 def _attend(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
             length: int, q_pos: torch.Tensor, scale: float) -> torch.Tensor:
-    """q [m, h, d] at absolute positions q_pos against the first `length` keys and values of
-    one request (its `block_table`); causal by position."""
+    """q [m, h, d] at positions q_pos over one request's first `length` keys, causal by position."""
     group = q.shape[1] // k_cache.shape[2]
     k = _gather(k_cache, block_table, length).float().repeat_interleave(group, dim=1)
     v = _gather(v_cache, block_table, length).float().repeat_interleave(group, dim=1)

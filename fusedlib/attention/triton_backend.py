@@ -1,13 +1,11 @@
-"""Triton attention: packed prefill, and decode by one of three kernels (`decode_kernel`).
-
-Prefill runs the packed kernel over consecutive BLOCK_M-position query tiles (a tile may span
-requests). Decode runs "rows": the same kernel, one query tile per request (part 7);
-"splitkv": flash-decoding, every request cut at one split length the host sets from the
-step's longest context (parts 8, 9); "balanced": flash-decoding, each request cut into equal
-splits of its own length on the device, so the grid depends on the row count alone (part 10).
-Tile tables depend on the token count only and are cached; everything data dependent
-(positions, context lengths, block tables) the kernels read from the metadata tensors.
+"""Triton attention: packed prefill, and decode by one of three kernels (`decode_kernel`):
+"rows", the packed kernel with one query tile per request (part 7); "splitkv", flash-decoding
+cut at one split length the host sets from the step's longest context (parts 8, 9); "balanced",
+flash-decoding with each request cut by its own length on the device, so the grid depends on
+the row count alone (part 10).
 """
+# Tile tables depend on the token count only and are cached; everything data dependent
+# (positions, context lengths, block tables) the kernels read from the metadata tensors.
 from __future__ import annotations
 
 import functools
@@ -36,8 +34,7 @@ def _dot_precision(dtype: torch.dtype) -> str:
 
 
 def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
-    """The stride arguments both attention kernels take, in their order: token and head of q
-    and out, block, slot and head of each cache, and the block table's row stride."""
+    """The stride arguments both attention kernels take, in their order."""
     return (q.stride(0), q.stride(1), out.stride(0), out.stride(1), *k_cache.stride()[:3],
             *v_cache.stride()[:3], block_tables.stride(0))
 
@@ -52,9 +49,10 @@ def _tile_table(rows: bool, num_tokens: int, device: torch.device) -> torch.Tens
 
 @dataclass(frozen=True)
 class SplitKVConfig:
-    """Launch shape of split-KV decode. The default is the best over 1k, 2k and 4k contexts at
-    32 rows on the H200 (timed after an L2 flush, as in a decode step): 27.2 us at 2k against
-    28.9 at 64 keys and 8 programs per SM, the shape parts 8 and 9 were measured with."""
+    """Launch shape of split-KV decode."""
+    # The default is the best over 1k, 2k and 4k contexts at 32 rows on the H200 (timed after an
+    # L2 flush, as in a decode step): 27.2 us at 2k against 28.9 at 64 keys and 8 programs per
+    # SM, the shape parts 8 and 9 were measured with (PART9_SPLITKV).
     block_n: int = 32  # keys per inner iteration of a program
     # Programs aimed at per SM. Below num_pairs / num_sms it gives one split per (request, KV
     # head): the decode kernel then normalises in place and no reduce launches.
@@ -72,11 +70,11 @@ PACKED_BLOCK_N = {"rows": 64, "splitkv": 64, "balanced": 128}
 
 
 class TritonAttention:
-    """`concurrent`: a mixed step's decode attention runs on a second stream beside its prefill
-    (`side_stream`). On the H200 the prefill programs over a 512-position chunk leave most SMs
-    idle while the tiles with the longest causal spans finish, and split-KV decode waits on
-    memory: two launches that can share the SMs (POD-Attention's observation, here as two
-    kernels on two streams). A CUDA graph captured from both streams keeps both branches."""
+    """`concurrent`: a mixed step's decode attention runs on a second stream beside its prefill."""
+    # On the H200 the prefill programs over a 512-position chunk leave most SMs idle while the
+    # tiles with the longest causal spans finish, and split-KV decode waits on memory: two
+    # launches that can share the SMs (POD-Attention's observation, here as two kernels on two
+    # streams). A CUDA graph captured from both streams keeps both branches.
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
                  splitkv: SplitKVConfig | None = None, concurrent: bool = False):
@@ -107,22 +105,16 @@ class TritonAttention:
 
     @staticmethod
     def _output(q, k_cache, v_cache, out: torch.Tensor | None) -> torch.Tensor:
-        """`out` (checked) or a new tensor like q, after checking q against the caches."""
-        assert q.dtype == k_cache.dtype == v_cache.dtype, (q.dtype, k_cache.dtype)
-        assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
+        """`out` or a new tensor like q, after checking that q, the caches and `out` agree."""
         head_dim = q.shape[-1]
-        assert head_dim == k_cache.shape[-1] and head_dim & (head_dim - 1) == 0, head_dim
-        assert q.shape[1] % k_cache.shape[2] == 0, (q.shape, k_cache.shape)
-        if out is None:
-            return torch.empty_like(q)
-        if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
-            raise ValueError(f"out {tuple(out.shape)} {out.dtype} must match q {tuple(q.shape)} "
-                             f"{q.dtype} with unit head_dim stride")
-        return out
+        assert q.dtype == k_cache.dtype == v_cache.dtype and head_dim == k_cache.shape[-1] and not head_dim & (
+            head_dim - 1) and q.shape[1] % k_cache.shape[2] == 0, (q.shape, q.dtype, k_cache.shape, k_cache.dtype)
+        assert q.stride(-1) == k_cache.stride(-1) == v_cache.stride(-1) == 1 and (out is None or (
+            out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1)), "unit head_dim strides, out like q"
+        return torch.empty_like(q) if out is None else out
 
     def _packed(self, q, k_cache, v_cache, meta, scale, out) -> torch.Tensor:
-        """The packed kernel: over prompt chunks (`meta` a PrefillMeta), or one tile per decode
-        row (a DecodeMeta, which gives context lengths instead of chunks and positions)."""
+        """The packed kernel over prompt chunks (a PrefillMeta), or one tile per decode row (a DecodeMeta)."""
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
@@ -143,15 +135,14 @@ class TritonAttention:
         return out
 
     def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:
-        """Programs per (request, KV head) of split-KV decode: `programs_per_sm` per SM, at most
-        the longest context's BLOCK_N tiles (the graphs pass the pool's longest context)."""
+        """Programs per (request, KV head): `programs_per_sm` per SM, at most the longest context's tiles."""
+        # The graphs pass the pool's longest context, so "balanced" gets a grid fixed per row count.
         wanted = math.ceil(self.splitkv.programs_per_sm * self._sms(device) / num_pairs)
         return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / self.splitkv.block_n)))
 
     def split_plan(self, max_context_len: int, num_pairs: int,
                    device: torch.device) -> tuple[int, int]:
-        """(num_splits, split_len) of "splitkv": the longest context cut into `max_splits` runs of
-        whole BLOCK_N tiles; a shorter request's splits past its end do nothing."""
+        """(num_splits, split_len) of "splitkv": the longest context cut into whole BLOCK_N tiles."""
         block_n = self.splitkv.block_n
         splits = self.max_splits(max_context_len, num_pairs, device)
         split_len = math.ceil(max_context_len / splits / block_n) * block_n

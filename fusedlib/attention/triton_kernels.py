@@ -1,19 +1,11 @@
-"""Triton kernels for attention over the paged KV cache (layout: base.py).
-
-* `packed_attention_kernel`: one program per (query tile, query head); a tile is a range of
-  packed positions read from a tile table. With consecutive BLOCK_M-position tiles a tile may
-  span several requests, which the program walks one after the other; with one tile per
-  decode request each program holds one valid row. Same code: the layout is data.
-* `splitkv_decode_kernel` + `splitkv_reduce_kernel`: flash-decoding. One program per
-  (request, KV head, KV split), its query tile the GQA group's heads (padded for tl.dot), so
-  each key is read once per KV head. Each split writes a partial (acc, max, sum) that the
-  reduce merges; with one split the decode kernel normalises and stores the output itself.
-
-Softmax runs in base 2 (scores times scale * log2(e), then exp2). The running max starts at a
-large *finite* negative number, so a row that sees only masked keys in an iteration computes
-exp2(-inf - finite) = 0, never NaN. Varying ints (block-table row stride, split counts) are
-excluded from Triton's integer specialization so a new step shape never recompiles.
-"""
+"""Triton kernels for attention over the paged KV cache (layout: base.py): the packed kernel,
+one program per (query tile, query head), a tile spanning one or several requests' positions
+or one decode row; and flash-decoding, one program per (request, KV head, KV split) over the
+GQA group's heads, with a reduce that merges the splits' partials (acc, max, sum)."""
+# Softmax runs in base 2 (scores times scale * log2(e), then exp2). The running max starts at a
+# large *finite* negative number, so a row that sees only masked keys in an iteration computes
+# exp2(-inf - finite) = 0, never NaN. Varying ints (block-table row stride, split counts) are
+# excluded from Triton's integer specialization so a new step shape never recompiles.
 from __future__ import annotations
 
 import triton
@@ -116,8 +108,9 @@ def packed_attention_kernel(
 
 @triton.jit
 def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.constexpr):
-    """[start, end) of one request's split (empty past its end): runs of `split_tiles` whole
-    BLOCK_N tiles (the host's length for the step), or with 0 its own context cut in `max_splits`."""
+    """[start, end) of one request's split (empty past its end)."""
+    # Runs of `split_tiles` whole BLOCK_N tiles (the host's length for the step), or with 0 the
+    # request's own context cut into `max_splits` runs.
     tiles = tl.cdiv(context_len, BLOCK_N)
     tiles_per_split = tl.where(split_tiles > 0, split_tiles, tl.cdiv(tiles, max_splits))
     start = split * tiles_per_split * BLOCK_N
@@ -145,8 +138,7 @@ def splitkv_decode_kernel(
     DOT_PRECISION: tl.constexpr,
     ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce
 ):
-    """One program per (request, KV head, split); where the splits fall is `_split_range`'s. A
-    split past a request's end stores a partial that weighs nothing."""
+    """One program per (request, KV head, split): see `_split_range`."""
     req = tl.program_id(0)
     kv_head = tl.program_id(1)
     split = tl.program_id(2)

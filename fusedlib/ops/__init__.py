@@ -1,7 +1,8 @@
 """Fused Triton ops between a layer's GEMMs, and its GEMMs for decode-sized batches: the
-model's `fused_ops` path. Each states its arithmetic in the reference's order (fp32 norm
-statistics, rounding to the model dtype where the reference rounds), so both paths agree to
-rounding and match transformers in fp32."""
+model's `fused_ops` path."""
+# Each op states its arithmetic in the reference's order (fp32 norm statistics, rounding to the
+# model dtype where the reference rounds), so both paths agree to rounding and match
+# transformers in fp32.
 from .activation import silu_mul
 from .gemm import DOWN_SPLIT_K, O_PROJ_SPLIT_K, QKV_SPLIT_K, gate_up_silu, linear
 from .norm import add_rms_norm, rms_norm_rows

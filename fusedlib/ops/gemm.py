@@ -1,16 +1,14 @@
 """A layer's GEMMs for decode-sized batches (at most SMALL_M_MAX rows; larger ones stay on
-cuBLAS, whose large-M tiles are near the FLOP rate).
-
-gate_up: one program computes a BLOCK_N slice of both halves of the [2I, K] weight and
-stores only SiLU(gate) * up, so the [M, 2I] projection is never written and no activation
-kernel runs. The weight tile is the MMA's tall operand and the batch its narrow one
-(swap-AB), so a 32-row batch fills no padded rows of Hopper's 64-tall tensor-core tiles.
-qkv, o_proj and down have too few output columns to fill the chip (1536 / 64 = 24 column
-tiles), so `split_k_kernel` also splits K and stores fp32 partials. Nothing reduces them: each
-projection's only reader (the next add + RMSNorm, or the rotary kernel) sums them as it loads
-a row (`load_projection`), in split order, rounded to the model dtype as a GEMM's output is.
-Values are rounded where the reference rounds them, as in `fusedlib.ops.activation`.
-"""
+cuBLAS, whose large-M tiles are near the FLOP rate): gate_up with SiLU(gate) * up in its
+epilogue, and qkv, o_proj and down split over K, summed by the kernel that reads them."""
+# gate_up: one program computes a BLOCK_N slice of both halves of the [2I, K] weight and stores
+# only SiLU(gate) * up: the [M, 2I] projection is never written and no activation kernel runs.
+# The weight tile is the MMA's tall operand and the batch its narrow one (swap-AB), so a 32-row
+# batch fills no padded rows of Hopper's 64-tall tensor-core tiles. qkv, o_proj and down have
+# too few output columns to fill the chip (1536 / 64 = 24 column tiles), so `split_k_kernel`
+# also splits K and stores fp32 partials; each projection's only reader (add + RMSNorm, or the
+# rotary kernel) sums them as it loads a row (`load_projection`), in split order, rounded to the
+# model dtype as a GEMM's output is.
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,8 +25,9 @@ SMALL_M_MAX = 64
 
 @dataclass(frozen=True)
 class GateUpConfig:
-    """Launch shape of `gate_up_silu_kernel`: the best on the H200 at 32 rows, 18.0 us (72% of
-    the copy rate) against 19.8 us for cuBLAS and the activation kernel."""
+    """Launch shape of `gate_up_silu_kernel`."""
+    # The best on the H200 at 32 rows: 18.0 us (72% of the copy rate) against 19.8 us for cuBLAS
+    # and the activation kernel.
     block_n: int = 64  # columns of SiLU(gate) * up per program: 2 * block_n weight rows
     block_k: int = 64
     num_warps: int = 4
@@ -37,8 +36,9 @@ class GateUpConfig:
 
 
 def stages_for(major: int, cfg: GateUpConfig | SplitKConfig) -> int:
-    """Pipeline stages on compute capability `major`: five stages of a 64-row batch's gate_up
-    tiles take 144 KB of shared memory, which Hopper has and an A10 (sm_86, 99 KB) has not."""
+    """Pipeline stages on compute capability `major`."""
+    # Five stages of a 64-row batch's gate_up tiles take 144 KB of shared memory, which Hopper
+    # has and an A10 (sm_86, 99 KB) has not.
     return cfg.num_stages if major >= 9 else min(cfg.num_stages, cfg.sm86_stages)
 
 
@@ -79,8 +79,7 @@ def gate_up_silu_kernel(
 
 
 def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
-    """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1): one launch of
-    `gate_up_silu_kernel` up to SMALL_M_MAX rows, else cuBLAS and the activation's kernel."""
+    """F.silu(gate) * up of gate, up = (x @ weight.T).chunk(2, -1)."""
     if x.shape[0] > SMALL_M_MAX:
         return activation.silu_mul(F.linear(x, weight))
     _check(x, weight, "gate_up", "[2 * intermediate, K]", weight.shape[0] % 2 == 0)
@@ -110,8 +109,7 @@ def _launch(x: torch.Tensor, cfg) -> dict:
 
 @dataclass(frozen=True)
 class SplitKConfig:
-    """Launch shape of `split_k_kernel`: column tiles of block_n output columns, K cut into
-    `splits` slices (a multiple of block_k each)."""
+    """Launch shape of `split_k_kernel`: block_n-column tiles, K cut into `splits` slices."""
     block_n: int = 64
     block_k: int = 128
     splits: int = 5
@@ -158,9 +156,9 @@ def split_k_kernel(
 
 @triton.jit
 def load_projection(ptr, offs, mask, stride_split, SPLITS: tl.constexpr, dtype: tl.constexpr):
-    """A projection's output at `offs`, in fp32: read as it is (SPLITS 0), or the sum of its
-    SPLITS split-K partials in split order (so it does not depend on timing), rounded to
-    `dtype` as a GEMM's own output is."""
+    """A projection's output at `offs` in fp32: as it is (SPLITS 0), or its partials' sum."""
+    # Summed in split order (so the result does not depend on timing), rounded to `dtype` as a
+    # GEMM's own output is.
     if SPLITS == 0:
         return tl.load(ptr + offs, mask=mask, other=0.0).to(tl.float32)
     total = tl.load(ptr + offs, mask=mask, other=0.0)
@@ -170,8 +168,7 @@ def load_projection(ptr, offs, mask, stride_split, SPLITS: tl.constexpr, dtype: 
 
 
 def split_layout(x: torch.Tensor) -> tuple[int, int]:
-    """(SPLITS, split stride) of a projection output for `load_projection`: (0, 0) for an
-    [M, N] tensor, (S, M * N) for fp32 [S, M, N] partials of `linear`."""
+    """(SPLITS, split stride) for `load_projection`: (0, 0) for [M, N], (S, M * N) for partials."""
     if x.dim() == 3 and x.dtype == torch.float32 and x.is_contiguous():
         return x.shape[0], x.stride(0)
     if x.dim() != 2 or x.stride(-1) != 1:
@@ -181,8 +178,7 @@ def split_layout(x: torch.Tensor) -> tuple[int, int]:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, cfg: SplitKConfig) -> torch.Tensor:
-    """x @ weight.T for a reader through `load_projection`: up to SMALL_M_MAX rows the fp32
-    [cfg.splits, M, N] partials of one `split_k_kernel` launch, else cuBLAS's [M, N]."""
+    """x @ weight.T for `load_projection`: fp32 [splits, M, N] partials, or past SMALL_M_MAX rows [M, N]."""
     if x.shape[0] > SMALL_M_MAX:
         return F.linear(x, weight)
     _check(x, weight, "projection", "[N, K]")

@@ -1,8 +1,7 @@
-"""Residual add + RMSNorm in one kernel (vLLM's fused_add_rms_norm, in our words): the layer's
-residual stream travels as `hidden` (the last sub-layer's output, or a projection's split-K
-partials, summed as the row loads) and `residual` (the sum so far), and the norm that reads
-them anyway does the add, so the sum is never read back from memory.
-"""
+"""Residual add + RMSNorm in one kernel (vLLM's fused_add_rms_norm, in our words)."""
+# The layer's residual stream travels as `hidden` (the last sub-layer's output, or a
+# projection's split-K partials, summed as the row loads) and `residual` (the sum so far); the
+# norm that reads them anyway does the add, so the sum is never read back from memory.
 from __future__ import annotations
 
 import torch
@@ -47,15 +46,11 @@ def add_rms_norm_kernel(
 
 def _check(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor) -> tuple[int, int]:
     """(SPLITS, split stride) of x (see `split_layout`), after checking the three agree."""
-    splits = split_layout(x)
-    tokens, hidden = x.shape[-2:]
-    if weight.shape != (hidden,) or (not splits[0] and weight.dtype != x.dtype):
-        raise ValueError(f"weight {tuple(weight.shape)} {weight.dtype} does not match x's "
-                         f"hidden size {hidden} and dtype {x.dtype}")
-    if residual is not None and (residual.shape != (tokens, hidden) or residual.dtype != weight.dtype
-                                 or residual.stride(-1) != 1):
-        raise ValueError(f"residual {tuple(residual.shape)} {residual.dtype} does not match "
-                         f"x {tuple(x.shape)} {weight.dtype}")
+    splits, (tokens, hidden) = split_layout(x), x.shape[-2:]
+    if weight.shape != (hidden,) or (not splits[0] and weight.dtype != x.dtype) or (residual is not None and (
+            residual.shape != (tokens, hidden) or residual.dtype != weight.dtype or residual.stride(-1) != 1)):
+        raise ValueError(f"x {tuple(x.shape)} {x.dtype}, residual and weight {tuple(weight.shape)} {weight.dtype} "
+                         f"do not match")
     return splits
 
 
@@ -77,9 +72,7 @@ def _launch(x, splits, residual, weight, eps, out, residual_out, rows):
 
 def add_rms_norm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
                  eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(rms_norm(x + residual) * weight, x + residual), the sum in the model dtype (the
-    weight's) and the statistics in fp32; x is a projection output (see `split_layout`).
-    With `residual=None` (the first layer) the norm of x alone, and x as the new residual."""
+    """(rms_norm(x + residual) * weight, x + residual); with residual None, x is the new residual."""
     splits = _check(x, residual, weight)
     tokens, hidden = x.shape[-2:]
     out = torch.empty(tokens, hidden, dtype=weight.dtype, device=x.device)
@@ -91,8 +84,7 @@ def add_rms_norm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.T
 
 def rms_norm_rows(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                   rows: torch.Tensor) -> torch.Tensor:
-    """rms_norm((x + residual)[rows]) * weight: the final norm on the logit rows only, the
-    gather, the last residual add and the norm in one kernel."""
+    """rms_norm((x + residual)[rows]) * weight: the gather, add and final norm in one kernel."""
     splits = _check(x, residual, weight)
     if rows.dim() != 1 or rows.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"rows must be a 1-d int32/int64 index tensor, got {rows.dtype} "

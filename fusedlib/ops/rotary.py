@@ -1,8 +1,6 @@
 """The qkv projection's epilogue in one kernel: bias, rotary embedding (rotate-half) on q and
-k, and the k/v write into the paged cache, from one read of each token's qkv row (or its
-split-K partials, summed as they load). The reference path takes a bias epilogue, ~10
-elementwise kernels and two index_copy_s for the same.
-"""
+k, and the k/v write into the paged cache, from one read of each token's qkv row."""
+# The reference path takes a bias epilogue, ~10 elementwise kernels and two index_copy_s.
 from __future__ import annotations
 
 import torch
@@ -85,27 +83,12 @@ def rotary_to_cache_kernel(
 def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor | None, cos: torch.Tensor,
                     sin: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                     slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int) -> torch.Tensor:
-    """q [tokens, num_heads, head_dim], rotated; k (rotated) and v written to the cache at
-    `slot_mapping`. qkv is the bias-free projection [tokens, (num_heads + 2 * num_kv_heads)
-    * head_dim], or its split-K partials (see `split_layout`); cos/sin are [tokens, head_dim]
-    (or [tokens, 1, head_dim]) rows of the rotary table at each token's position; caches are
-    [blocks, block_size, kv_heads, head_dim]."""
-    head_dim = k_cache.shape[-1]
-    splits = split_layout(qkv)
-    tokens, dtype = qkv.shape[-2], k_cache.dtype
-    width = (num_heads + 2 * num_kv_heads) * head_dim
-    if qkv.shape[-1] != width or (not splits[0] and qkv.dtype != dtype):
+    """q [tokens, num_heads, head_dim], rotated; k (rotated) and v written to the caches at `slot_mapping`."""
+    head_dim, splits, dtype = k_cache.shape[-1], split_layout(qkv), k_cache.dtype
+    tokens, width = qkv.shape[-2], (num_heads + 2 * num_kv_heads) * head_dim
+    if qkv.shape[-1] != width or (not splits[0] and qkv.dtype != dtype) or k_cache.shape != v_cache.shape:
         raise ValueError(f"qkv must be [tokens, {width}] of the caches' {dtype}, got {tuple(qkv.shape)} {qkv.dtype}")
-    if bias is not None and (bias.shape != (width,) or not bias.is_contiguous()):
-        raise ValueError(f"bias must be a contiguous [{width}], got {tuple(bias.shape)}")
-    if k_cache.shape != v_cache.shape or k_cache.shape[2] != num_kv_heads or v_cache.dtype != dtype:
-        raise ValueError(f"caches {tuple(k_cache.shape)}/{tuple(v_cache.shape)} "
-                         f"{k_cache.dtype}/{v_cache.dtype} do not fit {num_kv_heads} KV heads of one dtype")
-    if head_dim & (head_dim - 1) or k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1:
-        raise ValueError(f"head_dim must be a power of two with unit stride, got {head_dim}")
     cos, sin = cos.reshape(tokens, head_dim), sin.reshape(tokens, head_dim)
-    if slot_mapping.shape != (tokens,):
-        raise ValueError(f"slot_mapping {tuple(slot_mapping.shape)} needs one slot per token ({tokens})")
     q = torch.empty(tokens, num_heads, head_dim, dtype=dtype, device=qkv.device)
     if tokens == 0:
         return q
