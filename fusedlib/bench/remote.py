@@ -1,7 +1,7 @@
 """The Modal app: the notebooks' runs on a cloud GPU (backend "modal").
 
 One GPU function, `measure`, runs RunSpecs (as dicts) through `measure.run` in its container
-and returns their rows; `session(gpu)` opens the app once and gives the notebook's runner a
+and returns their rows; `on_modal(gpu)` opens the app once and gives the notebook's runner a
 function that measures one spec there. The rows' header (code version, commit) is added on
 the calling side. The GPU is a parameter: Modal's "A10" is the reference's card, "H200" ours.
 
@@ -39,7 +39,7 @@ def measure(specs: list[dict]) -> list[dict]:
 
 
 @contextlib.contextmanager
-def session(gpu: str = "A10"):
+def on_modal(gpu: str = "A10"):
     """The app running on Modal; yields `measure_one(spec) -> rows` on a `gpu` container."""
     fn = measure.with_options(gpu=gpu)
     with modal.enable_output(), app.run():

@@ -45,7 +45,7 @@ def _measurer(backend: str, gpu: str):
     if backend == "modal":
         from . import remote
 
-        with remote.session(gpu) as measure:
+        with remote.on_modal(gpu) as measure:
             yield measure
     elif backend == "local":
         from . import use_interpreter_without_gpu
