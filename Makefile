@@ -1,10 +1,20 @@
 # fusedlib: a plain venv + pip (conda is not needed; environment.yml is for conda users).
 #
-#   make book      build the book from the committed data/ (no GPU, no credentials)
-#   make test      the test suite (what .ci/run calls)
-#   make run-all   execute every experiment notebook with papermill
+#   make book      build the book from the rows in DATA (default data/; no GPU, no credentials)
+#   make test      the test suite on CPU (what .ci/run calls)
+#   make run-all   run the experiment notebooks (resumable; variables below)
 #   make lab       JupyterLab with the notebooks paired to their jupytext .py sources
+#   make venv      create .venv (python3 -m venv) with the project and every extra installed
+#   make wheels    download the wheels run-all needs on a machine without package access (.whl/)
+#   make clean     remove _build/ (the built book, executed notebooks)
+#   make help      this list
 #
+# run-all variables: PROFILE (full|smoke; default: full on a CUDA machine or Modal, else
+# smoke), EXPERIMENTS (e.g. "capacity scale"; default: all), ROUNDS (paired rounds, 5),
+# TIME_LIMIT (seconds for the whole call, 0: none), OUT_DIR (default: data/ for full,
+# data-smoke/ for smoke), BACKEND (modal|local; default: modal with a Modal token, else
+# local), GPU (Modal's GPU type, default A10), SYSTEM_PYTHON=1 (use the python3 already
+# there instead of a venv, with the wheels in .whl/ installed into /tmp/site).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -14,23 +24,28 @@ BIN    := $(VENV)/bin
 # Reinstall when the project's dependency list changes.
 STAMP  := $(VENV)/.fusedlib-installed
 
-# run-all: Modal when a token is configured (~/.modal.toml or MODAL_TOKEN_ID), else local.
-HAVE_MODAL_TOKEN := $(shell { [ -n "$$MODAL_TOKEN_ID" ] || grep -qs 'token_id' "$$HOME/.modal.toml"; } && echo yes)
-BACKEND ?= $(if $(HAVE_MODAL_TOKEN),modal,local)
-# Modal's name for the GPU the reference measured on; override with GPU=H100 etc.
-GPU ?= A10
-# full on Modal or on a local CUDA machine; smoke (tiny model, CPU) otherwise.
-PROFILE ?= $(shell if [ "$(BACKEND)" = modal ]; then echo full; \
-	elif [ -x $(BIN)/python ] && $(BIN)/python -c 'import torch,sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then echo full; \
-	else echo smoke; fi)
-# The smoke profile never writes over the published rows.
-OUT_DIR ?= $(if $(filter smoke,$(PROFILE)),data-smoke,data)
-NOTEBOOKS ?= $(sort $(wildcard notebooks/*.py))
-EXECUTED  := _build/executed
+PROFILE     ?=
+EXPERIMENTS ?= gates census attention capacity peer scale
+ROUNDS      ?= 5
+TIME_LIMIT  ?= 0
+OUT_DIR     ?=
+BACKEND     ?=
+GPU         ?= A10
+DATA        ?= data
+NOTEBOOKS   := $(sort $(foreach e,$(EXPERIMENTS),$(wildcard notebooks/*_$(e).py)))
+EXECUTED    := _build/executed
 
-.PHONY: help venv book test run-all lab clean
+ifeq ($(SYSTEM_PYTHON),1)
+RUN_PY  := PYTHONPATH=/tmp/site:$(CURDIR) $(PYTHON)
+RUN_DEP :=
+else
+RUN_PY  := $(BIN)/python
+RUN_DEP := $(STAMP)
+endif
+
+.PHONY: help venv book test run-all lab wheels clean
 help:
-	@sed -n 's/^#   //p' Makefile
+	@sed -n '3,/^SHELL/{/^SHELL/d; s/^# \{0,1\}//p;}' Makefile
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -41,49 +56,49 @@ $(STAMP): pyproject.toml
 	@echo 'c.IPKernelApp.log_level = "ERROR"' > $(VENV)/etc/ipython/ipython_kernel_config.py
 	@touch $@
 
-# --quiet: Sphinx's progress log, which includes myst's and myst-nb's whole parser
-# configuration (MdParserConfig(...), NbParserConfig(...)); warnings and errors still print.
+# --quiet: Sphinx's progress log; warnings and errors still print. Pages read rows from
+# $FUSEDLIB_DATA (make book DATA=data-smoke shows a smoke run's rows).
 book: $(STAMP)
-	$(BIN)/jupyter-book build . --all -W -n --keep-going --quiet
+	FUSEDLIB_DATA=$(abspath $(DATA)) $(BIN)/jupyter-book build . --all -W -n --keep-going --quiet
 	@echo
 	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
 
-# Two worker processes (pytest-xdist), longest tests first (tests/conftest.py). The notebooks
-# execute once whichever workers their two tests land on (the smoke_rows fixture in
-# tests/test_book.py): --dist loadgroup's xdist_group does not hold with pytest 9.
+# Two worker processes (pytest-xdist), longest tests first (tests/conftest.py).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
-# Each notebook's .py is the source: jupytext makes the .ipynb, papermill injects the
-# parameters and executes it; executed copies land in $(EXECUTED), rows in $(OUT_DIR).
-run-all: $(STAMP)
-	@mkdir -p $(EXECUTED)/src $(OUT_DIR)
-	@# Rows written anywhere but data/ are scratch: keep them out of git.
-	@[ "$(OUT_DIR)" = data ] || echo '*' > $(OUT_DIR)/.gitignore
-	@echo "run-all: backend=$(BACKEND) profile=$(PROFILE) gpu=$(GPU) out_dir=$(OUT_DIR)"
-	@set -e; for nb in $(NOTEBOOKS); do \
-	  name=$$(basename $$nb .py); \
-	  $(BIN)/jupytext --quiet --to ipynb --output $(EXECUTED)/src/$$name.ipynb $$nb; \
-	  echo "== $$name"; \
-	  $(BIN)/papermill --log-level WARNING -k python3 --cwd notebooks \
-	    $(EXECUTED)/src/$$name.ipynb $(EXECUTED)/$$name.ipynb \
-	    -p backend $(BACKEND) -p gpu $(GPU) -p profile $(PROFILE) -p out_dir "$(CURDIR)/$(OUT_DIR)"; \
-	done
-	@echo "Executed notebooks: $(EXECUTED)/  rows: $(OUT_DIR)/"
+# fusedlib.bench.runall skips a notebook whose planned runs all have rows, runs the others with
+# papermill (or, without papermill, as scripts), and prints the device it actually uses.
+run-all: $(RUN_DEP)
+ifeq ($(SYSTEM_PYTHON),1)
+	@if ls .whl/*.whl >/dev/null 2>&1; then $(PYTHON) -m pip install -q --no-index --no-deps --no-compile \
+	  --no-cache-dir --upgrade --target /tmp/site .whl/*.whl; fi
+endif
+	$(RUN_PY) -m fusedlib.bench.runall --rounds $(ROUNDS) --time-limit $(TIME_LIMIT) --gpu $(GPU) \
+	  --executed $(EXECUTED) $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT_DIR),--out-dir $(OUT_DIR)) \
+	  $(if $(BACKEND),--backend $(BACKEND)) $(NOTEBOOKS)
+
+# What papermill and jupytext need beyond what the H200 machine's Python 3.12 has (its
+# torch, numpy, pandas, pyyaml, requests, tqdm, click, attrs, jinja2...), for
+# `make run-all SYSTEM_PYTHON=1` there: carry .whl/ with the tree (about 15 MB).
+WHEELS := papermill==2.7.0 jupytext==1.19.6 ipykernel==7.4.0 comm==0.2.3 debugpy==1.8.22 ipython==9.18.1 \
+	ipython-pygments-lexers==1.1.1 jedi==0.20.1 parso==0.8.7 jupyter-client==8.10.0 jupyter-core==5.9.1 \
+	matplotlib-inline==0.2.2 nbclient==0.11.0 nbformat==5.11.1 nest-asyncio2==1.7.4 pyzmq==27.3.0 tenacity==9.2.1 \
+	tornado==6.6.1 traitlets==5.16.1 entrypoints==0.4.2 mdit-py-plugins==0.7.0 markdown-it-py==4.3.0 mdurl==0.1.2 \
+	fastjsonschema==2.22.3 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 \
+	rpds-py==2026.9.1 pexpect==4.9.0 ptyprocess==0.7.0 platformdirs==4.14.9 prompt-toolkit==3.0.53 wcwidth==0.9.4 \
+	stack-data==0.6.3 asttokens==3.0.2 executing==2.3.0 pure-eval==0.2.4
+wheels:
+	@mkdir -p .whl
+	$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl $(WHEELS)
 
 # The notebooks' headers are what `jupytext --sync` writes (tests/bench/test_notebooks.py), so
-# pairing leaves the tree clean; the paired .ipynb files are ignored. Root (a container's
-# usual user) needs --allow-root.
+# pairing leaves the tree clean; the paired .ipynb files are ignored. Root needs --allow-root.
 lab: $(STAMP)
-	$(BIN)/jupytext --sync $(NOTEBOOKS)
+	$(BIN)/jupytext --sync notebooks/*.py
 	$(BIN)/jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean:
 	rm -rf _build
-
-# The built book as a reader meets it: no nan/None/placeholder/unparsed markup in any page's
-# text, and (headless Chromium) no table or figure wider than the content column; one
-# screenshot per page in _build/pages/. Fails without chromium rather than passing unchecked.
-.PHONY: check-pages
-check-pages: $(STAMP)
-	$(BIN)/python -m fusedlib.bench.pagecheck _build/html --screenshots _build/pages

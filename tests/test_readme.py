@@ -32,16 +32,10 @@ def _switches(cell: str) -> dict:
     return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
 
 
-# Each part's settings as the chapters compare them: the model's fused_ops, and the engine's
-# (attention, cuda_graphs, whole_graphs, overlap) resolved on a GPU.
-PARTS = {"part 7": (False, ("triton", False, False, False)), "part 8": (False, ("triton-splitkv", False, False, False)),
-         "part 9": (False, ("triton-splitkv", True, False, False)),
-         "part 10": (True, ("triton-parallel", True, True, True))}
-
-
-def test_readme_path_table_builds_the_configurations_the_chapters_compare():
-    """Each row of the README's table of paths, resolved for a GPU, is that part's settings, and
-    part 10's row is the engine's own default there."""
+def test_readme_path_table_is_the_configurations_the_experiments_run():
+    """Each row of the README's table of paths, resolved for a GPU, is that part's configuration
+    in fusedlib.bench.spec.CONFIGS, and part 10's row is the engine's own default there."""
+    from fusedlib.bench.spec import CONFIGS
     from fusedlib.config import EngineConfig
 
     section = (ROOT / "README.md").read_text().split("## Use the engine", 1)[1]
@@ -49,26 +43,24 @@ def test_readme_path_table_builds_the_configurations_the_chapters_compare():
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].startswith("part "):
-            rows[cells[0].split(":")[0]] = (_switches(cells[1]), _switches(cells[2]))
-    assert set(rows) == set(PARTS)
-    for part, (fused_ops, settings) in PARTS.items():
-        model, engine = rows[part]
+            rows["part" + cells[0].split(":")[0].split()[1]] = (_switches(cells[1]), _switches(cells[2]))
+    assert set(rows) == set(CONFIGS)
+    for part, (model, engine) in rows.items():
+        want = CONFIGS[part]
+        if part in ("part10", "part11"):  # "defaults (`...`)": the switches it names are the engine's default
+            assert model == {} and EngineConfig(**{k: v for k, v in engine.items() if k not in (
+                "max_batch", "chunk_tokens")}).for_device("cuda") == EngineConfig().for_device("cuda")
+            engine = {k: v for k, v in engine.items() if k in ("max_batch", "chunk_tokens")}
         got = EngineConfig(**engine).for_device("cuda")
-        assert (got.attention, got.cuda_graphs, got.whole_graphs, got.overlap) == settings, part
-        assert model.get("fused_ops", True) == fused_ops and set(model) <= {"fused_ops"}, part  # True: CUDA's default
-    assert EngineConfig(**rows["part 10"][1]).for_device("cuda") == EngineConfig().for_device("cuda")
+        assert (got.attention, got.cuda_graphs, got.whole_graphs, got.overlap, got.max_batch, got.chunk_tokens) == \
+            (want.attention, want.cuda_graphs, want.whole_graphs, want.overlap, want.max_batch, want.chunk_tokens), part
+        assert model.get("fused_ops", True) == want.fused_ops, part
 
 
-def test_readme_loop_figures_round_the_committed_rows():
-    """The README's two serving-loop figures are the committed loop rows (roofline/loop_prefill,
-    the engine part 10 ends on) rounded to a tenth of a millisecond, as the book glues them."""
-    from fusedlib.bench import chapters, roofline
-    from fusedlib.bench.analysis import DATA
-
-    text = " ".join((ROOT / "README.md").read_text().split())
-    found = re.search(r"decode step at ~[\d.]+k context costs about ([\d.]+) ms and a mixed step .*? about ([\d.]+) ms",
-                      text)
-    assert found, "the README's loop sentence moved"
-    t = chapters.prefill_texts(roofline.measured_for_prefill(DATA))
-    rows = [float(t[key].removesuffix(" ms")) for key in ("rf_loop_dec", "rf_loop_mixed")]
-    assert [float(x) for x in found.groups()] == [round(x, 1) for x in rows]
+def test_readme_is_short_and_leads_with_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 8 * 1024
+    first = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
+    assert [line.split("#")[0].strip() for line in first.strip().splitlines()] == ["make book", "make test"]
+    assert not re.search(r"\b[0-9a-f]{7,40}\b", text), "a commit hash in the README"
+    assert not re.search(r"\b\d+ passed\b|campaign|session|lease", text)

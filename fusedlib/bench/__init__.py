@@ -1,6 +1,15 @@
-"""fusedlib's measuring harness: workloads, metrics, rows, machine telemetry, the
-experiments, gates, kernel bench, the Modal app and the command line
-(`python -m fusedlib.bench`). It imports the engine; the engine never imports it."""
+"""fusedlib's measuring harness. It imports the engine; the engine never imports it.
+
+  spec.py       the series' configurations, the two profiles, one run's options (checked once)
+  plans.py      each experiment's planned runs, one function per notebook
+  runner.py     what a notebook calls: the missing runs, here or on Modal, rows appended
+  measure.py    one run on this machine, by experiment
+  runs.py       the model and engines; the open loop (capacity, scale) and the closed workload
+  census.py     what a step costs; decode attention beside a copy of its bytes
+  gates.py      correctness gates;  peer.py  transformers' continuous batching
+  workloads.py  requests;  metrics.py  serving metrics;  rows.py  rows on disk;  telemetry.py  the device
+  remote.py     the Modal app;  cli.py  `python -m fusedlib.bench`;  runall.py  `make run-all`
+"""
 from __future__ import annotations
 
 import os

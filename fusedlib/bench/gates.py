@@ -1,5 +1,5 @@
-"""Correctness gates: importable checks that return reports (tests assert them; notebooks
-and the GPU campaign record them as rows).
+"""Correctness gates: importable checks that return reports (tests assert them; the gates
+notebook records them as rows).
 
 1. `gate_fused_vs_chunked`  both engines token for token on a mixed workload; a flip is
    tolerated only where the top-2 logit gap is under `tie_tolerance`.
@@ -25,7 +25,7 @@ TIE_TOLERANCE = 0.02  # logit units; the reference's threshold for an exact-tie 
 # A gate's engine is eager unless the caller names graphs or overlap, on any device: a gated
 # configuration is the one its row records (an Engine left to its defaults would take part
 # 10's path on a GPU).
-EAGER = dict(cuda_graphs=False, graph_chunks=False, whole_graphs=False, overlap=False)
+EAGER = dict(cuda_graphs=False, whole_graphs=False, overlap=False)
 
 
 @dataclass
@@ -35,7 +35,11 @@ class GateReport:
     detail: dict = field(default_factory=dict)
 
     def row(self) -> dict:
-        return {"gate": self.gate, "passed": self.passed, **self.detail}
+        """The gate's fields, and `detail`: its findings (all but the setup) as one line."""
+        setup = ("attention", "fused_ops", "cuda_graphs", "whole_graphs", "overlap", "kind")
+        text = "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.detail.items() if k not in setup)
+        return {"gate": self.gate, "passed": self.passed, "detail": text,
+                **{k: v for k, v in self.detail.items() if not isinstance(v, (list, dict))}}
 
 
 def gate_workload(model: Qwen2Model, n: int = 12, seed: int = 0) -> list[RequestSpec]:
@@ -122,17 +126,19 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | N
     err = (fused - parts).abs().max().item()
     atol = atol if atol is not None else (1e-4 if model.dtype == torch.float32 else 5e-2)
     return GateReport("mixed_step", err <= atol and not torch.isnan(fused).any().item(), {
-        "attention": attention, **_setup(model, EAGER), "chunk_tokens": plan.num_chunk_tokens, "decodes": len(plan.decodes),
+        "attention": attention, **_setup(model, EAGER), "chunk_tokens": plan.num_chunk_tokens,
+        "decodes": len(plan.decodes),
         "max_abs_err": err, "atol": atol})
 
 
-def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", **graphs) -> GateReport:
+def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
+                   max_batch: int = 8, **graphs) -> GateReport:
     specs = gate_workload(model, n=10, seed=3)
     graphs = {**EAGER, **graphs}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 2 * -(-longest // BLOCK_SIZE)  # room for about two of the largest requests at once
-    engine = Engine(model, kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8,
-                    **graphs)
+    kw = dict(kind=kind, attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **graphs)
+    engine = Engine(model, num_blocks=blocks, **kw)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
     steps = 0
     while engine.has_work():
@@ -144,7 +150,7 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
     fcfs = [r.rid for r in admitted_order] == sorted(r.rid for r in reqs)
     complete = all(r.finished is not None and len(r.output) == r.max_new_tokens for r in reqs)
     free = engine.pool.num_free_blocks == engine.pool.num_blocks
-    _, big, _ = _run(model, specs, kind=kind, attention=attention, chunk_tokens=32, max_batch=8, **graphs)
+    _, big, _ = _run(model, specs, **kw)
     same = [r.output for r in reqs] == big
     return GateReport("tiny_pool", fcfs and complete and free and same, {
         "attention": attention, **_setup(model, graphs), "kind": kind, "pool_blocks": blocks,
@@ -152,12 +158,14 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
         "same_tokens_as_large_pool": same})
 
 
-def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused", **graphs) -> GateReport:
+def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
+                   max_batch: int = 8, **graphs) -> GateReport:
     specs = gate_workload(model, n=10, seed=4)
     graphs = {**EAGER, **graphs}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 3 * -(-longest // BLOCK_SIZE)  # small, so freed (poisoned) blocks are handed out again
-    kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=32, max_batch=8, **graphs)
+    kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=chunk_tokens, max_batch=max_batch,
+              **graphs)
     _, clean, _ = _run(model, specs, **kw)
     poisoned_engine, poisoned, _ = _run(model, specs, poison_freed=True, **kw)
     return GateReport("poisoning", clean == poisoned, {
@@ -189,33 +197,29 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
 
 def _setup(model: Qwen2Model, graphs: dict) -> dict:
     """What a gate ran on besides attention: the model's ops and the engine's graphs."""
-    return {"fused_ops": model.fused_ops, "gate_up_silu": model.gate_up_silu, **graphs}
+    return {"fused_ops": model.fused_ops, **graphs}
 
 
-def run_all(model: Qwen2Model, attentions=("torch",), with_transformers: bool | None = None,
-            **graphs) -> list[GateReport]:
-    """Gates 1-4 for each attention backend, then gate 5. Gate 5 is defined in fp32: in fp16,
-    transformers and we round differently and greedy tokens drift apart for reasons that are
-    not bugs, so by default it runs only for an fp32 model. `graphs` (cuda_graphs,
-    graph_chunks, whole_graphs, overlap) go to every engine the gates build: graph padding changes the
-    arithmetic and overlap the order of host work, so such a configuration is gated as itself. The mixed-step gate calls the model
-    directly, so graphs do not apply to it (the model's fused_ops do)."""
+def run_all(model: Qwen2Model, attention: str = "torch", max_batch: int | None = None,
+            chunk_tokens: int | None = None, with_transformers: bool | None = None, **graphs) -> list[GateReport]:
+    """Gates 1-4, then gate 5. Gate 5 is defined in fp32: in fp16, transformers and we round
+    differently and greedy tokens drift apart for reasons that are not bugs, so by default it
+    runs only for an fp32 model. `graphs` (cuda_graphs, whole_graphs, overlap) go to every
+    engine the gates build: graph padding changes the arithmetic and overlap the order of host
+    work, so such a configuration is gated as itself; so do `max_batch` and `chunk_tokens`
+    where given (else each gate's small sizes). The mixed-step gate calls the model directly,
+    so only the model's fused_ops apply to it."""
     if with_transformers is None:
         with_transformers = model.dtype == torch.float32
-    reports = []
-    for attention in attentions:
-        reports += [gate_fused_vs_chunked(model, attention=attention, **graphs),
-                    gate_mixed_step(model, attention=attention),
-                    gate_tiny_pool(model, attention=attention, **graphs),
-                    gate_poisoning(model, attention=attention, **graphs)]
+    sizes = {k: v for k, v in (("max_batch", max_batch), ("chunk_tokens", chunk_tokens)) if v}
+    reports = [gate_fused_vs_chunked(model, attention=attention, **sizes, **graphs),
+               gate_mixed_step(model, attention=attention),
+               gate_tiny_pool(model, attention=attention, **sizes, **graphs),
+               gate_poisoning(model, attention=attention, **sizes, **graphs)]
     if with_transformers:
         reports.append(gate_transformers(model))
     return reports
 
 
-def report_rows(reports: list[GateReport]) -> list[dict]:
-    return [r.row() for r in reports]
-
-
-__all__ = ["GateReport", "run_all", "report_rows", "gate_fused_vs_chunked", "gate_mixed_step",
-           "gate_tiny_pool", "gate_poisoning", "gate_transformers"]
+__all__ = ["GateReport", "run_all", "gate_fused_vs_chunked", "gate_mixed_step", "gate_tiny_pool", "gate_poisoning",
+           "gate_transformers", "LogitGapRecorder", "TIE_TOLERANCE"]

@@ -1,21 +1,19 @@
 """The peer: transformers' own continuous batching, on our weights, measured like our engines.
 
-`closed` and `arrivals` are the closed and open-loop runs of runs.py served by
-transformers' continuous-batching manager (the one behind `generate_batch`), with our
-weights copied into a Qwen2ForCausalLM by `to_transformers`. The gates use the same adapter
-to compare both engines with transformers' greedy generation.
+`closed` serves the closed workload of `runs.closed` with transformers' continuous-batching
+manager (the one behind `generate_batch`), our weights copied into a Qwen2ForCausalLM by
+`to_transformers`. The gates use the same adapter to compare both engines with transformers'
+greedy generation.
 """
 from __future__ import annotations
 
-import statistics
 import time
 
 import torch
 
-from . import metrics, telemetry, workloads
-from .runs import already_done, check_here, model_for, spec_workload, store
+from . import workloads
 from .spec import RunSpec
-from .telemetry import HostMeter, sync
+from .telemetry import machine, sync
 from ..config import ModelConfig
 from ..model import Qwen2Model
 
@@ -84,81 +82,30 @@ def to_transformers(model: Qwen2Model):
     return hf_model.to(device=model.device, dtype=model.dtype).eval()
 
 
-def closed(spec: RunSpec, out=None) -> list[dict]:
+def closed(spec: RunSpec) -> list[dict]:
     """transformers' own continuous batching (the manager behind `generate_batch`) on the
-    closed run's requests, with our weights copied into a Qwen2ForCausalLM. The manager is
-    driven directly because `generate_batch` takes one max_new_tokens for all requests.
-    Settings mirror our engine where transformers has them: at most `max_batch` requests
-    and `chunk_tokens + max_batch` tokens per forward, a cache that holds the whole batch
-    (in transformers' default pages), EOS disabled, greedy. Rows are shaped like closed()'s
-    (warm-up passes recorded as stat='warmup'), with engine='transformers'."""
-    spec = check_here(spec)
-    if already_done(out, spec):
-        return []
-    key, device, batch_size = spec.row_fields(), spec.profile_spec.device, spec.batch_size
-    specs = spec_workload(spec, spec.workload, batch_size, spec.seed, model_for(spec).config.vocab_size)
-    n_out = sum(r.max_new_tokens for r in specs)
-    rows = []
-    with _transformers_batching(spec, specs) as manager:
-        for i in range(spec.warmups + spec.repeats):
+    closed workload of `runs.closed`, with our weights copied into a Qwen2ForCausalLM. The
+    manager is driven directly because `generate_batch` takes one max_new_tokens for all
+    requests. Settings mirror our engine where transformers has them: at most `max_batch`
+    requests and `chunk_tokens + max_batch` tokens per forward, a cache that holds the whole
+    batch, EOS disabled, greedy. One discarded warm-up pass (its first pass ran 2.4x slower
+    than the next on the H200), then one timed pass."""
+    from .runs import closed_fields, mixed_draw
+
+    draw = mixed_draw(spec, spec.n_requests, 0, spec.profile_spec.peer_new_tokens)
+    n_out, device, walls = sum(r.max_new_tokens for r in draw), spec.profile_spec.device, []
+    with _transformers_batching(spec, draw) as manager:
+        for _ in range(2):
             sync(device)
             t0 = time.perf_counter()
-            ids = [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1)
-                   for r in specs]
-            outputs = _collect(manager, ids)
+            outputs = _collect(manager, [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens,
+                                                             eos_token_id=-1) for r in draw])
             sync(device)
-            wall = time.perf_counter() - t0
-            got = sum(len(outputs[k].generated_tokens) for k in ids)
-            rows.append({**key, "stat": "warmup" if i < spec.warmups else "run", "pass": i, "wall_s": wall,
-                         "n_output_tokens": got, "output_throughput": got / wall,
-                         "request_throughput": batch_size / wall})
-    if any(r["n_output_tokens"] != n_out for r in rows):
-        raise RuntimeError("transformers generated a different number of tokens than requested")
-    wall = statistics.median(r["wall_s"] for r in rows[spec.warmups:])
-    rows.append({**rows[-1], "stat": "median", "pass": None, "wall_s": wall,
-                 "output_throughput": n_out / wall, "request_throughput": batch_size / wall})
-    prov = telemetry.provenance()
-    return store(out, [{**r, **prov} for r in rows])
-
-
-def arrivals(spec: RunSpec, out=None) -> list[dict]:
-    """The open-loop run of `arrivals` served by transformers' continuous batching: the same
-    requests at the same Poisson arrival times, each handed to the manager at its arrival
-    (the manager batches in its own thread). Token and admission times are the manager's own
-    (`record_timestamps`; admission = the end of its pending state), so the row has the
-    same metrics.summarize fields as ours. Settings as in `closed`.
-    Before the clock starts, the manager serves `warmups` closed batches of `max_batch`
-    requests drawn with another seed: on the H200 its first batch ran 2.4x slower than the
-    next ones (session 2's closed peer), a cost our engines pay at construction. Their wall
-    times are recorded in the row (`warmup_wall_s`), and left out of every metric."""
-    spec = check_here(spec)
-    if already_done(out, spec):
-        return []
-    vocab = model_for(spec).config.vocab_size
-    specs = workloads.poisson_arrivals(spec_workload(spec, "mixed", spec.n_requests, spec.seed, vocab),
-                                       spec.rate, seed=spec.seed)
-    warm = spec_workload(spec, "mixed", spec.max_batch, spec.seed + 1, vocab)
-    arrival, warmup_walls = {}, []
-    with _transformers_batching(spec, specs + warm) as manager:
-        for _ in range(spec.warmups):
-            t0 = time.perf_counter()
-            _collect(manager, [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1)
-                               for r in warm])
-            warmup_walls.append(time.perf_counter() - t0)
-        with HostMeter() as host:
-            t0 = time.perf_counter()
-            for r in specs:
-                time.sleep(max(0.0, t0 + r.arrival - time.perf_counter()))
-                rid = manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1,
-                                          record_timestamps=True)
-                arrival[rid] = t0 + r.arrival
-            outputs = _collect(manager, list(arrival))
-    records = [{"arrival": arrival[rid], "admitted": o.lifespan[0], "token_times": o.timestamps,
-                "prompt_len": len(o.prompt_ids)} for rid, o in outputs.items()]
-    if sum(len(o.generated_tokens) for o in outputs.values()) != sum(r.max_new_tokens for r in specs):
-        raise RuntimeError("transformers generated a different number of tokens than requested")
-    return store(out, [{**spec.row_fields(), **metrics.summarize(records), "warmup_wall_s": warmup_walls,
-                        **host.fields, **telemetry.provenance()}])
+            walls.append(time.perf_counter() - t0)
+            if sum(len(o.generated_tokens) for o in outputs.values()) != n_out:
+                raise RuntimeError("transformers generated a different number of tokens than requested")
+    return [{**machine(), "attention": "transformers", "max_batch": spec.max_batch,
+             "chunk_tokens": spec.chunk_tokens, **closed_fields(walls[-1], n_out, spec), "warmup_wall_s": walls[0]}]
 
 
 def _transformers_batching(spec: RunSpec, specs: workloads.Workload):
@@ -167,6 +114,8 @@ def _transformers_batching(spec: RunSpec, specs: workloads.Workload):
     requests and `chunk_tokens + max_batch` tokens per forward, greedy, EOS disabled, and a
     cache sized to hold every request in `specs` at once. A context manager."""
     GenerationConfig, ContinuousBatchingConfig = _transformers("GenerationConfig", "ContinuousBatchingConfig")
+
+    from .runs import model_for
 
     hf = to_transformers(model_for(spec))
     cb = ContinuousBatchingConfig(max_requests_per_batch=spec.max_batch,

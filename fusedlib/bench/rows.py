@@ -1,42 +1,87 @@
-"""Raw result rows on disk: append as each run finishes, survive a kill, resume.
+"""Rows on disk: one JSONL file per experiment, `<out_dir>/<experiment>.jsonl`.
 
-A result set is a path stem: `<stem>.jsonl` is the source of truth (one JSON object per
-line), `<stem>.csv` is the same rows for spreadsheets and diffs. Every row is written,
-flushed and fsynced before the next, so a campaign killed midway leaves every finished
-row readable. A torn last JSONL line (killed mid-write) is cut off on the next append
-and ignored when reading. When new rows bring new columns, or the CSV fell behind the
-JSONL, the CSV is rewritten from the JSONL.
-
-A result set too large to keep as text in git (the paired campaign's per-step traces) is
-stored compressed instead, `<stem>.jsonl.gz` with no CSV: read the same way, and an append
-rewrites the whole file (atomically, with a fixed gzip timestamp so equal rows give equal
-bytes). `compress` turns a set into that form.
+Every row starts with the same header (`header`): the schema version, the experiment, the
+profile, `code_version` (12 hex digits of a sha256 over fusedlib/**/*.py and
+notebooks/*.py, so committing rows leaves it unchanged), the git commit (or
+$FUSEDLIB_GIT_COMMIT; None outside a checkout), the device, the time, and the run's
+identifying options (`RunSpec.key()`: config, engine, round, ...). A run's rows are appended
+in one write, flushed and fsynced, so an interrupted experiment keeps every finished run;
+a torn last line (killed mid-write) is cut off at the next append and skipped on reading.
+This module imports no torch.
 """
 from __future__ import annotations
 
-import csv
-import gzip
-import io
+import hashlib
 import json
 import math
 import os
+import subprocess
+import tempfile
+from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
-import pandas as pd
+from .spec import SCHEMA_VERSION, RunSpec
 
-# The source checkout this package sits in, if it sits in one (an installed copy does not).
-_CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[2]  # the source checkout this package sits in
+
+
+@lru_cache(maxsize=1)
+def code_version(root: Path = CHECKOUT) -> str:
+    """12 hex digits over the engine's, the harness's and the notebooks' sources."""
+    h = hashlib.sha256()
+    for path in sorted([*root.glob("fusedlib/**/*.py"), *root.glob("notebooks/*.py")]):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    if os.environ.get("FUSEDLIB_GIT_COMMIT"):
+        return os.environ["FUSEDLIB_GIT_COMMIT"]
+    try:
+        return subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def data_dir(profile: str) -> Path:
-    """Where an experiment's rows go unless a caller names a place: the folder in
-    $FUSEDLIB_DATA when set; else `data/` for the full profile (the published rows) and
-    `data-smoke/` for smoke (scratch, never over the published rows), in the source checkout
-    this package runs from, or in the working directory when it runs from an installed copy."""
+    """Where rows go unless a caller names a place: $FUSEDLIB_DATA when set, else data/ for the
+    full profile and data-smoke/ (scratch, git-ignored) for smoke, in the source checkout."""
     if os.environ.get("FUSEDLIB_DATA"):
         return Path(os.environ["FUSEDLIB_DATA"])
-    root = _CHECKOUT if (_CHECKOUT / "pyproject.toml").exists() else Path.cwd()
-    return root / ("data" if profile == "full" else "data-smoke")
+    return CHECKOUT / ("data" if profile == "full" else "data-smoke")
+
+
+def rows_path(out, experiment: str) -> Path:
+    """`out` as the experiment's rows file: a `.jsonl` path as given, else a folder (existing
+    or not, with or without a trailing slash) holding `<experiment>.jsonl`."""
+    out = str(out)
+    return Path(out) if out.endswith(".jsonl") else Path(out) / f"{experiment}.jsonl"
+
+
+def check_writable(path: Path) -> Path:
+    """Create the folder of `path` and prove a file can be written there; OSError (naming the
+    place) if not. Called before the first run, so a bad place costs no run."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError(f"{path} is not writable")
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as e:
+        raise OSError(f"cannot write rows to {path}: {e.strerror or e}") from None
+    return path
+
+
+def header(spec: RunSpec, device_name: str | None) -> dict:
+    """The fields every row of `spec`'s run starts with."""
+    base = {"schema_version": SCHEMA_VERSION, "experiment": spec.experiment, "profile": spec.profile,
+            "code_version": code_version(), "commit": git_commit(), "device_name": device_name,
+            "time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "config": None, "engine": None, "round": None}
+    return {**base, **spec.key()}
 
 
 def _jsonable(value):
@@ -44,138 +89,50 @@ def _jsonable(value):
         return value.item()
     if isinstance(value, Path):
         return str(value)
-    raise TypeError(f"cannot store {type(value).__name__} in a result row")
+    raise TypeError(f"cannot store {type(value).__name__} in a row")
 
 
 def _clean(row: dict) -> dict:
-    """Round-trip through JSON so CSV and JSONL hold the same values; NaN becomes null."""
-    def fix(v):
-        return None if isinstance(v, float) and math.isnan(v) else v
-    return {k: fix(v) for k, v in json.loads(json.dumps(row, default=_jsonable)).items()}
+    """Through JSON and back, NaN as null."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v
+            for k, v in json.loads(json.dumps(row, default=_jsonable)).items()}
 
 
-def _csv_cell(v):
-    return json.dumps(v) if isinstance(v, (list, dict)) else v
+def append(path: Path, rows: list[dict]) -> None:
+    """Append rows to a JSONL file in one durable write (cutting a torn last line first)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.stat().st_size:
+        data = path.read_bytes()
+        if not data.endswith(b"\n"):
+            with open(path, "r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+    with open(path, "a") as f:
+        f.write("".join(json.dumps(_clean(r)) + "\n" for r in rows))
+        f.flush()
+        os.fsync(f.fileno())
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def read(path) -> list[dict]:
+    """Every row of a JSONL file ([] when absent); a torn line is skipped."""
+    path = Path(path)
     if not path.exists():
         return []
-    rows = []
-    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-    for line in text.splitlines():
+    out = []
+    for line in path.read_text().splitlines():
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a torn last line from a killed writer
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
             continue
-    return rows
+    return out
 
 
-def _cut_torn_tail(path: Path) -> None:
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        with open(path, "r+b") as f:
-            f.truncate(data.rfind(b"\n") + 1)
-            f.flush()
-            os.fsync(f.fileno())
+def current(rows: list[dict], profile: str) -> list[dict]:
+    """The rows of this code version and `profile`."""
+    cv = code_version()
+    return [r for r in rows if r.get("code_version") == cv and r.get("profile") == profile]
 
 
-def _columns(rows: list[dict]) -> list[str]:
-    return list(dict.fromkeys(k for r in rows for k in r))
-
-
-def _csv_state(path: Path) -> tuple[list[str], int]:
-    """(header, number of data rows) of an existing CSV; ([], -1) when absent or unreadable."""
-    if not path.exists():
-        return [], -1
-    try:
-        records = list(csv.reader(io.StringIO(path.read_text(), newline="")))
-    except csv.Error:
-        return [], -1
-    return (records[0], len(records) - 1) if records else ([], -1)
-
-
-def _write_synced(path: Path, text: str, mode: str) -> None:
-    with open(path, mode, newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _csv_text(columns: list[str], rows: list[dict], header: bool) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    if header:
-        writer.writeheader()
-    for r in rows:
-        writer.writerow({k: _csv_cell(v) for k, v in r.items()})
-    return buf.getvalue()
-
-
-def _rewrite_csv(csv_path: Path, rows: list[dict]) -> None:
-    tmp = Path(f"{csv_path}.tmp")
-    _write_synced(tmp, _csv_text(_columns(rows), rows, header=True), "w")
-    os.replace(tmp, csv_path)
-
-
-def _paths(path_stem) -> tuple[Path, Path]:
-    """(<stem>.jsonl, or <stem>.jsonl.gz where the set is stored compressed; <stem>.csv); a stem
-    may hold dots ("rate0.5"), so no with_suffix."""
-    compressed = Path(f"{path_stem}.jsonl.gz")
-    return compressed if compressed.exists() else Path(f"{path_stem}.jsonl"), Path(f"{path_stem}.csv")
-
-
-def _write_compressed(path: Path, rows: list[dict]) -> None:
-    tmp = Path(f"{path}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def compress(path_stem) -> Path:
-    """Store a result set as `<stem>.jsonl.gz` (same rows, same order) and remove its text
-    files; the compressed file's path."""
-    jsonl, csv_path = _paths(path_stem)
-    target = Path(f"{path_stem}.jsonl.gz")
-    if jsonl != target:
-        _write_compressed(target, _read_jsonl(jsonl))
-        jsonl.unlink()
-        csv_path.unlink(missing_ok=True)
-    return target
-
-
-def append_rows(path_stem, rows: list[dict]) -> None:
-    """Append rows to `<stem>.jsonl` and `<stem>.csv`, each durable before the next (to a
-    compressed set: all of them in one rewrite)."""
-    jsonl, csv_path = _paths(path_stem)
-    if jsonl.suffix == ".gz":
-        _write_compressed(jsonl, _read_jsonl(jsonl) + [_clean(r) for r in rows])
-        return
-    jsonl.parent.mkdir(parents=True, exist_ok=True)
-    _cut_torn_tail(jsonl)
-    n_before = len(_read_jsonl(jsonl))
-    header, n_csv = _csv_state(csv_path)
-    in_sync = n_csv == n_before
-    for row in map(_clean, rows):
-        _write_synced(jsonl, json.dumps(row) + "\n", "a")
-        n_before += 1
-        if in_sync and set(row) <= set(header):
-            _write_synced(csv_path, _csv_text(header, [row], header=False), "a")
-        else:
-            all_rows = _read_jsonl(jsonl)
-            _rewrite_csv(csv_path, all_rows)
-            header, in_sync = _columns(all_rows), True
-
-
-def read_rows(path_stem) -> list[dict]:
-    """All rows of a result set as written (from the JSONL); [] if there are none."""
-    return _read_jsonl(_paths(path_stem)[0])
-
-
-def load(path_stem) -> pd.DataFrame:
-    """All rows of a result set as a frame; an empty frame if there are none."""
-    return pd.DataFrame(read_rows(path_stem))
+def has_run(rows: list[dict], spec: RunSpec) -> bool:
+    """Whether `rows` (already `current`) hold a row of exactly this run."""
+    key = spec.key()
+    return any(r.get("experiment") == spec.experiment and all(r.get(k) == v for k, v in key.items()) for r in rows)

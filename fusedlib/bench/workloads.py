@@ -1,4 +1,4 @@
-"""Request workloads: the mixed draw, the uniform p256 control, Poisson arrival traces.
+"""Request workloads: the mixed draw and Poisson arrival traces.
 
 Every workload is a pure function of its arguments and a seed: each call builds its own
 `numpy.random.default_rng(seed)` and draws in a fixed order (prompt lengths, then budgets,
@@ -19,8 +19,6 @@ import numpy as np
 MIXED_LENGTHS = (16, 64, 256, 1024, 4096)
 MIXED_BUDGET = (64, 256)  # inclusive range of max_new_tokens
 QWEN_VOCAB = 151936
-P256_BUDGET = 128  # the uniform control's fixed budget: the middle of the mixed range
-DISTURBANCE_REQUESTS = 64  # served through max_batch=32, so admission keeps happening
 
 
 @dataclass(frozen=True)
@@ -61,46 +59,6 @@ def mixed(
     drawn = rng.choice(np.asarray(lengths), size=n, p=_probabilities(lengths, weights))
     budgets = rng.integers(budget[0], budget[1] + 1, size=n)
     return _build(drawn, budgets, vocab_size, rng)
-
-
-def with_long_share(
-    n: int,
-    share_long: float,
-    seed: int = 0,
-    lengths: tuple[int, ...] = MIXED_LENGTHS,
-    weights=None,
-    budget: tuple[int, int] = MIXED_BUDGET,
-    vocab_size: int = QWEN_VOCAB,
-) -> Workload:
-    """The mixed draw with exactly round(share_long * n) prompts of the longest length
-    (4096 at full size), at random positions; the rest are drawn from the other lengths
-    with their relative weights. Fixing the count, not the probability, is what lets the
-    sensitivity sweep separate "how many long prompts" from "which draw"."""
-    if not 0.0 <= share_long <= 1.0:
-        raise ValueError(f"share_long must be in [0, 1], got {share_long}")
-    rng = np.random.default_rng(seed)
-    longest = max(lengths)
-    others = tuple(x for x in lengths if x != longest)
-    p = _probabilities(lengths, weights)
-    p_others = np.array([pi for x, pi in zip(lengths, p) if x != longest])
-    n_long = round(share_long * n)
-    rest = rng.choice(np.asarray(others), size=n - n_long, p=_probabilities(others, p_others))
-    drawn = rng.permutation(np.concatenate([np.full(n_long, longest), rest]))
-    budgets = rng.integers(budget[0], budget[1] + 1, size=n)
-    return _build(drawn, budgets, vocab_size, rng)
-
-
-def p256(n: int, seed: int = 0, budget: int = P256_BUDGET, length: int = 256, vocab_size: int = QWEN_VOCAB) -> Workload:
-    """The uniform control: n prompts of `length` tokens (256 at full size), each with the
-    same fixed budget, so a closed batch prefills in one burst and then only decodes."""
-    rng = np.random.default_rng(seed)
-    return _build(np.full(n, length), np.full(n, budget), vocab_size, rng)
-
-
-def disturbance(seed: int = 0, **mixed_kwargs) -> Workload:
-    """64 mixed requests; served through max_batch=32 they keep admission (prompt chunks)
-    running while earlier requests decode: the step-trace workload."""
-    return mixed(DISTURBANCE_REQUESTS, seed=seed, **mixed_kwargs)
 
 
 def poisson_arrivals(specs: Workload, rate: float, seed: int = 0) -> Workload:

@@ -1,12 +1,27 @@
-"""The experiment notebooks' sources: pairing them (`make lab` runs `jupytext --sync`)
-leaves them as committed, and each builds its runs from the run specification."""
+"""The experiment notebooks' sources: pairing them (`make lab` runs `jupytext --sync`) leaves
+them as committed; each is named for an experiment and declares the common parameters, its
+own defaulting to the plan's (None)."""
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from fusedlib.bench import plans
+from fusedlib.bench.runall import COMMON, parameters
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
+
+
+def test_one_notebook_per_experiment_with_the_common_parameters():
+    assert [p.stem.split("_", 1)[1] for p in NOTEBOOKS] == list(plans.PLANS)
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
+    for path in NOTEBOOKS:
+        params = parameters(path)
+        assert set(COMMON) <= set(params), path.name
+        assert params["profile"] == "smoke" and params["time_limit_s"] == 0 and params["out_dir"] == "../data-smoke"
+        own = {k: v for k, v in params.items() if k not in COMMON}
+        assert all(v is None for k, v in own.items() if k != "transformers_rounds"), (path.name, own)
 
 
 def test_jupytext_sync_leaves_the_sources_unchanged(tmp_path):
@@ -17,12 +32,11 @@ def test_jupytext_sync_leaves_the_sources_unchanged(tmp_path):
                    check=True, capture_output=True, cwd=tmp_path)
     changed = [p.name for p in NOTEBOOKS if (tmp_path / p.name).read_text() != p.read_text()]
     assert not changed, f"jupytext --sync rewrites {changed}: run it and commit the result"
-    assert len(NOTEBOOKS) == 8
 
 
 def test_the_transformers_peer_in_a_notebook_kernel_prints_no_tqdm_warning():
     # In a notebook's kernel without ipywidgets, importing transformers (through tqdm.auto)
-    # warned "TqdmWarning: IProgress not found" into the gates' and the peer's cells.
+    # warned "TqdmWarning: IProgress not found" into the peer's cells.
     code = """
 import sys, types, warnings
 sys.modules["ipykernel.zmqshell"] = types.ModuleType("ipykernel.zmqshell")  # what tqdm.auto looks for

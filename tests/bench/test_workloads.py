@@ -36,32 +36,6 @@ def test_full_size_defaults():
     assert max(max(s.prompt) for s in specs) < w.QWEN_VOCAB
 
 
-def test_p256_is_uniform():
-    specs = w.p256(8)
-    assert all(len(s.prompt) == 256 and s.max_new_tokens == w.P256_BUDGET for s in specs)
-    assert w.p256(8) == specs
-
-
-@pytest.mark.parametrize("share", [0.0, 0.2, 0.4])
-def test_with_long_share_fixes_the_long_count(share):
-    specs = w.with_long_share(100, share, seed=2, lengths=(4, 8, 16, 64), weights=(1, 1, 2, 5))
-    n_long = sum(len(s.prompt) == 64 for s in specs)
-    assert n_long == round(share * 100)
-    assert {len(s.prompt) for s in specs} - {64} <= {4, 8, 16}
-    assert w.with_long_share(100, share, seed=2, lengths=(4, 8, 16, 64), weights=(1, 1, 2, 5)) == specs
-
-
-def test_with_long_share_keeps_relative_weights_of_the_rest():
-    specs = w.with_long_share(6000, 0.4, seed=0, lengths=(4, 8, 64), weights=(1, 3, 1))
-    rest = [len(s.prompt) for s in specs if len(s.prompt) != 64]
-    assert abs(np.mean(np.array(rest) == 8) - 0.75) < 0.03
-
-
-def test_disturbance_is_64_mixed_requests():
-    specs = w.disturbance(seed=0, lengths=(4, 8), budget=(4, 16), vocab_size=512)
-    assert len(specs) == 64 and specs == w.mixed(64, seed=0, lengths=(4, 8), budget=(4, 16), vocab_size=512)
-
-
 def test_poisson_arrivals_reproducible_and_start_at_zero():
     specs = w.mixed(100, seed=0, lengths=(4,), budget=(4, 4), vocab_size=8)
     a = w.poisson_arrivals(specs, rate=3.0, seed=7)

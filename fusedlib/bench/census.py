@@ -1,0 +1,291 @@
+"""What one step costs, and what decode attention reaches beside a copy of its bytes.
+
+`step_census(spec)`: one engine of the spec's configuration and kind serves `rows` requests
+of a `context`-token prompt until every one decodes, then
+  1. decode window: `warmups` + `n` steps of all rows decoding (shape (0, rows));
+  2. one request finishes; a queue of `chunk`-token prompts of one new token each follows,
+     so every step carries one whole fresh prompt beside rows - 1 decode rows (the mixed
+     step, shape (chunk, rows - 1)): `warmups` + `n` timed steps, then `profiled` steps
+     under torch.profiler;
+  3. one more request of the same prompt joins, and `profiled` decode steps of all rows run
+     under torch.profiler.
+Per step kind over the timed steps of exactly that shape (warm-ups discarded): the
+interval from the step's start to the next step's start (the serving loop's wall per step;
+without overlap each step ends in its readback, so it is the step with its sync), the GPU
+span of its forwards (CUDA events, `StepRecord.gpu_s`) and the host's time inside it
+(`StepRecord.host_s`): median, min and max. From the profiled steps: kernels per step and
+GPU time per kernel class (`kernel_class`), beside the class's bytes and FLOPs at the step's
+shapes (`step_model`). The profiler runs only after every timed step (its callbacks stay on
+every later launch of the process), and `runs.run` runs each census in a process of its own.
+
+`attention(spec)`: decode attention alone at `rows` rows of each context, for one backend,
+each call after an L2 flush (reading a 1 GiB buffer leaves L2 full of clean lines, as a step
+leaves it), CUDA-event timed, beside a device copy moving the same number of bytes.
+
+On the CPU (smoke) the same code runs on the tiny model: "kernels" are the aten ops the model
+calls (those under no other aten op) and the numbers mean nothing.
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+
+import torch
+
+from .spec import RunSpec
+from .telemetry import machine, sync
+from ..attention import make_backend
+from ..attention.base import DecodeMeta
+from ..config import BLOCK_SIZE, PRESETS
+
+KERNEL_CLASSES = ("gemm", "attention", "norm_rotary_act", "lm_head", "other")
+# Kernel names by class, matched in this order (lowercased substrings). GEMMs: cuBLAS
+# (nvjet, xmma, cutlass, gemm), our Triton GEMMs; the `lm_head` class is the GEMM of the
+# vocabulary, told apart by size (`_classify`). Elementwise and reduction kernels are the
+# reference ops' norms, rotary, SiLU*up and residual adds; the fused ops name themselves.
+_PATTERNS = [
+    ("attention", ("attention", "attn", "splitkv", "flash", "fmha", "sdpa", "scaled_dot")),
+    ("gemm", ("gemm", "nvjet", "xmma", "cutlass", "s16816", "splitkreduce", "split_k", "gate_up_silu", "aten::mm",
+              "aten::addmm", "aten::bmm", "aten::linear")),
+    ("norm_rotary_act", ("norm", "rms", "rotary", "rope", "silu", "elementwise", "reduce_kernel", "aten::mul",
+                         "aten::add", "aten::rsqrt", "aten::mean", "aten::pow", "aten::neg", "aten::cat")),
+]
+CENSUS = {  # rows, context, chunk, warm-up steps, timed steps, profiled steps
+    "full": dict(rows=32, context=1024, chunk=512, warmups=3, n=30, profiled=5),
+    "smoke": dict(rows=4, context=24, chunk=16, warmups=1, n=4, profiled=2),
+}
+PART = {"triton": "part7", "triton-splitkv": "part8", "triton-parallel": "part10"}  # whose decode kernel
+ATTENTION = {  # rows, contexts, timed calls per context
+    "full": dict(rows=32, contexts=(1024, 2048, 4096), iters=100),
+    "smoke": dict(rows=4, contexts=(32, 64), iters=1),
+}
+
+
+# ------------------------------------------------------------------------------ timing
+def _flush_buffer(device: str) -> torch.Tensor | None:
+    # 1 GiB: many times an H200's 60 MB L2; reading it outlasts the host's enqueue of any call here
+    return torch.empty(2**30, dtype=torch.uint8, device=device) if device == "cuda" else None
+
+
+def median_ms(fn, device: str, iters: int, flush: torch.Tensor | None = None) -> tuple[float, float, float]:
+    """(median, min, max) ms of `fn()`: on CUDA each call between its own pair of events, after a
+    read of `flush` (L2 then holds only clean lines, none of `fn`'s) or a short spin (so the host
+    has queued the call before its start event fires); on CPU by the host clock."""
+    on_gpu = device == "cuda"
+    for _ in range(3 if on_gpu else 1):
+        fn()
+    times = []
+    if on_gpu:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+        for start, end in events:
+            flush.amax() if flush is not None else torch.cuda._sleep(600_000)
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        times = [s.elapsed_time(e) for s, e in events]
+    else:
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), min(times), max(times)
+
+
+def copy_bandwidth(device: str) -> float:
+    """Device copy bandwidth in bytes/s, counting bytes read plus written."""
+    n = 2**30 if device == "cuda" else 2**24
+    src = torch.empty(n, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    return 2 * n / (median_ms(lambda: dst.copy_(src), device, 20)[0] / 1e3)
+
+
+def gemm_tflops(device: str) -> float:
+    """A large fp16 GEMM's rate (8192^3 on CUDA; fp32 256^3 on CPU), TFLOP/s."""
+    n, dtype = (8192, torch.float16) if device == "cuda" else (256, torch.float32)
+    a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
+    return 2 * n**3 / (median_ms(lambda: a @ b, device, 10)[0] / 1e3) / 1e12
+
+
+# ------------------------------------------------------------------------------ attention
+def decode_case(contexts: list[int], cfg, dtype, device: str, seed: int = 0):
+    """(q, k_cache, v_cache, meta) for one decode call over `contexts`: random K/V in shuffled,
+    non-contiguous blocks; table entries past a row's last block point at others' blocks."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    need = [math.ceil(n / BLOCK_SIZE) for n in contexts]
+    width, num_blocks = max(need) + 1, sum(need) + 1
+    shape = (num_blocks, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim)
+    k, v = (torch.randn(shape, generator=gen, device=device).to(dtype) for _ in range(2))
+    owner = torch.randperm(num_blocks, generator=gen, device=device)
+    filler = torch.randint(0, num_blocks, (len(contexts), width), generator=gen, device=device)
+    tables, used = [], 0
+    for row, n in enumerate(need):
+        tables.append(torch.cat([owner[used:used + n], filler[row, n:]]))
+        used += n
+    meta = DecodeMeta(len(contexts), torch.tensor(contexts, dtype=torch.int32, device=device),
+                      torch.stack(tables).to(torch.int32), max(contexts))
+    q = torch.randn(len(contexts), cfg.num_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
+    return q, k, v, meta
+
+
+def attention(spec: RunSpec) -> list[dict]:
+    """Decode attention of one backend at each context beside a copy of the same bytes. Part
+    10's backend (graphed in the engine) splits by the pool's longest context, as its graphs
+    launch it; the others by the call's own."""
+    p, sizes = spec.profile_spec, ATTENTION[spec.profile]
+    cfg, device, dtype = PRESETS[p.model], p.device, torch.float16
+    backend, flush, scale = make_backend(spec.attention), _flush_buffer(device), cfg.head_dim ** -0.5
+    out = []
+    for context in sizes["contexts"]:
+        q, k, v, meta = decode_case([context] * sizes["rows"], cfg, dtype, device, seed=context)
+        if spec.attention == "triton-parallel":
+            meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, cfg.max_position_embeddings)
+        kv_bytes = sizes["rows"] * context * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
+        src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=device)  # read + written = kv_bytes
+        dst = torch.empty_like(src)
+        copy_ms = median_ms(lambda: dst.copy_(src), device, sizes["iters"], flush)[0]
+        ms, lo, hi = median_ms(lambda: backend.decode(q, k, v, meta, scale), device, sizes["iters"], flush)
+        out.append({**machine(), "config": PART.get(spec.attention), "backend": spec.attention, "rows": sizes["rows"],
+                    "context": context, "n": sizes["iters"], "gpu_us": ms * 1e3, "gpu_us_min": lo * 1e3,
+                    "gpu_us_max": hi * 1e3, "kv_bytes": kv_bytes,
+                    "copy_us": copy_ms * 1e3, "fraction_of_copy": copy_ms / ms})
+    return out
+
+
+# ------------------------------------------------------------------------------ census
+def step_model(cfg, chunks: list[tuple[int, int]], decode_contexts: list[int], n_forwards: int,
+               bytes_per_param: int = 2) -> dict:
+    """The step's analytic bytes and FLOPs per kernel class and in all: `chunks` are (tokens
+    cached before, chunk length), one logit row per chunk and per decode row, the weights read
+    once per forward (the tied embedding once per forward, as lm_head), KV read once."""
+    L, H, V, b = cfg.num_layers, cfg.hidden_size, cfg.vocab_size, bytes_per_param
+    q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+    linears = [(H, q + 2 * kv), (q, H), (H, 2 * cfg.intermediate_size), (cfg.intermediate_size, H)]
+    tokens = sum(n for _, n in chunks) + len(decode_contexts)
+    logits = len(chunks) + len(decode_contexts)
+    kv_token = 2 * kv * b * L  # K and V of one token, every layer
+    keys = sum(c + n for c, n in chunks) + sum(decode_contexts)
+    causal = sum(n * c + n * (n + 1) // 2 for c, n in chunks) + sum(decode_contexts)
+    classes = {
+        "gemm": (L * sum(k * n * b * n_forwards + tokens * (k + n) * b for k, n in linears),
+                 2 * tokens * L * sum(k * n for k, n in linears)),
+        "lm_head": (V * H * b * n_forwards + logits * (H + V) * b, 2 * logits * H * V),
+        "attention": (keys * kv_token, 4 * causal * q * L),
+        "norm_rotary_act": (None, None), "other": (None, None),
+    }
+    params = (L * sum(k * n for k, n in linears) + V * H) * b  # biases and norms: < 0.1%
+    return {"classes": classes, "weight_bytes": params * n_forwards, "kv_bytes": keys * kv_token,
+            "flops": sum(f for _, f in classes.values() if f is not None)}
+
+
+def _classify(events: list[tuple[str, float]], n_lm_head: int) -> dict[str, tuple[int, float]]:
+    """{class: (kernels, microseconds)} of (name, us) events; the `n_lm_head` longest GEMMs are
+    the vocabulary GEMMs (lm_head reads 0.47 GB of weights, every other GEMM of a step less)."""
+    named = []
+    for name, us in events:
+        low = name.lower()
+        named.append((next((c for c, pats in _PATTERNS if any(p in low for p in pats)), "other"), us))
+    gemms = sorted((i for i, (c, _) in enumerate(named) if c == "gemm"), key=lambda i: -named[i][1])
+    for i in gemms[:n_lm_head]:
+        named[i] = ("lm_head", named[i][1])
+    return {c: (sum(1 for k, _ in named if k == c), sum(us for k, us in named if k == c)) for c in KERNEL_CLASSES}
+
+
+def _profiled(engine, steps: int, device: str) -> list[tuple[str, float]]:
+    """(name, us) of every kernel (CUDA) or leaf aten op (CPU) of `steps` engine steps."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # Kineto's USDT notices
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    sync(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            engine.step()
+        sync(device)
+    if device == "cuda":
+        return [(e.name, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA
+                and not e.name.startswith(("Memcpy", "Memset"))]
+    return [(e.name, e.time_range.elapsed_us()) for e in prof.events()  # the ops the model calls
+            if e.name.startswith("aten::") and not (e.cpu_parent and e.cpu_parent.name.startswith("aten::"))]
+
+
+def _stats(values: list[float]) -> tuple[float | None, float | None, float | None]:
+    values = [v for v in values if v is not None]
+    return (statistics.median(values), min(values), max(values)) if values else (None, None, None)
+
+
+def step_census(spec: RunSpec) -> list[dict]:
+    from .runs import make_engine, model_for
+
+    p, s, c = spec.profile_spec, spec.settings(), CENSUS[spec.profile]
+    rows, context, chunk, w, n, k = (c[x] for x in ("rows", "context", "chunk", "warmups", "n", "profiled"))
+    engine = make_engine(spec, max_batch=rows, chunk_tokens=chunk, cached=False)
+    cfg, vocab = engine.model.config, engine.model.config.vocab_size
+    device = p.device
+    g = torch.Generator().manual_seed(0)
+    prompt = lambda m: torch.randint(0, vocab, (m,), generator=g).tolist()  # noqa: E731
+    fill = -(-rows * context // chunk) + rows  # steps until every row decodes, at most
+    budget = fill + 3 * (w + n + k) + 2 * rows + 16  # outlasts every window below
+    short = engine.add_request(prompt(context), fill + w + n + 2)  # leaves after the decode window
+    for _ in range(rows - 1):
+        engine.add_request(prompt(context), budget)
+    while engine.scheduler.waiting or any(r.prefilling for r in engine.scheduler.running):
+        engine.step()
+
+    def window(steps: int) -> list:
+        with engine.record_steps() as recs:
+            for _ in range(steps):
+                engine.step()
+        return recs
+
+    timed = {"decode": (window(w + n + 1), (0, rows))}
+    while short.finished is None:
+        engine.step()
+    for _ in range(w + n + 1 + w + k):
+        engine.add_request(prompt(chunk), 1)  # its chunk step samples its one token
+    timed["mixed"] = (window(w + n + 1), (chunk, rows - 1))
+    window(w)
+    mixed_kernels = _profiled(engine, k, device)  # (no timing after the profiler)
+    engine.add_request(prompt(context), budget)
+    while engine.scheduler.waiting or any(r.prefilling for r in engine.scheduler.running) or \
+            len(engine.scheduler.running) < rows:
+        engine.step()
+    window(w)
+    decode_kernels = _profiled(engine, k, device)
+    profiled = {"decode": decode_kernels, "mixed": mixed_kernels}  # (the process ends with its requests unfinished)
+    bw, tflops = copy_bandwidth(device), gemm_tflops(device)
+    out = []
+    for step, (recs, shape) in timed.items():
+        pairs = [(a, b) for a, b in list(zip(recs, recs[1:]))[w:] if (a.n_chunk_tokens, a.n_decode) == shape]
+        if not pairs:
+            raise RuntimeError(f"no {step} step of shape {shape} in the window")
+        forwards = pairs[0][0].n_forwards
+        ctx = statistics.median(a.decode_kv_tokens / a.n_decode for a, _ in pairs)
+        model = step_model(cfg, [(0, chunk)] if step == "mixed" else [], [round(ctx)] * shape[1], forwards,
+                           engine.model.dtype.itemsize)
+        classes = _classify(profiled[step], forwards * k)
+        wall, gpu, host = (_stats([f(a, b) for a, b in pairs]) for f in (
+            lambda a, b: (b.start - a.start) * 1e3,
+            lambda a, b: None if a.gpu_s() is None else a.gpu_s() * 1e3,
+            lambda a, b: a.host_s * 1e3))
+        base = {**machine(), "step": step, "decode_rows": shape[1], "chunk_tokens": shape[0], "context": ctx}
+        out.append({**base, "record": "step", "n": len(pairs), "n_forwards": forwards,
+                    "gpu_ms": gpu[0], "gpu_ms_min": gpu[1], "gpu_ms_max": gpu[2],
+                    "wall_ms": wall[0], "wall_ms_min": wall[1], "wall_ms_max": wall[2],
+                    "host_ms": host[0], "host_ms_min": host[1], "host_ms_max": host[2],
+                    "n_kernels": sum(x for x, _ in classes.values()) / k, "num_layers": cfg.num_layers,
+                    "weight_bytes": model["weight_bytes"], "kv_bytes": model["kv_bytes"], "flops": model["flops"],
+                    "copy_bw_Bps": bw, "gemm_tflops": tflops, **_settings(s)})
+        for name, (count, us) in classes.items():
+            nbytes, flops = model["classes"][name]
+            out.append({**base, "record": "kernel_class", "kernel_class": name, "n_kernels": count / k,
+                        "gpu_ms": us / k / 1e3, "bytes": nbytes, "flops": flops})
+    return out
+
+
+def _settings(s) -> dict:
+    return {"attention": s.attention, "cuda_graphs": s.cuda_graphs, "whole_graphs": s.whole_graphs,
+            "fused_ops": s.fused_ops, "overlap": s.overlap}

@@ -1,0 +1,169 @@
+"""`make run-all`: execute the experiment notebooks, skipping those already complete.
+
+    python -m fusedlib.bench.runall [--profile P] [--backend B] [--gpu G] [--out-dir D]
+                                    [--rounds R] [--time-limit S] NOTEBOOK.py ...
+
+For each notebook (a jupytext percent .py named NN_<experiment>.py): its parameters cell's
+values, with backend, gpu, profile, out_dir, rounds and time_limit_s replaced where the cell
+declares them, give its plan (plans.plan); if every planned run has rows for this code
+version and profile (runner.missing), the notebook is skipped and the reason printed.
+Otherwise it runs: with papermill where papermill and jupytext import (jupytext makes the
+.ipynb, papermill injects the parameters and executes it into `--executed`), else as a
+plain script (`run_script`: its code cells in order, the parameters cell's values
+replaced), each in a process of its own. The time limit is for the whole call: each
+notebook gets what is left, and none starts with less than MIN_START_S. The header names
+the device the runs actually use; the last line, the notebooks with runs still to go. Exit
+status 1 if any notebook failed (the others still run).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import plans, rows
+from .runner import missing
+
+COMMON = ("backend", "gpu", "profile", "out_dir", "rounds", "time_limit_s")
+MIN_START_S = 60  # under a time limit, no notebook starts with less left (its process and model take some)
+CELL = re.compile(r"^# %%(.*)$", re.M)
+
+
+def cells(text: str) -> list[tuple[str, str]]:
+    """(header, source) of each cell of a jupytext percent file, the front matter left out."""
+    marks = list(CELL.finditer(text))
+    return [(m.group(1), text[m.end() + 1:(marks[i + 1].start() if i + 1 < len(marks) else len(text))])
+            for i, m in enumerate(marks)]
+
+
+def parameters(path: Path) -> dict:
+    """The values the notebook's parameters cell assigns."""
+    source = next(src for head, src in cells(path.read_text()) if "parameters" in head)
+    namespace: dict = {}
+    exec(compile(source, f"{path.name}:parameters", "exec"), namespace)
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
+
+def run_script(path: Path, injected: dict) -> None:
+    """Run a notebook as a script: its code cells in order in one namespace, the parameters
+    cell followed by `injected`; a cell ending in an expression prints its value."""
+    namespace: dict = {"__name__": "__main__"}
+    for head, source in cells(path.read_text()):
+        if "[markdown]" in head:
+            continue
+        tree = ast.parse(source)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, path.name, "exec"), namespace)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), path.name, "eval"), namespace)
+            if value is not None:
+                print(value.to_string() if hasattr(value, "to_string") else value, flush=True)
+        if "parameters" in head:
+            namespace.update(injected)
+
+
+def have_papermill() -> bool:
+    try:
+        import jupytext  # noqa: F401
+        import papermill  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def execute(path: Path, injected: dict, executed: Path) -> int:
+    """Run one notebook in a process of its own; its exit status."""
+    if have_papermill():
+        import jupytext
+
+        executed.joinpath("src").mkdir(parents=True, exist_ok=True)
+        source = executed / "src" / f"{path.stem}.ipynb"
+        jupytext.write(jupytext.read(path), source)
+        cmd = [sys.executable, "-m", "papermill", "--log-output", "--no-progress-bar", "-k", "python3",
+               "--cwd", str(path.parent), str(source), str(executed / f"{path.stem}.ipynb")]
+        cmd += ["-y", json.dumps(injected)]  # JSON is YAML
+    else:
+        cmd = [sys.executable, "-m", "fusedlib.bench.runall", "--script", str(path), json.dumps(injected)]
+    # the notebooks import this checkout's fusedlib, whatever is installed
+    path_var = os.pathsep.join(p for p in (str(rows.CHECKOUT), os.environ.get("PYTHONPATH")) if p)
+    return subprocess.run(cmd, cwd=path.parent, env={**os.environ, "PYTHONPATH": path_var}).returncode
+
+
+def default_backend() -> str:
+    """modal where a Modal token is configured (MODAL_TOKEN_ID or ~/.modal.toml), else local."""
+    config = Path.home() / ".modal.toml"
+    token = os.environ.get("MODAL_TOKEN_ID") or (config.exists() and "token_id" in config.read_text(errors="ignore"))
+    return "modal" if token else "local"
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--script"]:
+        run_script(Path(argv[1]), json.loads(argv[2]))
+        return 0
+    p = argparse.ArgumentParser(prog="python -m fusedlib.bench.runall")
+    p.add_argument("notebooks", nargs="+", type=Path)
+    p.add_argument("--profile", default="")
+    p.add_argument("--backend", default="")
+    p.add_argument("--gpu", default="A10")
+    p.add_argument("--out-dir", default="")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--time-limit", type=float, default=0, help="seconds for the whole call (0: none)")
+    p.add_argument("--executed", type=Path, default=Path("_build/executed"))
+    a = p.parse_args(argv)
+    start = time.monotonic()
+    backend = a.backend or default_backend()
+    from .runner import where
+
+    device = where(backend, a.gpu)
+    profile = a.profile or ("smoke" if device == "local cpu" else "full")
+    out_dir = Path(a.out_dir or rows.data_dir(profile)).resolve()
+    print(f"run-all: device {device}, profile {profile}, backend {backend}, out_dir {out_dir}, rounds {a.rounds}, "
+          f"time limit {a.time_limit or 'none'}, {'papermill' if have_papermill() else 'notebooks as scripts'}",
+          flush=True)
+    try:
+        rows.check_writable(out_dir / ".write-check.jsonl")
+    except OSError as e:
+        print(f"run-all: {e}", file=sys.stderr)
+        return 2
+    if out_dir.name != "data" and not (out_dir / ".gitignore").exists():
+        (out_dir / ".gitignore").write_text("*\n")  # rows anywhere but data/ are scratch
+    given = dict(backend=backend, gpu=a.gpu, profile=profile, out_dir=str(out_dir), rounds=a.rounds)
+    failed = []
+    for path in a.notebooks:
+        declared, planned, todo, errors = _status(path, given)
+        if not todo:
+            print(f"skip {path.stem}: all {len(planned)} planned runs have rows (code version {rows.code_version()}, "
+                  f"profile {profile})" + (f", {errors} of them errors" if errors else ""), flush=True)
+            continue
+        left = a.time_limit - (time.monotonic() - start) if a.time_limit else 0
+        if a.time_limit and left < MIN_START_S:
+            print(f"stop before {path.stem}: {max(left, 0):.0f} s of the time limit left", flush=True)
+            break
+        print(f"== {path.stem}: {len(todo)} of {len(planned)} planned runs to go", flush=True)
+        injected = {k: v for k, v in {**given, "time_limit_s": left}.items() if k in declared}
+        if execute(path.resolve(), injected, a.executed.resolve()) != 0:
+            failed.append(path.stem)
+    to_go = [f"{p.stem} ({len(t)} of {len(pl)} runs)" for p in a.notebooks for _, pl, t, _ in [_status(p, given)] if t]
+    print(f"run-all: rows in {out_dir}; " + (f"to go: {', '.join(to_go)}" if to_go else "every notebook complete")
+          + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
+    return 1 if failed else 0
+
+
+def _status(path: Path, given: dict) -> tuple[dict, list, list, int]:
+    """(the parameters the notebook declares, its planned runs, those without rows, error rows)."""
+    declared = parameters(path)
+    params = {**declared, **{k: v for k, v in given.items() if k in declared}}
+    experiment, profile, out_dir = path.stem.split("_", 1)[1], given["profile"], given["out_dir"]
+    have = rows.current(rows.read(rows.rows_path(out_dir, experiment)), profile)
+    planned = plans.plan(experiment, profile, params, rows=have)
+    return declared, planned, missing(planned, out_dir), sum("error" in r for r in have)
+
+if __name__ == "__main__":
+    sys.exit(main())

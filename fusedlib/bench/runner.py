@@ -1,0 +1,118 @@
+"""What a notebook calls: run a plan's missing runs where asked, append their rows, show them.
+
+`execute(specs, out, backend=, gpu=, time_limit_s=)`:
+  - refuses an unwritable `out` before any run (OSError naming the place);
+  - skips every planned run whose rows are already in `<out>/<experiment>.jsonl` for this
+    code version and profile (`missing`: the one definition of "done" that `make run-all`'s
+    skip check uses too);
+  - runs the rest in order, here (backend "local": the GPU if there is one, else the CPU) or
+    on Modal (backend "modal", GPU type `gpu`), appending each run's rows as it finishes;
+  - with `time_limit_s`, starts no run once less time is left than the longest run so far
+    took (so the next call resumes where this one stopped);
+  - a run that raises is stored as one row with `error` (counted as done: delete the row to
+    retry) and stops the experiment, which then raises.
+`table(out, experiment, profile, columns)` is the current rows as a pandas frame.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+
+from . import rows
+from .spec import RunSpec
+
+
+def missing(specs: list[RunSpec], out) -> list[RunSpec]:
+    """The planned runs without rows of this code version and profile in `out`."""
+    if not specs:
+        return []
+    have = rows.current(rows.read(rows.rows_path(out, specs[0].experiment)), specs[0].profile)
+    return [s for s in specs if not rows.has_run(have, s)]
+
+
+def where(backend: str, gpu: str) -> str:
+    """The device a backend's runs use, in words."""
+    if backend == "modal":
+        return f"Modal {gpu}"
+    import torch
+
+    return f"local {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "local cpu"
+
+
+@contextlib.contextmanager
+def _measurer(backend: str, gpu: str):
+    if backend == "modal":
+        from . import remote
+
+        with remote.on_modal(gpu) as measure:
+            yield measure
+    elif backend == "local":
+        from . import use_interpreter_without_gpu
+
+        use_interpreter_without_gpu()  # no GPU: Triton kernels run in its CPU interpreter
+        from . import measure
+
+        yield measure.run
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose local or modal")
+
+
+def _label(spec: RunSpec) -> str:
+    return " ".join(f"{k}={v}" for k, v in spec.key().items() if v is not None)
+
+
+def _headline(new: list[dict]) -> str:
+    for name, fmt in (("served_rate", "served {:.2f} req/s"), ("output_tok_s", "{:.0f} tok/s"),
+                      ("gpu_ms", "GPU {:.3f} ms"), ("gpu_us", "{:.1f} us")):
+        if new and new[0].get(name) is not None:
+            return fmt.format(new[0][name])
+    if new and "passed" in new[0]:
+        return f"{sum(bool(r.get('passed')) for r in new)} of {len(new)} gates passed"
+    return f"{len(new)} rows"
+
+
+def execute(specs: list[RunSpec], out, backend: str = "local", gpu: str = "A10", time_limit_s: float = 0,
+            log=print) -> list[dict]:
+    """Run the missing runs of a plan; their rows (see the module's docstring)."""
+    if not specs:
+        return []
+    path = rows.check_writable(rows.rows_path(out, specs[0].experiment))
+    todo = missing(specs, out)
+    log(f"{specs[0].experiment}: {len(specs) - len(todo)} of {len(specs)} planned runs have rows in {path}")
+    deadline = time.monotonic() + time_limit_s if time_limit_s else float("inf")
+    longest, new_rows = 0.0, []
+    with _measurer(backend, gpu) as measure:
+        for i, spec in enumerate(todo):
+            if deadline - time.monotonic() < longest:
+                log(f"time limit: {len(todo) - i} runs left for the next call")
+                break
+            t0 = time.monotonic()
+            try:
+                got = measure(spec)
+            except Exception as e:
+                log(traceback.format_exc())
+                error = [{"error": f"{type(e).__name__}: {e}"[:2000]}]
+                rows.append(path, [{**rows.header(spec, None), **r} for r in error])
+                raise RuntimeError(f"{_label(spec)} failed ({e}); its error row is in {path}: delete it to "
+                                   "run it again") from e
+            stamped = [{**rows.header(spec, r.get("device_name")), **r, **spec.key()} for r in got]
+            rows.append(path, stamped)
+            new_rows += stamped
+            took = time.monotonic() - t0
+            longest = max(longest, took)
+            log(f"  {_label(spec)}: {_headline(got)} ({took:.0f} s)")
+    return new_rows
+
+
+def table(out, experiment: str, profile: str, columns: list[str], **where):
+    """This code version's rows of `profile` (those matching `where`), the given columns."""
+    import pandas as pd
+
+    have = [r for r in rows.current(rows.read(rows.rows_path(out, experiment)), profile)
+            if all(r.get(k) == v for k, v in where.items())]
+    frame = pd.DataFrame(have)
+    return frame[[c for c in columns if c in frame]] if len(frame) else frame
+
+
+__all__ = ["execute", "missing", "table", "where"]

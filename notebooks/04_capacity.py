@@ -1,0 +1,44 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Capacity: open-loop arrivals
+#
+# Mixed requests arriving as a Poisson process while the engine works, per configuration and
+# engine: a rate sweep to past saturation (round 0), then the paired comparison at the
+# saturating rate, fused and chunked alternating ABBA, a new workload draw each pair.
+# Rows: `<out_dir>/capacity.jsonl`; the runs: `plans.capacity` in `fusedlib/bench/plans.py`.
+
+# %% tags=["parameters"]
+backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's GPU, else its CPU
+gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
+profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
+out_dir = "../data-smoke"  # rows go to <out_dir>/capacity.jsonl
+rounds = 5  # paired rounds at the saturating rate (seed = round)
+time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
+configs = None  # None: part7..part10
+rates = None  # None: the profile's sweep per configuration (a list: for all)
+n_requests = None  # None: the profile's per configuration
+
+# %%
+from fusedlib.bench import plans, runner
+
+print(runner.where(backend, gpu), profile)
+specs = plans.capacity(profile, rounds=rounds, configs=configs, rates=rates, n_requests=n_requests)
+new_rows = runner.execute(specs, out_dir, backend=backend, gpu=gpu, time_limit_s=time_limit_s)
+
+# %%
+runner.table(out_dir, "capacity", profile, ["config", "engine", "rate", "round", "served_rate", "goodput_rate",
+                                            "ttft_p50_s", "itl_p99_s"])

@@ -1,0 +1,54 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Part 11: the engine at the H200's size
+#
+# Configuration part11 (part 10's engine) over max_batch x chunk_tokens, both engines, at an
+# offered rate past capacity (the served rate is the capacity); then, at the fused engine's
+# best setting, a rate sweep and the paired comparison (fused and chunked alternating ABBA,
+# a new workload draw each pair).
+# Rows: `<out_dir>/scale.jsonl` (the plan: `fusedlib/bench/plans.py`).
+
+# %% tags=["parameters"]
+backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's GPU, else its CPU
+gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
+profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
+out_dir = "../data-smoke"  # rows go to <out_dir>/scale.jsonl
+rounds = 5  # paired rounds at the best setting (seed = round)
+time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
+batches = None  # None: the profile's max_batch values (full: 32, 64, 128, 256)
+chunks = None  # None: the profile's chunk_tokens values (full: 512, 2048, 8192)
+rate = None  # None: the profile's offered rate past capacity (full: 400 requests/s)
+n_requests = None  # None: per max_batch, the larger of the profile's minimum and three batches
+sweep_rates = None  # None: fractions of the best setting's capacity
+
+# %%
+import time
+
+from fusedlib.bench import plans, rows, runner
+
+print(runner.where(backend, gpu), profile)
+deadline = time.monotonic() + time_limit_s
+for stage in ("the grid", "the best setting"):  # the second stage is planned from the first one's rows
+    have = rows.current(rows.read(rows.rows_path(out_dir, "scale")), profile)
+    specs = plans.scale(profile, rounds=rounds, batches=batches, chunks=chunks, rate=rate, n_requests=n_requests,
+                        sweep_rates=sweep_rates, rows=have)
+    left = max(deadline - time.monotonic(), 1e-9) if time_limit_s else 0
+    new_rows = runner.execute(specs, out_dir, backend=backend, gpu=gpu, time_limit_s=left)
+
+# %%
+runner.table(out_dir, "scale", profile, ["engine", "max_batch", "chunk_tokens", "rate", "round", "served_rate",
+                                         "goodput_rate", "host_ms_per_step_p50", "step_gpu_ms_p50"])

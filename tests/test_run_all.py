@@ -1,0 +1,101 @@
+"""`make run-all`'s path, notebooks -> rows: the driver executes a notebook with papermill,
+or as a script where papermill is missing, and skips it once its planned runs have rows;
+`make -n run-all` names every notebook and `make help` every target."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fusedlib.bench import rows
+from fusedlib.bench.runall import run_script
+
+REPO = Path(__file__).resolve().parents[1]
+HEADER = ("schema_version", "experiment", "profile", "code_version", "commit", "device_name", "time_utc", "config",
+          "engine", "round")
+
+
+def _notebook(tmp_path: Path, name: str, **params) -> Path:
+    """A copy of a notebook with some parameters' defaults changed (small runs)."""
+    text = (REPO / "notebooks" / name).read_text()
+    for key, value in params.items():
+        text, n = re.subn(rf"^{key} = .*$", f"{key} = {value!r}", text, count=1, flags=re.M)
+        assert n == 1, key
+    (tmp_path / "nb").mkdir(exist_ok=True)
+    path = tmp_path / "nb" / name
+    path.write_text(text)
+    return path
+
+
+def _run_all(tmp_path, *notebooks, env=None):
+    cmd = [sys.executable, "-m", "fusedlib.bench.runall", "--profile", "smoke", "--backend", "local", "--rounds", "2",
+           "--out-dir", str(tmp_path / "rows"), "--executed", str(tmp_path / "executed"), *map(str, notebooks)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, **(env or {})},
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow(15)
+def test_papermill_runs_a_notebook_its_rows_have_the_header_and_a_rerun_skips_it(tmp_path):
+    nb = _notebook(tmp_path, "04_capacity.py", configs=["part10"], rates=[500.0], n_requests=3)
+    out = _run_all(tmp_path, nb)
+    assert "device local cpu, profile smoke" in out and "papermill" in out and "every notebook complete" in out
+    got = rows.read(tmp_path / "rows" / "capacity.jsonl")
+    assert [(r["engine"], r["round"]) for r in got] == [("fused", 0), ("chunked", 0), ("chunked", 1), ("fused", 1)]
+    for row in got:
+        assert all(k in row for k in HEADER) and row["schema_version"] == 7 and row["device_name"] == "cpu"
+        assert row["code_version"] == rows.code_version() and row["goodput_rate"] is not None
+    assert (tmp_path / "executed" / "04_capacity.ipynb").exists()
+    assert "skip 04_capacity: all 4 planned runs have rows" in _run_all(tmp_path, nb)
+
+
+@pytest.mark.slow(8)
+def test_without_papermill_a_notebook_runs_as_a_script(tmp_path):
+    blocked = tmp_path / "blocked"
+    (blocked / "papermill").mkdir(parents=True)
+    (blocked / "papermill" / "__init__.py").write_text("raise ImportError('not here')\n")
+    nb = _notebook(tmp_path, "03_attention.py", backends=["triton"])
+    out = _run_all(tmp_path, nb, env={"PYTHONPATH": f"{blocked}{os.pathsep}{REPO}"})
+    assert "notebooks as scripts" in out and "fraction_of_copy" in out  # the table, printed
+    got = rows.read(tmp_path / "rows" / "attention.jsonl")
+    assert {r["backend"] for r in got} == {"triton"} and all(k in got[0] for k in HEADER)
+
+
+def test_run_script_replaces_the_parameters_and_prints_the_last_value(tmp_path, capsys):
+    nb = tmp_path / "x.py"
+    nb.write_text('# %% [markdown]\n# # title\n\n# %% tags=["parameters"]\na = 1\nb = 2\n\n# %%\na + b\n')
+    run_script(nb, {"a": 10})
+    assert capsys.readouterr().out.strip() == "12"
+
+
+def test_an_unwritable_out_dir_is_refused_before_any_notebook(tmp_path):
+    (tmp_path / "file").write_text("")
+    done = subprocess.run([sys.executable, "-m", "fusedlib.bench.runall", "--profile", "smoke", "--backend", "local",
+                           "--out-dir", str(tmp_path / "file" / "rows"), str(REPO / "notebooks" / "01_gates.py")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and "cannot write rows" in done.stderr and "== 01_gates" not in done.stdout
+
+
+def test_make_dry_run_names_every_notebook_and_help_every_target():
+    make = subprocess.run(["make", "-n", "run-all", "PROFILE=smoke"], capture_output=True, text=True, cwd=REPO,
+                          check=True).stdout
+    assert all(p.name in make for p in (REPO / "notebooks").glob("*.py"))
+    assert "fusedlib.bench.runall" in make
+    helped = subprocess.run(["make", "help"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    makefile = (REPO / "Makefile").read_text()
+    targets = set(re.search(r"^\.PHONY: (.*)$", makefile, re.M).group(1).split())
+    assert targets == set(re.findall(r"^\s+make (\S+)", helped, re.M))
+    assert "SYSTEM_PYTHON" in helped and "TIME_LIMIT" in helped
+    assert {"book", "test", "run-all", "clean", "wheels", "help"} <= targets
+
+
+@pytest.mark.parametrize("data", ["data-smoke"])
+def test_make_book_hands_the_rows_folder_to_the_pages(data):
+    dry = subprocess.run(["make", "-n", "book", f"DATA={data}"], capture_output=True, text=True, cwd=REPO,
+                         check=True).stdout
+    assert f"FUSEDLIB_DATA={REPO / data}" in dry
