@@ -1,127 +1,152 @@
-"""The book's shared row helpers (book/bookdata.py) on small hand-made tables."""
+"""fusedlib.bench.analysis on synthetic contract-shaped rows (tests/bench/synthetic_rows.py)."""
 from __future__ import annotations
 
+import json
+import math
+import subprocess
 import sys
-from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from fusedlib.bench import rows as results
+from fusedlib.bench import analysis as A
+from tests.bench import synthetic_rows
 
-from fusedlib.bench import analysis as bookdata
-
-
-def _run(engine, served, repeat, timestamp, commit="c3", rate=40.0):
-    return {"engine": engine, "rate": rate, "pool_gib": None, "n_requests": 400, "seed": 0, "max_batch": 32,
-            "chunk_tokens": 512, "repeat": repeat, "served_rate": served, "queue_wait_median_s": 10.0 * served,
-            "e2e_median_s": 12.0 * served, "git_commit": commit, "timestamp": timestamp}
+# The rows files the book reads; a committed data/ must hold every one.
+BOOK_NEEDS = ("gates", "census", "attention", "capacity", "peer", "scale")
 
 
-def test_run_medians_collapse_repeats_to_medians_with_their_spread():
-    runs = pd.DataFrame([_run("fused", 9.0, 0, "T1", "old"), _run("chunked", 5.0, 0, "T2"),
-                         _run("fused", 7.0, 1, "T3"), _run("chunked", 6.0, 1, "T4"),
-                         _run("fused", 7.5, 2, "T5"), _run("chunked", 4.0, 2, "T6"),
-                         _run("fused", 6.0, None, "T7", rate=10.0)])
-    m = bookdata.run_medians(runs).set_index(["engine", "rate"])
-    assert len(m) == 3 and "repeat" not in m
-    fused = m.loc[("fused", 40.0)]
-    assert (fused["served_rate"], fused["runs"], fused["served_min"], fused["served_max"]) == (7.5, 3, 7.0, 9.0)
-    assert fused["git_commit"] == "c3"  # other columns from the newest run
-    assert m.loc[("fused", 10.0), "runs"] == 1
-    # paired() takes the runs themselves and keeps their count and spread
-    pair = bookdata.paired(runs).set_index("rate").loc[40.0]
-    assert (pair["runs_fused"], pair["served_min_chunked"], pair["served_max_chunked"]) == (3, 4.0, 6.0)
-    assert abs(pair["gain"] - (7.5 / 5.0 - 1)) < 1e-12
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    return synthetic_rows.write(tmp_path_factory.mktemp("rows"))
 
 
-def test_campaigns_split_where_no_row_was_written_for_a_while(tmp_path, monkeypatch):
-    rows = [_run("fused", 8.0, 0, "2026-11-30T00:00:00+00:00", "a"),
-            _run("chunked", 5.0, 0, "2026-11-30T00:20:00+00:00", "a+dirty"),
-            _run("fused", 8.0, 1, "2026-11-30T02:00:00+00:00", "b")]
-    results.append_rows(str(tmp_path / "arrivals" / "runs"), rows[:2])
-    results.append_rows(str(tmp_path / "closed" / "runs"), rows[2:])
-    monkeypatch.setattr(bookdata, "DATA", tmp_path)
-    c = bookdata.campaigns()
-    assert list(c["campaign"]) == [1, 2]
-    assert list(c["commits"]) == [["a", "a+dirty"], ["b"]]
-    assert list(c["rows"]) == [2, 1]
-    assert bookdata.campaign_of("b") == 2 and bookdata.campaign_of("zzz") is None
+def test_imports_without_torch_or_triton():
+    code = ("import sys; import fusedlib.bench.analysis, fusedlib.bench.plots, fusedlib.bench.predictions; "
+            "bad = [m for m in ('torch', 'triton') if m in sys.modules]; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=A.REPO)
 
 
-def test_arrived_rate_is_the_draws_own_rate():
-    from fusedlib.bench import workloads
-    specs = workloads.mixed(40, seed=2, lengths=(4,), budget=(4, 4), vocab_size=8)
-    times = [s.arrival for s in workloads.poisson_arrivals(specs, rate=5.0, seed=2)]
-    assert bookdata.arrived_rate(40, 5.0, 2) == pytest.approx(39 / times[-1])
-    assert bookdata.arrived_rate(40, 10.0, 2) == pytest.approx(2 * bookdata.arrived_rate(40, 5.0, 2))
+def test_t_quantiles_match_the_tables():
+    for df, q in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (30, 2.0423)):
+        assert A.t_quantile(0.975, df) == pytest.approx(q, abs=2e-4)
+    assert A.t_quantile(0.025, 4) == pytest.approx(-2.7764, abs=2e-4)
 
 
-def test_capacity_by_configuration_splits_eager_and_graphed_runs_at_the_graphed_rate():
-    eager = pd.DataFrame([_run("fused", 8.0, None, "t1"), _run("chunked", 5.0, None, "t2"),
-                          _run("fused", 4.0, None, "t3", rate=4.0), _run("chunked", 4.0, None, "t4", rate=4.0)])
-    graphed = pd.DataFrame([{**_run("fused", 11.0, None, "t5"), "experiment": "arrivals"},
-                            {**_run("chunked", 10.0, None, "t6"), "experiment": "arrivals"},
-                            {**_run("fused", 20.0, None, "t7"), "experiment": "arrivals", "graph_chunks": True},
-                            {**_run("chunked", 16.0, None, "t8"), "experiment": "arrivals", "graph_chunks": True},
-                            {**_run("fused", 1.0, None, "t9"), "experiment": "step_trace"}])
-    got = bookdata.capacity_by_configuration(eager, graphed)
-    assert [name for name, *_ in got] == ["eager", "decode graphs, split-KV", "every forward graphed, split-KV"]
-    assert [len(rows) for _, rows, _ in got] == [2, 2, 2]  # the 4/s runs and the step-trace row left out
-    assert [round(pair["gain"], 3) for *_, pair in got] == [0.6, 0.1, 0.25]
-    assert bookdata.capacity_by_configuration(eager, graphed.iloc[0:0]) == []
+def test_gain_is_the_mean_log_ratio_with_a_t_interval():
+    a, b = [110.0, 112.0, 109.0], [100.0, 100.0, 100.0]
+    d = np.log(np.array(a) / np.array(b))
+    half = 4.302653 * d.std(ddof=1) / math.sqrt(3)
+    v = A.gain(a, b, seeds=[0, 1, 2])
+    assert v.value == pytest.approx(100 * math.expm1(d.mean()))
+    assert v.lo == pytest.approx(100 * math.expm1(d.mean() - half), rel=1e-4)
+    assert v.hi == pytest.approx(100 * math.expm1(d.mean() + half), rel=1e-4)
+    assert v.n == 3 and v.varied == "each pair a new workload draw"
+    assert v.resolved and not v.text.startswith("not resolved")
 
 
-def test_the_one_campaign_capacity_prediction_is_open_until_both_configurations_share_a_campaign(monkeypatch, tmp_path):
-    eager = pd.DataFrame([_run("fused", 8.0, None, "2026-11-30T00:00:00+00:00", "a"),
-                          _run("chunked", 5.0, None, "2026-11-30T00:01:00+00:00", "a")])
-    graphed = pd.DataFrame([{**_run("fused", 20.0, None, "2026-11-30T00:02:00+00:00", "b"),
-                             "experiment": "arrivals", "graph_chunks": True},
-                            {**_run("chunked", 16.0, None, "2026-11-30T00:03:00+00:00", "b"),
-                             "experiment": "arrivals", "graph_chunks": True}])
-    campaign = {"a": 1, "b": 2}
-    monkeypatch.setattr(bookdata, "campaign_of", lambda commit: campaign[commit])
-    monkeypatch.setattr(bookdata, "DATA", tmp_path)  # no part 10 rows: set C is open
-    part10 = [f"C{i}" for i in range(1, 7)]
-    overlap = [f"D{i}" for i in range(1, 8)]  # no overlap rows in the paired campaign: set D is open
-    # set P's gates and capacity pairs (open until arrivals with the second stream), set Q's loop
-    # and set R's A/B (until their rows exist), and set AS's peer bracket and set F's runs past
-    # the census (never made, always open), set AT's scorecard run
-    never = ["P4"] + [f"Q{i}" for i in range(1, 4)] + [f"R{i}" for i in range(1, 4)] + ["S1"] \
-        + [f"AT{i}" for i in range(1, 6)] + ["AU1", "AU2", "AU3", "AS6"] + [f"F{i}" for i in range(4, 8)]
-    overlap += never
-    assert bookdata.same_machine_capacity(eager, graphed) is None
-    assert list(bookdata.open_predictions(eager, graphed)) == ["B11"] + part10 + overlap
-    campaign["b"] = 1
-    ep, gp, camp = bookdata.same_machine_capacity(eager, graphed)
-    assert (ep["gain"], gp["gain"], camp) == (pytest.approx(0.6), pytest.approx(0.25), 1)
-    assert list(bookdata.open_predictions(eager, graphed)) == part10 + overlap
-    (tmp_path / "roofline").mkdir()
-    (tmp_path / "roofline" / "census.jsonl").write_text("{}\n")
-    assert list(bookdata.open_predictions(eager, graphed)) == overlap
-    (tmp_path / "paired").mkdir()
-    (tmp_path / "paired" / "arrivals.jsonl").write_text('{"overlap": false}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == overlap  # rows, but none with overlap
-    (tmp_path / "paired" / "arrivals.jsonl").write_text('{"overlap": true}\n')
-    (tmp_path / "paired" / "sensitivity.jsonl").write_text('{"overlap": true}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == ["D5", "D6"] + never
-    (tmp_path / "paired" / "closed.jsonl").write_text('{"overlap": true}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == ["D6"] + never
-    (tmp_path / "paired" / "peer.jsonl").write_text('{"workload": "mixed_fixed"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == never
-    (tmp_path / "paired" / "arrivals.jsonl").write_text('{"overlap": true, "attention": "triton-parallel"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == never[1:]
-    (tmp_path / "roofline" / "loop.jsonl").write_text('{"step": "decode"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == never[4:]
-    (tmp_path / "roofline" / "prefill_ab.jsonl").write_text('{"step": "mixed"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == never[7:]
-    (tmp_path / "roofline" / "prefill_serial_ab.jsonl").write_text('{"step": "mixed"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == never[8:]
-    (tmp_path / "roofline" / "scorecard_census.jsonl").write_text('{"step": "mixed"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == never[13:]
-    with open(tmp_path / "paired" / "sensitivity.jsonl", "a") as f:  # set AU's eight draws, not its pairs
-        f.write('{"overlap": true, "comparison": "part 10 as the series ends seeds: fused vs chunked"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == ["AU1", "AU3"] + never[16:]
-    with open(tmp_path / "paired" / "arrivals.jsonl", "a") as f:
-        f.write('{"overlap": true, "comparison": "part 10 as the series ends: fused vs chunked"}\n')
-    assert list(bookdata.open_predictions(eager, graphed)) == never[16:]
+def test_an_interval_spanning_zero_reads_not_resolved():
+    v = A.gain([101.0, 98.0, 103.0, 99.0], [100.0, 100.0, 100.0, 100.0], seeds=[0, 0, 0, 0])
+    assert v.lo < 0 < v.hi and not v.resolved
+    assert v.text.startswith("not resolved") and "run order only" in v.text
+    assert A._gain_verdict(v).text == "neither engine is resolved ahead of the other"
+
+
+def test_one_pair_has_no_interval():
+    v = A.gain([110.0], [100.0])
+    assert v.lo is None and v.n == 1 and "no interval" in v.text
+
+
+def test_median_of_five_runs_is_bracketed_by_min_and_max():
+    v = A.median([5.0, 1.0, 4.0, 2.0, 3.0], "ms")
+    assert (v.value, v.lo, v.hi, v.n) == (3.0, 1.0, 5.0, 5)
+    assert v.level == pytest.approx(1 - 2 / 32)
+    assert "94% interval 1.00 to 5.00" in v.text
+
+
+def test_order_interval_picks_the_widest_k_that_reaches_95_percent():
+    assert A.order_interval(5) == (1, pytest.approx(0.9375))
+    k, cov = A.order_interval(20)
+    assert k == 6 and cov == pytest.approx(0.958611, abs=1e-5)
+    assert A.order_interval(6)[0] == 1 and A.order_interval(6)[1] == pytest.approx(1 - 2 / 64)
+
+
+def test_load_missing_file_is_empty_and_reruns_keep_the_newer_row(tmp_path):
+    assert A.load("census", tmp_path).empty
+    base = {"schema_version": 7, "experiment": "peer", "profile": "full", "engine": "fused", "config": "part10",
+            "workload": "closed_mixed", "batch": 32, "round": 0}
+    rows = [base | {"time_utc": "2026-12-06T01:00:00", "output_tok_s": 1.0},
+            base | {"time_utc": "2026-12-06T02:00:00", "output_tok_s": 2.0},
+            base | {"time_utc": "2026-12-06T03:00:00", "output_tok_s": 9.0, "profile": "smoke"}]
+    (tmp_path / "peer.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    df = A.load("peer", tmp_path)
+    assert list(df["output_tok_s"]) == [2.0]
+
+
+def test_pairs_use_the_rate_with_most_rounds_and_say_what_varied():
+    rows = []
+    for rnd in range(3):
+        for eng, served in (("fused", 50 + rnd), ("chunked", 40 + rnd)):
+            rows.append({"engine": eng, "rate": 80.0, "round": rnd, "seed": rnd, "served_rate": float(served)})
+    rows += [{"engine": e, "rate": 40.0, "round": 0, "seed": 0, "served_rate": 39.0} for e in ("fused", "chunked")]
+    p = A.pairs(pd.DataFrame(rows))
+    assert list(p["round"]) == [0, 1, 2] and set(p["rate"]) == {80.0}
+    assert list(p["fused"]) == [50.0, 51.0, 52.0]
+    assert A.gain(p["fused"], p["chunked"], p["seed"]).varied == "each pair a new workload draw"
+
+
+def test_every_figure_defines_exactly_its_names_with_rows_and_without(rows, tmp_path):
+    for key, fig in A.REGISTRY.items():
+        for d in (rows, tmp_path):
+            table, vals = A.figure(key, d)
+            assert set(vals) == set(fig.names), key
+            assert isinstance(table, pd.DataFrame)
+            assert all(isinstance(v.text, str) and v.text for v in vals.values()), key
+    empty = A.values(tmp_path)
+    assert {n for n, v in empty.items() if v.value is None} >= {"p10_fusion_gain", "p11_best_fused_rate"}
+    assert empty["p10_fusion_gain"].text == A.NO_ROWS
+
+
+def test_figures_registry_names_every_value_once(rows, monkeypatch):
+    monkeypatch.setenv("FUSEDLIB_DATA", str(rows))
+    assert set(A.FIGURES) == set(A.values(rows)) == set(A.PAGE_OF)
+    assert {"p11_best_fused_rate", "p11_fusion_gain_best", "p11_host_share_b256", "p11_ceiling_rate",
+            "p10_fusion_gain"} <= set(A.FIGURES)
+    assert A.FIGURES["p10_fusion_gain"].n == 5
+
+
+def test_synthetic_values_are_the_ones_built_in(rows):
+    v = A.values(rows)
+    assert 15 < v["p10_fusion_gain"].value < 26 and v["p10_fusion_gain"].resolved
+    assert v["p10_decode_wall"].value == pytest.approx(2.0, rel=0.05)
+    assert v["p07_decode_over_floor"].value == pytest.approx(16.0 / 0.96, rel=0.05)
+    assert v["p11_best_setting"].text == "batch 256, budget 2,048 tokens"
+    assert 0 < v["p11_host_share_b256"].value < 0.1
+    assert v["att_frac_triton"].text == "30% to 36%"
+    series, _ = A.figure("series", rows)
+    assert len(series) == 5 and not series.isna().any().any()
+
+
+def test_request_cost_matches_the_ballpark_arithmetic():
+    c = A.request_cost()
+    assert c["flops"] / 1e12 == pytest.approx(3.69, abs=0.02)
+    assert c["kv_bytes"] / 1e9 == pytest.approx(5.4, abs=0.1)
+    assert A.SIZES["weight_bytes"] / 1e9 == pytest.approx(3.087, abs=0.005)
+    assert A.SIZES["kv_bytes_per_token"] == 28 * 1024
+
+
+def test_roofline_points_have_intensity_and_attained_rate(rows):
+    p = A.roofline_points(rows)
+    assert {"decode step", "mixed step", "gemm (decode)"} <= set(p["point"])
+    assert "other (decode)" not in set(p["point"])  # no modelled bytes: not a point
+    r = p.set_index("point").loc["decode step"]
+    assert r["intensity"] == pytest.approx(r["flops"] / r["bytes"])
+
+
+def test_committed_data_holds_every_file_the_book_reads():
+    data = A.REPO / "data"
+    present = [n for n in BOOK_NEEDS if (data / f"{n}.jsonl").exists()]
+    if not present:
+        pytest.skip("no rows committed in data/ yet")
+    assert present == list(BOOK_NEEDS), f"data/ lacks {sorted(set(BOOK_NEEDS) - set(present))}"
