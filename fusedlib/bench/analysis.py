@@ -28,7 +28,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from . import metrics
 from .workloads import MIXED_BUDGET, MIXED_LENGTHS
+
+# Goodput's service levels, as the metrics define them (the harness's metrics.py, numpy only).
+SLO = {"ttft_s": getattr(metrics, "TTFT_SLO_S", 1.0), "itl_s": getattr(metrics, "ITL_SLO_S", 0.050)}
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC = REPO / "data"  # frozen inputs (reference figures, predictions, not-kept table): always the repo's
@@ -383,6 +387,9 @@ def _hardware(d: Path):
         "ridge_measured": fixed(gemm and gemm / bw, lambda x: f"{x:.0f} FLOP/byte"),
         "decode32_intensity": fixed(dec_int, lambda x: f"{x:.0f} FLOP/byte"),
         "mixed543_intensity": fixed(mix_int, lambda x: f"{x:.0f} FLOP/byte"),
+        "model_layers": fixed(MODEL["layers"], lambda x: f"{x:.0f}"),
+        "wl_lengths": Value(None, ", ".join(f"{n:,}" for n in MIXED_LENGTHS[:-1]) + f" or {MIXED_LENGTHS[-1]:,} tokens"),
+        "wl_budgets": Value(None, f"{MIXED_BUDGET[0]} to {MIXED_BUDGET[1]} new tokens"),
     }
     table = pd.DataFrame([
         {"rate": "memory bandwidth", "datasheet": v["hw_bw_datasheet"].text,
@@ -397,7 +404,8 @@ _register("hardware", "part07", [
     "hw_bw_datasheet", "hw_flops_datasheet", "hw_copy_bw", "hw_copy_share", "hw_gemm_rate", "hw_gemm_share",
     "model_weights_gb", "model_weights_ms_datasheet", "model_weights_ms", "model_kv_kib",
     "model_gflop_per_token", "chunk_tflop", "chunk_ms_datasheet", "chunk_ms", "ridge_datasheet",
-    "ridge_measured", "decode32_intensity", "mixed543_intensity"], _hardware)
+    "ridge_measured", "decode32_intensity", "mixed543_intensity", "model_layers", "wl_lengths", "wl_budgets"],
+    _hardware)
 
 
 # --------------------------------------------------------------------------------- steps
@@ -443,6 +451,8 @@ def _steps(config: str, d: Path):
         f"the host: the GPU is busy for {pct(100 * share)} of the step's wall time" if share < 0.5 else
         f"the GPU: it is busy for {pct(100 * min(share, 1.0))} of the step's wall time"))
     v["kernels_per_layer"] = fixed(g(dec, "kernels_per_layer"), lambda x: f"{x:.1f}")
+    v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
+    v["host_us_per_kernel"] = fixed(dec and g(dec, "host_ms") and 1e3 * g(dec, "host_ms") / g(dec, "n_kernels"), us)
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
     v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
@@ -473,7 +483,7 @@ def _steps(config: str, d: Path):
 
 
 STEP_NAMES = ["decode_wall", "decode_gpu", "decode_host", "decode_floor", "decode_over_floor",
-              "decode_gpu_share", "bottleneck", "kernels_per_layer", "decode_shape", "mixed_wall", "mixed_gpu",
+              "decode_gpu_share", "bottleneck", "kernels_per_layer", "decode_kernels", "host_us_per_kernel", "decode_shape", "mixed_wall", "mixed_gpu",
               "mixed_chunked_wall", "mixed_chunked_gpu", "mixed_saving", "mixed_floor", "mixed_over_floor",
               "mixed_shape"]
 
@@ -544,20 +554,20 @@ def _capacity(config: str, d: Path):
         names["fusion_verdict"] = _gain_verdict(g)
         r = float(pr["rate"].iloc[0])
         names["pair_rate"] = Value(r, f"{sig(r)} requests/s")
+        nr = c["n_requests"].median() if "n_requests" in c else None
+        names["n_requests"] = fixed(nr, lambda x: f"{x:,.0f}")
         at = c[c["rate"] == r]
         for eng in ("fused", "chunked"):
             e = at[at["engine"] == eng]
             names[f"ttft_p50_{eng}"] = median(e["ttft_p50_s"], "s", num=lambda x: sig(x, 2))
             names[f"itl_p99_{eng}"] = median(e["itl_p99_s"] * 1e3, "ms")
     else:
-        for k in ("capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate",
-                  "ttft_p50_fused", "ttft_p50_chunked", "itl_p99_fused", "itl_p99_chunked"):
-            names[k] = MISSING
+        names = {k: MISSING for k in CAPACITY_NAMES}
     table = sweep_table(c)
     return table, {f"{p}_{k}": x for k, x in names.items()}
 
 
-CAPACITY_NAMES = ["capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate",
+CAPACITY_NAMES = ["capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate", "n_requests",
                   "ttft_p50_fused", "ttft_p50_chunked", "itl_p99_fused", "itl_p99_chunked"]
 
 for _c in PARTS:
@@ -772,6 +782,8 @@ def _scale(d: Path):
              "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
              "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings"]
     v = {k: MISSING for k in names}
+    v["goodput_ttft"] = fixed(SLO["ttft_s"] * 1e3, ms)
+    v["goodput_itl"] = fixed(SLO["itl_s"] * 1e3, ms)
     t = scale_settings(d)
     if not len(t):
         return pd.DataFrame(), v
@@ -814,7 +826,8 @@ def _scale(d: Path):
 
 _register("scale", "part11", ["p11_best_fused_rate", "p11_best_setting", "p11_best_chunked_rate",
                               "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small",
-                              "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings"], _scale)
+                              "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings",
+                              "goodput_ttft", "goodput_itl"], _scale)
 
 
 def scale_sweeps(data: str | Path | None = None) -> pd.DataFrame:
@@ -996,13 +1009,21 @@ def _reference(d: Path):
     table = pd.DataFrame(rows, columns=["figure", "A10, the reference's", "H200, part 7's engine", "H200, part 10's engine"])
     v = {
         "a10_gain": fixed(100 * val("capacity_gain"), lambda x: pct(x, True)),
+        "a10_capacity_fused": fixed(val("capacity_fused"), rate),
+        "a10_capacity_chunked": fixed(val("capacity_chunked"), rate),
+        "a10_decode_step": fixed(val("decode_step_fused"), ms),
+        "a10_mixed_fused": fixed(val("mixed_step_fused"), ms),
+        "a10_mixed_chunked": fixed(val("mixed_step_chunked"), ms),
+        "a10_weight_read": fixed(val("weight_read"), ms),
         "a10_decode_multiple": fixed(val("decode_step_fused") / a10_read, times),
         "h200_decode_multiple": fixed(vals["p07_decode_wall"].value and w and vals["p07_decode_wall"].value / w, times),
     }
     return table, v
 
 
-_register("reference", "intro", ["a10_gain", "a10_decode_multiple", "h200_decode_multiple"], _reference)
+_register("reference", "intro", ["a10_gain", "a10_capacity_fused", "a10_capacity_chunked", "a10_decode_step",
+                                 "a10_mixed_fused", "a10_mixed_chunked", "a10_weight_read", "a10_decode_multiple",
+                                 "h200_decode_multiple"], _reference)
 
 
 # ---------------------------------------------------------------------------- appendices

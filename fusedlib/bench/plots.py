@@ -183,7 +183,16 @@ def scale_tail(sweeps: pd.DataFrame, engine: str = "fused") -> Figure | None:
     return fig
 
 
-def show(fig: Figure | None, empty: str = "No rows yet: this figure appears once its rows exist.") -> None:
-    from IPython.display import Markdown, display
+def png(fig: Figure) -> bytes:
+    from io import BytesIO
 
-    display(Markdown(empty) if fig is None else fig)
+    buf = BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def show(fig: Figure | None, empty: str = "No rows yet: this figure appears once its rows exist.") -> None:
+    """Display a figure as a PNG (no pyplot backend needed), or the note that rows are missing."""
+    from IPython.display import Image, Markdown, display
+
+    display(Markdown(empty) if fig is None else Image(data=png(fig)))

@@ -11,6 +11,8 @@ written at. A live entry is graded on the rows the book reads:
 """
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,13 +22,19 @@ import yaml
 from . import analysis
 
 PATHS = (analysis.STATIC / "predictions.yaml", analysis.STATIC / "predictions_part11.yaml")
+# The predictions that decide each chapter's question: quoted in full there, by id here only.
+DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
+            11: ["P11-1", "P11-2", "P11-3"]}
+CHAPTERS = {7: "Part 7: one forward per step", 8: "Part 8: split-KV decode", 9: "Part 9: CUDA graphs",
+            10: "Part 10: to the roofline", 11: "Part 11: the H200's size"}
 LIVE = ("held", "missed", "not resolved", "no rows")
 
 
 def load(paths=None) -> list[dict]:
     """Every entry, in file order; a later file's entry with an id already seen is skipped."""
     out, seen = [], set()
-    for path in [Path(p) for p in (paths or PATHS)]:
+    env = os.environ.get("FUSEDLIB_PREDICTIONS")  # another record, e.g. a test's
+    for path in [Path(p) for p in (paths or (env.split(os.pathsep) if env else PATHS))]:
         if not path.exists():
             continue
         doc = yaml.safe_load(path.read_text()) or []
@@ -84,6 +92,50 @@ def pick(ids: list[str], entries: list[dict] | None = None) -> list[dict]:
     if missing:
         raise KeyError(f"no prediction {missing} in the record")
     return [by[i] for i in ids]
+
+
+def deciding(chapter: int) -> list[dict]:
+    return pick(DECIDING[chapter])
+
+
+# Words of the record's working notes (machine loans, change sets, commits) that the appendix's
+# short form stops before; the yaml keeps the whole text.
+_NOTES = re.compile(r"\b(?:sessions?|leases?|campaigns?|sittings?|set [A-Z]{1,2}\d*|tree|"
+                    r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b|\(\s*$")
+
+
+def opening(text: str, words: int = 14) -> str:
+    """A claim's first words, for the appendix's table: at most `words`, stopping before any
+    working note (the yaml keeps the whole text)."""
+    w = text.lstrip(":( ").split()
+    short = " ".join(w[:words])
+    m = _NOTES.search(short)
+    cut = short[:m.start()].rstrip(" ,;:(") if m else short
+    return cut if cut == " ".join(w) else cut + " …"
+
+
+def appendix(entries: list[dict] | None = None) -> None:
+    """One table per chapter: id, date, claim (in full for the deciding ones, else the title or
+    the opening words), measured, verdict."""
+    from IPython.display import Markdown, display
+
+    entries = graded() if entries is None else entries
+    if not entries:
+        display(Markdown("No predictions recorded yet."))
+        return
+    decide = {i for ids in DECIDING.values() for i in ids}
+    out = []
+    for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
+        these = [e for e in entries if str(e.get("chapter")) == chapter]
+        rows = []
+        for e in these:
+            short = e.get("title") or opening(e.get("text", ""))
+            full = e["id"] in decide
+            rows.append(e | {"title": e.get("title") if full else None,
+                             "text": e.get("text", "") if full else short})
+        name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
+        out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False))
+    display(Markdown("\n\n".join(out)))
 
 
 def show(entries: list[dict]) -> None:
