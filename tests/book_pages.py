@@ -22,7 +22,7 @@ BOOK = REPO / "book"
 CELL = re.compile(r"^```\{code-cell\}.*?^```[ \t]*$", re.S | re.M)
 FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
 GLUE = re.compile(r"\{glue(?::text)?\}`(?:([\w./-]+)\.md::)?(\w+)(?::[^`]*)?`")
-DOC = re.compile(r"\{doc\}`([^`]+)`")
+DOC = re.compile(r"\{doc\}`([^`<]+?)(?:\s*<([^`>]+)>)?`")
 DOWNLOAD = re.compile(r"\{download\}`([^`<]+?)\s*(?:<[^`]*>)?`")
 
 
@@ -90,7 +90,7 @@ def run_pages(pages: list[str], rows: Path) -> dict[str, dict]:
 def page_text(stem: str, glued: dict[str, str], markdown: list[str]) -> str:
     """What a reader reads on the page: prose with glue and doc roles resolved, then the outputs."""
     text = GLUE.sub(lambda m: f" {glued.get(m.group(2), '?')} ", prose(stem))  # a span: apart from its punctuation
-    text = DOC.sub(lambda m: title(m.group(1)), text)
+    text = DOC.sub(lambda m: m.group(1) if m.group(2) else title(m.group(1)), text)
     text = DOWNLOAD.sub(lambda m: m.group(1), text)
     return text + "\n" + "\n".join(markdown)
 

@@ -275,7 +275,7 @@ def pct(x: float, signed: bool = False) -> str:
 
 
 def times(x: float) -> str:
-    return f"{sig(x, 2) if x < 10 else f'{x:.0f}'}×"
+    return f"{sig(x, 2)}×"
 
 
 def span(lo: float, hi: float, f: Callable[[float], str]) -> str:
@@ -589,16 +589,6 @@ def capacity_sweeps(data: str | Path | None = None) -> pd.DataFrame:
     return sweep_table(load("capacity", data_dir(data)))
 
 
-def show_sweep(m: pd.DataFrame) -> pd.DataFrame:
-    if not len(m):
-        return m
-    return pd.DataFrame({
-        "engine": m["engine"], "offered (req/s)": m["rate"].map(sig), "served (req/s)": m["served_rate"].map(sig),
-        "TTFT p50 (ms)": (m["ttft_p50_s"] * 1e3).map(sig), "TTFT p99 (ms)": (m["ttft_p99_s"] * 1e3).map(sig),
-        "ITL p50 (ms)": (m["itl_p50_s"] * 1e3).map(sig), "ITL p99 (ms)": (m["itl_p99_s"] * 1e3).map(sig),
-        "runs": m["n"]})
-
-
 # ----------------------------------------------------------------------------- attention
 def attention_table(d: Path) -> pd.DataFrame:
     a = load("attention", d)
@@ -611,12 +601,13 @@ def _attention(d: Path):
     a = attention_table(d)
     names = ["att_frac_triton", "att_frac_splitkv", "att_frac_parallel", "att_speedup_splitkv",
              "att_speedup_parallel", "att_1k_triton", "att_1k_splitkv", "att_1k_parallel", "att_1k_copy",
-             "att_1k_mb", "att_1k_floor"]
+             "att_1k_mb", "att_1k_floor", "att_1k_step_floor"]
     v = {k: MISSING for k in names}
     kv1k = 32 * 1024 * SIZES["kv_bytes_per_token"] / MODEL["layers"]
     bw, _ = _rates(d)
     v["att_1k_mb"] = fixed(kv1k / 1e6, lambda x: f"{x:.1f} MB")
     v["att_1k_floor"] = fixed(kv1k / (bw or H200["bandwidth_Bps"]) * 1e6, us)
+    v["att_1k_step_floor"] = fixed(MODEL["layers"] * kv1k / (bw or H200["bandwidth_Bps"]) * 1e3, ms)
     if not len(a):
         return pd.DataFrame(), v
     rng = lambda s: span(100 * s.min(), 100 * s.max(), pct)  # noqa: E731
@@ -643,7 +634,7 @@ def _attention(d: Path):
 
 _register("attention", "part08", ["att_frac_triton", "att_frac_splitkv", "att_frac_parallel", "att_speedup_splitkv",
                                   "att_speedup_parallel", "att_1k_triton", "att_1k_splitkv", "att_1k_parallel",
-                                  "att_1k_copy", "att_1k_mb", "att_1k_floor"], _attention)
+                                  "att_1k_copy", "att_1k_mb", "att_1k_floor", "att_1k_step_floor"], _attention)
 
 
 # ------------------------------------------------------------------------------ roofline
@@ -1085,10 +1076,4 @@ def show(table: pd.DataFrame, empty: str = "No rows yet.") -> None:
     """A table as Markdown (a real table in the built page), or the note that rows are missing."""
     from IPython.display import Markdown, display
 
-    display(Markdown(empty if table is None or not len(table) else table.to_markdown(index=False)))
-
-
-def say(text: str) -> None:
-    from IPython.display import Markdown, display
-
-    display(Markdown(text))
+    display(Markdown(empty if table is None or not len(table) else table.to_markdown(index=False, disable_numparse=True)))

@@ -76,13 +76,22 @@ def table(entries: list[dict], with_id: bool = True) -> pd.DataFrame:
     """id (optionally), date, claim (the text as written, after its title), measured, verdict."""
     rows = []
     for e in entries:
-        claim = f"**{e['title']}**: {e['text']}" if e.get("title") else e.get("text", "")
+        claim = titled(e)
         row = {"id": e.get("id"), "date": e.get("date"), "claim": claim,
                "measured": e.get("measured"), "verdict": e.get("verdict")}
         if not with_id:
             row.pop("id")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def titled(e: dict) -> str:
+    """Title and text as one claim; a text written to follow its title (": ..." or "(...)") does."""
+    text, title = e.get("text", ""), e.get("title")
+    if not title:
+        return text
+    return f"**{title}**{text}" if text.startswith(":") else f"**{title}** {text}" if text.startswith("(") \
+        else f"**{title}**: {text}"
 
 
 def pick(ids: list[str], entries: list[dict] | None = None) -> list[dict]:
@@ -134,7 +143,7 @@ def appendix(entries: list[dict] | None = None) -> None:
             rows.append(e | {"title": e.get("title") if full else None,
                              "text": e.get("text", "") if full else short})
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
-        out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False))
+        out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))
     display(Markdown("\n\n".join(out)))
 
 
@@ -148,6 +157,6 @@ def show(entries: list[dict]) -> None:
         return
     lines = []
     for e in entries:
-        lines.append(f"- *Written {e.get('date')}.* **{e.get('title', '')}**: {e['text']}  \n"
+        lines.append(f"- *Written {e.get('date')}.* {titled(e)}  \n"
                      f"  Measured: {e['measured']}. Verdict: **{e['verdict']}**.")
     display(Markdown("\n".join(lines)))
