@@ -113,7 +113,7 @@ _NOTES = re.compile(r"\b(?:sessions?|leases?|campaigns?|sittings?|set [A-Z]{1,2}
                     r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b|\(\s*$")
 
 
-def opening(text: str, words: int = 14) -> str:
+def opening(text: str, words: int = 12) -> str:
     """A claim's first words, for the appendix's table: at most `words`, stopping before any
     working note (the yaml keeps the whole text)."""
     w = text.lstrip(":( ").split()
