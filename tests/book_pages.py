@@ -57,6 +57,7 @@ def run_pages(pages: list[str], rows: Path) -> dict[str, dict]:
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
+    before = os.environ.get("FUSEDLIB_DATA")
     os.environ["FUSEDLIB_DATA"] = str(rows)
     shell = InteractiveShell.instance(colors="nocolor")
     here = os.getcwd()
@@ -84,6 +85,10 @@ def run_pages(pages: list[str], rows: Path) -> dict[str, dict]:
             report[page] = got
     finally:
         os.chdir(here)
+        if before is None:
+            os.environ.pop("FUSEDLIB_DATA", None)
+        else:
+            os.environ["FUSEDLIB_DATA"] = before
     return report
 
 
