@@ -944,8 +944,6 @@ def _series(d: Path):
                  "fusion's gain": _short_gain(sc["p11_fusion_gain_best"])})
     first, last = vals["p07_decode_wall"].value, vals["p10_decode_wall"].value
     v = {"series_decode_speedup": fixed(first and last and first / last, times)}
-    f7, f10 = vals["p07_capacity_fused"].value, vals["p10_capacity_fused"].value
-    v["series_capacity_change"] = fixed(f7 and f10 and f10 / f7, times)
     return pd.DataFrame(rows), v
 
 
@@ -962,7 +960,7 @@ def _short_gain(v: Value) -> str:
     return s if v.resolved else f"not resolved ({s})"
 
 
-_register("series", "intro", ["series_decode_speedup", "series_capacity_change"], _series)
+_register("series", "intro", ["series_decode_speedup"], _series)
 
 
 def reference_figures() -> dict[str, dict]:
@@ -1002,18 +1000,13 @@ def _reference(d: Path):
         "a10_gain": fixed(100 * val("capacity_gain"), lambda x: pct(x, True)),
         "a10_capacity_fused": fixed(val("capacity_fused"), rate),
         "a10_capacity_chunked": fixed(val("capacity_chunked"), rate),
-        "a10_decode_step": fixed(val("decode_step_fused"), ms),
-        "a10_mixed_fused": fixed(val("mixed_step_fused"), ms),
-        "a10_mixed_chunked": fixed(val("mixed_step_chunked"), ms),
-        "a10_weight_read": fixed(val("weight_read"), ms),
         "a10_decode_multiple": fixed(val("decode_step_fused") / a10_read, times),
         "h200_decode_multiple": fixed(vals["p07_decode_wall"].value and w and vals["p07_decode_wall"].value / w, times),
     }
     return table, v
 
 
-_register("reference", "intro", ["a10_gain", "a10_capacity_fused", "a10_capacity_chunked", "a10_decode_step",
-                                 "a10_mixed_fused", "a10_mixed_chunked", "a10_weight_read", "a10_decode_multiple",
+_register("reference", "intro", ["a10_gain", "a10_capacity_fused", "a10_capacity_chunked", "a10_decode_multiple",
                                  "h200_decode_multiple"], _reference)
 
 
