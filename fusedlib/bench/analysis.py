@@ -70,7 +70,8 @@ SIZES = _model_sizes()
 
 
 # ---------------------------------------------------------------------------------- rows
-def data_dir(d: str | Path | None = None) -> Path:
+def rows_dir(d: str | Path | None = None) -> Path:
+    """The rows folder: `d`, else env FUSEDLIB_DATA, else the repository's data/."""
     return Path(d or os.environ.get("FUSEDLIB_DATA") or REPO / "data").resolve()
 
 
@@ -90,11 +91,11 @@ def _identity(df: pd.DataFrame) -> list[str]:
 _CACHE: dict = {}
 
 
-def load(experiment: str, data_dir_: str | Path | None = None) -> pd.DataFrame:
+def load(experiment: str, data_dir: str | Path | None = None) -> pd.DataFrame:
     """The rows of `<data>/<experiment>.jsonl` as a DataFrame (empty if the file is missing).
     Full-profile rows win over smoke rows when a file holds both; a run recorded twice keeps
     its newer row."""
-    path = data_dir(data_dir_) / f"{experiment}.jsonl"
+    path = rows_dir(data_dir) / f"{experiment}.jsonl"
     if not path.exists():
         return pd.DataFrame()
     stat = path.stat()
@@ -310,7 +311,7 @@ def _register(key: str, page: str, names, compute: Callable) -> None:
 
 def figure(key: str, data: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The figure's (table, values) for a rows folder, computed once per state of that folder."""
-    d = data_dir(data)
+    d = rows_dir(data)
     sig_ = tuple((p.name, p.stat().st_mtime_ns) for p in sorted(d.glob("*.jsonl"))) if d.exists() else ()
     ck = ("figure", key, str(d), sig_)
     if ck not in _CACHE:
@@ -352,7 +353,7 @@ FIGURES = _Figures()
 
 
 # ------------------------------------------------------------------------------ hardware
-def _rates(d: Path) -> tuple[float | None, float | None]:
+def rates(d: str | Path | None = None) -> tuple[float | None, float | None]:
     """The copy bandwidth (B/s) and large-GEMM rate (FLOP/s) measured beside the census."""
     c = load("census", d)
     if not len(c) or "copy_bw_Bps" not in c:
@@ -361,7 +362,7 @@ def _rates(d: Path) -> tuple[float | None, float | None]:
 
 
 def _hardware(d: Path):
-    bw, gemm = _rates(d)
+    bw, gemm = rates(d)
     w = SIZES["weight_bytes"]
     chunk = 512 * SIZES["linear_flop_per_token"] + 512 * 511 / 2 * SIZES["attn_flop_per_pair"]
     dec_int = 32 * SIZES["linear_flop_per_token"] / w
@@ -409,7 +410,7 @@ _register("hardware", "part07", [
 
 
 # --------------------------------------------------------------------------------- steps
-def step_rows(d: Path) -> pd.DataFrame:
+def step_rows(d: str | Path | None = None) -> pd.DataFrame:
     """Census step rows, one per (config, engine, step): medians over repeated rows, with the
     step's bytes floor (weights + KV at the copy bandwidth) and FLOP floor (at the GEMM rate)."""
     c = load("census", d)
@@ -586,11 +587,11 @@ def sweep_table(c: pd.DataFrame) -> pd.DataFrame:
 
 def capacity_sweeps(data: str | Path | None = None) -> pd.DataFrame:
     """Every part's open-loop sweep (medians over rounds), for the capacity and latency figures."""
-    return sweep_table(load("capacity", data_dir(data)))
+    return sweep_table(load("capacity", rows_dir(data)))
 
 
 # ----------------------------------------------------------------------------- attention
-def attention_table(d: Path) -> pd.DataFrame:
+def attention_table(d: str | Path | None = None) -> pd.DataFrame:
     a = load("attention", d)
     if not len(a):
         return a
@@ -604,7 +605,7 @@ def _attention(d: Path):
              "att_1k_mb", "att_1k_floor", "att_1k_step_floor"]
     v = {k: MISSING for k in names}
     kv1k = 32 * 1024 * SIZES["kv_bytes_per_token"] / MODEL["layers"]
-    bw, _ = _rates(d)
+    bw, _ = rates(d)
     v["att_1k_mb"] = fixed(kv1k / 1e6, lambda x: f"{x:.1f} MB")
     v["att_1k_floor"] = fixed(kv1k / (bw or H200["bandwidth_Bps"]) * 1e6, us)
     v["att_1k_step_floor"] = fixed(MODEL["layers"] * kv1k / (bw or H200["bandwidth_Bps"]) * 1e3, ms)
@@ -638,7 +639,7 @@ _register("attention", "part08", ["att_frac_triton", "att_frac_splitkv", "att_fr
 
 
 # ------------------------------------------------------------------------------ roofline
-def roofline_points(d: Path, config: str = "part10") -> pd.DataFrame:
+def roofline_points(d: str | Path | None = None, config: str = "part10") -> pd.DataFrame:
     """Each step kind and each kernel class of `config` as a roofline point: FLOPs, bytes,
     GPU time, arithmetic intensity (FLOP/byte) and attained FLOP/s. Kernel classes without
     modelled bytes or FLOPs are left out."""
@@ -665,7 +666,7 @@ def roofline_points(d: Path, config: str = "part10") -> pd.DataFrame:
 
 
 def _roofline(d: Path):
-    bw, gemm = _rates(d)
+    bw, gemm = rates(d)
     p = roofline_points(d)
     names = ["rf_decode_intensity", "rf_decode_attained", "rf_decode_roof_share", "rf_mixed_intensity",
              "rf_mixed_attained", "rf_mixed_roof_share", "rf_gemm_share_decode", "rf_gemm_share_mixed"]
@@ -749,7 +750,7 @@ _register("gates", "part07", ["gates_passed", "gates_b256"], _gates)
 
 
 # --------------------------------------------------------------------------------- scale
-def scale_settings(d: Path) -> pd.DataFrame:
+def scale_settings(d: str | Path | None = None) -> pd.DataFrame:
     """Part 11: per engine, batch and budget, the capacity (the highest median served rate over
     offered rates) and the latency and goodput at that rate."""
     s = load("scale", d)
@@ -823,7 +824,7 @@ _register("scale", "part11", ["p11_best_fused_rate", "p11_best_setting", "p11_be
 
 def scale_sweeps(data: str | Path | None = None) -> pd.DataFrame:
     """Part 11's open-loop runs, medians over rounds per engine, setting and offered rate."""
-    return sweep_table(load("scale", data_dir(data)))
+    return sweep_table(load("scale", rows_dir(data)))
 
 
 def _host(d: Path):
@@ -880,7 +881,7 @@ def request_cost() -> dict[str, float]:
 
 def _ceiling(d: Path):
     cost = request_cost()
-    bw, gemm = _rates(d)
+    bw, gemm = rates(d)
     t_sheet = cost["flops"] / H200["fp16_flops"] + cost["kv_bytes"] / H200["bandwidth_Bps"]
     t = gemm and cost["flops"] / gemm + cost["kv_bytes"] / bw
     dec256 = SIZES["weight_bytes"] + 256 * cost["decode_context"] * SIZES["kv_bytes_per_token"]
@@ -1018,7 +1019,7 @@ def not_kept() -> pd.DataFrame:
 
 def provenance(data: str | Path | None = None) -> pd.DataFrame:
     """Per rows file: its rows, commits, code versions, devices, profile and dates."""
-    d = data_dir(data)
+    d = rows_dir(data)
     out = []
     for name in EXPERIMENTS:
         df = load(name, d)

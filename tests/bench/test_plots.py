@@ -15,7 +15,7 @@ def rows(tmp_path_factory):
 
 
 def figures(d):
-    bw, gemm = A._rates(d)
+    bw, gemm = A.rates(d)
     return {
         "capacity": P.capacity_vs_rate(A.capacity_sweeps(d), "part10"),
         "latency": P.latency_vs_rate(A.capacity_sweeps(d), "part10"),
@@ -38,7 +38,7 @@ def test_no_rows_no_figure(tmp_path):
 
 
 def test_the_roofline_is_log_log_with_both_roofs(rows):
-    bw, gemm = A._rates(rows)
+    bw, gemm = A.rates(rows)
     fig = P.roofline(A.roofline_points(rows), bw, gemm)
     ax = fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"
