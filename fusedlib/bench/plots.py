@@ -1,0 +1,198 @@
+"""The book's figures: one function per figure, tables from `analysis` in, a matplotlib Figure
+out (None when the table is empty; the page then says so). No torch, no pyplot state: each
+figure is a `matplotlib.figure.Figure` the page displays with `show`."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+from . import analysis
+
+PART_COLOR = {"part7": "#8c564b", "part8": "#ff7f0e", "part9": "#2ca02c", "part10": "#1f77b4", "part11": "#9467bd"}
+ENGINE_STYLE = {"fused": "-", "chunked": "--"}
+STYLE = {"font.size": 9}
+
+
+def _fig(ncols: int = 1, width: float = 7.0, height: float = 3.4):
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.spines[["top", "right"]].set_visible(False)
+    return fig, axes
+
+
+def _log_y(ax) -> None:
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _part(config: str) -> str:
+    return "part " + config.removeprefix("part")
+
+
+def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figure | None:
+    """Served rate against offered rate, each part a colour, fused solid and chunked dashed;
+    with `highlight`, the other parts fade."""
+    if not len(sweeps):
+        return None
+    fig, (ax,) = _fig()
+    top = float(sweeps["rate"].max())
+    ax.plot([0, top], [0, top], color="0.7", lw=0.8, label="served = offered")
+    for (config, engine), g in sweeps.groupby(["config", "engine"], sort=False):
+        if engine not in ENGINE_STYLE:
+            continue
+        faded = highlight is not None and config != highlight
+        ax.plot(g["rate"], g["served_rate"], ENGINE_STYLE[engine], marker="o", ms=3,
+                color=PART_COLOR.get(config, "0.4"), alpha=0.25 if faded else 1.0,
+                label=None if faded else f"{_part(config)}, {engine}")
+    ax.set(xlabel="offered (requests/s)", ylabel="served (requests/s)", xlim=(0, None), ylim=(0, None))
+    ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+def latency_vs_rate(sweeps: pd.DataFrame, config: str) -> Figure | None:
+    """Time to first token and inter-token latency, p50 and p99, against offered rate."""
+    s = sweeps[sweeps["config"] == config] if len(sweeps) else sweeps
+    if not len(s):
+        return None
+    fig, axes = _fig(2)
+    for ax, (metric, name) in zip(axes, (("ttft", "time to first token (s)"), ("itl", "inter-token latency (ms)"))):
+        scale = 1.0 if metric == "ttft" else 1e3
+        for engine, g in s.groupby("engine"):
+            if engine not in ENGINE_STYLE:
+                continue
+            for q, marker in (("p50", "o"), ("p99", "^")):
+                ax.plot(g["rate"], g[f"{metric}_{q}_s"] * scale, ENGINE_STYLE[engine], marker=marker, ms=3,
+                        color=PART_COLOR.get(config), alpha=1.0 if q == "p99" else 0.6, label=f"{engine} {q}")
+        ax.set(xlabel="offered (requests/s)", ylabel=name)
+        _log_y(ax)
+    axes[0].legend(fontsize=7, frameon=False)
+    return fig
+
+
+def steps_vs_floor(steps: pd.DataFrame) -> Figure | None:
+    """Per part, the fused engine's decode step (wall and GPU) beside its bytes floor, and its
+    mixed step's GPU time beside its FLOP floor; log scale."""
+    s = steps[steps["engine"] == "fused"] if len(steps) else steps
+    if not len(s):
+        return None
+    parts = [p for p in analysis.PARTS if p in set(s["config"])]
+    fig, axes = _fig(2)
+    x = np.arange(len(parts))
+    panels = ((axes[0], "decode", (("wall_ms", "wall"), ("gpu_ms", "GPU"), ("bytes_floor_ms", "bytes floor"))),
+              (axes[1], "mixed", (("wall_ms", "wall"), ("gpu_ms", "GPU"), ("flop_floor_ms", "FLOP floor"))))
+    for ax, step, bars in panels:
+        t = s[s["step"] == step].set_index("config").reindex(parts)
+        for i, (col, name) in enumerate(bars[:2]):
+            ax.bar(x + (i - 0.5) * 0.36, t[col], 0.36, label=name, color=("0.6", "#1f77b4")[i])
+        col, name = bars[2]
+        ax.hlines(t[col], x - 0.4, x + 0.4, color="#d62728", lw=2, label=name)
+        _log_y(ax)
+        ax.set(xticks=x, xticklabels=[_part(p) for p in parts], ylabel="ms",
+               ylim=(float(np.nanmin(t[col])) / 2, None), title=f"{step} step (fused engine)")
+        ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
+def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) -> Figure | None:
+    """Part 10 on the H200's roofline: arithmetic intensity (FLOP/byte) against attained
+    FLOP/s, log-log; the bandwidth roof at the measured copy rate, the compute roof at the
+    measured GEMM rate; each step kind and kernel class a point."""
+    if not len(points) or not copy_bw or not gemm:
+        return None
+    fig, (ax,) = _fig(height=4.2)
+    lo = min(points["intensity"].min(), 0.5) / 2
+    hi = max(points["intensity"].max(), gemm / copy_bw) * 4
+    xs = np.logspace(np.log10(lo), np.log10(hi), 200)
+    ax.plot(xs, np.minimum(gemm, copy_bw * xs) / 1e12, color="k", lw=1.2)
+    ax.axvline(gemm / copy_bw, color="0.7", lw=0.8, ls=":")
+    ax.text(lo * 1.3, copy_bw * lo * 1.3 / 1e12 * 1.6, f"copy {copy_bw / 1e12:.2f} TB/s", fontsize=7, rotation=0)
+    ax.text(hi / 3, gemm / 1e12 * 1.15, f"GEMM {gemm / 1e12:.0f} TFLOP/s", fontsize=7, ha="right")
+    markers = {"decode": "o", "mixed": "s"}
+    colors = {"step": "k", "gemm": "#1f77b4", "attention": "#ff7f0e", "norm_rotary_act": "#2ca02c",
+              "lm_head": "#9467bd", "other": "0.5"}
+    for _, p in points.iterrows():
+        ax.scatter(p["intensity"], p["attained"] / 1e12, marker=markers.get(p["step"], "o"),
+                   s=40 if p["kind"] == "step" else 22, color=colors.get(p["kind"], "0.5"),
+                   edgecolor="k" if p["kind"] == "step" else "none", zorder=3)
+        ax.annotate(p["point"], (p["intensity"], p["attained"] / 1e12), fontsize=6, xytext=(3, 2),
+                    textcoords="offset points")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="attained (TFLOP/s)",
+           ylim=(min(points["attained"].min() / 1e12 / 3, 1.0), gemm / 1e12 * 3))
+    return fig
+
+
+def attention_vs_copy(table: pd.DataFrame) -> Figure | None:
+    """Decode attention's speed as a share of a copy of the same bytes, per kernel and context."""
+    if not len(table):
+        return None
+    fig, (ax,) = _fig(height=3.0)
+    names = {"triton": "per-row (part 7)", "triton-splitkv": "split-KV (parts 8-9)", "triton-parallel": "part 10's"}
+    for backend, g in table.groupby("backend"):
+        ax.plot(g["context"], 100 * g["fraction_of_copy"], marker="o", label=names.get(backend, backend))
+    ax.set(xscale="log", xlabel="context (tokens per row, 32 rows)", ylabel="% of copy speed", ylim=(0, 100))
+    ax.set_xticks(sorted(table["context"].unique()), [str(c) for c in sorted(table["context"].unique())])
+    ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+def scale_capacity(settings: pd.DataFrame) -> Figure | None:
+    """Part 11: each setting's capacity (requests/s) against max batch, one line per chunk
+    budget, fused solid and chunked dashed."""
+    if not len(settings):
+        return None
+    fig, (ax,) = _fig()
+    budgets = sorted(settings["chunk_tokens"].unique())
+    cmap = dict(zip(budgets, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")))
+    for (engine, budget), g in settings.groupby(["engine", "chunk_tokens"]):
+        if engine not in ENGINE_STYLE:
+            continue
+        g = g.sort_values("max_batch")
+        ax.plot(g["max_batch"], g["served_rate"], ENGINE_STYLE[engine], marker="o", ms=3, color=cmap.get(budget),
+                label=f"{engine}, budget {budget:,}")
+    batches = sorted(settings["max_batch"].unique())
+    ax.set(xscale="log", xlabel="max batch (decode rows)", ylabel="capacity (requests/s)", ylim=(0, None))
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.legend(fontsize=7, frameon=False, ncol=2)
+    return fig
+
+
+def scale_tail(sweeps: pd.DataFrame, engine: str = "fused") -> Figure | None:
+    """Part 11's tails: TTFT p99 and ITL p99 against offered rate, a colour per batch and a
+    line style per budget (one engine)."""
+    s = sweeps[sweeps["engine"] == engine] if len(sweeps) else sweeps
+    if not len(s):
+        return None
+    fig, axes = _fig(2, height=4.2)
+    batches = sorted(s["max_batch"].unique())
+    colors = dict(zip(batches, ("#8c564b", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd")))
+    styles = dict(zip(sorted(s["chunk_tokens"].unique()), ("-", "--", ":", "-.")))
+    for ax, (col, name, scale) in zip(axes, (("ttft_p99_s", "TTFT p99 (s)", 1.0), ("itl_p99_s", "ITL p99 (ms)", 1e3))):
+        for (b, t), g in s.groupby(["max_batch", "chunk_tokens"]):
+            ax.plot(g["rate"], g[col] * scale, styles.get(t, "-"), color=colors.get(b), marker=".", ms=3,
+                    label=f"batch {b}, budget {t:,}")
+        ax.set(xlabel="offered (requests/s)", ylabel=name, title=f"{engine} engine")
+        _log_y(ax)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=6, frameon=False)
+    return fig
+
+
+def png(fig: Figure) -> bytes:
+    from io import BytesIO
+
+    buf = BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def show(fig: Figure | None, empty: str = "No rows yet: this figure appears once its rows exist.") -> None:
+    """Display a figure as a PNG (no pyplot backend needed), or the note that rows are missing."""
+    from IPython.display import Image, Markdown, display
+
+    display(Markdown(empty) if fig is None else Image(data=png(fig)))

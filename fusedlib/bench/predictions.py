@@ -1,0 +1,162 @@
+"""One grader for every prediction in data/predictions.yaml (numpy, pandas and yaml only).
+
+The yaml is the verbatim record: each entry has id, date, chapter, title, text (as first
+written), and either a recorded `measured` and `verdict`, or a live grade: `figure` (a name
+in `analysis.FIGURES`), `low` and/or `high` (null for an open side) and the `commit` it was
+written at. A live entry is graded on the rows the book reads:
+
+- "no rows": the figure has no value yet;
+- "not resolved": the figure's interval straddles one of the bounds;
+- "held": the value lies within [low, high]; else "missed".
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from . import analysis
+
+PATHS = (analysis.STATIC / "predictions.yaml", analysis.STATIC / "predictions_part11.yaml")
+# The predictions that decide each chapter's question: quoted in full there, by id here only.
+DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
+            11: ["P11-1", "P11-2", "P11-3"]}
+CHAPTERS = {7: "Part 7: one forward per step", 8: "Part 8: split-KV decode", 9: "Part 9: CUDA graphs",
+            10: "Part 10: to the roofline", 11: "Part 11: the H200's size"}
+LIVE = ("held", "missed", "not resolved", "no rows")
+
+
+def load(paths=None) -> list[dict]:
+    """Every entry, in file order; a later file's entry with an id already seen is skipped."""
+    out, seen = [], set()
+    env = os.environ.get("FUSEDLIB_PREDICTIONS")  # another record, e.g. a test's
+    for path in [Path(p) for p in (paths or (env.split(os.pathsep) if env else PATHS))]:
+        if not path.exists():
+            continue
+        doc = yaml.safe_load(path.read_text()) or []
+        entries = doc.get("predictions", []) if isinstance(doc, dict) else doc
+        for e in entries:
+            if e.get("id") in seen:
+                continue
+            seen.add(e.get("id"))
+            out.append(dict(e))
+    return out
+
+
+def grade(entry: dict, figures: Mapping | None = None) -> tuple[str, str]:
+    """(measured, verdict) for one entry: live from its figure, or as recorded."""
+    if not entry.get("figure"):
+        return str(entry.get("measured") or "-"), str(entry.get("verdict") or "-")
+    figures = analysis.FIGURES if figures is None else figures
+    v = figures[entry["figure"]]  # an unknown name is an error in the record, not a verdict
+    if v.value is None:
+        return analysis.NO_ROWS, "no rows"
+    low, high = entry.get("low"), entry.get("high")
+    for bound in (low, high):
+        if bound is not None and v.lo is not None and v.hi is not None and v.lo < bound < v.hi:
+            return v.text, "not resolved"
+    held = (low is None or v.value >= low) and (high is None or v.value <= high)
+    return v.text, "held" if held else "missed"
+
+
+def graded(entries: list[dict] | None = None, figures: Mapping | None = None) -> list[dict]:
+    entries = load() if entries is None else entries
+    out = []
+    for e in entries:
+        measured, verdict = grade(e, figures)
+        out.append(e | {"measured": measured, "verdict": verdict})
+    return out
+
+
+def table(entries: list[dict], with_id: bool = True) -> pd.DataFrame:
+    """id (optionally), date, claim (the text as written, after its title), measured, verdict."""
+    rows = []
+    for e in entries:
+        claim = titled(e)
+        row = {"id": e.get("id"), "date": e.get("date"), "claim": claim,
+               "measured": e.get("measured"), "verdict": e.get("verdict")}
+        if not with_id:
+            row.pop("id")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def titled(e: dict) -> str:
+    """Title and text as one claim; a text written to follow its title (": ..." or "(...)") does."""
+    text, title = e.get("text", ""), e.get("title")
+    if not title:
+        return text
+    return f"**{title}**{text}" if text.startswith(":") else f"**{title}** {text}" if text.startswith("(") \
+        else f"**{title}**: {text}"
+
+
+def pick(ids: list[str], entries: list[dict] | None = None) -> list[dict]:
+    """The entries with these ids, in this order (a chapter's deciding predictions)."""
+    by = {e["id"]: e for e in (graded() if entries is None else entries)}
+    missing = [i for i in ids if i not in by]
+    if missing:
+        raise KeyError(f"no prediction {missing} in the record")
+    return [by[i] for i in ids]
+
+
+def deciding(chapter: int) -> list[dict]:
+    return pick(DECIDING[chapter])
+
+
+# Words of the record's working notes (machine loans, change sets, commits) that the appendix's
+# short form stops before; the yaml keeps the whole text.
+_NOTES = re.compile(r"\b(?:sessions?|leases?|campaigns?|sittings?|set [A-Z]{1,2}\d*|tree|"
+                    r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b|\(\s*$")
+
+
+def opening(text: str, words: int = 12) -> str:
+    """A claim's first words, for the appendix's table: at most `words`, stopping before any
+    working note (the yaml keeps the whole text)."""
+    w = text.lstrip(":( ").split()
+    short = " ".join(w[:words])
+    m = _NOTES.search(short)
+    cut = short[:m.start()].rstrip(" ,;:(") if m else short
+    return cut if cut == " ".join(w) else cut + " …"
+
+
+def appendix(entries: list[dict] | None = None) -> None:
+    """One table per chapter: id, date, claim (in full for the deciding ones, else the title or
+    the opening words), measured, verdict."""
+    from IPython.display import Markdown, display
+
+    entries = graded() if entries is None else entries
+    if not entries:
+        display(Markdown("No predictions recorded yet."))
+        return
+    decide = {i for ids in DECIDING.values() for i in ids}
+    out = []
+    for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
+        these = [e for e in entries if str(e.get("chapter")) == chapter]
+        rows = []
+        for e in these:
+            short = e.get("title") or opening(e.get("text", ""))
+            full = e["id"] in decide
+            rows.append(e | {"title": e.get("title") if full else None,
+                             "text": e.get("text", "") if full else short})
+        name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
+        out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))
+    display(Markdown("\n\n".join(out)))
+
+
+def show(entries: list[dict]) -> None:
+    """A chapter's deciding predictions as written, each with its date, measurement and verdict
+    (the ids stay in the appendix)."""
+    from IPython.display import Markdown, display
+
+    if not entries:
+        display(Markdown("No predictions recorded for this chapter yet."))
+        return
+    lines = []
+    for e in entries:
+        lines.append(f"- *Written {e.get('date')}.* {titled(e)}  \n"
+                     f"  Measured: {e['measured']}. Verdict: **{e['verdict']}**.")
+    display(Markdown("\n".join(lines)))
