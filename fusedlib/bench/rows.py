@@ -26,10 +26,10 @@ from .spec import SCHEMA_VERSION, RunSpec
 CHECKOUT = Path(__file__).resolve().parents[2]  # the source checkout this package sits in
 
 
-@lru_cache(maxsize=1)
 BOOK_SIDE = ("analysis.py", "plots.py", "predictions.py")
 
 
+@lru_cache(maxsize=1)
 def code_version(root: Path = CHECKOUT) -> str:
     """12 hex digits over the sources that make rows: the engine's, the harness's measuring
     modules and the notebooks. The book's readers of rows (analysis, plots, predictions) are left
