@@ -369,7 +369,12 @@ def _hardware(d: Path):
     mix_int = 543 * SIZES["linear_flop_per_token"] / w
     tb = lambda x: f"{x / 1e12:.2f} TB/s"  # noqa: E731
     tf = lambda x: f"{x / 1e12:.0f} TFLOP/s"  # noqa: E731
+    census = load("census", d)
+    names = sorted(set(census["device_name"].dropna())) if "device_name" in census else []
     v = {
+        # The card the rows were measured on: the datasheet figures are the H200's, the
+        # series' target, whatever card a run-all happened to get.
+        "hw_device": Value(None, " and ".join(names) if names else "(no rows yet)"),
         "hw_bw_datasheet": fixed(H200["bandwidth_Bps"], lambda x: f"{x / 1e12:.1f} TB/s"),
         "hw_flops_datasheet": fixed(H200["fp16_flops"], tf),
         "hw_copy_bw": fixed(bw, tb),
@@ -393,16 +398,16 @@ def _hardware(d: Path):
         "wl_budgets": Value(None, f"{MIXED_BUDGET[0]} to {MIXED_BUDGET[1]} new tokens"),
     }
     table = pd.DataFrame([
-        {"rate": "memory bandwidth", "datasheet": v["hw_bw_datasheet"].text,
+        {"rate": "memory bandwidth", "H200 datasheet": v["hw_bw_datasheet"].text,
          "measured": v["hw_copy_bw"].text if bw else "-", "how measured": "device-to-device copy of 1 GB"},
-        {"rate": "dense fp16 tensor-core throughput", "datasheet": v["hw_flops_datasheet"].text,
+        {"rate": "dense fp16 tensor-core throughput", "H200 datasheet": v["hw_flops_datasheet"].text,
          "measured": v["hw_gemm_rate"].text if gemm else "-", "how measured": "large fp16 GEMM (torch.matmul)"},
     ])
     return table, v
 
 
 _register("hardware", "part07", [
-    "hw_bw_datasheet", "hw_flops_datasheet", "hw_copy_bw", "hw_copy_share", "hw_gemm_rate", "hw_gemm_share",
+    "hw_device", "hw_bw_datasheet", "hw_flops_datasheet", "hw_copy_bw", "hw_copy_share", "hw_gemm_rate", "hw_gemm_share",
     "model_weights_gb", "model_weights_ms_datasheet", "model_weights_ms", "model_kv_kib",
     "model_gflop_per_token", "chunk_tflop", "chunk_ms_datasheet", "chunk_ms", "ridge_datasheet",
     "ridge_measured", "decode32_intensity", "mixed543_intensity", "model_layers", "wl_lengths", "wl_budgets"],
