@@ -361,6 +361,12 @@ def rates(d: str | Path | None = None) -> tuple[float | None, float | None]:
     return float(c["copy_bw_Bps"].median()), float(c["gemm_tflops"].median()) * 1e12
 
 
+def _devices(df: pd.DataFrame) -> Value:
+    """The cards a rows file was measured on, in words."""
+    names = sorted(set(df["device_name"].dropna())) if "device_name" in df else []
+    return Value(None, " and ".join(names) if names else "(no rows yet)")
+
+
 def _hardware(d: Path):
     bw, gemm = rates(d)
     w = SIZES["weight_bytes"]
@@ -369,12 +375,10 @@ def _hardware(d: Path):
     mix_int = 543 * SIZES["linear_flop_per_token"] / w
     tb = lambda x: f"{x / 1e12:.2f} TB/s"  # noqa: E731
     tf = lambda x: f"{x / 1e12:.0f} TFLOP/s"  # noqa: E731
-    census = load("census", d)
-    names = sorted(set(census["device_name"].dropna())) if "device_name" in census else []
     v = {
         # The card the rows were measured on: the datasheet figures are the H200's, the
         # series' target, whatever card a run-all happened to get.
-        "hw_device": Value(None, " and ".join(names) if names else "(no rows yet)"),
+        "hw_device": _devices(load("census", d)),
         "hw_bw_datasheet": fixed(H200["bandwidth_Bps"], lambda x: f"{x / 1e12:.1f} TB/s"),
         "hw_flops_datasheet": fixed(H200["fp16_flops"], tf),
         "hw_copy_bw": fixed(bw, tb),
@@ -779,6 +783,7 @@ def _scale(d: Path):
              "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
              "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings"]
     v = {k: MISSING for k in names}
+    v["p11_device"] = _devices(load("scale", d))
     v["goodput_ttft"] = fixed(SLO["ttft_s"] * 1e3, ms)
     v["goodput_itl"] = fixed(SLO["itl_s"] * 1e3, ms)
     t = scale_settings(d)
@@ -824,7 +829,7 @@ def _scale(d: Path):
 _register("scale", "part11", ["p11_best_fused_rate", "p11_best_setting", "p11_best_chunked_rate",
                               "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small",
                               "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings",
-                              "goodput_ttft", "goodput_itl"], _scale)
+                              "goodput_ttft", "goodput_itl", "p11_device"], _scale)
 
 
 def scale_sweeps(data: str | Path | None = None) -> pd.DataFrame:
