@@ -120,8 +120,9 @@ def _capacity_row(experiment, i, rng, config, engine, cap, rate, rnd, seed, batc
                 ttft_p50_s=ttft50, ttft_p99_s=ttft50 * 3, itl_p50_s=0.004 + 0.004 * load,
                 itl_p99_s=0.02 + 0.03 * load, e2e_p50_s=ttft50 + 1.0,
                 goodput_rate=served * max(0.0, 1.2 - load), n_steps=5000,
-                decode_step_wall_s=0.002, decode_step_gpu_s=0.0019,
-                mixed_step_wall_s=0.0045, mixed_step_gpu_s=0.0044, host_share=0.05)
+                decode_step_s_p50=0.002, decode_step_gpu_s_p50=0.0019,
+                mixed_step_s_p50=0.0045, mixed_step_gpu_s_p50=0.0044, host_share=0.05,
+                largest_batch_decode_rows=batch)
     return row
 
 

@@ -144,12 +144,7 @@ def test_roofline_points_have_intensity_and_attained_rate(rows):
     assert r["intensity"] == pytest.approx(r["flops"] / r["bytes"])
 
 
-# Known gap: run-all on the GPU has not yet produced gates, peer and scale rows (the device
-# time ran out). strict: once every file is committed this xfail fails, and the mark goes.
-@pytest.mark.xfail(strict=True, reason="data/ lacks gates, peer and scale rows until run-all finishes on the GPU")
 def test_committed_data_holds_every_file_the_book_reads():
     data = A.REPO / "data"
     present = [n for n in BOOK_NEEDS if (data / f"{n}.jsonl").exists()]
-    if not present:
-        pytest.skip("no rows committed in data/ yet")
     assert present == list(BOOK_NEEDS), f"data/ lacks {sorted(set(BOOK_NEEDS) - set(present))}"
