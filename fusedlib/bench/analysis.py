@@ -44,10 +44,16 @@ LABEL = {"part7": "7: one forward per step", "part8": "8: split-KV decode", "par
 # The book's experiments: the files a page reads. A missing file renders "no rows yet".
 EXPERIMENTS = ("gates", "census", "attention", "capacity", "peer", "scale")
 
-# The H200's datasheet rates (SXM, dense fp16 tensor cores without sparsity) and the model's
-# shape (Qwen2.5-1.5B's config.json: tied embeddings, fp16). The ballparks start from these;
-# the measured copy bandwidth and GEMM rate (census rows) replace the datasheet where rows exist.
-H200 = {"bandwidth_Bps": 4.8e12, "fp16_flops": 989e12}
+# Datasheet rates (SXM parts, dense fp16 tensor cores without sparsity) of the cards run-all may
+# get, keyed by the name torch reports, and the model's shape (Qwen2.5-1.5B's config.json: tied
+# embeddings, fp16). The ballparks start from the datasheet of the card that measured the census
+# rows (the H200, the series' target, before any rows exist); the measured copy bandwidth and
+# GEMM rate replace the datasheet where rows exist.
+DATASHEETS = {
+    "NVIDIA H200": {"card": "H200", "bandwidth_Bps": 4.8e12, "fp16_flops": 989e12},
+    "NVIDIA H100 80GB HBM3": {"card": "H100 SXM", "bandwidth_Bps": 3.35e12, "fp16_flops": 989e12},
+    "NVIDIA A10": {"card": "A10", "bandwidth_Bps": 600e9, "fp16_flops": 125e12},
+}
 MODEL = {"layers": 28, "hidden": 1536, "intermediate": 8960, "heads": 12, "kv_heads": 2,
          "head_dim": 128, "vocab": 151936, "dtype_bytes": 2}
 
@@ -367,8 +373,21 @@ def _devices(df: pd.DataFrame) -> Value:
     return Value(None, " and ".join(names) if names else "(no rows yet)")
 
 
+def datasheet(d: str | Path | None = None) -> dict:
+    """The datasheet of the card the census rows were measured on (the H200's without rows)."""
+    c = load("census", d)
+    names = set(c["device_name"].dropna()) if "device_name" in c else set()
+    if len(names) > 1:
+        raise ValueError(f"census rows come from several cards: {sorted(names)}")
+    name = names.pop() if names else "NVIDIA H200"
+    if name not in DATASHEETS:
+        raise ValueError(f"no datasheet for {name!r}: add it to analysis.DATASHEETS")
+    return DATASHEETS[name]
+
+
 def _hardware(d: Path):
     bw, gemm = rates(d)
+    sheet = datasheet(d)
     w = SIZES["weight_bytes"]
     chunk = 512 * SIZES["linear_flop_per_token"] + 512 * 511 / 2 * SIZES["attn_flop_per_pair"]
     dec_int = 32 * SIZES["linear_flop_per_token"] / w
@@ -376,24 +395,23 @@ def _hardware(d: Path):
     tb = lambda x: f"{x / 1e12:.2f} TB/s"  # noqa: E731
     tf = lambda x: f"{x / 1e12:.0f} TFLOP/s"  # noqa: E731
     v = {
-        # The card the rows were measured on: the datasheet figures are the H200's, the
-        # series' target, whatever card a run-all happened to get.
         "hw_device": _devices(load("census", d)),
-        "hw_bw_datasheet": fixed(H200["bandwidth_Bps"], lambda x: f"{x / 1e12:.1f} TB/s"),
-        "hw_flops_datasheet": fixed(H200["fp16_flops"], tf),
+        "hw_card": Value(None, sheet["card"]),
+        "hw_bw_datasheet": fixed(sheet["bandwidth_Bps"], lambda x: f"{x / 1e12:.2f} TB/s"),
+        "hw_flops_datasheet": fixed(sheet["fp16_flops"], tf),
         "hw_copy_bw": fixed(bw, tb),
-        "hw_copy_share": fixed(bw and bw / H200["bandwidth_Bps"] * 100, pct),
+        "hw_copy_share": fixed(bw and bw / sheet["bandwidth_Bps"] * 100, pct),
         "hw_gemm_rate": fixed(gemm, tf),
-        "hw_gemm_share": fixed(gemm and gemm / H200["fp16_flops"] * 100, pct),
+        "hw_gemm_share": fixed(gemm and gemm / sheet["fp16_flops"] * 100, pct),
         "model_weights_gb": fixed(w / 1e9, lambda x: f"{x:.2f} GB"),
-        "model_weights_ms_datasheet": fixed(w / H200["bandwidth_Bps"] * 1e3, ms),
+        "model_weights_ms_datasheet": fixed(w / sheet["bandwidth_Bps"] * 1e3, ms),
         "model_weights_ms": fixed(bw and w / bw * 1e3, ms),
         "model_kv_kib": fixed(SIZES["kv_bytes_per_token"] / 1024, lambda x: f"{x:.0f} KiB"),
         "model_gflop_per_token": fixed(SIZES["linear_flop_per_token"] / 1e9, lambda x: f"{x:.2f} GFLOP"),
         "chunk_tflop": fixed(chunk / 1e12, lambda x: f"{x:.2f} TFLOP"),
-        "chunk_ms_datasheet": fixed(chunk / H200["fp16_flops"] * 1e3, ms),
+        "chunk_ms_datasheet": fixed(chunk / sheet["fp16_flops"] * 1e3, ms),
         "chunk_ms": fixed(gemm and chunk / gemm * 1e3, ms),
-        "ridge_datasheet": fixed(H200["fp16_flops"] / H200["bandwidth_Bps"], lambda x: f"{x:.0f} FLOP/byte"),
+        "ridge_datasheet": fixed(sheet["fp16_flops"] / sheet["bandwidth_Bps"], lambda x: f"{x:.0f} FLOP/byte"),
         "ridge_measured": fixed(gemm and gemm / bw, lambda x: f"{x:.0f} FLOP/byte"),
         "decode32_intensity": fixed(dec_int, lambda x: f"{x:.0f} FLOP/byte"),
         "mixed543_intensity": fixed(mix_int, lambda x: f"{x:.0f} FLOP/byte"),
@@ -402,16 +420,16 @@ def _hardware(d: Path):
         "wl_budgets": Value(None, f"{MIXED_BUDGET[0]} to {MIXED_BUDGET[1]} new tokens"),
     }
     table = pd.DataFrame([
-        {"rate": "memory bandwidth", "H200 datasheet": v["hw_bw_datasheet"].text,
+        {"rate": "memory bandwidth", f"{sheet['card']} datasheet": v["hw_bw_datasheet"].text,
          "measured": v["hw_copy_bw"].text if bw else "-", "how measured": "device-to-device copy of 1 GB"},
-        {"rate": "dense fp16 tensor-core throughput", "H200 datasheet": v["hw_flops_datasheet"].text,
+        {"rate": "dense fp16 tensor-core throughput", f"{sheet['card']} datasheet": v["hw_flops_datasheet"].text,
          "measured": v["hw_gemm_rate"].text if gemm else "-", "how measured": "large fp16 GEMM (torch.matmul)"},
     ])
     return table, v
 
 
 _register("hardware", "part07", [
-    "hw_device", "hw_bw_datasheet", "hw_flops_datasheet", "hw_copy_bw", "hw_copy_share", "hw_gemm_rate", "hw_gemm_share",
+    "hw_device", "hw_card", "hw_bw_datasheet", "hw_flops_datasheet", "hw_copy_bw", "hw_copy_share", "hw_gemm_rate", "hw_gemm_share",
     "model_weights_gb", "model_weights_ms_datasheet", "model_weights_ms", "model_kv_kib",
     "model_gflop_per_token", "chunk_tflop", "chunk_ms_datasheet", "chunk_ms", "ridge_datasheet",
     "ridge_measured", "decode32_intensity", "mixed543_intensity", "model_layers", "wl_lengths", "wl_budgets"],
@@ -457,9 +475,16 @@ def _steps(config: str, d: Path):
     v["decode_over_floor"] = fixed(dec and g(dec, "wall_ms") / g(dec, "bytes_floor_ms"), times)
     share = dec and g(dec, "gpu_ms") / g(dec, "wall_ms")
     v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
-    v["bottleneck"] = MISSING if dec is None else Value(share, (
-        f"the host: the GPU is busy for {pct(100 * share)} of the step's wall time" if share < 0.5 else
-        f"the GPU: it is busy for {pct(100 * min(share, 1.0))} of the step's wall time"))
+    # The events' span counts the GPU's waits for the next launch, so it bounds the GPU's work
+    # from above; a host busy for nearly the whole step is what sets an eager step's length.
+    host = dec and g(dec, "host_ms") / g(dec, "wall_ms")
+    v["bottleneck"] = MISSING if dec is None else Value(host, (
+        f"the host: it is busy for {pct(100 * min(host, 1.0))} of the step's wall time, so the GPU's "
+        f"event span ({pct(100 * min(share, 1.0))} of it) includes its waits for launches" if host >= 0.9 else
+        f"the GPU: its events span {pct(100 * min(share, 1.0))} of the step's wall time, the host is "
+        f"busy for {pct(100 * host)}" if share >= 0.9 else
+        f"neither alone: the GPU's events span {pct(100 * share)} of the step's wall time, the host is "
+        f"busy for {pct(100 * host)}"))
     v["kernels_per_layer"] = fixed(g(dec, "kernels_per_layer"), lambda x: f"{x:.1f}")
     v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
     v["host_us_per_kernel"] = fixed(dec and g(dec, "host_ms") and 1e3 * g(dec, "host_ms") / g(dec, "n_kernels"), us)
@@ -616,8 +641,9 @@ def _attention(d: Path):
     kv1k = 32 * 1024 * SIZES["kv_bytes_per_token"] / MODEL["layers"]
     bw, _ = rates(d)
     v["att_1k_mb"] = fixed(kv1k / 1e6, lambda x: f"{x:.1f} MB")
-    v["att_1k_floor"] = fixed(kv1k / (bw or H200["bandwidth_Bps"]) * 1e6, us)
-    v["att_1k_step_floor"] = fixed(MODEL["layers"] * kv1k / (bw or H200["bandwidth_Bps"]) * 1e3, ms)
+    bw = bw or datasheet(d)["bandwidth_Bps"]
+    v["att_1k_floor"] = fixed(kv1k / bw * 1e6, us)
+    v["att_1k_step_floor"] = fixed(MODEL["layers"] * kv1k / bw * 1e3, ms)
     if not len(a):
         return pd.DataFrame(), v
     rng = lambda s: span(100 * s.min(), 100 * s.max(), pct)  # noqa: E731
@@ -628,13 +654,15 @@ def _attention(d: Path):
             v[f"att_frac_{short}"] = Value(float(f.median()), rng(f), float(f.min()), float(f.max()), len(f))
             if 1024 in by[b].index:
                 v[f"att_1k_{short}"] = fixed(float(by[b].loc[1024, "gpu_us"]), us)
-                v["att_1k_copy"] = fixed(float(by[b].loc[1024, "copy_us"]), us)
+    copy1k = a[a["context"] == 1024]["copy_us"]  # timed beside each kernel: one figure, their median
+    if len(copy1k):
+        v["att_1k_copy"] = fixed(float(copy1k.median()), us)
     for a_, b_, k in (("triton", "triton-splitkv", "att_speedup_splitkv"),
                       ("triton-splitkv", "triton-parallel", "att_speedup_parallel")):
         if a_ in by and b_ in by:
             r = (by[a_]["gpu_us"] / by[b_]["gpu_us"]).dropna()
             if len(r):
-                v[k] = Value(float(r.median()), span(r.min(), r.max(), times),
+                v[k] = Value(float(r.median()), span(r.min(), r.max(), lambda x: f"{x:.2f}×"),
                              float(r.min()), float(r.max()), len(r))
     table = pd.DataFrame({"kernel": a["backend"], "context (tokens)": a["context"],
                           "attention (µs)": a["gpu_us"].map(sig), "copy of the same bytes (µs)": a["copy_us"].map(sig),
@@ -843,7 +871,7 @@ def _host(d: Path):
     runs of the host's share of the loop, the host's and the GPU's time per full decode step,
     and a decode step's wall over its GPU time (1.00: the host's work is hidden behind the GPU's)."""
     names = {"p11_host_share_b256": MISSING, "p11_host_ms_b256": MISSING, "p11_step_gpu_b256": MISSING,
-             "p11_decode_wall_over_gpu_b256": MISSING}
+             "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING}
     s = load("scale", d)
     if not len(s) or "largest_batch_decode_rows" not in s:
         return pd.DataFrame(), names
@@ -856,6 +884,8 @@ def _host(d: Path):
     names["p11_host_ms_b256"] = median(b["host_ms_per_step_p50"], "ms")
     names["p11_step_gpu_b256"] = median(b["step_gpu_ms_p50"], "ms")
     names["p11_decode_wall_over_gpu_b256"] = median(b["wall_over_gpu"], num=lambda x: f"{x:.2f}×")
+    gpu, floor = names["p11_step_gpu_b256"].value, figure("ceiling", d)[1]["p11_decode256_floor"].value
+    names["p11_decode_gpu_over_floor"] = fixed(gpu and floor and gpu / floor, times)
     table = full.groupby("max_batch", as_index=False).agg(
         runs=("host_share", "size"), host_share=("host_share", "median"),
         host_ms=("host_ms_per_step_p50", "median"), gpu_ms=("step_gpu_ms_p50", "median"),
@@ -869,7 +899,7 @@ def _host(d: Path):
 
 
 _register("host", "part11", ["p11_host_share_b256", "p11_host_ms_b256", "p11_step_gpu_b256",
-                             "p11_decode_wall_over_gpu_b256"], _host)
+                             "p11_decode_wall_over_gpu_b256", "p11_decode_gpu_over_floor"], _host)
 
 
 def request_cost() -> dict[str, float]:
@@ -897,7 +927,8 @@ def request_cost() -> dict[str, float]:
 def _ceiling(d: Path):
     cost = request_cost()
     bw, gemm = rates(d)
-    t_sheet = cost["flops"] / H200["fp16_flops"] + cost["kv_bytes"] / H200["bandwidth_Bps"]
+    sheet = datasheet(d)
+    t_sheet = cost["flops"] / sheet["fp16_flops"] + cost["kv_bytes"] / sheet["bandwidth_Bps"]
     t = gemm and cost["flops"] / gemm + cost["kv_bytes"] / bw
     dec256 = SIZES["weight_bytes"] + 256 * cost["decode_context"] * SIZES["kv_bytes_per_token"]
     v = {
@@ -909,7 +940,7 @@ def _ceiling(d: Path):
         "p11_req_ms": fixed(t and t * 1e3, ms),
         "p11_ceiling_rate": fixed(t and 1 / t, rate),
         "p11_ceiling_datasheet": fixed(1 / t_sheet, rate),
-        "p11_decode256_floor": fixed(dec256 / (bw or H200["bandwidth_Bps"]) * 1e3, ms),
+        "p11_decode256_floor": fixed(dec256 / (bw or sheet["bandwidth_Bps"]) * 1e3, ms),
         "p11_ceiling_share": MISSING,
     }
     _, sc = figure("scale", d)
@@ -1011,19 +1042,21 @@ def _reference(d: Path):
         ("decode step / weight read", times(val("decode_step_fused") / a10_read), mult("p07_decode_wall"),
          mult("p10_decode_wall")),
     ]
-    table = pd.DataFrame(rows, columns=["figure", "A10, the reference's", "H200, part 7's engine", "H200, part 10's engine"])
+    card = hw["hw_card"].text
+    table = pd.DataFrame(rows, columns=["figure", "A10, the reference's", f"{card}, part 7's engine",
+                                        f"{card}, part 10's engine"])
     v = {
         "a10_gain": fixed(100 * val("capacity_gain"), lambda x: pct(x, True)),
         "a10_capacity_fused": fixed(val("capacity_fused"), rate),
         "a10_capacity_chunked": fixed(val("capacity_chunked"), rate),
         "a10_decode_multiple": fixed(val("decode_step_fused") / a10_read, times),
-        "h200_decode_multiple": fixed(vals["p07_decode_wall"].value and w and vals["p07_decode_wall"].value / w, times),
+        "ours_decode_multiple": fixed(vals["p07_decode_wall"].value and w and vals["p07_decode_wall"].value / w, times),
     }
     return table, v
 
 
 _register("reference", "intro", ["a10_gain", "a10_capacity_fused", "a10_capacity_chunked", "a10_decode_multiple",
-                                 "h200_decode_multiple"], _reference)
+                                 "ours_decode_multiple"], _reference)
 
 
 # ---------------------------------------------------------------------------- appendices

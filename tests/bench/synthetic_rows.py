@@ -70,7 +70,7 @@ def census_rows(rng: np.random.Generator) -> list[dict]:
                     "census", i, record="step", config=config, engine=engine, step=step,
                     decode_rows=32 if step == "decode" else 31, chunk_tokens=chunk, context=1100,
                     n=50, gpu_ms=gpu * jitter, gpu_ms_min=gpu * 0.97, gpu_ms_max=gpu * 1.05,
-                    wall_ms=wall * jitter, host_ms=max(wall - gpu, 0.1) if config in ("part7", "part8") else 0.3,
+                    wall_ms=wall * jitter, host_ms=0.98 * wall if config in ("part7", "part8") else 0.3,
                     n_kernels=int(s["kpl"] * LAYERS + 6) * (2 if engine == "chunked" and step == "mixed" else 1),
                     num_layers=LAYERS, weight_bytes=WEIGHT_BYTES, kv_bytes=kv, flops=flops,
                     copy_bw_Bps=copy_bw * float(rng.normal(1, 0.005)),

@@ -123,9 +123,28 @@ def test_synthetic_values_are_the_ones_built_in(rows):
     assert v["p07_decode_over_floor"].value == pytest.approx(16.0 / 0.96, rel=0.05)
     assert v["p11_best_setting"].text == "batch 256, budget 2,048 tokens"
     assert 0 < v["p11_host_share_b256"].value < 0.1
+    # eager steps: the host busy for 98% of the wall sets the step whatever the events span
+    assert v["p07_bottleneck"].text.startswith("the host") and v["p10_bottleneck"].text.startswith("the GPU")
+    assert v["hw_card"].text == "H200" and v["hw_copy_share"].value == pytest.approx(
+        100 * v["hw_copy_bw"].value / 4.8e12, rel=1e-9)
     assert v["att_frac_triton"].text == "30% to 36%"
     series, _ = A.figure("series", rows)
     assert len(series) == 5 and not series.isna().any().any()
+
+
+def test_datasheet_is_the_measuring_cards_and_an_unknown_card_is_refused(tmp_path):
+    rows = [{"experiment": "census", "record": "hardware", "device_name": name, "time_utc": "2026-12-06T00:00:00"}
+            for name in ("NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090")]
+    for i, name in enumerate(("H100 SXM", None)):
+        d = tmp_path / str(i)
+        d.mkdir()
+        (d / "census.jsonl").write_text(json.dumps(rows[i]) + "\n")
+        if name:
+            assert A.datasheet(d)["card"] == name and A.datasheet(d)["bandwidth_Bps"] == 3.35e12
+        else:
+            with pytest.raises(ValueError, match="RTX 4090"):
+                A.datasheet(d)
+    assert A.datasheet(tmp_path / "empty")["card"] == "H200"
 
 
 def test_request_cost_matches_the_ballpark_arithmetic():
