@@ -871,12 +871,14 @@ def _host(d: Path):
     runs of the host's share of the loop, the host's and the GPU's time per full decode step,
     and a decode step's wall over its GPU time (1.00: the host's work is hidden behind the GPU's)."""
     names = {"p11_host_share_b256": MISSING, "p11_host_ms_b256": MISSING, "p11_step_gpu_b256": MISSING,
-             "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING}
+             "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING,
+             "p11_host_over_step_b256": MISSING}
     s = load("scale", d)
     if not len(s) or "largest_batch_decode_rows" not in s:
         return pd.DataFrame(), names
     full = s[(s["engine"] == "fused") & (s["largest_batch_decode_rows"] == s["max_batch"])]
-    full = full.assign(wall_over_gpu=full["decode_step_s_p50"] / full["decode_step_gpu_s_p50"])
+    full = full.assign(wall_over_gpu=full["decode_step_s_p50"] / full["decode_step_gpu_s_p50"],
+                       host_over_step=full["host_ms_per_step_p50"] / full["step_gpu_ms_p50"])
     b = full[full["max_batch"] == 256]
     e = median(b["host_share"] * 100, num=lambda x: f"{x:.1f}%")
     names["p11_host_share_b256"] = Value(None if e.value is None else e.value / 100, e.text,
@@ -884,6 +886,9 @@ def _host(d: Path):
     names["p11_host_ms_b256"] = median(b["host_ms_per_step_p50"], "ms")
     names["p11_step_gpu_b256"] = median(b["step_gpu_ms_p50"], "ms")
     names["p11_decode_wall_over_gpu_b256"] = median(b["wall_over_gpu"], num=lambda x: f"{x:.2f}×")
+    # The host's time per full decode step over that step's GPU time (its wall time, where the
+    # two are equal): how much of a step the host's work would be if it did not overlap.
+    names["p11_host_over_step_b256"] = median(100 * b["host_over_step"], num=lambda x: f"{x:.0f}%")
     gpu, floor = names["p11_step_gpu_b256"].value, figure("ceiling", d)[1]["p11_decode256_floor"].value
     names["p11_decode_gpu_over_floor"] = fixed(gpu and floor and gpu / floor, times)
     table = full.groupby("max_batch", as_index=False).agg(
@@ -899,7 +904,8 @@ def _host(d: Path):
 
 
 _register("host", "part11", ["p11_host_share_b256", "p11_host_ms_b256", "p11_step_gpu_b256",
-                             "p11_decode_wall_over_gpu_b256", "p11_decode_gpu_over_floor"], _host)
+                             "p11_decode_wall_over_gpu_b256", "p11_decode_gpu_over_floor",
+                             "p11_host_over_step_b256"], _host)
 
 
 def request_cost() -> dict[str, float]:
