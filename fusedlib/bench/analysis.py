@@ -930,6 +930,10 @@ def request_cost() -> dict[str, float]:
     return out
 
 
+# The served rate part 11 set out to reach, before any run at its sizes.
+TARGET_RATE = 150.0
+
+
 def _ceiling(d: Path):
     cost = request_cost()
     bw, gemm = rates(d)
@@ -948,6 +952,7 @@ def _ceiling(d: Path):
         "p11_ceiling_datasheet": fixed(1 / t_sheet, rate),
         "p11_decode256_floor": fixed(dec256 / (bw or sheet["bandwidth_Bps"]) * 1e3, ms),
         "p11_ceiling_share": MISSING,
+        "p11_target_rate": fixed(TARGET_RATE, rate),
     }
     _, sc = figure("scale", d)
     best = sc["p11_best_fused_rate"].value
@@ -965,7 +970,7 @@ def _ceiling(d: Path):
 
 _register("ceiling", "part11", ["p11_req_tflop", "p11_req_linear_tflop", "p11_req_attn_tflop", "p11_req_kv_gb",
                                 "p11_req_positions", "p11_req_ms", "p11_ceiling_rate", "p11_ceiling_datasheet",
-                                "p11_decode256_floor", "p11_ceiling_share"], _ceiling)
+                                "p11_decode256_floor", "p11_ceiling_share", "p11_target_rate"], _ceiling)
 
 
 # ---------------------------------------------------------------------------- the intro

@@ -26,7 +26,7 @@ PATHS = (analysis.STATIC / "predictions.yaml", analysis.STATIC / "predictions_pa
 DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
             11: ["P11-1", "P11-2", "P11-3"]}
 CHAPTERS = {7: "Part 7: one forward per step", 8: "Part 8: split-KV decode", 9: "Part 9: CUDA graphs",
-            10: "Part 10: to the roofline", 11: "Part 11: the H200's size"}
+            10: "Part 10: to the roofline", 11: "Part 11: a Hopper GPU's size"}
 LIVE = ("held", "missed", "not resolved", "no rows")
 
 
