@@ -373,13 +373,20 @@ def _devices(df: pd.DataFrame) -> Value:
     return Value(None, " and ".join(names) if names else "(no rows yet)")
 
 
+TARGET_CARD = "NVIDIA H200"
+
+
 def datasheet(d: str | Path | None = None) -> dict:
-    """The datasheet of the card the census rows were measured on (the H200's without rows)."""
+    """The datasheet of the card the census rows were measured on. Without rows, or with the
+    smoke profile's rows from a CPU (which has no datasheet worth a ballpark), the series'
+    target card's, so those pages still render; an unknown GPU is refused."""
     c = load("census", d)
     names = set(c["device_name"].dropna()) if "device_name" in c else set()
     if len(names) > 1:
         raise ValueError(f"census rows come from several cards: {sorted(names)}")
-    name = names.pop() if names else "NVIDIA H200"
+    name = names.pop() if names else TARGET_CARD
+    if name == "cpu":
+        name = TARGET_CARD
     if name not in DATASHEETS:
         raise ValueError(f"no datasheet for {name!r}: add it to analysis.DATASHEETS")
     return DATASHEETS[name]
@@ -452,6 +459,7 @@ def step_rows(d: str | Path | None = None) -> pd.DataFrame:
     cols = ["wall_ms", "gpu_ms", "host_ms", "bytes_floor_ms", "flop_floor_ms", "kernels_per_layer",
             "decode_rows", "chunk_tokens", "context", "n_kernels"]
     cols = [x for x in cols if x in c]
+    c[cols] = c[cols].astype(float)  # a CPU run's rows hold None where GPU time would be
     return c.groupby(["config", "engine", "step"], as_index=False)[cols].median()
 
 
@@ -460,6 +468,11 @@ def _one(s: pd.DataFrame, config: str, engine: str, step: str) -> dict | None:
         return None
     r = s[(s["config"] == config) & (s["engine"] == engine) & (s["step"] == step)]
     return None if not len(r) else r.iloc[0].to_dict()
+
+
+def _over(a: float | None, b: float | None) -> float | None:
+    """a / b, or None where either is missing (a CPU run has no GPU time, no bytes floor)."""
+    return None if a is None or not b else a / b
 
 
 def _steps(config: str, d: Path):
@@ -472,13 +485,14 @@ def _steps(config: str, d: Path):
     v["decode_gpu"] = fixed(g(dec, "gpu_ms"), ms)
     v["decode_host"] = fixed(g(dec, "host_ms"), ms)
     v["decode_floor"] = fixed(g(dec, "bytes_floor_ms"), ms)
-    v["decode_over_floor"] = fixed(dec and g(dec, "wall_ms") / g(dec, "bytes_floor_ms"), times)
-    share = dec and g(dec, "gpu_ms") / g(dec, "wall_ms")
+    v["decode_over_floor"] = fixed(_over(g(dec, "wall_ms"), g(dec, "bytes_floor_ms")), times)
+    share = _over(g(dec, "gpu_ms"), g(dec, "wall_ms"))
     v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
     # The events' span counts the GPU's waits for the next launch, so it bounds the GPU's work
     # from above; a host busy for nearly the whole step is what sets an eager step's length.
-    host = dec and g(dec, "host_ms") / g(dec, "wall_ms")
-    v["bottleneck"] = MISSING if dec is None else Value(host, (
+    host = _over(g(dec, "host_ms"), g(dec, "wall_ms"))
+    v["bottleneck"] = MISSING if dec is None else Value(None, "unknown: these rows carry no GPU time") \
+        if host is None or share is None else Value(host, (
         f"the host: it is busy for {pct(100 * min(host, 1.0))} of the step's wall time, so the GPU's "
         f"event span ({pct(100 * min(share, 1.0))} of it) includes its waits for launches" if host >= 0.9 else
         f"the GPU: its events span {pct(100 * min(share, 1.0))} of the step's wall time, the host is "
@@ -487,23 +501,25 @@ def _steps(config: str, d: Path):
         f"busy for {pct(100 * host)}"))
     v["kernels_per_layer"] = fixed(g(dec, "kernels_per_layer"), lambda x: f"{x:.1f}")
     v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
-    v["host_us_per_kernel"] = fixed(dec and g(dec, "host_ms") and 1e3 * g(dec, "host_ms") / g(dec, "n_kernels"), us)
+    per_kernel = _over(g(dec, "host_ms"), g(dec, "n_kernels"))
+    v["host_us_per_kernel"] = fixed(per_kernel and 1e3 * per_kernel, us)
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
     v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
     v["mixed_gpu"] = fixed(g(mix, "gpu_ms"), ms)
     v["mixed_chunked_wall"] = fixed(g(mixc, "wall_ms"), ms)
     v["mixed_chunked_gpu"] = fixed(g(mixc, "gpu_ms"), ms)
-    saving = mix and mixc and 100 * (1 - g(mix, "wall_ms") / g(mixc, "wall_ms"))
+    saving = _over(g(mix, "wall_ms"), g(mixc, "wall_ms"))
+    saving = saving and 100 * (1 - saving)
     v["mixed_saving"] = fixed(saving, lambda x: f"{pct(x)} shorter" if x >= 0 else f"{pct(-x)} longer")
     v["mixed_floor"] = fixed(g(mix, "flop_floor_ms"), ms)
-    v["mixed_over_floor"] = fixed(mix and g(mix, "gpu_ms") / g(mix, "flop_floor_ms"), times)
+    v["mixed_over_floor"] = fixed(_over(g(mix, "gpu_ms"), g(mix, "flop_floor_ms")), times)
     v["mixed_shape"] = MISSING if mix is None else Value(g(mix, "chunk_tokens"), (
         f"a {g(mix, 'chunk_tokens'):,.0f}-token prompt chunk beside {g(mix, 'decode_rows'):.0f} decode rows"))
     i = PARTS.index(config) if config in PARTS else 0
     if i > 0:
         prev = _one(s, PARTS[i - 1], "fused", "decode")
-        change = dec and prev and g(prev, "wall_ms") / g(dec, "wall_ms")
+        change = _over(g(prev, "wall_ms"), g(dec, "wall_ms"))
         v["decode_change"] = fixed(change, lambda x: f"{times(x)} shorter" if x >= 1 else f"{times(1 / x)} longer")
     rows = []
     for engine, step, r in (("fused", "decode", dec), ("fused", "mixed", mix), ("chunked", "mixed", mixc)):

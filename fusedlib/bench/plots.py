@@ -94,7 +94,8 @@ def steps_vs_floor(steps: pd.DataFrame) -> Figure | None:
         ax.hlines(t[col], x - 0.4, x + 0.4, color="#d62728", lw=2, label=name)
         _log_y(ax)
         ax.set(xticks=x, xticklabels=[_part(p) for p in parts], ylabel="ms",
-               ylim=(float(np.nanmin(t[col])) / 2, None), title=f"{step} step (fused engine)")
+               ylim=(float(np.nanmin(t[[c for c, _ in bars]].to_numpy(float))) / 2, None),
+               title=f"{step} step (fused engine)")
         ax.legend(fontsize=7, frameon=False)
     return fig
 

@@ -133,17 +133,19 @@ def test_synthetic_values_are_the_ones_built_in(rows):
 
 
 def test_datasheet_is_the_measuring_cards_and_an_unknown_card_is_refused(tmp_path):
-    rows = [{"experiment": "census", "record": "hardware", "device_name": name, "time_utc": "2026-12-06T00:00:00"}
-            for name in ("NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090")]
-    for i, name in enumerate(("H100 SXM", None)):
+    """A known GPU gets its own sheet; a CPU (the smoke profile) and no rows get the target's."""
+    want = {"NVIDIA H100 80GB HBM3": "H100 SXM", "cpu": "H200", "NVIDIA GeForce RTX 4090": None}
+    for i, (device, card) in enumerate(want.items()):
         d = tmp_path / str(i)
         d.mkdir()
-        (d / "census.jsonl").write_text(json.dumps(rows[i]) + "\n")
-        if name:
-            assert A.datasheet(d)["card"] == name and A.datasheet(d)["bandwidth_Bps"] == 3.35e12
+        row = {"experiment": "census", "record": "hardware", "device_name": device, "time_utc": "2026-12-06T00:00:00"}
+        (d / "census.jsonl").write_text(json.dumps(row) + "\n")
+        if card:
+            assert A.datasheet(d)["card"] == card
         else:
             with pytest.raises(ValueError, match="RTX 4090"):
                 A.datasheet(d)
+    assert A.datasheet(tmp_path / "0")["bandwidth_Bps"] == 3.35e12
     assert A.datasheet(tmp_path / "empty")["card"] == "H200"
 
 
