@@ -291,6 +291,11 @@ def span(lo: float, hi: float, f: Callable[[float], str]) -> str:
     return a if a == b else f"{a} to {b}"
 
 
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b, or None where either is missing (a CPU run has no GPU time, no bytes floor)."""
+    return None if a is None or not b else a / b
+
+
 def fixed(value: float | None, text: Callable[[float], str]) -> Value:
     return MISSING if value is None or not np.isfinite(value) else Value(float(value), text(float(value)))
 
@@ -470,9 +475,21 @@ def _one(s: pd.DataFrame, config: str, engine: str, step: str) -> dict | None:
     return None if not len(r) else r.iloc[0].to_dict()
 
 
-def _over(a: float | None, b: float | None) -> float | None:
-    """a / b, or None where either is missing (a CPU run has no GPU time, no bytes floor)."""
-    return None if a is None or not b else a / b
+def bottleneck(host: float | None, share: float | None) -> str:
+    """What sets a step's length, from the host's busy time and the GPU events' span, each as a
+    share of the step's wall time. The events' span counts the GPU's waits for the next launch,
+    so it bounds the GPU's work from above; a host busy for nearly the whole step is what sets
+    an eager step's length."""
+    if host is None or share is None:
+        return "unknown: these rows carry no GPU time"
+    if host >= 0.9:
+        return (f"the host: it is busy for {pct(100 * min(host, 1.0))} of the step's wall time, so the GPU's "
+                f"event span ({pct(100 * min(share, 1.0))} of it) includes its waits for launches")
+    if share >= 0.9:
+        return (f"the GPU: its events span {pct(100 * min(share, 1.0))} of the step's wall time, the host is "
+                f"busy for {pct(100 * host)}")
+    return (f"neither alone: the GPU's events span {pct(100 * share)} of the step's wall time, the host is "
+            f"busy for {pct(100 * host)}")
 
 
 def _steps(config: str, d: Path):
@@ -485,23 +502,14 @@ def _steps(config: str, d: Path):
     v["decode_gpu"] = fixed(g(dec, "gpu_ms"), ms)
     v["decode_host"] = fixed(g(dec, "host_ms"), ms)
     v["decode_floor"] = fixed(g(dec, "bytes_floor_ms"), ms)
-    v["decode_over_floor"] = fixed(_over(g(dec, "wall_ms"), g(dec, "bytes_floor_ms")), times)
-    share = _over(g(dec, "gpu_ms"), g(dec, "wall_ms"))
+    v["decode_over_floor"] = fixed(ratio(g(dec, "wall_ms"), g(dec, "bytes_floor_ms")), times)
+    share = ratio(g(dec, "gpu_ms"), g(dec, "wall_ms"))
     v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
-    # The events' span counts the GPU's waits for the next launch, so it bounds the GPU's work
-    # from above; a host busy for nearly the whole step is what sets an eager step's length.
-    host = _over(g(dec, "host_ms"), g(dec, "wall_ms"))
-    v["bottleneck"] = MISSING if dec is None else Value(None, "unknown: these rows carry no GPU time") \
-        if host is None or share is None else Value(host, (
-        f"the host: it is busy for {pct(100 * min(host, 1.0))} of the step's wall time, so the GPU's "
-        f"event span ({pct(100 * min(share, 1.0))} of it) includes its waits for launches" if host >= 0.9 else
-        f"the GPU: its events span {pct(100 * min(share, 1.0))} of the step's wall time, the host is "
-        f"busy for {pct(100 * host)}" if share >= 0.9 else
-        f"neither alone: the GPU's events span {pct(100 * share)} of the step's wall time, the host is "
-        f"busy for {pct(100 * host)}"))
+    host = ratio(g(dec, "host_ms"), g(dec, "wall_ms"))
+    v["bottleneck"] = MISSING if dec is None else Value(host, bottleneck(host, share))
     v["kernels_per_layer"] = fixed(g(dec, "kernels_per_layer"), lambda x: f"{x:.1f}")
     v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
-    per_kernel = _over(g(dec, "host_ms"), g(dec, "n_kernels"))
+    per_kernel = ratio(g(dec, "host_ms"), g(dec, "n_kernels"))
     v["host_us_per_kernel"] = fixed(per_kernel and 1e3 * per_kernel, us)
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
@@ -509,17 +517,17 @@ def _steps(config: str, d: Path):
     v["mixed_gpu"] = fixed(g(mix, "gpu_ms"), ms)
     v["mixed_chunked_wall"] = fixed(g(mixc, "wall_ms"), ms)
     v["mixed_chunked_gpu"] = fixed(g(mixc, "gpu_ms"), ms)
-    saving = _over(g(mix, "wall_ms"), g(mixc, "wall_ms"))
+    saving = ratio(g(mix, "wall_ms"), g(mixc, "wall_ms"))
     saving = saving and 100 * (1 - saving)
     v["mixed_saving"] = fixed(saving, lambda x: f"{pct(x)} shorter" if x >= 0 else f"{pct(-x)} longer")
     v["mixed_floor"] = fixed(g(mix, "flop_floor_ms"), ms)
-    v["mixed_over_floor"] = fixed(_over(g(mix, "gpu_ms"), g(mix, "flop_floor_ms")), times)
+    v["mixed_over_floor"] = fixed(ratio(g(mix, "gpu_ms"), g(mix, "flop_floor_ms")), times)
     v["mixed_shape"] = MISSING if mix is None else Value(g(mix, "chunk_tokens"), (
         f"a {g(mix, 'chunk_tokens'):,.0f}-token prompt chunk beside {g(mix, 'decode_rows'):.0f} decode rows"))
     i = PARTS.index(config) if config in PARTS else 0
     if i > 0:
         prev = _one(s, PARTS[i - 1], "fused", "decode")
-        change = _over(g(prev, "wall_ms"), g(dec, "wall_ms"))
+        change = ratio(g(prev, "wall_ms"), g(dec, "wall_ms"))
         v["decode_change"] = fixed(change, lambda x: f"{times(x)} shorter" if x >= 1 else f"{times(1 / x)} longer")
     rows = []
     for engine, step, r in (("fused", "decode", dec), ("fused", "mixed", mix), ("chunked", "mixed", mixc)):
@@ -906,7 +914,7 @@ def _host(d: Path):
     # two are equal): how much of a step the host's work would be if it did not overlap.
     names["p11_host_over_step_b256"] = median(100 * b["host_over_step"], num=lambda x: f"{x:.0f}%")
     gpu, floor = names["p11_step_gpu_b256"].value, figure("ceiling", d)[1]["p11_decode256_floor"].value
-    names["p11_decode_gpu_over_floor"] = fixed(gpu and floor and gpu / floor, times)
+    names["p11_decode_gpu_over_floor"] = fixed(ratio(gpu, floor), times)
     table = full.groupby("max_batch", as_index=False).agg(
         runs=("host_share", "size"), host_share=("host_share", "median"),
         host_ms=("host_ms_per_step_p50", "median"), gpu_ms=("step_gpu_ms_p50", "median"),
@@ -1017,7 +1025,7 @@ def _series(d: Path):
                  f"{sig(best.value)} / {'-' if chunk.value is None else sig(chunk.value)}",
                  "fusion's gain": _short_gain(sc["p11_fusion_gain_best"])})
     first, last = vals["p07_decode_wall"].value, vals["p10_decode_wall"].value
-    v = {"series_decode_speedup": fixed(first and last and first / last, times)}
+    v = {"series_decode_speedup": fixed(ratio(first, last), times)}
     return pd.DataFrame(rows), v
 
 
@@ -1077,7 +1085,7 @@ def _reference(d: Path):
         "a10_capacity_fused": fixed(val("capacity_fused"), rate),
         "a10_capacity_chunked": fixed(val("capacity_chunked"), rate),
         "a10_decode_multiple": fixed(val("decode_step_fused") / a10_read, times),
-        "ours_decode_multiple": fixed(vals["p07_decode_wall"].value and w and vals["p07_decode_wall"].value / w, times),
+        "ours_decode_multiple": fixed(ratio(vals["p07_decode_wall"].value, w), times),
     }
     return table, v
 
