@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 
-from .spec import CHECKS, CONFIGS, ENGINES, SERIES, RunSpec, SpecError
+from .spec import CHECKS, ENGINES, SERIES, RunSpec, SpecError
+from ..config import PARTS
 
 DEFAULTS = {
     "full": {
@@ -42,7 +43,7 @@ def _default(profile: str, experiment: str, name: str, value):
 def _configs(configs, default=SERIES) -> list[str]:
     """The configurations asked for, each checked (before a default by configuration is looked up)."""
     for c in configs or ():
-        if c not in CONFIGS:
+        if c not in PARTS:
             raise SpecError("config", f"must be {CHECKS['config'][1]}, got {c!r}")
     return list(configs or default)
 
@@ -66,8 +67,8 @@ def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
     out = []
     for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"]):
         big = c == "part11"
-        out.append(RunSpec.build("gates", profile, config=c, max_batch=CONFIGS[c].max_batch if big else None,
-                                 chunk_tokens=CONFIGS[c].chunk_tokens if big else None))
+        out.append(RunSpec.build("gates", profile, config=c, max_batch=PARTS[c].max_batch if big else None,
+                                 chunk_tokens=PARTS[c].chunk_tokens if big else None))
     return out
 
 
@@ -101,7 +102,7 @@ def peer(profile: str, rounds: int = 5, configs=None, n_requests=None, transform
     `transformers_rounds` rounds, then our engines for `rounds`, fused and chunked in ABBA order."""
     n, out = _default(profile, "peer", "n_requests", n_requests), []
     for c in _configs(configs, DEFAULTS[profile]["peer"]["configs"]):
-        kw = dict(config=c, max_batch=CONFIGS[c].max_batch, chunk_tokens=CONFIGS[c].chunk_tokens, n_requests=n)
+        kw = dict(config=c, max_batch=PARTS[c].max_batch, chunk_tokens=PARTS[c].chunk_tokens, n_requests=n)
         out += [RunSpec.build("peer", profile, engine="transformers", round=r, **kw)
                 for r in range(transformers_rounds)]
         out += [RunSpec.build("peer", profile, engine=e, round=r, **kw)

@@ -44,7 +44,7 @@ import IPython
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     from fusedlib import load_model
-    from fusedlib.bench.peer import to_transformers
+    from fusedlib.bench.hf import to_transformers
     to_transformers(load_model("tiny"))
 print(sum("IProgress" in str(w.message) for w in caught))
 """
