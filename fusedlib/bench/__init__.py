@@ -3,7 +3,8 @@
   spec.py       the two profiles, one run's options (checked once); its settings: a part of
                 fusedlib.config.PARTS
   plans.py      each experiment's planned runs, one function per notebook
-  runner.py     what a notebook calls: the missing runs, here (by experiment module) or on Modal
+  runner.py     what a notebook calls: the missing runs, here or on Modal, rows appended
+  measure.py    one run here, by its experiment's module
   engines.py    what the experiment modules share: the model, engines, pool size, draws, row settings
   experiment modules (each `run(spec) -> rows`; they import engines.py, never one another):
   runs.py       the open loop (capacity, scale)

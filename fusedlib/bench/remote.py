@@ -1,6 +1,6 @@
 """The Modal app: the notebooks' runs on a cloud GPU (backend "modal").
 
-One GPU function, `measure`, runs RunSpecs (as dicts) through `runner.measure_here` in its container
+One GPU function, `measure`, runs RunSpecs (as dicts) through `measure.run` in its container
 and returns their rows; `on_modal(gpu)` opens the app once and gives the notebook's runner a
 function that measures one spec there. The rows' header (code version, commit) is added on
 the calling side. The GPU is a parameter: Modal's "A10" is the reference's card, "H200" ours.
@@ -32,10 +32,10 @@ image = (
 @app.function(image=image, gpu="A10", timeout=TIMEOUT_S)
 def measure(specs: list[dict]) -> list[dict]:
     """Each spec's rows, measured in this container, in order."""
-    from fusedlib.bench import runner, use_interpreter_without_gpu
+    from fusedlib.bench import measure as here, use_interpreter_without_gpu
 
     use_interpreter_without_gpu()
-    return [row for s in specs for row in runner.measure_here(RunSpec.from_dict(s))]
+    return [row for s in specs for row in here.run(RunSpec.from_dict(s))]
 
 
 @contextlib.contextmanager

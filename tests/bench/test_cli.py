@@ -4,13 +4,13 @@ import re
 
 import pytest
 
-from fusedlib.bench import cli, rows, runner
+from fusedlib.bench import cli, measure, rows, runner
 
 
 @pytest.fixture
 def fake(monkeypatch):
     calls = []
-    monkeypatch.setattr(runner, "measure_here", lambda spec: calls.append(spec) or [{"device_name": "cpu", "x": 1}])
+    monkeypatch.setattr(measure, "run", lambda spec: calls.append(spec) or [{"device_name": "cpu", "x": 1}])
     return calls
 
 

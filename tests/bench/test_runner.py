@@ -2,7 +2,7 @@
 stops before a run, a failed run stored as an error row, an unwritable place refused first."""
 import pytest
 
-from fusedlib.bench import rows, runner
+from fusedlib.bench import measure, rows, runner
 from fusedlib.bench.plans import capacity
 
 SPECS = capacity("smoke", rounds=2, configs=["part7"], rates=[50], n_requests=3)
@@ -15,7 +15,7 @@ def fake(monkeypatch):
     def run(spec):
         calls.append(spec)
         return [{"device_name": "cpu", "served_rate": 1.0 + spec.round}]
-    monkeypatch.setattr(runner, "measure_here", run)
+    monkeypatch.setattr(measure, "run", run)
     return calls
 
 
@@ -42,7 +42,7 @@ def test_the_time_limit_stops_before_a_run_it_cannot_finish(tmp_path, monkeypatc
 def test_a_failed_run_is_an_error_row_and_stops_the_experiment(tmp_path, monkeypatch):
     def boom(spec):
         raise ValueError("no")
-    monkeypatch.setattr(runner, "measure_here", boom)
+    monkeypatch.setattr(measure, "run", boom)
     with pytest.raises(RuntimeError, match="delete it to run it again"):
         runner.execute(SPECS, tmp_path, log=lambda _: None)
     got = rows.read(tmp_path / "capacity.jsonl")

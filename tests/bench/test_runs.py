@@ -3,7 +3,7 @@ fields the book reads, not speed."""
 import pytest
 
 from fusedlib.bench import census, engines, runs, workloads
-from fusedlib.bench.runner import measure_here
+from fusedlib.bench.measure import run as measure_here
 from fusedlib.bench.spec import PROFILES, RunSpec
 from fusedlib.engine import Engine
 
