@@ -86,7 +86,7 @@ class EngineConfig:
             raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
         if self.num_blocks is not None and self.pool_gib is not None:
             raise ValueError("give the pool size as num_blocks or pool_gib, not both")
-        for name in ("cuda_graphs", "whole_graphs", "fused_ops", "warmup", "overlap"):
+        for name in [*(n for n in CUDA_DEFAULTS if n != "attention"), "warmup"]:  # the on/off switches
             if not isinstance(getattr(self, name), bool) and not (getattr(self, name) is None and name in CUDA_DEFAULTS):
                 allowed = "True, False or None (the device's default)" if name in CUDA_DEFAULTS else "True or False"
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")

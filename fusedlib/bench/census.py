@@ -45,7 +45,7 @@ from .spec import RunSpec
 from .telemetry import machine, sync
 from ..attention import make_backend
 from ..attention.base import DecodeMeta
-from ..config import BLOCK_SIZE, PRESETS
+from ..config import BLOCK_SIZE, PARTS, PRESETS
 
 KERNEL_CLASSES = ("gemm", "attention", "norm_rotary_act", "lm_head", "other")
 # Kernel names by class, matched in this order (lowercased substrings). GEMMs: cuBLAS
@@ -63,7 +63,7 @@ CENSUS = {  # rows, context, chunk, warm-up steps, timed steps, profiled steps
     "full": dict(rows=32, context=1024, chunk=512, warmups=3, n=30, profiled=5),
     "smoke": dict(rows=4, context=24, chunk=16, warmups=1, n=4, profiled=2),
 }
-PART = {"triton": "part7", "triton-splitkv": "part8", "triton-parallel": "part10"}  # whose decode kernel
+PART = {c.attention: name for name, c in reversed(PARTS.items())}  # backend -> the first part that runs it
 ATTENTION = {  # rows, contexts, timed calls per context
     "full": dict(rows=32, contexts=(1024, 2048, 4096), iters=100),
     "smoke": dict(rows=4, contexts=(32, 64), iters=1),

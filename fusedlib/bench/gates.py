@@ -20,7 +20,7 @@ from .engines import SWITCHES, forget_engines, model_for
 from .spec import RunSpec
 from .telemetry import machine
 from .workloads import RequestSpec, mixed
-from ..config import BLOCK_SIZE
+from ..config import BLOCK_SIZE, CPU_DEFAULTS
 from ..engine import Engine
 from ..model import Qwen2Model
 
@@ -28,7 +28,7 @@ TIE_TOLERANCE = 0.02  # logit units; the reference's threshold for an exact-tie 
 # A gate's engine is eager, on the reference ops, unless the caller names graphs, fused ops or
 # overlap, on any device: a gated configuration is the one its row records (an Engine left to
 # its defaults would take part 10's path on a GPU).
-EAGER = dict(cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
+EAGER = {name: value for name, value in CPU_DEFAULTS.items() if name != "attention"}
 
 
 @dataclass
@@ -39,7 +39,7 @@ class GateReport:
 
     def row(self) -> dict:
         """The gate's fields, and `detail`: its findings (all but the setup) as one line."""
-        setup = ("attention", "fused_ops", "cuda_graphs", "whole_graphs", "overlap", "kind")
+        setup = (*SWITCHES, "kind")
         text = "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.detail.items() if k not in setup)
         return {"gate": self.gate, "passed": self.passed, "detail": text,
                 **{k: v for k, v in self.detail.items() if not isinstance(v, (list, dict))}}
