@@ -20,10 +20,11 @@ import time
 
 from . import plans, rows
 from .spec import PROFILES
+from ..config import PARTS
 
 # plan parameter -> (type of one value, a comma list?, help)
 PARAMS = {
-    "configs": (str, True, "configurations (part7, part8, part9, part10, part11)"),
+    "configs": (str, True, f"configurations ({', '.join(PARTS)})"),
     "engines": (str, True, "engines (fused, chunked)"),
     "backends": (str, True, "attention backends (triton, triton-splitkv, triton-parallel)"),
     "rounds": (int, False, "rounds of the paired comparisons (fused and chunked in ABBA order, seed = round)"),

@@ -3,17 +3,14 @@ which has `run(spec) -> rows` (without the header rows.py adds). The runner call
 the Modal app in its container."""
 from __future__ import annotations
 
-import importlib
-
 from .spec import RunSpec
-
-# experiment -> the module that measures its runs
-MODULES = {"gates": "gates", "census": "census", "attention": "census", "capacity": "runs", "scale": "runs",
-           "peer": "peer"}
 
 
 def run(spec: RunSpec) -> list[dict]:
+    from . import census, gates, peer, runs  # torch and the engine load with the first run
     from .engines import cpu_threads
 
+    by_experiment = {"gates": gates, "census": census, "attention": census, "capacity": runs, "scale": runs,
+                     "peer": peer}
     cpu_threads(spec)
-    return importlib.import_module(f"{__package__}.{MODULES[spec.experiment]}").run(spec)
+    return by_experiment[spec.experiment].run(spec)
