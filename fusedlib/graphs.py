@@ -45,7 +45,8 @@ class WholeGraphs:
     # whose request changed travels.
 
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int = 0, capture: bool = True,
-                 mixed: bool = True, decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS, fused_ops: bool = False):
+                 mixed: bool = True, decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS,
+                 fused_ops: bool = False):
         self.model, self.pool, self.backend, self.capture, self.max_batch = model, pool, backend, capture, max_batch
         self.fused_ops = fused_ops
         self.pad_slot, device = pool.scratch_block * pool.block_size, model.device

@@ -45,9 +45,9 @@ def test_readme_path_table_is_the_parts_the_experiments_run():
             rows["part" + cells[0].split(":")[0].split()[1]] = (cells[1], _switches(cells[1]))
     assert set(rows) == set(PARTS)
     for part, (cell, engine) in rows.items():
-        assert EngineConfig(**engine).for_device("cuda") == PARTS[part], part
+        assert EngineConfig(**engine).for_device("cuda") == PARTS[part].for_device("cuda"), part
         if cell.startswith("defaults"):  # "defaults (`...`)": what an Engine left unset takes on a GPU
-            assert EngineConfig().for_device("cuda") == PARTS[part], part
+            assert EngineConfig().for_device("cuda") == PARTS[part].for_device("cuda"), part
 
 
 def test_readme_command_line_example_writes_where_git_ignores():

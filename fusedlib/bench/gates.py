@@ -231,5 +231,6 @@ def run(spec: RunSpec) -> list[dict]:
     return [{**machine(), **r.row()} for r in run_all(model_for(spec), **switches, **sizes)]
 
 
-__all__ = ["GateReport", "run", "run_all", "gate_fused_vs_chunked", "gate_mixed_step", "gate_tiny_pool", "gate_poisoning",
+__all__ = ["GateReport", "run", "run_all", "gate_fused_vs_chunked", "gate_mixed_step", "gate_tiny_pool",
+           "gate_poisoning",
            "gate_transformers", "LogitGapRecorder", "TIE_TOLERANCE"]

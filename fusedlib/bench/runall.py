@@ -5,7 +5,9 @@
 
 `--experiments` names them (`make run-all EXPERIMENTS=...`: notebooks/NN_<experiment>.py).
 A bad value, a profile or backend this machine cannot run, or a package an experiment needs
-missing stops it before any notebook, in one line (exit status 2). For each notebook (a jupytext percent .py named NN_<experiment>.py): its parameters cell's
+missing stops it before any notebook, in one line (exit status 2).
+
+For each notebook (a jupytext percent .py named NN_<experiment>.py): its parameters cell's
 values, with backend, gpu, profile, out_dir, rounds and time_limit_s replaced where the cell
 declares them, give its plan (plans.plan); if every planned run has rows for this code
 version and profile (runner.missing), the notebook is skipped and the reason printed.

@@ -35,7 +35,8 @@ INSTALL_BENCH = "pip install -e '.[bench]'"
 def modal_token() -> bool:
     """Whether a Modal token is configured (MODAL_TOKEN_ID or ~/.modal.toml)."""
     config = Path.home() / ".modal.toml"
-    return bool(os.environ.get("MODAL_TOKEN_ID") or (config.exists() and "token_id" in config.read_text(errors="ignore")))
+    in_file = config.exists() and "token_id" in config.read_text(errors="ignore")
+    return bool(os.environ.get("MODAL_TOKEN_ID") or in_file)
 
 
 def check_setup(experiments, profile: str, backend: str) -> None:

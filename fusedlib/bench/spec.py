@@ -140,12 +140,14 @@ class RunSpec:
         return PROFILES[self.profile]
 
     def settings(self) -> EngineConfig:
-        """The engine settings of this run: its part at its sizes and engine; under a CPU profile
-        the eager torch reference at those sizes (what a CPU runs in seconds)."""
+        """The engine settings of this run, resolved for its profile's device: its part at its
+        sizes and engine; under a CPU profile the eager torch reference at those sizes (what a
+        CPU runs in seconds)."""
         given = {"max_batch": self.max_batch, "chunk_tokens": self.chunk_tokens,
                  "kind": self.engine if self.engine in ENGINES else None}
         settings = replace(PARTS[self.config], **{k: v for k, v in given.items() if v is not None})
-        return settings.eager() if self.profile_spec.device == "cpu" else settings
+        device = self.profile_spec.device
+        return (settings.eager() if device == "cpu" else settings).for_device(device)
 
 
 __all__ = ["ENGINES", "EXPERIMENTS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
