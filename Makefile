@@ -32,7 +32,6 @@ OUT_DIR     ?=
 BACKEND     ?=
 GPU         ?= A10
 DATA        ?= data
-NOTEBOOKS   := $(sort $(foreach e,$(EXPERIMENTS),$(wildcard notebooks/*_$(e).py)))
 EXECUTED    := _build/executed
 
 ifeq ($(SYSTEM_PYTHON),1)
@@ -67,8 +66,9 @@ book: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
-# fusedlib.bench.runall skips a notebook whose planned runs all have rows, runs the others with
-# papermill (or, without papermill, as scripts), and prints the device it actually uses.
+# fusedlib.bench.runall checks every value first (a wrong one is named in one line), skips a
+# notebook whose planned runs all have rows, runs the others with papermill (or, without
+# papermill, as scripts), and prints the device it actually uses.
 run-all: $(RUN_DEP)
 ifeq ($(SYSTEM_PYTHON),1)
 	@if ls .whl/*.whl >/dev/null 2>&1; then $(PYTHON) -m pip install -q --no-index --no-deps --no-compile \
@@ -76,7 +76,7 @@ ifeq ($(SYSTEM_PYTHON),1)
 endif
 	$(RUN_PY) -m fusedlib.bench.runall --rounds $(ROUNDS) --time-limit $(TIME_LIMIT) --gpu $(GPU) \
 	  --executed $(EXECUTED) $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT_DIR),--out-dir $(OUT_DIR)) \
-	  $(if $(BACKEND),--backend $(BACKEND)) $(NOTEBOOKS)
+	  $(if $(BACKEND),--backend $(BACKEND)) --experiments "$(EXPERIMENTS)"
 
 # What papermill and jupytext need beyond what the H200 machine's Python 3.12 has (its
 # torch, numpy, pandas, pyyaml, requests, tqdm, click, attrs, jinja2...), for

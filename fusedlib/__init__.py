@@ -4,7 +4,8 @@
 # (TRITON_INTERPRET), so the harness must be able to choose first.
 from importlib import import_module
 
-_EXPORTS = {"Engine": "engine", "RequestsFailed": "engine", "EngineConfig": "config", "load_model": "weights"}
+_EXPORTS = {"Engine": "engine", "RequestsFailed": "engine", "EngineConfig": "config", "PARTS": "config",
+            "load_model": "weights"}
 __all__ = list(_EXPORTS)
 
 

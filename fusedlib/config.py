@@ -51,8 +51,8 @@ ENGINE_KINDS = ("fused", "chunked")
 
 
 # What an unset (None) setting takes on a CUDA model: part 10's path. On CPU: the eager torch reference.
-CUDA_DEFAULTS = dict(attention="triton-parallel", cuda_graphs=True, whole_graphs=True, overlap=True)
-CPU_DEFAULTS = dict(attention="torch", cuda_graphs=False, whole_graphs=False, overlap=False)
+CUDA_DEFAULTS = dict(attention="triton-parallel", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True)
+CPU_DEFAULTS = dict(attention="torch", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class EngineConfig:
     attention: str | None = None
     cuda_graphs: bool | None = None  # decode-only forwards replay from CUDA graphs (part 9)
     whole_graphs: bool | None = None  # so do forwards with prompt chunks (part 10)
+    fused_ops: bool | None = None  # fused small ops and the decode-sized Triton GEMMs (part 10; model.py)
     warmup: bool = True  # run every step shape once at construction, so no measured step compiles
     # Launch step n + 1 before reading step n's sampled tokens back: the host plans and packs
     # while the GPU runs, and decode rows read their input tokens on the device.
@@ -85,7 +86,7 @@ class EngineConfig:
             raise ValueError(f"pool_gib must be a number > 0 (GiB), got {self.pool_gib!r}")
         if self.num_blocks is not None and self.pool_gib is not None:
             raise ValueError("give the pool size as num_blocks or pool_gib, not both")
-        for name in ("cuda_graphs", "whole_graphs", "warmup", "overlap"):
+        for name in [*(n for n in CUDA_DEFAULTS if n != "attention"), "warmup"]:  # the on/off switches
             if not isinstance(getattr(self, name), bool) and not (getattr(self, name) is None and name in CUDA_DEFAULTS):
                 allowed = "True, False or None (the device's default)" if name in CUDA_DEFAULTS else "True or False"
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
@@ -103,6 +104,11 @@ class EngineConfig:
             chosen["whole_graphs"] &= chosen["cuda_graphs"]
         return replace(self, **chosen)
 
+    def eager(self) -> "EngineConfig":
+        """These sizes on the eager torch reference, every switch at its CPU value (what a
+        CPU runs in seconds: the smoke profile runs every part this way)."""
+        return replace(self, **CPU_DEFAULTS)
+
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
@@ -112,3 +118,16 @@ def check_count(name: str, value) -> None:
     """ValueError naming `name` unless `value` is an integer >= 1 (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+# The series' parts (the book's chapters 7-11), each as the settings it measures. Every switch
+# is named, so a part is the same on any device and under any future default.
+_PART7 = EngineConfig(attention="triton", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
+_PART10 = EngineConfig(attention="triton-parallel", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True)
+PARTS: dict[str, EngineConfig] = {
+    "part7": _PART7,  # one forward per step, Triton attention
+    "part8": replace(_PART7, attention="triton-splitkv"),  # split-KV decode
+    "part9": replace(_PART7, attention="triton-splitkv", cuda_graphs=True),  # decode forwards from CUDA graphs
+    "part10": _PART10,  # fused ops and GEMMs, whole-step graphs, the host one step ahead
+    "part11": replace(_PART10, max_batch=256, chunk_tokens=8192),  # part 10 at a Hopper GPU's size
+}

@@ -109,7 +109,8 @@ class Engine:
             self._warmup()
         if config.cuda_graphs:
             self.graphs = WholeGraphs(model, self.pool, self.backend, config.max_batch,
-                                      config.chunk_tokens if config.whole_graphs else 0, mixed=config.kind == "fused")
+                                      config.chunk_tokens if config.whole_graphs else 0, mixed=config.kind == "fused",
+                                      fused_ops=config.fused_ops)
         self._compiled_at_construction = num_compiled()
 
     # ---- submission -------------------------------------------------------------------
@@ -243,7 +244,7 @@ class Engine:
             logits = self.graphs.run(batch)
         else:
             logits = self.model(batch.input_ids, batch.positions, batch.meta, self.pool.kv,
-                                self.backend, batch.logit_indices)
+                                self.backend, batch.logit_indices, self.config.fused_ops)
         tokens = self.sample(logits, batch.samplers)
         self.scheduler.sampled(batch.samplers, first_row)
         return tokens

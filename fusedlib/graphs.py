@@ -45,8 +45,10 @@ class WholeGraphs:
     # whose request changed travels.
 
     def __init__(self, model, pool, backend, max_batch: int, chunk_tokens: int = 0, capture: bool = True,
-                 mixed: bool = True, decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS):
+                 mixed: bool = True, decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS,
+                 fused_ops: bool = False):
         self.model, self.pool, self.backend, self.capture, self.max_batch = model, pool, backend, capture, max_batch
+        self.fused_ops = fused_ops
         self.pad_slot, device = pool.scratch_block * pool.block_size, model.device
         self.beside = max_batch if mixed else 0  # decode rows beside chunks
         self.buckets = [(0, d) for d in _sizes(decode_buckets, max_batch)] + (
@@ -104,7 +106,7 @@ class WholeGraphs:
         # A decode-only forward has a logit per row, in order (nothing staged); one with chunks
         # up to one per request, at rows staged per step.
         return self.model(ids, positions, AttentionMetadata(slots, prefill, decode), self.pool.kv, self.backend,
-                          logit_rows if c else self.rows[:d])
+                          logit_rows if c else self.rows[:d], self.fused_ops)
 
     def _bucket(self, batch: Batch) -> tuple[int, int] | None:
         c, d = len(batch.host.token_seq), batch.num_decode

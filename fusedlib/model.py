@@ -3,7 +3,7 @@
 The model runs one *packed, unpadded* sequence of T positions, prompt chunks first (the first
 `meta.prefill.num_tokens`), then decode rows. Every linear, norm and MLP sees all T at once; only
 attention splits (`Attention.attend`): that is the whole difference between one forward per
-step and two. `Qwen2Model.fused_ops` picks the fused Triton ops of `fusedlib.ops` or the plain
+step and two. The forward's `fused_ops` picks the fused Triton ops of `fusedlib.ops` or the plain
 PyTorch reference (parts 7-9); both do the same arithmetic.
 """
 # q/k/v are one matmul and gate/up are one (as in gpt-fast): 4 GEMMs a layer instead of 7.
@@ -143,7 +143,6 @@ class Qwen2Model(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
-        self.fused_ops = False  # read at every forward
 
     @property
     def device(self) -> torch.device:
@@ -155,19 +154,20 @@ class Qwen2Model(nn.Module):
 
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
-                kv_cache: torch.Tensor, backend: AttentionBackend,
-                logit_indices: torch.Tensor) -> torch.Tensor:
+                kv_cache: torch.Tensor, backend: AttentionBackend, logit_indices: torch.Tensor,
+                fused_ops: bool) -> torch.Tensor:
         """Logits (fp32) at `logit_indices` only: the vocabulary projection is the largest matmul."""
         hidden, residual = self.embed_tokens(input_ids), None
         cos, sin = self.rotary(positions, hidden.dtype)
         for i, layer in enumerate(self.layers):  # .forward: no module hooks, less host time
             hidden, residual = layer.forward(hidden, residual, cos, sin, kv_cache[i, 0], kv_cache[i, 1], meta,
-                                             backend, self.fused_ops)
-        return self.head(hidden, residual, logit_indices)
+                                             backend, fused_ops)
+        return self.head(hidden, residual, logit_indices, fused_ops)
 
-    def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor) -> torch.Tensor:
+    def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor,
+             fused_ops: bool) -> torch.Tensor:
         # Fused, the last residual add, the gather of the logit rows and the final norm are one kernel.
-        x = (ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices) if self.fused_ops
+        x = (ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices) if fused_ops
              else self.norm((hidden + residual)[logit_indices]))
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         if x.is_cuda and x.dtype != torch.float32:

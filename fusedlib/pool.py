@@ -21,8 +21,6 @@ class KVPool:
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype, device: torch.device | str,
                  num_blocks: int | None = None, pool_gib: float | None = None,
                  poison_freed: bool = False, block_size: int = BLOCK_SIZE):
-        if num_blocks is not None and pool_gib is not None:
-            raise ValueError("give the pool size as num_blocks or pool_gib, not both")
         device = torch.device(device)
         self.block_size = block_size
         self.bytes_per_block = (cfg.num_layers * 2 * block_size * cfg.num_kv_heads * cfg.head_dim

@@ -13,8 +13,7 @@ from .model import Qwen2Model, RotaryEmbedding
 
 
 def load_model(name_or_path: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-               seed: int = 0, fused_ops: bool | None = None) -> Qwen2Model:
-    """`fused_ops`: the model's fused Triton ops (see model.py); None means on for CUDA."""
+               seed: int = 0) -> Qwen2Model:
     if name_or_path in PRESETS:
         model = random_model(PRESETS[name_or_path], device=device, dtype=dtype, seed=seed)
     else:
@@ -27,7 +26,6 @@ def load_model(name_or_path: str, device: str | torch.device = "cpu", dtype: tor
         model.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta).to(device)
         model.load_state_dict(from_hf_state_dict(_read_safetensors(path), cfg), strict=True)
         model.to(dtype)
-    model.fused_ops = model.device.type == "cuda" if fused_ops is None else fused_ops
     return model.eval()
 
 

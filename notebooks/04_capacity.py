@@ -25,7 +25,7 @@
 backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's GPU, else its CPU
 gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
 profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
-out_dir = "../data-smoke"  # rows go to <out_dir>/capacity.jsonl
+out_dir = "data-smoke"  # rows go to <out_dir>/capacity.jsonl (relative to the repository root)
 rounds = 5  # paired rounds at the saturating rate (seed = round)
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
 configs = None  # None: part7..part10

@@ -26,7 +26,7 @@
 backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's GPU, else its CPU
 gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
 profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
-out_dir = "../data-smoke"  # rows go to <out_dir>/scale.jsonl
+out_dir = "data-smoke"  # rows go to <out_dir>/scale.jsonl (relative to the repository root)
 rounds = 5  # paired rounds at the best setting (seed = round)
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
 batches = None  # None: the profile's max_batch values (full: 32, 64, 128, 256)
@@ -38,12 +38,12 @@ sweep_rates = None  # None: fractions of the best setting's capacity
 # %%
 import time
 
-from fusedlib.bench import plans, rows, runner
+from fusedlib.bench import plans, runner
 
 print(runner.where(backend, gpu), profile)
 deadline = time.monotonic() + time_limit_s
 for stage in ("the grid", "the best setting"):  # the second stage is planned from the first one's rows
-    have = rows.current(rows.read(rows.rows_path(out_dir, "scale")), profile)
+    have = runner.current(out_dir, "scale", profile)
     specs = plans.scale(profile, rounds=rounds, batches=batches, chunks=chunks, rate=rate, n_requests=n_requests,
                         sweep_rates=sweep_rates, rows=have)
     left = max(deadline - time.monotonic(), 1e-9) if time_limit_s else 0

@@ -10,8 +10,6 @@ from fusedlib.weights import random_model
 
 
 @functools.lru_cache(maxsize=None)
-def tiny_model(seed: int = 0, fused_ops: bool = False):
-    """Cached per arguments: each switch setting is its own instance, same weights."""
-    model = random_model(PRESETS["tiny"], seed=seed, init_std=0.2)
-    model.fused_ops = fused_ops
-    return model
+def tiny_model(seed: int = 0):
+    """Cached per seed (a model holds no switch: the engine passes its settings to each forward)."""
+    return random_model(PRESETS["tiny"], seed=seed, init_std=0.2)

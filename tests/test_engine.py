@@ -3,7 +3,7 @@ import time
 import pytest
 import torch
 
-from fusedlib.config import PRESETS, EngineConfig
+from fusedlib.config import PARTS, PRESETS, EngineConfig
 from fusedlib.engine import Engine, RequestsFailed, StepRecord
 from fusedlib.weights import random_model
 from tests.helpers import tiny_model
@@ -152,6 +152,7 @@ def test_step_records_count_the_kv_positions_attention_reads():
     ("cuda_graphs", 1, "cuda_graphs must be True, False or None"),
     ("overlap", "yes", "overlap must be True, False or None"),
     ("whole_graphs", "on", "whole_graphs must be True, False or None"),
+    ("fused_ops", 1, "fused_ops must be True, False or None"),
     ("warmup", None, "warmup must be True or False"),
     ("kind", "speculative", "unknown engine kind 'speculative'"),
     ("attention", "flash", "unknown attention backend 'flash'"),
@@ -193,9 +194,9 @@ def test_unset_settings_take_the_devices_path():
     """Left unset, a GPU engine runs part 10's path and a CPU engine the eager torch reference;
     whatever is set explicitly is kept, and graphs stay off where they cannot run."""
     assert EngineConfig().for_device("cuda") == EngineConfig(
-        attention="triton-parallel", cuda_graphs=True, whole_graphs=True, overlap=True)
+        attention="triton-parallel", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True) == PARTS["part10"]
     assert EngineConfig().for_device("cpu") == EngineConfig(
-        attention="torch", cuda_graphs=False, whole_graphs=False, overlap=False)
+        attention="torch", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
     assert Engine(tiny_model(), warmup=False).config == EngineConfig(warmup=False).for_device("cpu")
     torch_on_gpu = EngineConfig(attention="torch").for_device("cuda")
     assert (torch_on_gpu.cuda_graphs, torch_on_gpu.whole_graphs, torch_on_gpu.overlap) == (False, False, True)

@@ -1,10 +1,12 @@
 """Engine checks that only mean something on a GPU (FUSEDLIB_GPU_TESTS=1 on the H200);
 skipped, and not counted, elsewhere."""
 import statistics
+from dataclasses import replace
 
 import pytest
 import torch
 
+from fusedlib.config import PARTS
 from fusedlib.engine import Engine
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -22,16 +24,8 @@ def mixed(n, seed, lengths=(16, 100, 700, 1500, 4096), budget=(8, 24), vocab_siz
                  int(torch.randint(budget[0], budget[1] + 1, (1,), generator=g))) for i in range(n)]
 
 
-EAGER = dict(cuda_graphs=False, overlap=False)
-# The chapters' settings (model's fused_ops, engine settings), and an eager part 10.
-CONFIGS = {
-    "part7": (False, dict(attention="triton", **EAGER)),
-    "part8": (False, dict(attention="triton-splitkv", **EAGER)),
-    "part9": (False, dict(attention="triton-splitkv", cuda_graphs=True, whole_graphs=False, overlap=False)),
-    "part10": (True, {}),
-    "part10-eager": (True, dict(attention="triton-parallel", **EAGER)),
-    "part11": (True, dict(max_batch=256, chunk_tokens=8192)),
-}
+# The chapters' settings, and an eager part 10.
+CONFIGS = {**PARTS, "part10-eager": replace(PARTS["part10"], cuda_graphs=False, whole_graphs=False, overlap=False)}
 
 
 @pytest.mark.parametrize("kind", ["fused", "chunked"])
@@ -39,12 +33,8 @@ CONFIGS = {
 def test_no_kernel_compiles_after_construction(config, kind):
     from fusedlib.weights import load_model
 
-    fused_ops, settings = CONFIGS[config]
-    model = load_model("qwen2.5-1.5b", device="cuda", dtype=torch.float16, fused_ops=fused_ops)
-    engine = Engine(model, kind=kind, **settings)
-    if config == "part10":
-        c = engine.config
-        assert (c.attention, c.cuda_graphs, c.whole_graphs, c.overlap) == ("triton-parallel", True, True, True)
+    model = load_model("qwen2.5-1.5b", device="cuda", dtype=torch.float16)
+    engine = Engine(model, config=replace(CONFIGS[config], kind=kind))
     # New lengths, chunk mixes and batch sizes; at part 11's size every row decoding at once.
     specs = mixed(300, seed=7, lengths=(16, 100, 700), budget=(40, 64)) if config == "part11" else mixed(40, seed=7)
     with engine.record_steps() as steps:

@@ -64,10 +64,10 @@ def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
     the chunked one, or decode rows alone): token for token what the plain engine generates."""
     prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
     plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
-    engine = Engine(tiny_model(fused_ops=fused_ops), kind=kind, chunk_tokens=32, max_batch=8, attention=attention)
+    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8, attention=attention, fused_ops=fused_ops)
     engine.pool.poison_freed = True
     engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
-                                mixed=kind == "fused", chunk_buckets=(28,))
+                                mixed=kind == "fused", chunk_buckets=(28,), fused_ops=fused_ops)
     used = []
     real_run = engine.graphs.run
     engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
@@ -120,7 +120,7 @@ def test_whole_padding_writes_only_the_scratch_block():
     before = engine.pool.kv.clone()
     logits = graphs.run(batch)
     want = engine.model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend,
-                        batch.logit_indices)
+                        batch.logit_indices, engine.config.fused_ops)
     assert logits.shape == want.shape == (5, engine.model.config.vocab_size)
     assert torch.allclose(logits, want, atol=1e-5)
     changed = (engine.pool.kv != before).flatten(3).any(-1)
@@ -145,12 +145,11 @@ def test_graphs_on_gpu(fused_ops, attention):
     from fusedlib.weights import random_model
 
     model = random_model(PRESETS["tiny"], device="cuda", dtype=torch.float16, init_std=0.2)
-    model.fused_ops = fused_ops
     prompts, budgets = _prompts(20), [4 + i % 9 for i in range(20)]
     outs = []
     for graphs, whole in ((False, False), (True, False), (True, True)):
         engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8,
-                        cuda_graphs=graphs, whole_graphs=whole, overlap=False)
+                        cuda_graphs=graphs, whole_graphs=whole, overlap=False, fused_ops=fused_ops)
         outs.append(engine.generate(prompts, budgets))
         assert engine.pool.num_free_blocks == engine.pool.num_blocks
     assert outs[1] == outs[0] and outs[2] == outs[0]

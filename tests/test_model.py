@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from fusedlib.engine import Engine
-from fusedlib.bench.peer import to_transformers
+from fusedlib.bench.hf import to_transformers
 from tests.helpers import tiny_model
 
 
@@ -11,9 +11,9 @@ from tests.helpers import tiny_model
 def test_logits_match_transformers_fp32(fused_ops, attention):
     """Our packed forward over several prompts vs transformers on each prompt alone, with
     the PyTorch reference ops and with the fused Triton ops (on the interpreter here)."""
-    model = tiny_model(fused_ops=fused_ops)
+    model = tiny_model()
     hf = to_transformers(model)
-    engine = Engine(model, kind="fused", chunk_tokens=1024, warmup=False, attention=attention)
+    engine = Engine(model, kind="fused", chunk_tokens=1024, warmup=False, attention=attention, fused_ops=fused_ops)
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(0, model.config.vocab_size, (n,), generator=g).tolist() for n in (1, 7, 16, 33, 100)]
     for p in prompts:
@@ -23,7 +23,7 @@ def test_logits_match_transformers_fp32(fused_ops, attention):
     batch = engine._pack(plan.chunks, [])
     # logits at every packed position, not only the sampled ones
     every = torch.arange(batch.num_tokens)
-    ours = model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend, every)
+    ours = model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend, every, fused_ops)
     start = 0
     worst = 0.0
     for p in prompts:
@@ -35,7 +35,7 @@ def test_logits_match_transformers_fp32(fused_ops, attention):
 
 
 def test_qkv_and_gate_up_round_trip_through_hf_names():
-    from fusedlib.bench.peer import to_hf_state_dict
+    from fusedlib.bench.hf import to_hf_state_dict
     from fusedlib.weights import from_hf_state_dict
 
     model = tiny_model()
@@ -54,23 +54,23 @@ def test_fused_ops_and_reference_generate_the_same_tokens():
     budgets = [6, 3, 9, 4, 7]
     for kind in ("fused", "chunked"):
         ref = Engine(tiny_model(), kind=kind, chunk_tokens=24, max_batch=4).generate(prompts, budgets)
-        fused = Engine(tiny_model(fused_ops=True), kind=kind, chunk_tokens=24, max_batch=4,
-                       attention="triton-parallel").generate(prompts, budgets)
+        fused = Engine(tiny_model(), kind=kind, chunk_tokens=24, max_batch=4, attention="triton-parallel",
+                       fused_ops=True).generate(prompts, budgets)
         assert fused == ref, kind
 
 
 def test_fused_ops_switch_reaches_every_layer(monkeypatch):
-    """The model passes its switch to every layer part: with it on, each layer's two norms
-    run as the fused add + norm op; with it off, none does."""
+    """The engine's switch reaches every layer: with it on, each layer's two norms run as the
+    fused add + norm op; with it off, none does."""
     from fusedlib import ops
 
     calls, real = [], ops.add_rms_norm
     monkeypatch.setattr(ops, "add_rms_norm", lambda *args: calls.append(1) or real(*args))
     for fused in (True, False):
         calls.clear()
-        model = tiny_model(fused_ops=fused)
-        Engine(model, warmup=False).generate([[1, 2, 3]], 1)
-        assert model.fused_ops == fused and len(calls) == (2 * model.config.num_layers if fused else 0)
+        model = tiny_model()
+        Engine(model, warmup=False, fused_ops=fused).generate([[1, 2, 3]], 1)
+        assert len(calls) == (2 * model.config.num_layers if fused else 0)
 
 
 def test_fused_ops_take_triton_gemms_for_small_batches_only(monkeypatch):
@@ -86,11 +86,11 @@ def test_fused_ops_take_triton_gemms_for_small_batches_only(monkeypatch):
                               ("gate_up_silu_kernel", real_gate_up, gate_up_launches)):
         monkeypatch.setattr(gemm, name, type("Spy", (), {
             "__getitem__": lambda self, grid, real=real, calls=calls: calls.append(grid) or real[grid]})())
-    model = tiny_model(fused_ops=True)
+    model = tiny_model()
     layers = model.config.num_layers
     for prompt_len in (3, gemm.SMALL_M_MAX, gemm.SMALL_M_MAX + 1):
         launched.clear(), split_launches.clear(), gate_up_launches.clear()
-        Engine(model, warmup=False, chunk_tokens=128).generate([list(range(1, prompt_len + 1))], 1)
+        Engine(model, warmup=False, chunk_tokens=128, fused_ops=True).generate([list(range(1, prompt_len + 1))], 1)
         small = prompt_len <= gemm.SMALL_M_MAX
         assert len(launched) == (0 if small else layers), prompt_len
         assert (len(split_launches), len(gate_up_launches)) == ((3 * layers, layers) if small else (0, 0)), prompt_len

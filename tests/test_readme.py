@@ -1,5 +1,5 @@
-"""The README as written: its engine example runs, its path table builds the measured
-configurations, its loop figures round the committed rows."""
+"""The README as written: its engine example runs, its path table is `fusedlib.config.PARTS`,
+its command-line example writes where git ignores, and .gitignore names only what the tree makes."""
 import ast
 import re
 import subprocess
@@ -32,29 +32,42 @@ def _switches(cell: str) -> dict:
     return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
 
 
-def test_readme_path_table_is_the_configurations_the_experiments_run():
-    """Each row of the README's table of paths, resolved for a GPU, is that part's configuration
-    in fusedlib.bench.spec.CONFIGS, and part 10's row is the engine's own default there."""
-    from fusedlib.bench.spec import CONFIGS
-    from fusedlib.config import EngineConfig
+def test_readme_path_table_is_the_parts_the_experiments_run():
+    """Each row of the README's table of paths, resolved for a GPU, is that part's preset in
+    fusedlib.config.PARTS (every part, nothing else), and part 10's row is the GPU default."""
+    from fusedlib.config import PARTS, EngineConfig
 
     section = (ROOT / "README.md").read_text().split("## Use the engine", 1)[1]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0].startswith("part "):
-            rows["part" + cells[0].split(":")[0].split()[1]] = (_switches(cells[1]), _switches(cells[2]))
-    assert set(rows) == set(CONFIGS)
-    for part, (model, engine) in rows.items():
-        want = CONFIGS[part]
-        if part in ("part10", "part11"):  # "defaults (`...`)": the switches it names are the engine's default
-            assert model == {} and EngineConfig(**{k: v for k, v in engine.items() if k not in (
-                "max_batch", "chunk_tokens")}).for_device("cuda") == EngineConfig().for_device("cuda")
-            engine = {k: v for k, v in engine.items() if k in ("max_batch", "chunk_tokens")}
-        got = EngineConfig(**engine).for_device("cuda")
-        assert (got.attention, got.cuda_graphs, got.whole_graphs, got.overlap, got.max_batch, got.chunk_tokens) == \
-            (want.attention, want.cuda_graphs, want.whole_graphs, want.overlap, want.max_batch, want.chunk_tokens), part
-        assert model.get("fused_ops", True) == want.fused_ops, part
+        if len(cells) == 2 and cells[0].startswith("part "):
+            rows["part" + cells[0].split(":")[0].split()[1]] = (cells[1], _switches(cells[1]))
+    assert set(rows) == set(PARTS)
+    for part, (cell, engine) in rows.items():
+        assert EngineConfig(**engine).for_device("cuda") == PARTS[part].for_device("cuda"), part
+        if cell.startswith("defaults"):  # "defaults (`...`)": what an Engine left unset takes on a GPU
+            assert EngineConfig().for_device("cuda") == PARTS[part].for_device("cuda"), part
+
+
+def test_readme_command_line_example_writes_where_git_ignores():
+    text = (ROOT / "README.md").read_text()
+    example = re.search(r"`(python -m fusedlib\.bench [^`]*)`", text).group(1)
+    out = re.search(r"--out (\S+)", example).group(1)
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(Path(out) / "capacity.jsonl")], cwd=ROOT)
+    assert ignored.returncode == 0, f"{out} is not ignored by git"
+
+
+def test_gitignore_names_only_what_the_tree_makes():
+    """Each folder .gitignore roots at the top is one the Makefile, the package or its build
+    makes (a stale entry hides whatever later takes its name)."""
+    makers = " ".join(p.read_text() for p in [ROOT / "Makefile", ROOT / "pyproject.toml",
+                                                *(ROOT / "fusedlib").rglob("*.py")])
+    for line in (ROOT / ".gitignore").read_text().splitlines():
+        name = line.strip().strip("/")
+        if line.startswith("/") and "*" not in name and name != "build":  # build/: setuptools' own
+            named = re.search(rf"(?<![\w-]){re.escape(name)}[/\"')]", makers)  # as a path, not a word
+            assert named, f".gitignore names {line}, which nothing here makes"
 
 
 def test_readme_is_short_and_leads_with_the_two_commands():

@@ -81,10 +81,37 @@ def test_an_unwritable_out_dir_is_refused_before_any_notebook(tmp_path):
     assert done.returncode == 2 and "cannot write rows" in done.stderr and "== 01_gates" not in done.stdout
 
 
-def test_make_dry_run_names_every_notebook_and_help_every_target():
+@pytest.mark.parametrize("argv,says", [
+    (["--profile", "bogus"], "argument --profile: invalid choice: 'bogus'"),
+    (["--experiments", "bogus"], "unknown experiment 'bogus'; experiments are gates, census"),
+    (["--experiments", "gates bogus"], "unknown experiment 'bogus'"),
+    (["--experiments", ""], "unknown experiment ''"),
+    (["--experiments", "capacity", "--rounds", "0"], "rounds: must be an integer >= 1, got 0"),
+    (["--experiments", "capacity", "--time-limit", "-1"], "--time-limit: must be a number of seconds >= 0"),
+    (["--experiments", "capacity", "--profile", "full", "--backend", "local"], "profile full needs a CUDA GPU"),
+])
+def test_run_all_names_the_wrong_value_in_one_line(argv, says, tmp_path, capsys, monkeypatch):
+    from fusedlib.bench import runall
+
+    monkeypatch.setattr(runall, "execute", lambda *a: pytest.fail("a notebook ran"))
+    with pytest.raises(SystemExit) as e:
+        runall.main(["--backend", "local", "--out-dir", str(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_make_run_all_hands_its_variables_to_the_driver_as_given():
+    make = subprocess.run(["make", "-n", "run-all", "PROFILE=bogus", "EXPERIMENTS=bogus"], capture_output=True,
+                          text=True, cwd=REPO, check=True).stdout
+    assert "fusedlib.bench.runall" in make and "--profile bogus" in make and '--experiments "bogus"' in make
+
+
+def test_make_dry_run_names_every_experiment_and_help_every_target():
     make = subprocess.run(["make", "-n", "run-all", "PROFILE=smoke"], capture_output=True, text=True, cwd=REPO,
                           check=True).stdout
-    assert all(p.name in make for p in (REPO / "notebooks").glob("*.py"))
+    from fusedlib.bench.plans import PLANS
+
+    assert f'--experiments "{" ".join(PLANS)}"' in make
     assert "fusedlib.bench.runall" in make
     helped = subprocess.run(["make", "help"], capture_output=True, text=True, cwd=REPO, check=True).stdout
     makefile = (REPO / "Makefile").read_text()

@@ -5,7 +5,7 @@ import torch
 from safetensors.torch import save_file
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from fusedlib.bench.peer import to_hf_config
+from fusedlib.bench.hf import to_hf_config
 from fusedlib.config import PRESETS, ModelConfig
 from fusedlib.engine import Engine
 from fusedlib.weights import load_model

@@ -1,12 +1,16 @@
 """fusedlib's measuring harness. It imports the engine; the engine never imports it.
 
-  spec.py       the series' configurations, the two profiles, one run's options (checked once)
+  spec.py       the two profiles, one run's options (checked once); its settings: a part of
+                fusedlib.config.PARTS
   plans.py      each experiment's planned runs, one function per notebook
   runner.py     what a notebook calls: the missing runs, here or on Modal, rows appended
-  measure.py    one run on this machine, by experiment
-  runs.py       the model and engines; the open loop (capacity, scale) and the closed workload
-  census.py     what a step costs; decode attention beside a copy of its bytes
-  gates.py      correctness gates;  peer.py  transformers' continuous batching
+  measure.py    one run here, by its experiment's module
+  engines.py    what the experiment modules share: the model, engines, pool size, draws, row settings
+  experiment modules (each `run(spec) -> rows`; they import engines.py, never one another):
+  runs.py       the open loop (capacity, scale)
+  census.py     what a step costs (census); decode attention beside a copy of its bytes (attention)
+  gates.py      correctness gates;  peer.py  the closed workload, ours and transformers'
+  hf.py         our weights in transformers' Qwen2 (gates and peer)
   workloads.py  requests;  metrics.py  serving metrics;  rows.py  rows on disk;  telemetry.py  the device
   remote.py     the Modal app;  cli.py  `python -m fusedlib.bench`;  runall.py  `make run-all`
 """

@@ -16,7 +16,8 @@ span of its forwards (CUDA events, `StepRecord.gpu_s`) and the host's time insid
 (`StepRecord.host_s`): median, min and max. From the profiled steps: kernels per step and
 GPU time per kernel class (`kernel_class`), beside the class's bytes and FLOPs at the step's
 shapes (`step_model`). The profiler runs only after every timed step (its callbacks stay on
-every later launch of the process), and `runs.run` runs each census in a process of its own.
+every later launch of the process), so `run` runs each census in a process of its own
+(`python -m fusedlib.bench.census SPEC_JSON OUT_JSON`).
 
 `attention(spec)`: decode attention alone at `rows` rows of each context, for one backend,
 each call after an L2 flush (reading a 1 GiB buffer leaves L2 full of clean lines, as a step
@@ -27,18 +28,24 @@ calls (those under no other aten op) and the numbers mean nothing.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from dataclasses import replace
 
 import torch
 
+from .engines import cpu_threads, make_engine, switch_fields
 from .spec import RunSpec
 from .telemetry import machine, sync
 from ..attention import make_backend
 from ..attention.base import DecodeMeta
-from ..config import BLOCK_SIZE, PRESETS
+from ..config import BLOCK_SIZE, PARTS, PRESETS
 
 KERNEL_CLASSES = ("gemm", "attention", "norm_rotary_act", "lm_head", "other")
 # Kernel names by class, matched in this order (lowercased substrings). GEMMs: cuBLAS
@@ -56,7 +63,7 @@ CENSUS = {  # rows, context, chunk, warm-up steps, timed steps, profiled steps
     "full": dict(rows=32, context=1024, chunk=512, warmups=3, n=30, profiled=5),
     "smoke": dict(rows=4, context=24, chunk=16, warmups=1, n=4, profiled=2),
 }
-PART = {"triton": "part7", "triton-splitkv": "part8", "triton-parallel": "part10"}  # whose decode kernel
+PART = {c.attention: name for name, c in reversed(PARTS.items())}  # backend -> the first part that runs it
 ATTENTION = {  # rows, contexts, timed calls per context
     "full": dict(rows=32, contexts=(1024, 2048, 4096), iters=100),
     "smoke": dict(rows=4, contexts=(32, 64), iters=1),
@@ -217,12 +224,26 @@ def _stats(values: list[float]) -> tuple[float | None, float | None, float | Non
     return (statistics.median(values), min(values), max(values)) if values else (None, None, None)
 
 
-def step_census(spec: RunSpec) -> list[dict]:
-    from .runs import make_engine, model_for
+def run(spec: RunSpec) -> list[dict]:
+    """A census run (in a process of its own) or an attention run."""
+    return _in_own_process(spec) if spec.experiment == "census" else attention(spec)
 
-    p, s, c = spec.profile_spec, spec.settings(), CENSUS[spec.profile]
+
+def _in_own_process(spec: RunSpec) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.json")
+        done = subprocess.run([sys.executable, "-m", "fusedlib.bench.census", json.dumps(spec.as_dict()), out])
+        if done.returncode != 0:
+            raise RuntimeError(f"the census run {spec.key()} failed in its own process (exit status {done.returncode})")
+        with open(out) as f:
+            return json.load(f)
+
+
+def step_census(spec: RunSpec) -> list[dict]:
+    p, c = spec.profile_spec, CENSUS[spec.profile]
     rows, context, chunk, w, n, k = (c[x] for x in ("rows", "context", "chunk", "warmups", "n", "profiled"))
-    engine = make_engine(spec, max_batch=rows, chunk_tokens=chunk, cached=False)
+    s = replace(spec.settings(), max_batch=rows, chunk_tokens=chunk)
+    engine = make_engine(spec, s, cached=False)
     cfg, vocab = engine.model.config, engine.model.config.vocab_size
     device = p.device
     g = torch.Generator().manual_seed(0)
@@ -278,7 +299,7 @@ def step_census(spec: RunSpec) -> list[dict]:
                     "host_ms": host[0], "host_ms_min": host[1], "host_ms_max": host[2],
                     "n_kernels": sum(x for x, _ in classes.values()) / k, "num_layers": cfg.num_layers,
                     "weight_bytes": model["weight_bytes"], "kv_bytes": model["kv_bytes"], "flops": model["flops"],
-                    "copy_bw_Bps": bw, "gemm_tflops": tflops, **_settings(s)})
+                    "copy_bw_Bps": bw, "gemm_tflops": tflops, **switch_fields(s)})
         for name, (count, us) in classes.items():
             nbytes, flops = model["classes"][name]
             out.append({**base, "record": "kernel_class", "kernel_class": name, "n_kernels": count / k,
@@ -286,6 +307,8 @@ def step_census(spec: RunSpec) -> list[dict]:
     return out
 
 
-def _settings(s) -> dict:
-    return {"attention": s.attention, "cuda_graphs": s.cuda_graphs, "whole_graphs": s.whole_graphs,
-            "fused_ops": s.fused_ops, "overlap": s.overlap}
+if __name__ == "__main__":  # TRITON_INTERPRET, where the parent set it, comes with the environment
+    spec = RunSpec.from_dict(json.loads(sys.argv[1]))
+    cpu_threads(spec)
+    with open(sys.argv[2], "w") as f:
+        json.dump(step_census(spec), f)

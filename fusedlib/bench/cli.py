@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
 import time
 
 from . import plans, rows
-from .spec import PROFILES, SpecError
+from .spec import PROFILES
+from ..config import PARTS
 
 # plan parameter -> (type of one value, a comma list?, help)
 PARAMS = {
-    "configs": (str, True, "configurations (part7, part8, part9, part10, part11)"),
+    "configs": (str, True, f"configurations ({', '.join(PARTS)})"),
     "engines": (str, True, "engines (fused, chunked)"),
     "backends": (str, True, "attention backends (triton, triton-splitkv, triton-parallel)"),
     "rounds": (int, False, "rounds of the paired comparisons (fused and chunked in ABBA order, seed = round)"),
@@ -56,6 +58,17 @@ def _values(kind, many: bool):
     return parse
 
 
+def seconds(text: str) -> float:
+    """A time limit: a number of seconds >= 0 (0: none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0 (0: no limit), got {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m fusedlib.bench", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,7 +83,7 @@ def parser() -> argparse.ArgumentParser:
                                  "$FUSEDLIB_DATA, else data/ for full and data-smoke/ for smoke)")
     p.add_argument("--backend", default="local", choices=("local", "modal"), help="where runs go (default: local)")
     p.add_argument("--gpu", default="A10", help="Modal's GPU type with --backend modal (default: A10)")
-    p.add_argument("--time-limit", type=float, default=0, help="start no run after this many seconds (0: none)")
+    p.add_argument("--time-limit", type=seconds, default=0, help="start no run after this many seconds (0: none)")
     for name, (kind, many, text) in PARAMS.items():
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=_values(kind, many), help=text)
     return p
@@ -91,11 +104,13 @@ def main(argv=None) -> int:
             sys.stderr.write(f"python -m fusedlib.bench: error: --{name.replace('_', '-')} does not apply to "
                              f"{a.experiment}\n")
             return 2
-    out, deadline = a.out or str(rows.data_dir(a.profile)), time.monotonic() + a.time_limit
+    out = os.path.abspath(a.out) if a.out else str(rows.data_dir(a.profile))  # relative to here, not the checkout
+    deadline = time.monotonic() + a.time_limit
     try:
         rows.check_writable(rows.rows_path(out, a.experiment))
         plans.plan(a.experiment, a.profile, given)  # every value checked before the first run
-    except (SpecError, OSError) as e:
+        runner.check_setup([a.experiment], a.profile, a.backend)
+    except (ValueError, OSError) as e:
         sys.stderr.write(f"python -m fusedlib.bench: error: {e}\n")
         return 2
     for _ in range(2 if a.experiment == "scale" else 1):  # scale's second stage is planned from its grid's rows

@@ -16,16 +16,19 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..config import BLOCK_SIZE
+from .engines import SWITCHES, forget_engines, model_for
+from .spec import RunSpec
+from .telemetry import machine
+from .workloads import RequestSpec, mixed
+from ..config import BLOCK_SIZE, CPU_DEFAULTS
 from ..engine import Engine
 from ..model import Qwen2Model
-from .workloads import RequestSpec, mixed
 
 TIE_TOLERANCE = 0.02  # logit units; the reference's threshold for an exact-tie flip
-# A gate's engine is eager unless the caller names graphs or overlap, on any device: a gated
-# configuration is the one its row records (an Engine left to its defaults would take part
-# 10's path on a GPU).
-EAGER = dict(cuda_graphs=False, whole_graphs=False, overlap=False)
+# A gate's engine is eager, on the reference ops, unless the caller names graphs, fused ops or
+# overlap, on any device: a gated configuration is the one its row records (an Engine left to
+# its defaults would take part 10's path on a GPU).
+EAGER = {name: value for name, value in CPU_DEFAULTS.items() if name != "attention"}
 
 
 @dataclass
@@ -36,7 +39,7 @@ class GateReport:
 
     def row(self) -> dict:
         """The gate's fields, and `detail`: its findings (all but the setup) as one line."""
-        setup = ("attention", "fused_ops", "cuda_graphs", "whole_graphs", "overlap", "kind")
+        setup = (*SWITCHES, "kind")
         text = "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.detail.items() if k not in setup)
         return {"gate": self.gate, "passed": self.passed, "detail": text,
                 **{k: v for k, v in self.detail.items() if not isinstance(v, (list, dict))}}
@@ -81,10 +84,10 @@ class LogitGapRecorder:
 
 def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch",
                           chunk_tokens: int = 64, max_batch: int = 8,
-                          tie_tolerance: float = TIE_TOLERANCE, **graphs) -> GateReport:
+                          tie_tolerance: float = TIE_TOLERANCE, **switches) -> GateReport:
     specs = specs if specs is not None else gate_workload(model)
-    graphs = {**EAGER, **graphs}
-    kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **graphs)
+    switches = {**EAGER, **switches}
+    kw = dict(attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **switches)
     _, ref, gaps = _run(model, specs, kind="chunked", record_gaps=True, **kw)
     _, fused, _ = _run(model, specs, kind="fused", **kw)
     flips, bad, differ = set(), [], 0
@@ -99,15 +102,17 @@ def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch
         else:
             bad.append({"request": rid, "index": at, "gap": gap})
     return GateReport("fused_vs_chunked", not bad, {
-        "attention": attention, **_setup(model, graphs), "requests": len(specs), "requests_differing": differ,
+        "attention": attention, **switches, "requests": len(specs), "requests_differing": differ,
         "flip_locations": len(flips), "untolerated": bad[:5]})
 
 
-def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | None = None) -> GateReport:
+def gate_mixed_step(model: Qwen2Model, attention: str = "torch", fused_ops: bool = False,
+                    atol: float | None = None) -> GateReport:
     """Drive a fused engine to a step that carries chunks and decodes, then run that plan
     three ways on the same cache: packed, chunks alone, decodes alone."""
     cfg = model.config
-    engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8, **EAGER)
+    setup = {**EAGER, "fused_ops": fused_ops}
+    engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8, **setup)
     g = torch.Generator().manual_seed(1)
     for n in (5, 9, 3):
         engine.add_request(torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist(), 4)
@@ -119,25 +124,25 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", atol: float | N
 
     def logits(chunks, decodes):
         b = engine._pack(chunks, decodes)
-        return model(b.input_ids, b.positions, b.meta, engine.pool.kv, engine.backend, b.logit_indices)
+        return model(b.input_ids, b.positions, b.meta, engine.pool.kv, engine.backend, b.logit_indices, fused_ops)
 
     fused = logits(plan.chunks, plan.decodes)
     parts = torch.cat([logits(plan.chunks, []), logits([], plan.decodes)])
     err = (fused - parts).abs().max().item()
     atol = atol if atol is not None else (1e-4 if model.dtype == torch.float32 else 5e-2)
     return GateReport("mixed_step", err <= atol and not torch.isnan(fused).any().item(), {
-        "attention": attention, **_setup(model, EAGER), "chunk_tokens": plan.num_chunk_tokens,
+        "attention": attention, **setup, "chunk_tokens": plan.num_chunk_tokens,
         "decodes": len(plan.decodes),
         "max_abs_err": err, "atol": atol})
 
 
 def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
-                   max_batch: int = 8, **graphs) -> GateReport:
+                   max_batch: int = 8, **switches) -> GateReport:
     specs = gate_workload(model, n=10, seed=3)
-    graphs = {**EAGER, **graphs}
+    switches = {**EAGER, **switches}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 2 * -(-longest // BLOCK_SIZE)  # room for about two of the largest requests at once
-    kw = dict(kind=kind, attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **graphs)
+    kw = dict(kind=kind, attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **switches)
     engine = Engine(model, num_blocks=blocks, **kw)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
     steps = 0
@@ -153,29 +158,29 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
     _, big, _ = _run(model, specs, **kw)
     same = [r.output for r in reqs] == big
     return GateReport("tiny_pool", fcfs and complete and free and same, {
-        "attention": attention, **_setup(model, graphs), "kind": kind, "pool_blocks": blocks,
+        "attention": attention, **switches, "kind": kind, "pool_blocks": blocks,
         "requests": len(specs), "steps": steps, "fcfs": fcfs, "complete": complete, "pool_free": free,
         "same_tokens_as_large_pool": same})
 
 
 def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
-                   max_batch: int = 8, **graphs) -> GateReport:
+                   max_batch: int = 8, **switches) -> GateReport:
     specs = gate_workload(model, n=10, seed=4)
-    graphs = {**EAGER, **graphs}
+    switches = {**EAGER, **switches}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     blocks = 3 * -(-longest // BLOCK_SIZE)  # small, so freed (poisoned) blocks are handed out again
     kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=chunk_tokens, max_batch=max_batch,
-              **graphs)
+              **switches)
     _, clean, _ = _run(model, specs, **kw)
     poisoned_engine, poisoned, _ = _run(model, specs, poison_freed=True, **kw)
     return GateReport("poisoning", clean == poisoned, {
-        "attention": attention, **_setup(model, graphs), "kind": kind, "pool_blocks": blocks, "requests": len(specs),
+        "attention": attention, **switches, "kind": kind, "pool_blocks": blocks, "requests": len(specs),
         "differing_requests": sum(a != b for a, b in zip(clean, poisoned)),
         "pool_free": poisoned_engine.pool.num_free_blocks == poisoned_engine.pool.num_blocks})
 
 
 def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport:
-    from .peer import to_transformers
+    from .hf import to_transformers
 
     specs = gate_workload(model, n=6, seed=5)
     hf = to_transformers(model)
@@ -195,31 +200,37 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
         **{f"{k}_identical": v for k, v in results.items()}})
 
 
-def _setup(model: Qwen2Model, graphs: dict) -> dict:
-    """What a gate ran on besides attention: the model's ops and the engine's graphs."""
-    return {"fused_ops": model.fused_ops, **graphs}
-
-
 def run_all(model: Qwen2Model, attention: str = "torch", max_batch: int | None = None,
-            chunk_tokens: int | None = None, with_transformers: bool | None = None, **graphs) -> list[GateReport]:
+            chunk_tokens: int | None = None, with_transformers: bool | None = None, **switches) -> list[GateReport]:
     """Gates 1-4, then gate 5. Gate 5 is defined in fp32: in fp16, transformers and we round
     differently and greedy tokens drift apart for reasons that are not bugs, so by default it
-    runs only for an fp32 model. `graphs` (cuda_graphs, whole_graphs, overlap) go to every
+    runs only for an fp32 model. `switches` (cuda_graphs, whole_graphs, fused_ops, overlap) go to every
     engine the gates build: graph padding changes the arithmetic and overlap the order of host
     work, so such a configuration is gated as itself; so do `max_batch` and `chunk_tokens`
     where given (else each gate's small sizes). The mixed-step gate calls the model directly,
-    so only the model's fused_ops apply to it."""
+    so of those only fused_ops applies to it."""
     if with_transformers is None:
         with_transformers = model.dtype == torch.float32
     sizes = {k: v for k, v in (("max_batch", max_batch), ("chunk_tokens", chunk_tokens)) if v}
-    reports = [gate_fused_vs_chunked(model, attention=attention, **sizes, **graphs),
-               gate_mixed_step(model, attention=attention),
-               gate_tiny_pool(model, attention=attention, **sizes, **graphs),
-               gate_poisoning(model, attention=attention, **sizes, **graphs)]
+    reports = [gate_fused_vs_chunked(model, attention=attention, **sizes, **switches),
+               gate_mixed_step(model, attention=attention, fused_ops=switches.get("fused_ops", False)),
+               gate_tiny_pool(model, attention=attention, **sizes, **switches),
+               gate_poisoning(model, attention=attention, **sizes, **switches)]
     if with_transformers:
         reports.append(gate_transformers(model))
     return reports
 
 
-__all__ = ["GateReport", "run_all", "gate_fused_vs_chunked", "gate_mixed_step", "gate_tiny_pool", "gate_poisoning",
+def run(spec: RunSpec) -> list[dict]:
+    """Every gate under the configuration's settings (at the spec's max_batch and chunk_tokens
+    where given, else the gates' small ones); one row per gate."""
+    s = spec.settings()
+    forget_engines()
+    sizes = {k: v for k, v in (("max_batch", spec.max_batch), ("chunk_tokens", spec.chunk_tokens)) if v}
+    switches = {name: getattr(s, name) for name in SWITCHES}
+    return [{**machine(), **r.row()} for r in run_all(model_for(spec), **switches, **sizes)]
+
+
+__all__ = ["GateReport", "run", "run_all", "gate_fused_vs_chunked", "gate_mixed_step", "gate_tiny_pool",
+           "gate_poisoning",
            "gate_transformers", "LogitGapRecorder", "TIE_TOLERANCE"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 
-from .spec import CHECKS, CONFIGS, ENGINES, SERIES, RunSpec, SpecError
+from .spec import CHECKS, ENGINES, SERIES, RunSpec, SpecError
+from ..config import PARTS
 
 DEFAULTS = {
     "full": {
@@ -42,13 +43,19 @@ def _default(profile: str, experiment: str, name: str, value):
 def _configs(configs, default=SERIES) -> list[str]:
     """The configurations asked for, each checked (before a default by configuration is looked up)."""
     for c in configs or ():
-        if c not in CONFIGS:
+        if c not in PARTS:
             raise SpecError("config", f"must be {CHECKS['config'][1]}, got {c!r}")
     return list(configs or default)
 
 
 def _per_config(value, config: str):
     return value[config] if isinstance(value, dict) else value
+
+
+def _rounds(rounds) -> int:
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise SpecError("rounds", f"must be an integer >= 1, got {rounds!r}")
+    return rounds
 
 
 def _pairs(rounds: int, spec_for) -> list[RunSpec]:
@@ -66,8 +73,8 @@ def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
     out = []
     for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"]):
         big = c == "part11"
-        out.append(RunSpec.build("gates", profile, config=c, max_batch=CONFIGS[c].max_batch if big else None,
-                                 chunk_tokens=CONFIGS[c].chunk_tokens if big else None))
+        out.append(RunSpec.build("gates", profile, config=c, max_batch=PARTS[c].max_batch if big else None,
+                                 chunk_tokens=PARTS[c].chunk_tokens if big else None))
     return out
 
 
@@ -84,7 +91,7 @@ def capacity(profile: str, rounds: int = 5, configs=None, rates=None, n_requests
     """Per configuration: both engines at each sweep rate (round 0, seed 0), the top rate last,
     then the paired rounds at the top rate. `rates` and `n_requests`: one value (a list of
     rates) for every configuration, or a dict by configuration."""
-    out = []
+    out, rounds = [], _rounds(rounds)
     for c in _configs(configs):
         sweep = sorted(_per_config(_default(profile, "capacity", "rates", rates), c))
         n = _per_config(_default(profile, "capacity", "n_requests", n_requests), c)
@@ -99,9 +106,9 @@ def peer(profile: str, rounds: int = 5, configs=None, n_requests=None, transform
          rows=()) -> list[RunSpec]:
     """Per configuration (its max_batch and chunk_tokens): transformers' continuous batching for
     `transformers_rounds` rounds, then our engines for `rounds`, fused and chunked in ABBA order."""
-    n, out = _default(profile, "peer", "n_requests", n_requests), []
+    n, out, rounds = _default(profile, "peer", "n_requests", n_requests), [], _rounds(rounds)
     for c in _configs(configs, DEFAULTS[profile]["peer"]["configs"]):
-        kw = dict(config=c, max_batch=CONFIGS[c].max_batch, chunk_tokens=CONFIGS[c].chunk_tokens, n_requests=n)
+        kw = dict(config=c, max_batch=PARTS[c].max_batch, chunk_tokens=PARTS[c].chunk_tokens, n_requests=n)
         out += [RunSpec.build("peer", profile, engine="transformers", round=r, **kw)
                 for r in range(transformers_rounds)]
         out += [RunSpec.build("peer", profile, engine=e, round=r, **kw)
@@ -128,7 +135,7 @@ def scale(profile: str, rounds: int = 5, batches=None, chunks=None, rate=None, n
     the fused engine's best setting: a rate sweep (`sweep_rates`, default fractions of the best
     served rate) and the paired rounds 1..rounds-1 at `rate`. Requests per run: `n_requests`,
     default the larger of `min_requests` and three batches."""
-    d = DEFAULTS[profile]["scale"]
+    d, rounds = DEFAULTS[profile]["scale"], _rounds(rounds)
     batches, chunks, rate = batches or d["batches"], chunks or d["chunks"], rate or d["rate"]
 
     def spec(b, c, engine, r, at=rate):

@@ -1,7 +1,11 @@
 """`make run-all`: execute the experiment notebooks, skipping those already complete.
 
     python -m fusedlib.bench.runall [--profile P] [--backend B] [--gpu G] [--out-dir D]
-                                    [--rounds R] [--time-limit S] NOTEBOOK.py ...
+                                    [--rounds R] [--time-limit S] (--experiments "E ..." | NOTEBOOK.py ...)
+
+`--experiments` names them (`make run-all EXPERIMENTS=...`: notebooks/NN_<experiment>.py).
+A bad value, a profile or backend this machine cannot run, or a package an experiment needs
+missing stops it before any notebook, in one line (exit status 2).
 
 For each notebook (a jupytext percent .py named NN_<experiment>.py): its parameters cell's
 values, with backend, gpu, profile, out_dir, rounds and time_limit_s replaced where the cell
@@ -28,7 +32,9 @@ import time
 from pathlib import Path
 
 from . import plans, rows
-from .runner import missing
+from .cli import seconds
+from .runner import check_setup, current, missing, modal_token
+from .spec import PROFILES
 
 COMMON = ("backend", "gpu", "profile", "out_dir", "rounds", "time_limit_s")
 MIN_START_S = 60  # under a time limit, no notebook starts with less left (its process and model take some)
@@ -97,9 +103,22 @@ def execute(path: Path, injected: dict, executed: Path) -> int:
 
 def default_backend() -> str:
     """modal where a Modal token is configured (MODAL_TOKEN_ID or ~/.modal.toml), else local."""
-    config = Path.home() / ".modal.toml"
-    token = os.environ.get("MODAL_TOKEN_ID") or (config.exists() and "token_id" in config.read_text(errors="ignore"))
-    return "modal" if token else "local"
+    return "modal" if modal_token() else "local"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage block
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _notebooks(experiments: str) -> list[Path]:
+    """The notebooks of space-separated experiment names; ValueError naming an unknown one."""
+    by_name = {p.stem.split("_", 1)[1]: p for p in sorted((rows.CHECKOUT / "notebooks").glob("[0-9]*_*.py"))}
+    unknown = [e for e in experiments.split() if e not in by_name]
+    if unknown or not experiments.split():
+        raise ValueError(f"unknown experiment {unknown[0] if unknown else experiments!r}; experiments are "
+                         f"{', '.join(by_name)}")
+    return [by_name[e] for e in experiments.split()]
 
 
 def main(argv=None) -> int:
@@ -107,37 +126,42 @@ def main(argv=None) -> int:
     if argv[:1] == ["--script"]:
         run_script(Path(argv[1]), json.loads(argv[2]))
         return 0
-    p = argparse.ArgumentParser(prog="python -m fusedlib.bench.runall")
-    p.add_argument("notebooks", nargs="+", type=Path)
-    p.add_argument("--profile", default="")
-    p.add_argument("--backend", default="")
+    p = _Parser(prog="python -m fusedlib.bench.runall")
+    p.add_argument("notebooks", nargs="*", type=Path)
+    p.add_argument("--experiments", help="experiment names, space-separated (instead of notebook paths)")
+    p.add_argument("--profile", choices=list(PROFILES))
+    p.add_argument("--backend", choices=("local", "modal"))
     p.add_argument("--gpu", default="A10")
     p.add_argument("--out-dir", default="")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--time-limit", type=float, default=0, help="seconds for the whole call (0: none)")
+    p.add_argument("--time-limit", type=seconds, default=0, help="seconds for the whole call (0: none)")
     p.add_argument("--executed", type=Path, default=Path("_build/executed"))
     a = p.parse_args(argv)
     start = time.monotonic()
     backend = a.backend or default_backend()
+    try:
+        notebooks = a.notebooks or _notebooks(a.experiments or "")
+        if a.notebooks and a.experiments:
+            raise ValueError("give notebooks or --experiments, not both")
+        profile = a.profile or ("smoke" if backend == "local" and not _cuda() else "full")
+        check_setup([path.stem.split("_", 1)[1] for path in notebooks], profile, backend)
+        out_dir = Path(a.out_dir or rows.data_dir(profile)).resolve()
+        rows.check_writable(out_dir / ".write-check.jsonl")
+        given = dict(backend=backend, gpu=a.gpu, profile=profile, out_dir=str(out_dir), rounds=a.rounds)
+        statuses = {path: _status(path, given) for path in notebooks}  # every plan checked before any run
+    except (ValueError, OSError) as e:  # SpecError is a ValueError
+        p.exit(2, f"{p.prog}: error: {e}\n")
     from .runner import where
 
     device = where(backend, a.gpu)
-    profile = a.profile or ("smoke" if device == "local cpu" else "full")
-    out_dir = Path(a.out_dir or rows.data_dir(profile)).resolve()
     print(f"run-all: device {device}, profile {profile}, backend {backend}, out_dir {out_dir}, rounds {a.rounds}, "
           f"time limit {a.time_limit or 'none'}, {'papermill' if have_papermill() else 'notebooks as scripts'}",
           flush=True)
-    try:
-        rows.check_writable(out_dir / ".write-check.jsonl")
-    except OSError as e:
-        print(f"run-all: {e}", file=sys.stderr)
-        return 2
     if out_dir.name != "data" and not (out_dir / ".gitignore").exists():
         (out_dir / ".gitignore").write_text("*\n")  # rows anywhere but data/ are scratch
-    given = dict(backend=backend, gpu=a.gpu, profile=profile, out_dir=str(out_dir), rounds=a.rounds)
     failed = []
-    for path in a.notebooks:
-        declared, planned, todo, errors = _status(path, given)
+    for path in notebooks:
+        declared, planned, todo, errors = statuses[path]
         if not todo:
             print(f"skip {path.stem}: all {len(planned)} planned runs have rows (code version {rows.code_version()}, "
                   f"profile {profile})" + (f", {errors} of them errors" if errors else ""), flush=True)
@@ -150,10 +174,16 @@ def main(argv=None) -> int:
         injected = {k: v for k, v in {**given, "time_limit_s": left}.items() if k in declared}
         if execute(path.resolve(), injected, a.executed.resolve()) != 0:
             failed.append(path.stem)
-    to_go = [f"{p.stem} ({len(t)} of {len(pl)} runs)" for p in a.notebooks for _, pl, t, _ in [_status(p, given)] if t]
+    to_go = [f"{p.stem} ({len(t)} of {len(pl)} runs)" for p in notebooks for _, pl, t, _ in [_status(p, given)] if t]
     print(f"run-all: rows in {out_dir}; " + (f"to go: {', '.join(to_go)}" if to_go else "every notebook complete")
           + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
     return 1 if failed else 0
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _status(path: Path, given: dict) -> tuple[dict, list, list, int]:
@@ -161,7 +191,7 @@ def _status(path: Path, given: dict) -> tuple[dict, list, list, int]:
     declared = parameters(path)
     params = {**declared, **{k: v for k, v in given.items() if k in declared}}
     experiment, profile, out_dir = path.stem.split("_", 1)[1], given["profile"], given["out_dir"]
-    have = rows.current(rows.read(rows.rows_path(out_dir, experiment)), profile)
+    have = current(out_dir, experiment, profile)
     planned = plans.plan(experiment, profile, params, rows=have)
     return declared, planned, missing(planned, out_dir), sum("error" in r for r in have)
 

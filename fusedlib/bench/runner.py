@@ -2,6 +2,7 @@
 
 `execute(specs, out, backend=, gpu=, time_limit_s=)`:
   - refuses an unwritable `out` before any run (OSError naming the place);
+  - takes a relative `out` as relative to the repository root (`place`);
   - skips every planned run whose rows are already in `<out>/<experiment>.jsonl` for this
     code version and profile (`missing`: the one definition of "done" that `make run-all`'s
     skip check uses too);
@@ -11,23 +12,69 @@
     took (so the next call resumes where this one stopped);
   - a run that raises is stored as one row with `error` (counted as done: delete the row to
     retry) and stops the experiment, which then raises.
+`check_setup(experiments, profile, backend)` says in one line why runs cannot start here.
 `table(out, experiment, profile, columns)` is the current rows as a pandas frame.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import traceback
+from importlib.util import find_spec
+from pathlib import Path
 
 from . import rows
 from .spec import RunSpec
+
+# experiment -> what it imports beyond the engine and the harness (pyproject.toml's `bench` extra)
+NEEDS = {"gates": ("transformers",), "peer": ("transformers",)}
+INSTALL_BENCH = "pip install -e '.[bench]'"
+
+
+def modal_token() -> bool:
+    """Whether a Modal token is configured (MODAL_TOKEN_ID or ~/.modal.toml)."""
+    config = Path.home() / ".modal.toml"
+    in_file = config.exists() and "token_id" in config.read_text(errors="ignore")
+    return bool(os.environ.get("MODAL_TOKEN_ID") or in_file)
+
+
+def check_setup(experiments, profile: str, backend: str) -> None:
+    """ValueError (one line, saying what to do) where these experiments' runs cannot start
+    here: Modal without its package or a token, the full profile without a GPU, a package an
+    experiment needs missing."""
+    if backend == "modal" and find_spec("modal") is None:
+        raise ValueError("backend modal needs the modal package: pip install -e '.[book]'")
+    if backend == "modal" and not modal_token():
+        raise ValueError("backend modal needs a Modal token: run `modal token new` (or set MODAL_TOKEN_ID)")
+    if backend == "local" and profile == "full":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("profile full needs a CUDA GPU and this machine has none: use profile smoke, or "
+                             "backend modal")
+    for experiment in experiments:
+        missing = [name for name in NEEDS.get(experiment, ()) if find_spec(name) is None]
+        if missing:
+            raise ValueError(f"{experiment} needs {', '.join(missing)}: {INSTALL_BENCH}")
+
+
+def place(out) -> Path:
+    """A rows folder or `.jsonl` file as a notebook names it: relative to the repository root,
+    wherever the notebook runs (papermill starts it in notebooks/)."""
+    return Path(rows.CHECKOUT, out)
+
+
+def current(out, experiment: str, profile: str) -> list[dict]:
+    """The rows of this code version and profile in `out`'s file for `experiment`."""
+    return rows.current(rows.read(rows.rows_path(place(out), experiment)), profile)
 
 
 def missing(specs: list[RunSpec], out) -> list[RunSpec]:
     """The planned runs without rows of this code version and profile in `out`."""
     if not specs:
         return []
-    have = rows.current(rows.read(rows.rows_path(out, specs[0].experiment)), specs[0].profile)
+    have = current(out, specs[0].experiment, specs[0].profile)
     return [s for s in specs if not rows.has_run(have, s)]
 
 
@@ -77,7 +124,7 @@ def execute(specs: list[RunSpec], out, backend: str = "local", gpu: str = "A10",
     """Run the missing runs of a plan; their rows (see the module's docstring)."""
     if not specs:
         return []
-    path = rows.check_writable(rows.rows_path(out, specs[0].experiment))
+    path = rows.check_writable(rows.rows_path(place(out), specs[0].experiment))
     todo = missing(specs, out)
     log(f"{specs[0].experiment}: {len(specs) - len(todo)} of {len(specs)} planned runs have rows in {path}")
     deadline = time.monotonic() + time_limit_s if time_limit_s else float("inf")
@@ -109,10 +156,9 @@ def table(out, experiment: str, profile: str, columns: list[str], **where):
     """This code version's rows of `profile` (those matching `where`), the given columns."""
     import pandas as pd
 
-    have = [r for r in rows.current(rows.read(rows.rows_path(out, experiment)), profile)
-            if all(r.get(k) == v for k, v in where.items())]
+    have = [r for r in current(out, experiment, profile) if all(r.get(k) == v for k, v in where.items())]
     frame = pd.DataFrame(have)
     return frame[[c for c in columns if c in frame]] if len(frame) else frame
 
 
-__all__ = ["execute", "missing", "table", "where"]
+__all__ = ["check_setup", "current", "execute", "missing", "place", "table", "where"]

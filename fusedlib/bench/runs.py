@@ -1,101 +1,22 @@
-"""Serving runs on this machine: the model and engines they share, the open loop (capacity
-and scale) and the closed workload (the peer's, on our engines). Each returns its rows
-without the header rows.py adds. One model is alive at a time, and up to two engines of one
-configuration (the paired comparisons alternate fused and chunked on the same settings).
+"""The open loop (capacity and scale): Poisson arrivals of the mixed draw served on one
+engine, one row a run (without the header rows.py adds). The paired comparisons alternate
+fused and chunked engines of one configuration, both kept (engines.make_engine).
 
-Timing: time.perf_counter, read after a device sync where a step does not end in one.
-Engines compile and capture at construction (`warmup=True`), so no measured step compiles.
+Timing: the engine's clock (time.perf_counter), its steps' records for step times.
 """
 from __future__ import annotations
 
-import gc
 import statistics
 import time
 from collections import deque
-from functools import lru_cache
-
-import torch
 
 from . import metrics, workloads
+from .engines import make_engine, mixed_draw, settings_fields
 from .spec import RunSpec
-from .telemetry import machine, sync, version
+from .telemetry import machine
 from ..engine import Engine
-from ..weights import load_model
-
-_engines: dict = {}  # (settings, kind) -> Engine, of one configuration at a time
 
 
-@lru_cache(maxsize=1)  # one model at a time: a 1.5B model is 3 GiB of GPU memory
-def _model(name: str, device: str, dtype: str):
-    return load_model(name, device=device, dtype=getattr(torch, dtype), seed=0)
-
-
-def model_for(spec: RunSpec):
-    p = spec.profile_spec
-    return _model(p.model, p.device, p.dtype)
-
-
-def pool_gib(spec: RunSpec, max_batch: int) -> float:
-    """A KV pool that holds `max_batch` of the workload's longest requests at once."""
-    p, cfg = spec.profile_spec, model_for(spec).config
-    per_token = cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * torch.finfo(getattr(torch, p.dtype)).bits // 8
-    longest = max(p.lengths) + max(p.budget[1], p.peer_new_tokens) + 64
-    return max(max_batch, 4) * longest * per_token * 1.1 / 2**30
-
-
-def set_ops(model, fused_ops: bool):
-    """The model's ops for a configuration (the cached model is shared by every engine)."""
-    model.fused_ops = fused_ops
-    return model
-
-
-def forget_engines() -> None:
-    _engines.clear()
-
-
-def cpu_threads(spec: RunSpec) -> None:
-    if spec.profile_spec.device == "cpu":
-        # The tiny model's ops are too small to split, and on a shared CPU OpenMP threads
-        # spin-waiting for a descheduled peer made steps 100x slower.
-        torch.set_num_threads(1)
-
-
-def make_engine(spec: RunSpec, kind: str | None = None, max_batch: int | None = None,
-                chunk_tokens: int | None = None, cached: bool = True) -> Engine:
-    """The spec's engine, its pool sized by `pool_gib`; with `cached`, kept for the next run of
-    the same settings (a run of other settings drops every cached engine first)."""
-    s = spec.settings()
-    max_batch, chunk_tokens, kind = max_batch or s.max_batch, chunk_tokens or s.chunk_tokens, kind or spec.engine
-    key = (s, max_batch, chunk_tokens, kind)
-    if cached and key in _engines:
-        return _engines[key]
-    if not cached or any(k[:3] != key[:3] for k in _engines):
-        _engines.clear()
-    model = set_ops(model_for(spec), s.fused_ops)
-    gc.collect()  # a dropped engine's pool goes back before the next one takes its own
-    if spec.profile_spec.device == "cuda":
-        torch.cuda.empty_cache()
-    engine = Engine(model, kind=kind, max_batch=max_batch, chunk_tokens=chunk_tokens, attention=s.attention,
-                    cuda_graphs=s.cuda_graphs, whole_graphs=s.whole_graphs, overlap=s.overlap,
-                    pool_gib=pool_gib(spec, max_batch))
-    if cached:
-        _engines[key] = engine
-    return engine
-
-
-def settings_fields(spec: RunSpec) -> dict:
-    s = spec.settings()
-    return {"attention": s.attention, "cuda_graphs": s.cuda_graphs, "whole_graphs": s.whole_graphs,
-            "fused_ops": s.fused_ops, "overlap": s.overlap, "max_batch": s.max_batch, "chunk_tokens": s.chunk_tokens}
-
-
-def mixed_draw(spec: RunSpec, n: int, seed: int, fixed_budget: int | None = None) -> workloads.Workload:
-    p = spec.profile_spec
-    budget = (fixed_budget, fixed_budget) if fixed_budget else p.budget
-    return workloads.mixed(n, seed=seed, lengths=p.lengths, budget=budget, vocab_size=model_for(spec).config.vocab_size)
-
-
-# ------------------------------------------------------------------------------ open loop
 def serve_open_loop(engine: Engine, trace: workloads.Workload) -> list:
     """Replay an arrival trace against the engine's clock: before each step, admit every
     request whose arrival time has passed (stamped with its trace arrival); when idle, sleep
@@ -142,8 +63,8 @@ def step_fields(records: list, max_batch: int) -> dict:
     return out
 
 
-def open_loop(spec: RunSpec) -> list[dict]:
-    """`n_requests` of the mixed draw (seed `seed`) arriving as a Poisson process at `rate`/s.
+def run(spec: RunSpec) -> list[dict]:
+    """A capacity or scale run: `n_requests` of the mixed draw (seed `seed`) arriving as a Poisson process at `rate`/s.
     The same seed gives the same requests at every rate. One row: metrics.summarize's fields
     and step_fields'."""
     engine = make_engine(spec)
@@ -153,26 +74,3 @@ def open_loop(spec: RunSpec) -> list[dict]:
     return [{**machine(), **settings_fields(spec), **metrics.summarize(served),
              **step_fields(steps, engine.config.max_batch),
              "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}]
-
-
-# ------------------------------------------------------------------------------ closed
-def closed(spec: RunSpec) -> list[dict]:
-    """The peer's closed workload on our engine: `n_requests` mixed prompts with the profile's
-    fixed budget, all submitted at once; one discarded warm-up pass, then one timed pass."""
-    engine = make_engine(spec)
-    draw = mixed_draw(spec, spec.n_requests, 0, spec.profile_spec.peer_new_tokens)
-    prompts, budgets = [r.prompt for r in draw], [r.max_new_tokens for r in draw]
-    walls = []
-    for _ in range(2):
-        sync(spec.profile_spec.device)
-        t0 = time.perf_counter()
-        engine.generate(prompts, budgets)
-        sync(spec.profile_spec.device)
-        walls.append(time.perf_counter() - t0)
-    return [{**machine(), **settings_fields(spec), **closed_fields(walls[-1], sum(budgets), spec),
-             "warmup_wall_s": walls[0]}]
-
-
-def closed_fields(wall: float, n_out: int, spec: RunSpec) -> dict:
-    return {"workload": "closed_mixed", "batch": spec.max_batch, "wall_s": wall, "n_output_tokens": n_out,
-            "output_tok_s": n_out / wall, "transformers_version": version("transformers")}

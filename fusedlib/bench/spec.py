@@ -1,12 +1,14 @@
-"""What a measured run is: the series' configurations, the two profiles, one run's options.
+"""What a measured run is: the two profiles and one run's options.
 
-`CONFIGS` names each part of the series as engine settings (part 11 is part 10 at the
-H200's size; the scale sweep overrides its max_batch and chunk_tokens). `PROFILES` fix what
-"the model" and "the workload" mean:
+A run's configuration is one of the series' parts, `fusedlib.config.PARTS` (part 11 is part
+10 at a Hopper GPU's size; the scale sweep overrides its max_batch and chunk_tokens), and
+`RunSpec.settings()` is the EngineConfig it runs. `PROFILES` fix what "the model" and "the
+workload" mean:
   full   Qwen2.5-1.5B's architecture with random weights, fp16 on CUDA, each configuration
          exactly as named, the series' workload (prompts of 16..4096 tokens, 64..256 new)
   smoke  the tiny preset, fp32 on CPU, every configuration as the eager torch reference
-         (no GPU: no graphs, no Triton outside the attention notebook) and small lengths,
+         (`EngineConfig.eager`: no graphs, no Triton outside the attention notebook) and
+         small lengths,
          so every experiment finishes in seconds; its numbers check plumbing, not speed.
 
 `RunSpec.build(experiment, profile, **options)` is the one place an option is checked: a
@@ -20,32 +22,10 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from . import workloads
 from ..attention import BACKENDS
+from ..config import ENGINE_KINDS as ENGINES, PARTS, EngineConfig
 
 SCHEMA_VERSION = 7
-ENGINES = ("fused", "chunked")
 SERIES = ("part7", "part8", "part9", "part10")  # the parts measured at the reference's size
-
-
-@dataclass(frozen=True)
-class Config:
-    """One part of the series as engine settings (`fused_ops` is the model's switch)."""
-    attention: str
-    cuda_graphs: bool  # decode-only forwards replay from CUDA graphs
-    whole_graphs: bool  # forwards carrying prompt chunks replay too, one graph each
-    fused_ops: bool  # fused small ops and the decode-sized Triton GEMMs
-    overlap: bool  # the host plans step n+1 while the GPU runs step n
-    max_batch: int = 32
-    chunk_tokens: int = 512
-
-
-_PART10 = Config("triton-parallel", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True)
-CONFIGS = {
-    "part7": Config("triton", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False),
-    "part8": Config("triton-splitkv", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False),
-    "part9": Config("triton-splitkv", cuda_graphs=True, whole_graphs=False, fused_ops=False, overlap=False),
-    "part10": _PART10,
-    "part11": replace(_PART10, max_batch=256, chunk_tokens=8192),
-}
 
 
 @dataclass(frozen=True)
@@ -56,14 +36,6 @@ class Profile:
     lengths: tuple[int, ...]  # the mixed draw's prompt lengths
     budget: tuple[int, int]  # its max_new_tokens range, inclusive
     peer_new_tokens: int  # the closed workload's fixed budget
-
-    def settings(self, config: str, max_batch: int | None = None, chunk_tokens: int | None = None) -> Config:
-        """The engine settings a configuration runs with under this profile."""
-        c = CONFIGS[config]
-        c = replace(c, max_batch=max_batch or c.max_batch, chunk_tokens=chunk_tokens or c.chunk_tokens)
-        if self.device == "cpu":  # the eager torch reference: what a CPU runs in seconds
-            c = replace(c, attention="torch", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
-        return c
 
 
 PROFILES = {
@@ -90,7 +62,7 @@ def _number(v) -> bool:
 
 # option -> (check, what it allows)
 CHECKS = {
-    "config": (lambda v: v in CONFIGS, "one of " + ", ".join(CONFIGS)),
+    "config": (lambda v: v in PARTS, "one of " + ", ".join(PARTS)),
     "engine": (lambda v: v in ENGINES, "one of " + ", ".join(ENGINES)),
     "attention": (lambda v: v in BACKENDS, "one of " + ", ".join(BACKENDS)),
     "max_batch": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
@@ -146,11 +118,11 @@ class RunSpec:
                 raise SpecError(name, f"must be {allowed}, got {value!r}")
         if options.get("rate") is not None:
             options["rate"] = float(options["rate"])
-        if experiment in ("capacity", "scale", "peer") and options.get("config"):  # sizes as run, in the key
-            c = CONFIGS[options["config"]]
-            options["max_batch"] = options.get("max_batch") or c.max_batch
-            options["chunk_tokens"] = options.get("chunk_tokens") or c.chunk_tokens
-        return cls(experiment, profile, **options)
+        spec = cls(experiment, profile, **options)
+        if experiment in ("capacity", "scale", "peer") and spec.config:  # sizes as run, in the key
+            s = spec.settings()
+            spec = replace(spec, max_batch=s.max_batch, chunk_tokens=s.chunk_tokens)
+        return spec
 
     def key(self) -> dict:
         """The options that identify this run in its rows (every row of the run carries them)."""
@@ -167,10 +139,16 @@ class RunSpec:
     def profile_spec(self) -> Profile:
         return PROFILES[self.profile]
 
-    def settings(self) -> Config:
-        """The engine settings this run's configuration takes under its profile."""
-        return self.profile_spec.settings(self.config, self.max_batch, self.chunk_tokens)
+    def settings(self) -> EngineConfig:
+        """The engine settings of this run, resolved for its profile's device: its part at its
+        sizes and engine; under a CPU profile the eager torch reference at those sizes (what a
+        CPU runs in seconds)."""
+        given = {"max_batch": self.max_batch, "chunk_tokens": self.chunk_tokens,
+                 "kind": self.engine if self.engine in ENGINES else None}
+        settings = replace(PARTS[self.config], **{k: v for k, v in given.items() if v is not None})
+        device = self.profile_spec.device
+        return (settings.eager() if device == "cpu" else settings).for_device(device)
 
 
-__all__ = ["CONFIGS", "Config", "ENGINES", "EXPERIMENTS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
+__all__ = ["ENGINES", "EXPERIMENTS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
            "SERIES", "SpecError"]

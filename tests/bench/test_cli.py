@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from fusedlib.bench import cli, measure, rows
+from fusedlib.bench import cli, measure, rows, runner
 
 
 @pytest.fixture
@@ -40,6 +40,38 @@ def test_a_bad_value_stops_before_any_run(argv, says, tmp_path, fake, capsys):
         code = cli.main([*argv, "--profile", "smoke", "--out", str(tmp_path)])
         assert code == 2
     assert says in capsys.readouterr().err and fake == []
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["capacity", "--rounds", "0"], "rounds: must be an integer >= 1, got 0"),
+    (["peer", "--rounds", "-1"], "rounds: must be an integer >= 1, got -1"),
+    (["scale", "--time-limit", "-1"], "--time-limit: must be a number of seconds >= 0"),
+])
+def test_rounds_and_time_limits_out_of_range_stop_before_any_run(argv, says, tmp_path, fake, capsys):
+    with pytest.raises(SystemExit) if "--time-limit" in argv else _nothing():
+        assert cli.main([*argv, "--profile", "smoke", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1 and fake == []
+
+
+def test_a_setup_this_machine_cannot_run_stops_before_any_run(tmp_path, fake, capsys, monkeypatch):
+    """The full profile without a GPU, Modal without a token, an experiment's package missing:
+    one line saying what to do, no run, no row."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    real = runner.find_spec
+    monkeypatch.setattr(runner, "find_spec", lambda name: None if name == "transformers" else real(name))
+    for argv, says in [(["capacity", "--profile", "full"], "profile full needs a CUDA GPU"),
+                       (["capacity", "--profile", "full", "--backend", "modal"], "needs a Modal token: run `modal token new`"),
+                       (["peer", "--profile", "smoke"], "peer needs transformers: pip install -e '.[bench]'"),
+                       (["gates", "--profile", "smoke"], "gates needs transformers")]:
+        assert cli.main([*argv, "--out", str(tmp_path / "rows")]) == 2, argv
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, (argv, err)
+    assert fake == [] and not list((tmp_path / "rows").glob("*.jsonl"))
 
 
 def test_an_unwritable_out_stops_before_any_run(tmp_path, fake, capsys):

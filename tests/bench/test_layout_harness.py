@@ -77,6 +77,19 @@ def test_no_import_cycles_inside_the_harness():
         visit(module, [])
 
 
+def test_the_chain_from_runner_to_an_experiment_is_short():
+    """runner -> measure (by experiment) -> one experiment module -> the engine: the experiment
+    modules import the shared helpers, never one another, and nothing else imports them."""
+    graph = {p.stem: _imports(p) for p in HARNESS.glob("*.py")}
+    experiments = graph["measure"] - {"engines", "spec"}
+    assert experiments == {"census", "gates", "peer", "runs"}
+    for module in experiments:
+        assert not graph[module] & experiments, (module, graph[module] & experiments)
+    importers = {m for m, deps in graph.items() if deps & experiments and m not in ("__init__", "__main__")}
+    assert importers == {"measure"}, importers
+    assert not graph["runner"] & experiments and "measure" in graph["runner"]
+
+
 BLOCK = """
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):

@@ -19,9 +19,21 @@ def test_one_notebook_per_experiment_with_the_common_parameters():
     for path in NOTEBOOKS:
         params = parameters(path)
         assert set(COMMON) <= set(params), path.name
-        assert params["profile"] == "smoke" and params["time_limit_s"] == 0 and params["out_dir"] == "../data-smoke"
+        assert params["profile"] == "smoke" and params["time_limit_s"] == 0 and params["out_dir"] == "data-smoke"
         own = {k: v for k, v in params.items() if k not in COMMON}
         assert all(v is None for k, v in own.items() if k != "transformers_rounds"), (path.name, own)
+
+
+def test_a_notebooks_rows_folder_is_relative_to_the_repository_not_to_where_it_runs(tmp_path, monkeypatch):
+    """papermill starts a notebook in notebooks/; its default out_dir still names the checkout's
+    data-smoke/ (git-ignored), wherever the process started."""
+    from fusedlib.bench import runner
+
+    monkeypatch.chdir(tmp_path)
+    out = parameters(NOTEBOOKS[0])["out_dir"]
+    assert runner.place(out) == REPO / "data-smoke" and runner.place(tmp_path) == tmp_path
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(runner.place(out) / "gates.jsonl")], cwd=REPO)
+    assert ignored.returncode == 0
 
 
 def test_jupytext_sync_leaves_the_sources_unchanged(tmp_path):
@@ -44,7 +56,7 @@ import IPython
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     from fusedlib import load_model
-    from fusedlib.bench.peer import to_transformers
+    from fusedlib.bench.hf import to_transformers
     to_transformers(load_model("tiny"))
 print(sum("IProgress" in str(w.message) for w in caught))
 """

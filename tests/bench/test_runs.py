@@ -2,7 +2,8 @@
 fields the book reads, not speed."""
 import pytest
 
-from fusedlib.bench import census, measure, runs, workloads
+from fusedlib.bench import census, engines, runs, workloads
+from fusedlib.bench.measure import run as measure_here
 from fusedlib.bench.spec import PROFILES, RunSpec
 from fusedlib.engine import Engine
 
@@ -15,7 +16,7 @@ def smoke(experiment, **options):
 
 @pytest.fixture(scope="module")
 def tiny():
-    return runs.model_for(smoke("capacity", config="part7"))
+    return engines.model_for(smoke("capacity", config="part7"))
 
 
 def _specs(n, seed=0, rate=2000.0):
@@ -60,7 +61,7 @@ def test_pool_cap_forces_queueing_and_still_completes(tiny, kind):
 
 def test_open_loop_row_has_the_capacity_fields():
     spec = smoke("capacity", config="part10", engine="chunked", rate=500, n_requests=6, seed=1, round=1)
-    row, = measure.run(spec)
+    row, = measure_here(spec)
     assert row["n_completed"] == 6 and row["max_batch"] == 32 and row["attention"] == "torch"
     for name in ("served_rate", "goodput_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s", "e2e_p50_s",
                  "n_steps", "decode_step_s_p50", "mixed_step_s_p50", "host_share", "host_ms_per_step_p50",
@@ -70,8 +71,8 @@ def test_open_loop_row_has_the_capacity_fields():
 
 
 def test_closed_rows_for_ours_and_transformers():
-    ours, = measure.run(smoke("peer", config="part10", engine="fused", n_requests=3, round=0))
-    theirs, = measure.run(smoke("peer", config="part10", engine="transformers", n_requests=3, round=0))
+    ours, = measure_here(smoke("peer", config="part10", engine="fused", n_requests=3, round=0))
+    theirs, = measure_here(smoke("peer", config="part10", engine="transformers", n_requests=3, round=0))
     for row in (ours, theirs):
         assert row["workload"] == "closed_mixed" and row["batch"] == 32 and row["wall_s"] > 0
         assert row["n_output_tokens"] == 3 * SMOKE.peer_new_tokens and row["transformers_version"]
@@ -79,7 +80,7 @@ def test_closed_rows_for_ours_and_transformers():
 
 
 def test_census_in_its_own_process_rows():
-    got = measure.run(smoke("census", config="part7", engine="chunked"))
+    got = measure_here(smoke("census", config="part7", engine="chunked"))
     steps = {r["step"]: r for r in got if r["record"] == "step"}
     assert set(steps) == {"decode", "mixed"}
     assert (steps["mixed"]["n_forwards"], steps["decode"]["n_forwards"]) == (2, 1)
@@ -116,13 +117,13 @@ def test_kernel_classes_by_name_and_lm_head_by_size():
 
 
 def test_attention_rows_beside_a_copy():
-    got = measure.run(smoke("attention", attention="triton-splitkv"))
+    got = measure_here(smoke("attention", attention="triton-splitkv"))
     assert [r["context"] for r in got] == list(census.ATTENTION["smoke"]["contexts"])
     assert {r["config"] for r in got} == {"part8"}
     assert all(r["kv_bytes"] > 0 and r["copy_us"] > 0 and r["fraction_of_copy"] > 0 for r in got)
 
 
 def test_gates_rows_pass_with_their_detail():
-    got = measure.run(smoke("gates", config="part10"))
+    got = measure_here(smoke("gates", config="part10"))
     assert [r["gate"] for r in got] == ["fused_vs_chunked", "mixed_step", "tiny_pool", "poisoning", "transformers"]
     assert all(r["passed"] and isinstance(r["detail"], str) for r in got)

@@ -1,7 +1,10 @@
 """The run specification: one constructor that checks every option, and what identifies a run."""
+from dataclasses import replace
+
 import pytest
 
-from fusedlib.bench.spec import CONFIGS, EXPERIMENTS, PROFILES, RunSpec, SpecError
+from fusedlib.bench.spec import EXPERIMENTS, RunSpec, SpecError
+from fusedlib.config import CPU_DEFAULTS, PARTS
 
 
 @pytest.mark.parametrize("experiment,options,option", [
@@ -35,11 +38,14 @@ def test_the_key_is_the_experiments_options_with_the_sizes_as_run():
 
 
 def test_configurations_are_the_series_parts_and_smoke_runs_them_eager():
-    assert (CONFIGS["part7"].attention, CONFIGS["part8"].attention, CONFIGS["part10"].attention) == \
+    assert (PARTS["part7"].attention, PARTS["part8"].attention, PARTS["part10"].attention) == \
         ("triton", "triton-splitkv", "triton-parallel")
-    assert CONFIGS["part9"].cuda_graphs and not CONFIGS["part9"].whole_graphs
-    assert (CONFIGS["part11"].max_batch, CONFIGS["part11"].chunk_tokens) == (256, 8192)
-    assert PROFILES["full"].settings("part10") == CONFIGS["part10"]
-    smoke = PROFILES["smoke"].settings("part10", max_batch=4)
+    assert PARTS["part9"].cuda_graphs and not PARTS["part9"].whole_graphs
+    assert (PARTS["part11"].max_batch, PARTS["part11"].chunk_tokens) == (256, 8192)
+    full = RunSpec.build("capacity", "full", config="part10", engine="chunked", rate=1, n_requests=1, seed=0, round=0)
+    assert full.settings() == replace(PARTS["part10"], kind="chunked")
+    smoke = RunSpec.build("scale", "smoke", config="part10", engine="fused", max_batch=4, chunk_tokens=16, rate=1,
+                          n_requests=1, seed=0, round=0).settings()
     assert (smoke.attention, smoke.cuda_graphs, smoke.fused_ops, smoke.overlap, smoke.max_batch) == \
         ("torch", False, False, False, 4)
+    assert all(getattr(smoke, name) == value for name, value in CPU_DEFAULTS.items())
