@@ -184,7 +184,7 @@ class Engine:
         return record
 
     def _run_in_order(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
-        """Each forward's tokens committed before the next one: (event after the last, seconds waited)."""
+        """Each forward's tokens committed before the next: (the step's closing event, seconds waited)."""
         waited, row = 0.0, 0
         try:
             for chunks, decodes in forwards:
@@ -198,8 +198,7 @@ class Engine:
         return last, waited
 
     def _run_overlapped(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
-        """The step launched, then the previous step's tokens committed (the GPU runs this one, which
-        read them on the device); the last step's at once: (event after the launch, seconds waited)."""
+        """Launch this step, then commit the previous one's tokens (read by this one on the device); as `_run_in_order`."""
         requests, sampled = [], []
         try:
             for chunks, decodes in forwards:
@@ -212,6 +211,7 @@ class Engine:
         self.scheduler.advance(plan)
         tokens = sampled[0] if len(sampled) == 1 else torch.cat(sampled)
         previous, self._in_flight = self._in_flight, self._send_to_host(plan, requests, tokens)
+        # Step n's tokens, while the GPU runs step n + 1 (which read them).
         waited = 0.0 if previous is None else self._commit(previous, [previous.plan, plan])
         if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
             current, self._in_flight = self._in_flight, None
@@ -282,8 +282,7 @@ class Engine:
         return InTransit(plan, requests, tokens, tokens.to("cpu", non_blocking=True), self._event(timing=False))
 
     def _receive(self, launched: InTransit) -> float:
-        """Wait for a launched step's tokens and commit them, stamped when the host has them.
-        Returns the seconds waited."""
+        """Wait for a launched step's tokens and commit them, stamped when the host has them; seconds waited."""
         waited = 0.0
         if launched.copied is not None:
             waiting = time.perf_counter()

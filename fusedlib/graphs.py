@@ -30,21 +30,29 @@ def _sizes(buckets, top: int) -> list[int]:
 
 
 class Sections:
-    """Named arrays laid out in order in one flat byte buffer, so that a host buffer laid out
-    the same travels to the device in one copy. Each starts 16-byte aligned, as Triton's
-    pointer specialization prefers."""
+    """Named arrays in order in one flat int64 buffer, each 16-byte aligned (as Triton's pointer
+    specialization prefers); `view` and `views` read the buffer as `by_dtype` gives it."""
+    # A host buffer laid out the same reaches the device in one copy.
 
     def __init__(self, sizes: dict[str, tuple[str, int]], start: int = 0):
-        self.spans, self.end = {}, start  # name: (first byte, past its last byte, dtype)
+        # name: (dtype, its first and past-last index in the buffer seen as dtype); `end` in bytes.
+        self.spans, self.end = {}, start
         for name, (dtype, count) in sizes.items():
-            self.spans[name] = (self.end, self.end + count * np.dtype(dtype).itemsize, dtype)
-            self.end = -(-self.spans[name][1] // 16) * 16
+            itemsize = np.dtype(dtype).itemsize
+            self.spans[name] = (dtype, self.end // itemsize, self.end // itemsize + count)
+            self.end = -(-(self.end + count * itemsize) // 16) * 16
 
-    def views(self, buffer: np.ndarray | torch.Tensor) -> dict:
-        """Each section of a byte buffer (host: numpy, device: torch), by name."""
-        host = isinstance(buffer, np.ndarray)
-        return {name: buffer[a:b].view(dtype if host else getattr(torch, dtype))
-                for name, (a, b, dtype) in self.spans.items()}
+    def view(self, buffer: dict, name: str):
+        dtype, first, end = self.spans[name]
+        return buffer[dtype][first:end]
+
+    def views(self, buffer: dict) -> dict:
+        return {name: self.view(buffer, name) for name in self.spans}
+
+
+def by_dtype(buffer: np.ndarray | torch.Tensor) -> dict:
+    """A flat int64 buffer (host: numpy, device: torch) seen as each dtype a section has."""
+    return {"int64": buffer, "int32": buffer.view(np.int32 if isinstance(buffer, np.ndarray) else torch.int32)}
 
 
 class WholeGraphs:
@@ -67,15 +75,13 @@ class WholeGraphs:
                  mixed: bool = True, decode_buckets=DECODE_BUCKETS, chunk_buckets=CHUNK_BUCKETS):
         self.model, self.pool, self.backend, self.capture, self.max_batch = model, pool, backend, capture, max_batch
         self.pad_slot, device = pool.scratch_block * pool.block_size, model.device
-        self.beside = max_batch if mixed else 0  # decode rows beside chunks
-        self.buckets = [(0, d) for d in _sizes(decode_buckets, max_batch)] + (
-            [(c, self.beside) for c in _sizes(chunk_buckets, chunk_tokens)] if chunk_tokens else [])
+        self.buckets = [(0, d) for d in _sizes(decode_buckets, max_batch)] + (  # then chunks, beside decode rows
+            [(c, max_batch if mixed else 0) for c in _sizes(chunk_buckets, chunk_tokens)] if chunk_tokens else [])
         self.max_context_len = min(model.config.max_position_embeddings, pool.num_blocks * pool.block_size)
         self.width = -(-pool.blocks_for(self.max_context_len) // BLOCK_TABLE_ALIGN) * BLOCK_TABLE_ALIGN
         # The decode rows' block table, then the chunks' (one more row: the padding chunk's), in
         # one tensor, so the rows that changed are rewritten in one copy.
         self.table = torch.full((2 * max_batch + 1, self.width), pool.scratch_block, dtype=torch.int32, device=device)
-        self.decode_table, self.chunk_table = self.table[:max_batch], self.table[max_batch:]
         # Whose blocks each table row holds (a request's block list; None: scratch). A request's
         # blocks never change while it runs, so a row is rewritten only when its owner changes.
         self._owners = [None] * len(self.table)
@@ -85,15 +91,14 @@ class WholeGraphs:
             "context_lens": ("int32", d), "token_seq": ("int32", c), "chunk_positions": ("int32", c)})
             for c, d in self.buckets}
         largest = self._changes(max(s.end for s in self.layouts.values()), max_batch, len(self.table))
-        self.image = torch.zeros(largest.end, dtype=torch.uint8, device=device)
+        self.image = by_dtype(torch.zeros(largest.end // 8, dtype=torch.int64, device=device))
         self.inputs = {b: layout.views(self.image) for b, layout in self.layouts.items()}
         self.rows = torch.arange(max_batch, device=device)
         if capture:
             self._capture()
 
     def _changes(self, start: int, fed: int, stale: int) -> Sections:
-        """A step's changes, after its bucket's inputs at `start`: `fed` rows' input tokens from
-        the device, and `stale` table rows."""
+        """After a bucket's inputs (at `start`): `fed` decode rows' tokens from the device, `stale` table rows."""
         return Sections({"fed_rows": ("int64", fed), "fed_from": ("int64", fed),
                          "table_rows": ("int64", stale), "table_blocks": ("int32", stale * self.width)}, start)
 
@@ -116,13 +121,13 @@ class WholeGraphs:
 
     def _forward(self, bucket: tuple[int, int]) -> torch.Tensor:
         """The whole forward at (chunk positions, decode rows) = `bucket`, on the static buffers."""
-        (c, d), x = bucket, self.inputs[bucket]
-        prefill = PrefillMeta(c, self.chunk_table, x["token_seq"], x["chunk_positions"]) if c else None
-        decode = DecodeMeta(d, x["context_lens"], self.decode_table[:d], self.max_context_len) if d else None
+        (c, d), static = bucket, self.inputs[bucket]
+        prefill = PrefillMeta(c, self.table[self.max_batch:], static["token_seq"], static["chunk_positions"]) if c else None
+        decode = DecodeMeta(d, static["context_lens"], self.table[:d], self.max_context_len) if d else None
         # A decode-only forward has a logit per row, in order (nothing staged); one with chunks
         # up to one per request, at rows staged per step.
-        return self.model(x["input_ids"], x["positions"], AttentionMetadata(x["slots"], prefill, decode),
-                          self.pool.kv, self.backend, x["logit_rows"] if c else self.rows[:d])
+        return self.model(static["input_ids"], static["positions"], AttentionMetadata(static["slots"], prefill, decode),
+                          self.pool.kv, self.backend, static["logit_rows"] if c else self.rows[:d])
 
     def _bucket(self, batch: Batch) -> tuple[int, int] | None:
         c, d = len(batch.host.token_seq), batch.num_decode
@@ -133,7 +138,7 @@ class WholeGraphs:
         return self._bucket(batch) is not None
 
     def _stale_rows(self, h: HostInputs, decode_rows: int) -> list[tuple[int, list[int] | None]]:
-        """(table row, new owner's blocks) where the owner changes: `decode_rows` rows (scratch past the live ones), the chunks'."""
+        """(table row, new owner's blocks) where it changes: `decode_rows` rows (scratch past the live), the chunks'."""
         stale = []
         for first, owners in ((0, [r.blocks for r in h.decode_requests] + [None] * (decode_rows - len(h.decode_requests))),
                               (self.max_batch, [r.blocks for r in h.chunk_requests])):
@@ -147,31 +152,32 @@ class WholeGraphs:
         c, d, s, fed = len(h.token_seq), batch.num_decode, batch.num_logits, len(h.fed_rows)
         stale, inputs = self._stale_rows(h, d_pad), self.layouts[c_pad, d_pad]
         changes = self._changes(inputs.end, fed, len(stale))
-        staged = torch.empty(changes.end, dtype=torch.uint8, pin_memory=self.image.is_cuda)
-        x = inputs.views(staged.numpy()) | changes.views(staged.numpy())
+        pinned = torch.empty(changes.end // 8, dtype=torch.int64, pin_memory=self.model.device.type == "cuda")
+        staged = by_dtype(pinned.numpy())
+        host = inputs.views(staged) | changes.views(staged)
         for name, live, pad in (("input_ids", h.input_ids, 0), ("positions", h.positions, 0), ("slots", h.slots, self.pad_slot)):
-            x[name][:] = pad
-            x[name][:c], x[name][c_pad:c_pad + d] = live[:c], live[c:]
-        x["context_lens"][:] = 1
-        x["context_lens"][:d] = h.positions[c:] + 1
+            host[name][:] = pad
+            host[name][:c], host[name][c_pad:c_pad + d] = live[:c], live[c:]
+        host["context_lens"][:] = 1
+        host["context_lens"][:d] = h.positions[c:] + 1
         if c_pad:  # logit rows: the chunks' stay where they are, the decode rows' move to c_pad
-            x["logit_rows"][:] = 0
-            x["logit_rows"][:s - d], x["logit_rows"][s - d:s] = h.logit_indices[:s - d], np.arange(c_pad, c_pad + d)
-            x["token_seq"][:], x["chunk_positions"][:] = self.max_batch, 0  # padding: the padding chunk, at 0
-            x["token_seq"][:c], x["chunk_positions"][:c] = h.token_seq, h.positions[:c]
-        x["fed_rows"][:], x["fed_from"][:] = h.fed_rows - c + c_pad, h.fed_from
+            host["logit_rows"][:] = 0
+            host["logit_rows"][:s - d], host["logit_rows"][s - d:s] = h.logit_indices[:s - d], np.arange(c_pad, c_pad + d)
+            host["token_seq"][:], host["chunk_positions"][:] = self.max_batch, 0  # padding: the padding chunk, at 0
+            host["token_seq"][:c], host["chunk_positions"][:c] = h.token_seq, h.positions[:c]
+        host["fed_rows"][:], host["fed_from"][:] = h.fed_rows - c + c_pad, h.fed_from  # decode rows start at c_pad
         if stale:
-            x["table_rows"][:] = [row for row, _ in stale]
-            x["table_blocks"][:] = block_table([o for _, o in stale], self.width, self.pool.scratch_block).ravel()
-        self.image[:changes.end].copy_(staged, non_blocking=True)
-        on_device = changes.views(self.image)
+            host["table_rows"][:] = [row for row, _ in stale]
+            host["table_blocks"][:] = block_table([o for _, o in stale], self.width, self.pool.scratch_block).ravel()
+        self.image["int64"][:changes.end // 8].copy_(pinned, non_blocking=True)
         if stale:
-            self.table.index_copy_(0, on_device["table_rows"], on_device["table_blocks"].view(-1, self.width))
+            blocks = changes.view(self.image, "table_blocks").view(-1, self.width)
+            self.table.index_copy_(0, changes.view(self.image, "table_rows"), blocks)
             for row, owner in stale:
                 self._owners[row] = owner
         if fed:
-            self.inputs[c_pad, d_pad]["input_ids"].index_copy_(
-                0, on_device["fed_rows"], batch.in_transit.tokens.index_select(0, on_device["fed_from"]))
+            tokens = batch.in_transit.tokens.index_select(0, changes.view(self.image, "fed_from"))
+            self.inputs[c_pad, d_pad]["input_ids"].index_copy_(0, changes.view(self.image, "fed_rows"), tokens)
         if not self.capture:
             return self._forward((c_pad, d_pad))[:s]
         self.graphs[c_pad, d_pad].replay()
