@@ -60,12 +60,16 @@ class StepRecord:
         return self.events[0].elapsed_time(self.events[1]) / 1e3
 
 
+def gpu_kernels() -> list[triton.runtime.JITFunction]:
+    """The engine's Triton kernels built for a GPU: none if TRITON_INTERPRET=1 when they were imported."""
+    return [k for module in (triton_kernels, ops.activation, ops.gemm, ops.norm, ops.rotary)
+            for k in vars(module).values() if isinstance(k, triton.runtime.JITFunction)]
+
+
 def num_compiled() -> int:
     """Compiled variants of the engine's Triton kernels so far (0 on the interpreter)."""
-    kernels = [k for module in (triton_kernels, ops.activation, ops.gemm, ops.norm, ops.rotary)
-               for k in vars(module).values() if isinstance(k, triton.runtime.JITFunction)]
     # device_caches: device -> a tuple whose first item is the {key: kernel} cache.
-    return sum(len(caches[0]) for k in kernels for caches in k.device_caches.values())
+    return sum(len(caches[0]) for k in gpu_kernels() for caches in k.device_caches.values())
 
 
 class RequestsFailed(RuntimeError):
@@ -82,6 +86,8 @@ class Engine:
     # (or use `record_steps`), set `pool.poison_freed`.
 
     def __init__(self, model: Qwen2Model, config: EngineConfig | None = None, **settings):
+        if not isinstance(model, Qwen2Model):
+            raise TypeError(f"model must be a Qwen2Model (fusedlib.load_model), got {type(model).__name__}")
         if config is not None and not isinstance(config, EngineConfig):
             raise ValueError(f"config must be an EngineConfig, got {type(config).__name__}")
         unknown = sorted(set(settings) - set(EngineConfig.names()))
@@ -93,6 +99,9 @@ class Engine:
         if config.cuda_graphs and (model.device.type != "cuda" or config.attention == "torch"):
             raise ValueError("cuda_graphs needs a CUDA model and a Triton attention backend "
                              "(the torch reference reads lengths back to the host mid-forward)")
+        if config.attention != "torch" and model.device.type != "cuda" and gpu_kernels():
+            raise ValueError(f"attention={config.attention!r} on a {model.device.type} model needs Triton's "
+                             "interpreter: set TRITON_INTERPRET=1 before importing fusedlib (or use attention='torch')")
         self.model = model
         self.backend = make_backend(config.attention)
         self.pool = KVPool(model.config, model.dtype, model.device, num_blocks=config.num_blocks,
@@ -103,7 +112,6 @@ class Engine:
         self.num_finished = 0  # requests completed since construction (a count: no request is kept)
         self._next_rid = 0
         self._in_flight: InTransit | None = None  # with overlap: the step whose tokens are in transit
-        self._waited = 0.0  # seconds the current step has waited for the GPU's tokens
         self.graphs = None  # the warm-up runs eagerly; the graphs come after it
         if config.warmup:
             self._warmup()
@@ -156,45 +164,60 @@ class Engine:
     # ---- the loop ---------------------------------------------------------------------
     def step(self) -> StepRecord | None:
         """One scheduling step (None: nothing to do). If it raises, its requests fail (RequestsFailed)."""
-        start, host_start, self._waited = self.clock(), time.perf_counter(), 0.0
+        start, host_start = self.clock(), time.perf_counter()
         plan = self.scheduler.plan(start)
         if plan.empty:
             return None
+        # What attention reads, counted before the step's tokens move its requests on.
+        decode_kv = sum(len(r.prompt) + r.num_generated for r in plan.decodes)
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
-        if self.config.kind == "fused":
-            forwards = [(plan.chunks, plan.decodes)]
-        else:
-            forwards = [(c, d) for c, d in ((plan.chunks, []), ([], plan.decodes)) if c or d]
-        first, sampled, decode_kv, rows = self._event(), [], 0, 0
-        try:
-            for chunks, decodes in forwards:
-                batch = self._pack(chunks, decodes)
-                decode_kv += int(batch.host.positions[len(batch.host.token_seq):].sum()) + batch.num_decode
-                tokens = self._forward(batch, rows)
-                rows += batch.num_logits
-                if self.config.overlap:
-                    sampled.append((batch.samplers, tokens))
-                else:  # the host waits for this forward's tokens before going on
-                    self._receive(self._send_to_host(plan, batch.samplers, tokens))
-        except Exception as error:
-            raise self._failure([plan], error) from error
-        last = self._event()
-        self.scheduler.advance(plan)
-        if self.config.overlap:
-            requests = [r for owners, _ in sampled for r in owners]
-            tokens = sampled[0][1] if len(sampled) == 1 else torch.cat([t for _, t in sampled])
-            previous, self._in_flight = self._in_flight, self._send_to_host(plan, requests, tokens)
-            if previous is not None:  # step n's tokens, while the GPU runs step n + 1 (which read them)
-                self._commit(previous, [previous.plan, plan])
-            if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
-                launched, self._in_flight = self._in_flight, None
-                self._commit(launched, [plan])
-        host_s, end = time.perf_counter() - host_start - self._waited, self.clock()
+        # The fused engine's one forward; the chunked engine's chunks, then its decode rows.
+        split = [(plan.chunks, []), ([], plan.decodes)] if self.config.kind == "chunked" else [(plan.chunks, plan.decodes)]
+        forwards = [(chunks, decodes) for chunks, decodes in split if chunks or decodes]
+        first = self._event()
+        run = self._run_overlapped if self.config.overlap else self._run_in_order
+        last, waited = run(plan, forwards)
+        host_s, end = time.perf_counter() - host_start - waited, self.clock()
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards), start, end - start,
                             decode_kv, chunk_kv, host_s, (first, last))
         for observe in self.observers:
             observe(record)
         return record
+
+    def _run_in_order(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
+        """Each forward's tokens committed before the next: (the step's closing event, seconds waited)."""
+        waited, row = 0.0, 0
+        try:
+            for chunks, decodes in forwards:
+                samplers, tokens = self._forward(self._pack(chunks, decodes), row)
+                row += len(samplers)
+                waited += self._receive(self._send_to_host(plan, samplers, tokens))
+        except Exception as error:
+            raise self._failure([plan], error) from error
+        last = self._event()
+        self.scheduler.advance(plan)
+        return last, waited
+
+    def _run_overlapped(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
+        """Launch this step, then commit the previous one's tokens (read by this one on the device); as `_run_in_order`."""
+        requests, sampled = [], []
+        try:
+            for chunks, decodes in forwards:
+                samplers, tokens = self._forward(self._pack(chunks, decodes), len(requests))
+                requests += samplers
+                sampled.append(tokens)
+        except Exception as error:
+            raise self._failure([plan], error) from error
+        last = self._event()
+        self.scheduler.advance(plan)
+        tokens = sampled[0] if len(sampled) == 1 else torch.cat(sampled)
+        previous, self._in_flight = self._in_flight, self._send_to_host(plan, requests, tokens)
+        # Step n's tokens, while the GPU runs step n + 1 (which read them).
+        waited = 0.0 if previous is None else self._commit(previous, [previous.plan, plan])
+        if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
+            current, self._in_flight = self._in_flight, None
+            waited += self._commit(current, [plan])
+        return last, waited
 
     def run_until_done(self) -> None:
         while self.has_work():
@@ -238,8 +261,8 @@ class Engine:
     def _pack(self, chunks, decodes) -> Batch:
         return pack(chunks, decodes, self.pool.block_size, self.model.device, self._in_flight)
 
-    def _forward(self, batch: Batch, first_row: int = 0) -> torch.Tensor:
-        """One forward and its sampling, on the device; its tokens are the step's from `first_row`."""
+    def _forward(self, batch: Batch, first_row: int) -> tuple[list[Request], torch.Tensor]:
+        """One forward and its sampling on the device, the step's tokens from `first_row`: (owners, tokens)."""
         if self.graphs is not None and self.graphs.handles(batch):
             logits = self.graphs.run(batch)
         else:
@@ -247,7 +270,7 @@ class Engine:
                                 self.backend, batch.logit_indices, self.config.fused_ops)
         tokens = self.sample(logits, batch.samplers)
         self.scheduler.sampled(batch.samplers, first_row)
-        return tokens
+        return batch.samplers, tokens
 
     def _event(self, timing: bool = True) -> torch.cuda.Event | None:
         """A CUDA event recorded on the current stream (no host wait); None on CPU."""
@@ -259,18 +282,20 @@ class Engine:
         # non_blocking into pinned memory: the copy queues behind the forward, the host goes on.
         return InTransit(plan, requests, tokens, tokens.to("cpu", non_blocking=True), self._event(timing=False))
 
-    def _receive(self, launched: InTransit) -> None:
-        """Wait for a launched step's tokens and commit them, stamped when the host has them."""
+    def _receive(self, launched: InTransit) -> float:
+        """Wait for a launched step's tokens and commit them, stamped when the host has them; seconds waited."""
+        waited = 0.0
         if launched.copied is not None:
             waiting = time.perf_counter()
             launched.copied.synchronize()
-            self._waited += time.perf_counter() - waiting
+            waited = time.perf_counter() - waiting
         self.num_finished += self.scheduler.record(launched.requests, launched.host.tolist(), self.clock())
+        return waited
 
-    def _commit(self, launched: InTransit, plans: list[StepPlan]) -> None:
-        """Receive a launched step's tokens; if that raises, the requests of `plans` fail."""
+    def _commit(self, launched: InTransit, plans: list[StepPlan]) -> float:
+        """Receive a launched step's tokens (seconds waited); if that raises, the requests of `plans` fail."""
         try:
-            self._receive(launched)
+            return self._receive(launched)
         except Exception as error:
             raise self._failure(plans, error) from error
 

@@ -1,4 +1,8 @@
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -130,6 +134,37 @@ def test_generate_names_the_bad_prompt_and_queues_nothing():
     with pytest.raises(ValueError, match="prompt 1: empty prompt"):
         engine.generate([[1, 2], []], 3)
     assert not engine.has_work()
+
+
+@pytest.mark.parametrize("model", [None, "tiny"])
+def test_a_model_argument_that_is_no_model_is_refused_by_name(model):
+    with pytest.raises(TypeError, match=f"model must be a Qwen2Model .*, got {type(model).__name__}$"):
+        Engine(model)
+
+
+TRITON_ON_CPU = """
+from fusedlib.engine import Engine
+from fusedlib.weights import load_model
+for attention in ("triton", "triton-splitkv", "triton-parallel"):
+    try:
+        Engine(load_model("tiny"), attention=attention)
+    except ValueError as error:
+        print(error)
+"""
+
+
+def test_triton_attention_on_a_cpu_model_without_the_interpreter_is_refused_in_one_line():
+    """The tests run Triton on its interpreter; a user who did not set TRITON_INTERPRET has
+    kernels built for a GPU, and a CPU engine with Triton attention is refused at construction,
+    saying how, before any warm-up forward fails (a fresh process: Triton reads the variable
+    when the kernels are imported)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "-c", TRITON_ON_CPU], env=env, cwd=Path(__file__).parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        f"attention={a!r} on a cpu model needs Triton's interpreter: set TRITON_INTERPRET=1 before importing "
+        "fusedlib (or use attention='torch')" for a in ("triton", "triton-splitkv", "triton-parallel")]
 
 
 def test_step_records_count_the_kv_positions_attention_reads():

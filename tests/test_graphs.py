@@ -129,6 +129,23 @@ def test_whole_padding_writes_only_the_scratch_block():
     assert changed[:, :, engine.pool.scratch_block].all()
 
 
+def test_staged_sections_are_aligned_apart_and_inside_the_image():
+    """Each bucket's inputs, then a step's largest changes: every section starts 16-byte aligned
+    (Triton specializes pointers on it), after the one before, and ends inside the image."""
+    import numpy as np
+
+    engine = Engine(tiny_model(), kind="fused", chunk_tokens=64, max_batch=8, warmup=False)
+    graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, 64, capture=False)
+    image_bytes = graphs.image["int64"].numel() * 8
+    for layout in graphs.layouts.values():
+        changes = graphs._changes(layout.end, 8, len(graphs.table))
+        spans = [(first * np.dtype(dtype).itemsize, end * np.dtype(dtype).itemsize)
+                 for sections in (layout, changes) for dtype, first, end in sections.spans.values()]
+        assert all(start % 16 == 0 for start, _ in spans)
+        assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:]))
+        assert spans[-1][1] <= image_bytes
+
+
 def test_graphs_refused_without_cuda_or_with_torch_attention():
     with pytest.raises(ValueError, match="cuda_graphs"):
         Engine(tiny_model(), cuda_graphs=True)
