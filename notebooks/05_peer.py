@@ -30,7 +30,7 @@ out_dir = "../data-smoke"  # rows go to <out_dir>/peer.jsonl
 rounds = None  # rounds, each transformers then ours (None: the profile's, full: 3)
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
 configs = None  # None: part10 and part11
-n_requests = None  # None: the profile's (full: 64)
+n_requests = None  # None: the profile's (full: 48)
 
 # %%
 from fusedlib.bench import plans, runner

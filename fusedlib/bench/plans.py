@@ -39,9 +39,10 @@ DEFAULTS = {
         # runs are ~15x longer (400 arrivals at ~5 req/s is 80 s).
         "capacity": dict(capacity=CAPACITY_ESTIMATES, multiples=MULTIPLES, n_requests=400,
                          rounds={"part7": 3, "part8": 3, "part9": 3, "part10": 5}),
-        # The peer's closed workload: 64 requests (two batches at part 10's 32 rows), 3 rounds;
-        # transformers' runs are the slow ones (~23 s a pass on an H100, two passes a run).
-        "peer": dict(configs=("part10", "part11"), n_requests=64, rounds=3),
+        # The peer's closed workload: 48 requests (a batch and a half at part 10's 32 rows), 3
+        # rounds; transformers' runs are the slow ones (~16 s a pass on an H100, two passes a
+        # run), and the device time for them is short.
+        "peer": dict(configs=("part10", "part11"), n_requests=48, rounds=3),
         # The grid: 256 rows x 2,048- and 8,192-token chunks, the fused engine at 2x each cell's
         # estimate. The drain grid ranked 256 rows first at every chunk budget, 128 rows 12-18%
         # below and 64 or 32 rows a third to a half below; a drain undercounts large batches
@@ -187,18 +188,18 @@ def best_setting(rows, grid: dict) -> tuple[int, int] | None:
 def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_requests=None, sweep_rates=None,
           rows=()) -> list[RunSpec]:
     """Part 11: configuration part11 at every max_batch x chunk_tokens (largest batch first:
-    a call that runs out of time leaves the settings part 11 is about), the grid's engines
+    a call that runs out of time leaves the settings part 11 is about), the sweep's engines
     (full: the fused one) at `rate` (default: the top multiple of the cell's estimate, past
     capacity), round 0. Then, once every cell has rows, at the fused engine's best setting:
     the chunked engine at that rate, the paired rounds 1..rounds-1 there, then the sweep
-    (`sweep_rates`, default the profile's multiples of the cell's estimate), both engines."""
+    (`sweep_rates`, default the profile's multiples of the cell's estimate), the sweep's
+    engines. A cell without an estimate where one is needed is refused before any run."""
     d = DEFAULTS[profile]["scale"]
     batches, chunks, n = batches or d["batches"], chunks or d["chunks"], n_requests or d["n_requests"]
-
-    def estimate(cell):
-        return _estimate(d["capacity"], cell, "batches", f"max_batch {cell[0]} x chunk_tokens {cell[1]}")
-    grid = {(b, c): float(rate) if rate else max(offered_rates(estimate((b, c)), d["multiples"]))
-            for b in batches for c in chunks}
+    cells = [(b, c) for b in batches for c in chunks]
+    estimates = {cell: _estimate(d["capacity"], cell, "batches", f"max_batch {cell[0]} x chunk_tokens {cell[1]}")
+                 for cell in cells if not (rate and sweep_rates)}
+    grid = {cell: float(rate) if rate else max(offered_rates(estimates[cell], d["multiples"])) for cell in cells}
 
     def spec(cell, engine, r, at):
         return RunSpec.build("scale", profile, config="part11", engine=engine, max_batch=cell[0], chunk_tokens=cell[1],
@@ -209,7 +210,7 @@ def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_req
         top = grid[best]
         out += [spec(best, e, 0, top) for e in ENGINES]
         out += _pairs(_default(profile, "scale", "rounds", rounds), lambda engine, r: spec(best, engine, r, top))
-        sweep = sweep_rates or offered_rates(estimate(best), d["multiples"])
+        sweep = sweep_rates or offered_rates(estimates[best], d["multiples"])
         out += [spec(best, e, 0, float(at)) for at in sorted(sweep) for e in d["sweep_engines"]]
     return list(dict.fromkeys(out))  # the grid's run at the best setting is the pairs' round 0
 

@@ -28,6 +28,10 @@ def test_capacity_offers_multiples_of_the_configurations_estimate():
     assert {s.rate for s in specs if s.round > 0} == {rates[-1]}
     with pytest.raises(SpecError, match="no capacity estimate for part11"):
         plans.capacity("full", configs=["part11"])
+    with pytest.raises(SpecError, match="no capacity estimate for max_batch 512 x chunk_tokens 2048"):
+        plans.scale("full", batches=[512], chunks=[2048], rate=400.0)  # the sweep would need one
+    assert {s.rate for s in plans.scale("full", batches=[512], chunks=[2048], rate=400.0, sweep_rates=[100.0])} == \
+        {400.0}
 
 
 def test_peer_runs_transformers_then_ours_each_round():

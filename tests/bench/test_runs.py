@@ -71,6 +71,15 @@ def test_open_loop_row_has_the_capacity_fields():
     assert row["kernels_compiled_after_construction"] == 0
 
 
+def test_a_burst_on_two_rows_is_saturated_and_its_steady_window_inside_the_run():
+    # 12 requests at once on 2 rows: the queue stays non-empty until the last admission
+    row, = measure.run(smoke("scale", config="part11", engine="fused", max_batch=2, chunk_tokens=16, rate=1e5,
+                             n_requests=12, seed=0, round=0))
+    assert row["saturated"] is True and row["steady_fraction"] >= 0.5 and row["steady_rate"] > 0
+    start, end = row["steady_window_s"]
+    assert 0 < start < end <= row["span_s"]
+
+
 def test_closed_rows_for_ours_and_transformers():
     ours, = measure.run(smoke("peer", config="part10", engine="fused", n_requests=3, round=0))
     theirs, = measure.run(smoke("peer", config="part10", engine="transformers", n_requests=3, round=0))
