@@ -6,10 +6,11 @@
 
 For each notebook (a jupytext percent .py named NN_<experiment>.py): its parameters cell's
 values, with backend, gpu, profile, out_dir, rounds, configs and time_limit_s replaced where
-the cell declares them and they are given, give its plan (plans.plan). Before any runs, the
-device seconds each notebook's runs to go will take (plans.estimate_seconds, scale's second
-stage at the best setting the estimates foresee) are printed, with their sum; if every planned run has rows for this code
-version and profile (runner.missing), the notebook is skipped and the reason printed.
+the cell declares them and they are given, give its plan (plans.plan). Before any run, the
+device seconds each notebook's runs to go will take are printed with their sum
+(plans.estimate_seconds; scale's second stage at the setting the estimates put first). If
+every planned run has rows for this code version and profile (runner.missing), the
+notebook is skipped and the reason printed.
 Otherwise it runs: with papermill where papermill and jupytext import (jupytext makes the
 .ipynb, papermill injects the parameters and executes it into `--executed`), else as a
 plain script (`run_script`: its code cells in order, the parameters cell's values
