@@ -10,8 +10,9 @@
 #   make help      this list
 #
 # run-all variables: PROFILE (full|smoke; default: full on a CUDA machine or Modal, else
-# smoke), EXPERIMENTS (e.g. "capacity scale"; default: all), ROUNDS (paired rounds, 5),
-# TIME_LIMIT (seconds for the whole call, 0: none), OUT_DIR (default: data/ for full,
+# smoke), EXPERIMENTS (e.g. "capacity scale"; default: all), CONFIGS (e.g. "part10": only
+# these configurations in the notebooks that take them; default: each notebook's), ROUNDS
+# (paired rounds; default: each plan's), TIME_LIMIT (seconds for the whole call, 0: none), OUT_DIR (default: data/ for full,
 # data-smoke/ for smoke), BACKEND (modal|local; default: modal with a Modal token, else
 # local), GPU (Modal's GPU type, default A10), SYSTEM_PYTHON=1 (use the python3 already
 # there instead of a venv, with the wheels in .whl/ installed into /tmp/site).
@@ -26,7 +27,8 @@ STAMP  := $(VENV)/.fusedlib-installed
 
 PROFILE     ?=
 EXPERIMENTS ?= gates census attention capacity peer scale
-ROUNDS      ?= 5
+ROUNDS      ?=
+CONFIGS     ?=
 TIME_LIMIT  ?= 0
 OUT_DIR     ?=
 BACKEND     ?=
@@ -74,8 +76,9 @@ ifeq ($(SYSTEM_PYTHON),1)
 	@if ls .whl/*.whl >/dev/null 2>&1; then $(PYTHON) -m pip install -q --no-index --no-deps --no-compile \
 	  --no-cache-dir --upgrade --target /tmp/site .whl/*.whl; fi
 endif
-	$(RUN_PY) -m fusedlib.bench.runall --rounds $(ROUNDS) --time-limit $(TIME_LIMIT) --gpu $(GPU) \
-	  --executed $(EXECUTED) $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT_DIR),--out-dir $(OUT_DIR)) \
+	$(RUN_PY) -m fusedlib.bench.runall --time-limit $(TIME_LIMIT) --gpu $(GPU) --executed $(EXECUTED) \
+	  $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(CONFIGS),--configs "$(CONFIGS)") \
+	  $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT_DIR),--out-dir $(OUT_DIR)) \
 	  $(if $(BACKEND),--backend $(BACKEND)) --experiments "$(EXPERIMENTS)"
 
 # What papermill and jupytext need beyond what the H200 machine's Python 3.12 has (its

@@ -17,8 +17,11 @@
 # # Capacity: open-loop arrivals
 #
 # Mixed requests arriving as a Poisson process while the engine works, per configuration and
-# engine: a rate sweep to past saturation (round 0), then the paired comparison at the
-# saturating rate, fused and chunked alternating ABBA, a new workload draw each pair.
+# engine: a sweep of offered rates around the configuration's capacity estimate (round 0),
+# then the paired comparison at the top rate, past capacity, fused and chunked alternating
+# ABBA, a new workload draw each pair. A run's capacity is its steady rate (completions per
+# second while the queue stays non-empty and the batch full, `metrics.steady`); the served
+# rate beside it is the drain rate (first arrival to last completion).
 # Rows: `<out_dir>/capacity.jsonl`; the runs: `plans.capacity` in `fusedlib/bench/plans.py`.
 
 # %% tags=["parameters"]
@@ -26,11 +29,11 @@ backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's
 gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
 profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
 out_dir = "data-smoke"  # rows go to <out_dir>/capacity.jsonl (relative to the repository root)
-rounds = 5  # paired rounds at the saturating rate (seed = round)
+rounds = None  # pairs at the top rate, seed = round (None: the profile's, full: 5 at part10, 3 at part7-9)
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
 configs = None  # None: part7..part10
-rates = None  # None: the profile's sweep per configuration (a list: for all)
-n_requests = None  # None: the profile's per configuration
+rates = None  # None: multiples of each configuration's capacity estimate (plans.DEFAULTS; a list: for all)
+n_requests = None  # None: the profile's (full: 400 a run)
 
 # %%
 from fusedlib.bench import plans, runner
@@ -40,5 +43,6 @@ specs = plans.capacity(profile, rounds=rounds, configs=configs, rates=rates, n_r
 new_rows = runner.execute(specs, out_dir, backend=backend, gpu=gpu, time_limit_s=time_limit_s)
 
 # %%
-runner.table(out_dir, "capacity", profile, ["config", "engine", "rate", "round", "served_rate", "goodput_rate",
-                                            "ttft_p50_s", "itl_p99_s"])
+runner.table(out_dir, "capacity", profile, ["config", "engine", "rate", "round", "steady_rate", "saturated",
+                                            "steady_fraction", "served_rate", "goodput_rate", "ttft_p50_s",
+                                            "itl_p99_s"])

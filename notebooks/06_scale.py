@@ -16,10 +16,11 @@
 # %% [markdown]
 # # Part 11: the engine at the H200's size
 #
-# Configuration part11 (part 10's engine) over max_batch x chunk_tokens, both engines, at an
-# offered rate past capacity (the served rate is the capacity); then, at the fused engine's
-# best setting, a rate sweep and the paired comparison (fused and chunked alternating ABBA,
-# a new workload draw each pair).
+# Configuration part11 (part 10's engine) over max_batch x chunk_tokens, the fused engine at
+# an offered rate past each cell's capacity estimate, each cell's capacity its steady rate
+# (`metrics.steady`); then, at the best cell, the chunked engine at that rate, the paired
+# comparison (fused and chunked alternating ABBA, a new workload draw each pair) and the
+# sweep of offered rates around the cell's estimate.
 # Rows: `<out_dir>/scale.jsonl` (the plan: `fusedlib/bench/plans.py`).
 
 # %% tags=["parameters"]
@@ -27,13 +28,13 @@ backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's
 gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
 profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
 out_dir = "data-smoke"  # rows go to <out_dir>/scale.jsonl (relative to the repository root)
-rounds = 5  # paired rounds at the best setting (seed = round)
+rounds = None  # pairs at the best setting, seed = round (None: the profile's, full: 5)
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
-batches = None  # None: the profile's max_batch values (full: 32, 64, 128, 256)
-chunks = None  # None: the profile's chunk_tokens values (full: 512, 2048, 8192)
-rate = None  # None: the profile's offered rate past capacity (full: 400 requests/s)
-n_requests = None  # None: per max_batch, the larger of the profile's minimum and three batches
-sweep_rates = None  # None: fractions of the best setting's capacity
+batches = None  # None: the profile's max_batch values (full: 256)
+chunks = None  # None: the profile's chunk_tokens values (full: 2048, 8192)
+rate = None  # None: per cell, 2x its capacity estimate (plans.DEFAULTS), past capacity
+n_requests = None  # None: the profile's (full: 1,500 a run)
+sweep_rates = None  # None: multiples of the best cell's capacity estimate
 
 # %%
 import time
@@ -50,5 +51,6 @@ for stage in ("the grid", "the best setting"):  # the second stage is planned fr
     new_rows = runner.execute(specs, out_dir, backend=backend, gpu=gpu, time_limit_s=left)
 
 # %%
-runner.table(out_dir, "scale", profile, ["engine", "max_batch", "chunk_tokens", "rate", "round", "served_rate",
-                                         "goodput_rate", "host_ms_per_step_p50", "step_gpu_ms_p50"])
+runner.table(out_dir, "scale", profile, ["engine", "max_batch", "chunk_tokens", "rate", "round", "steady_rate",
+                                         "saturated", "steady_fraction", "served_rate", "goodput_rate",
+                                         "host_ms_per_step_p50", "step_gpu_ms_p50"])

@@ -31,9 +31,9 @@ def _notebook(tmp_path: Path, name: str, **params) -> Path:
     return path
 
 
-def _run_all(tmp_path, *notebooks, env=None):
+def _run_all(tmp_path, *notebooks, env=None, args=()):
     cmd = [sys.executable, "-m", "fusedlib.bench.runall", "--profile", "smoke", "--backend", "local", "--rounds", "2",
-           "--out-dir", str(tmp_path / "rows"), "--executed", str(tmp_path / "executed"), *map(str, notebooks)]
+           "--out-dir", str(tmp_path / "rows"), "--executed", str(tmp_path / "executed"), *args, *map(str, notebooks)]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, **(env or {})},
                           timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -42,16 +42,19 @@ def _run_all(tmp_path, *notebooks, env=None):
 
 @pytest.mark.slow(15)
 def test_papermill_runs_a_notebook_its_rows_have_the_header_and_a_rerun_skips_it(tmp_path):
-    nb = _notebook(tmp_path, "04_capacity.py", configs=["part10"], rates=[500.0], n_requests=3)
-    out = _run_all(tmp_path, nb)
+    nb = _notebook(tmp_path, "04_capacity.py", rates=[500.0], n_requests=3)
+    out = _run_all(tmp_path, nb, args=("--configs", "part10"))  # `make run-all CONFIGS=part10`
     assert "device local cpu, profile smoke" in out and "papermill" in out and "every notebook complete" in out
+    assert re.search(r"estimate 04_capacity: 4 runs to go, about \d+ s", out)
     got = rows.read(tmp_path / "rows" / "capacity.jsonl")
-    assert [(r["engine"], r["round"]) for r in got] == [("fused", 0), ("chunked", 0), ("chunked", 1), ("fused", 1)]
+    assert [(r["config"], r["engine"], r["round"]) for r in got] == [
+        ("part10", "fused", 0), ("part10", "chunked", 0), ("part10", "chunked", 1), ("part10", "fused", 1)]
     for row in got:
         assert all(k in row for k in HEADER) and row["schema_version"] == 7 and row["device_name"] == "cpu"
         assert row["code_version"] == rows.code_version() and row["goodput_rate"] is not None
+        assert {"steady_rate", "steady_window_s", "steady_fraction", "saturated", "served_rate"} <= set(row)
     assert (tmp_path / "executed" / "04_capacity.ipynb").exists()
-    assert "skip 04_capacity: all 4 planned runs have rows" in _run_all(tmp_path, nb)
+    assert "skip 04_capacity: all 4 planned runs have rows" in _run_all(tmp_path, nb, args=("--configs", "part10"))
 
 
 @pytest.mark.slow(8)
@@ -79,6 +82,14 @@ def test_an_unwritable_out_dir_is_refused_before_any_notebook(tmp_path):
                            "--out-dir", str(tmp_path / "file" / "rows"), str(REPO / "notebooks" / "01_gates.py")],
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 2 and "cannot write rows" in done.stderr and "== 01_gates" not in done.stdout
+
+
+def test_an_unknown_configuration_is_refused_before_any_notebook(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "fusedlib.bench.runall", "--profile", "smoke", "--backend", "local",
+                           "--out-dir", str(tmp_path), "--configs", "part12", str(REPO / "notebooks" / "04_capacity.py")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and "config: must be one of" in done.stderr and "== 04_capacity" not in done.stdout
+
 
 
 @pytest.mark.parametrize("argv,says", [
@@ -112,7 +123,10 @@ def test_make_dry_run_names_every_experiment_and_help_every_target():
     from fusedlib.bench.plans import PLANS
 
     assert f'--experiments "{" ".join(PLANS)}"' in make
-    assert "fusedlib.bench.runall" in make
+    assert "fusedlib.bench.runall" in make and "--rounds" not in make and "--configs" not in make
+    some = subprocess.run(["make", "-n", "run-all", "EXPERIMENTS=capacity peer", "CONFIGS=part10", "ROUNDS=3"],
+                          capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert '--configs "part10"' in some and "--rounds 3" in some and '--experiments "capacity peer"' in some
     helped = subprocess.run(["make", "help"], capture_output=True, text=True, cwd=REPO, check=True).stdout
     makefile = (REPO / "Makefile").read_text()
     targets = set(re.search(r"^\.PHONY: (.*)$", makefile, re.M).group(1).split())

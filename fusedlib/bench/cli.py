@@ -27,16 +27,17 @@ PARAMS = {
     "configs": (str, True, f"configurations ({', '.join(PARTS)})"),
     "engines": (str, True, "engines (fused, chunked)"),
     "backends": (str, True, "attention backends (triton, triton-splitkv, triton-parallel)"),
-    "rounds": (int, False, "rounds of the paired comparisons (fused and chunked in ABBA order, seed = round)"),
+    "rounds": (int, False, "rounds of the paired comparisons (fused and chunked in ABBA order, seed = round; "
+                           "peer: each transformers then ours)"),
     "rates": (float, True, "offered rates, requests/s (capacity: for every configuration; the last one is "
-                           "the saturating rate of the paired rounds)"),
+                           "the saturating rate of the paired rounds; default: multiples of a capacity estimate)"),
     "n_requests": (int, False, "requests per run"),
-    "transformers_rounds": (int, False, "runs of transformers' continuous batching per configuration"),
     "batches": (int, True, "max_batch values of the scale grid"),
     "chunks": (int, True, "chunk_tokens values of the scale grid"),
-    "rate": (float, False, "the scale grid's offered rate (past capacity), requests/s"),
-    "sweep_rates": (float, True, "the scale rate sweep's rates at the best setting (default: fractions of its "
-                                 "capacity)"),
+    "rate": (float, False, "the scale grid's offered rate (past capacity), requests/s (default: 2x each "
+                           "cell's capacity estimate)"),
+    "sweep_rates": (float, True, "the scale rate sweep's rates at the best setting (default: multiples of its "
+                                 "capacity estimate)"),
 }
 
 

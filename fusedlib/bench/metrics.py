@@ -9,8 +9,10 @@ A record is one request: a dict or an object (the engine's Request) with `arriva
   queue wait = admitted - arrival
 
 `served_rate` is completed requests over the span from the first arrival to the last
-completion (vLLM's `request_throughput`). `goodput_rate` counts only the requests that met
-both service levels, over the same span: TTFT <= `TTFT_SLO_S` (1 s) and their own p99 token
+completion (vLLM's `request_throughput`): the drain rate, which counts the empty pipeline
+before the first completion and the batch emptying after the last arrival, so it is not a
+capacity (`steady` is). `goodput_rate` counts only the requests that met both service
+levels, over the same span: TTFT <= `TTFT_SLO_S` (1 s) and their own p99 token
 gap <= `ITL_SLO_S` (50 ms; a request with one token has no gap and meets it). Percentiles are
 numpy's default (linear interpolation), as vLLM's.
 """
@@ -74,3 +76,74 @@ def summarize(records) -> dict:
         **_stats("e2e", last - arrival, which=("p50", "p99")),
         **_stats("queue_wait", [field(r, "admitted") - field(r, "arrival") for r in done], which=("p50",)),
     }
+
+
+# A run is saturated when its longest backlogged stretch holds at least this share of its
+# completions: a queue that formed now and then below capacity leaves shorter stretches.
+SATURATED_MIN_FRACTION = 0.5
+
+
+def steady(records, max_batch: int) -> dict:
+    """The steady rate: completions per second while the engine is backlogged.
+
+    The window. A completion is backlogged when, at its instant, a request that has arrived
+    is still waiting (arrival <= t < admitted) and the batch is full (at least `max_batch`
+    requests admitted and not finished before t, the completing one included): the row it
+    frees is taken at the next step, so over a stretch of consecutive backlogged completions
+    the batch never empties and the queue never runs dry. The window runs from the first to
+    the last completion of the longest such stretch. It leaves out what makes the drain rate
+    (`served_rate`) low: the empty pipeline before the first completion and the tail after
+    the queue has emptied, where the last batch finishes with ever fewer rows (with all
+    requests arrived in the first seconds, that tail is most of a short run). Quartiles of
+    the completion times, another way to cut both ends, would hold at most half the
+    completions whatever the run's length; this window holds all but about one batch's worth
+    when the offered rate is past capacity. The batch bound is the rows, not the KV pool:
+    capacity runs size the pool to hold `max_batch` of the longest requests (runs.pool_gib),
+    so a waiting request meets a full batch, not a full pool.
+
+    The rate inside the window is event to event: the completions after the window's first
+    instant, over its length (completions come in bursts at step ends; counting from one
+    burst to another is exact for a steady period).
+
+    Saturation. `saturated` is True when the window holds at least SATURATED_MIN_FRACTION of
+    the completions. Otherwise the queue never stayed non-empty (offered rate below
+    capacity), and the steady rate is the served rate over the arrivals window instead:
+    from the first completion to the last completion at or before the last arrival, the
+    same event-to-event count (it leaves out the pipeline's fill and the final drain).
+
+    Returns `steady_rate` (None where the window holds fewer than two completion instants),
+    `steady_window_s` ([start, end], seconds after the first arrival), `steady_fraction`
+    (completions inside the window over all completions) and `saturated`.
+    """
+    done = [r for r in records if len(field(r, "token_times")) > 0]
+    if not done:
+        return {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False}
+    first_arrival = min(float(field(r, "arrival")) for r in records)
+    arrival = np.sort([float(field(r, "arrival")) for r in done])
+    admitted = np.sort([float(field(r, "admitted")) for r in done])
+    finished = np.sort([float(field(r, "token_times")[-1]) for r in done])
+    waiting = np.searchsorted(arrival, finished, "right") - np.searchsorted(admitted, finished, "right")
+    in_batch = np.searchsorted(admitted, finished, "right") - np.searchsorted(finished, finished, "left")
+    start, stop = _longest_run((waiting > 0) & (in_batch >= max_batch))
+    saturated = stop - start >= SATURATED_MIN_FRACTION * len(finished)
+    if not saturated:
+        start, stop = 0, int(np.searchsorted(finished, arrival[-1], "right"))
+    window = finished[start:stop]
+    rate = None
+    if window.size and window[-1] > window[0]:
+        rate = float(np.count_nonzero(window > window[0]) / (window[-1] - window[0]))
+    return {"steady_rate": rate,
+            "steady_window_s": [float(window[0] - first_arrival), float(window[-1] - first_arrival)] if window.size
+            else None,
+            "steady_fraction": window.size / len(finished), "saturated": bool(saturated)}
+
+
+def _longest_run(flags: np.ndarray) -> tuple[int, int]:
+    """[start, stop) of the longest run of True in `flags` ((0, 0) when there is none)."""
+    best, begin = (0, 0), None
+    for i, flag in enumerate([*flags.tolist(), False]):
+        if flag and begin is None:
+            begin = i
+        elif not flag and begin is not None:
+            best, begin = max(best, (begin, i), key=lambda s: s[1] - s[0]), None
+    return best

@@ -4,6 +4,12 @@ RunSpecs in the order they run; `runner.execute` runs those without rows yet, an
 experiment is complete when every planned run has rows (`runner.missing`). The scale plan's
 second stage depends on measured rows (it runs at the best setting the first stage found),
 so every plan function takes the experiment's current rows. No torch here.
+
+Capacity is measured in steady state (metrics.steady): open runs offer Poisson arrivals at
+multiples of a setting's capacity estimate, around it (the sweep shows where the steady rate
+stops following the offered rate) and past it (the top multiple: the paired rounds and the
+scale grid), with enough arrivals that the queue stays non-empty over most of a run.
+`estimate_seconds(plan)` is what a plan will take on the device, from the same estimates.
 """
 from __future__ import annotations
 
@@ -12,27 +18,71 @@ import inspect
 from .spec import CHECKS, ENGINES, SERIES, RunSpec, SpecError
 from ..config import PARTS
 
+# Capacity estimates, requests/s, from the drain rates (served_rate) past saturation of the
+# fused engine in the rows committed before the steady method (data/capacity.jsonl and
+# data/scale.jsonl, H100): parts 7-10 at 32 rows and 512-token chunks (60-240 arrivals at
+# 40-160/s), part 11's grid (200-768 arrivals at 400/s; 256 x 2048 from its paired rounds).
+# A drain reads low (part 10: 48 over 240 arrivals, ~50 over 2,000), so the steady rate sits
+# at or above 1x and the multiples from 1.25x up are past it; the chunked engine's capacity
+# is lower still (the same multiples saturate it sooner).
+CAPACITY_ESTIMATES = {"part7": 5.5, "part8": 8.0, "part9": 15.0, "part10": 48.0}
+SCALE_ESTIMATES = {(256, 2048): 79.0, (256, 8192): 69.6, (256, 512): 50.5, (128, 2048): 65.2, (128, 8192): 61.5,
+                   (128, 512): 58.1, (64, 2048): 50.8, (64, 8192): 47.5, (64, 512): 50.3, (32, 2048): 42.0,
+                   (32, 8192): 40.6, (32, 512): 39.4}
+MULTIPLES = (0.8, 1.0, 1.25, 1.5, 2.0)
+
 DEFAULTS = {
     "full": {
         "gates": dict(configs=SERIES + ("part11",)),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
-        # Sweep rates per configuration, the last past both engines' capacity (the saturating
-        # rate of the paired rounds); requests per run sized so the profile fits its time.
-        "capacity": dict(rates={"part7": (4, 7, 40), "part8": (4, 8, 40), "part9": (8, 16, 80),
-                                "part10": (20, 35, 160)},
-                         n_requests={"part7": 60, "part8": 60, "part9": 120, "part10": 240}),
-        "peer": dict(configs=("part10", "part11"), n_requests=128),
-        # Largest batch first: a call that runs out of time leaves the settings part 11 is about.
-        "scale": dict(batches=(256, 128, 64, 32), chunks=(2048, 8192, 512), rate=400.0,
-                      sweep_fractions=(0.25, 0.5, 0.75), min_requests=200),
+        # 400 arrivals a run, the reference's count: at 32 rows the steady window holds all but
+        # about one batch (~90%). Pairs: 5 at part 10's headline, 3 at the eager parts, whose
+        # runs are ~15x longer (400 arrivals at ~5 req/s is 80 s).
+        "capacity": dict(capacity=CAPACITY_ESTIMATES, multiples=MULTIPLES, n_requests=400,
+                         rounds={"part7": 3, "part8": 3, "part9": 3, "part10": 5}),
+        # The peer's closed workload: 48 requests (a batch and a half at part 10's 32 rows), 3
+        # rounds; transformers' runs are the slow ones (~16 s a pass on an H100, two passes a
+        # run), and the device time for them is short.
+        "peer": dict(configs=("part10", "part11"), n_requests=48, rounds=3),
+        # The grid: 256 rows x 2,048- and 8,192-token chunks, the fused engine at 2x each cell's
+        # estimate. The drain grid ranked 256 rows first at every chunk budget, 128 rows 12-18%
+        # below and 64 or 32 rows a third to a half below; a drain undercounts large batches
+        # most (theirs is the longest tail), so the steady method is unlikely to close that gap.
+        # Which chunk budget wins at 256 rows (11% apart by drain, whose burst start is all
+        # prefill) is the open question, so that is the grid. The best cell then gets the
+        # sweep (the fused engine) and 5 pairs. 1,500 arrivals a run: at 256 rows the steady
+        # window holds ~80% of the completions.
+        "scale": dict(batches=(256,), chunks=(2048, 8192), capacity=SCALE_ESTIMATES, multiples=MULTIPLES,
+                      n_requests=1500, rounds=5, sweep_engines=("fused",)),
     },
     "smoke": {
+        # The tiny model on a CPU: estimates of what it serves (its capacity runs at 32 rows
+        # rarely fill the batch; the scale grid's 2 and 4 rows do), counts that keep
+        # `make run-all PROFILE=smoke` to about two minutes.
         "gates": dict(configs=SERIES),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
-        "capacity": dict(rates={c: (40, 2000) for c in SERIES}, n_requests={c: 12 for c in SERIES}),
-        "peer": dict(configs=("part10", "part11"), n_requests=6),
-        "scale": dict(batches=(2, 4), chunks=(16, 32), rate=2000.0, sweep_fractions=(0.5,), min_requests=8),
+        "capacity": dict(capacity={c: 100.0 for c in SERIES}, multiples=(0.5, 2.0), n_requests=12,
+                         rounds={c: 2 for c in SERIES}),
+        "peer": dict(configs=("part10", "part11"), n_requests=6, rounds=2),
+        "scale": dict(batches=(2, 4), chunks=(16, 32), capacity={(b, c): 40.0 for b in (2, 4) for c in (16, 32)},
+                      multiples=(0.5, 2.0), n_requests=12, rounds=2, sweep_engines=("fused",)),
     },
+}
+
+# What estimate_seconds charges besides the runs, by profile: a notebook's process loading the
+# model; its first engine build (kernels compiled, from a cold Triton cache on a fresh
+# machine, and graphs captured) and each later one (the committed rows on the H100 show 1-2 s
+# between runs that built a new engine); transformers' copy of the model (each of its runs
+# makes one); each run's own overhead (drawing the workload). Closed runs (the peer) take two
+# passes of n_requests x the fixed budget at `tok_s` tokens/s (data/peer.jsonl, part 10 on an
+# H100: ours ~5,900 and ~4,800, transformers ~380). Each errs long.
+COSTS = {
+    "full": dict(model_load_s=15.0, first_build_s=30.0, engine_build_s=5.0, transformers_build_s=10.0,
+                 run_overhead_s=1.0,
+                 tok_s={"fused": 5900.0, "chunked": 4800.0, "transformers": 380.0}),
+    "smoke": dict(model_load_s=5.0, first_build_s=1.0, engine_build_s=0.5, transformers_build_s=2.0,
+                  run_overhead_s=0.2,
+                  tok_s={"fused": 800.0, "chunked": 800.0, "transformers": 1000.0}),
 }
 
 
@@ -62,7 +112,7 @@ def _pairs(rounds: int, spec_for) -> list[RunSpec]:
     """Rounds 1..rounds-1 of a paired comparison, fused and chunked in ABBA order (round 0 is
     the sweep's run at the same rate, fused first), seed = round: a new workload draw a pair."""
     out = []
-    for r in range(1, rounds):
+    for r in range(1, _rounds(rounds)):
         for engine in (ENGINES if r % 2 == 0 else ENGINES[::-1]):
             out.append(spec_for(engine, r))
     return out
@@ -87,69 +137,89 @@ def attention(profile: str, backends=None, rows=()) -> list[RunSpec]:
             for b in _default(profile, "attention", "backends", backends)]
 
 
-def capacity(profile: str, rounds: int = 5, configs=None, rates=None, n_requests=None, rows=()) -> list[RunSpec]:
-    """Per configuration: both engines at each sweep rate (round 0, seed 0), the top rate last,
-    then the paired rounds at the top rate. `rates` and `n_requests`: one value (a list of
-    rates) for every configuration, or a dict by configuration."""
-    out, rounds = [], _rounds(rounds)
+def offered_rates(estimate: float, multiples) -> list[float]:
+    """The sweep's offered rates: each multiple of a capacity estimate, to 0.1 requests/s."""
+    return sorted({round(m * estimate, 1) for m in multiples})
+
+
+def _estimate(estimates: dict, key, option: str, what: str) -> float:
+    if key not in estimates:
+        raise SpecError(option, f"no capacity estimate for {what} in plans.DEFAULTS: give the offered rates")
+    return estimates[key]
+
+
+def capacity(profile: str, rounds=None, configs=None, rates=None, n_requests=None, rows=()) -> list[RunSpec]:
+    """Per configuration: both engines at each offered rate (round 0, seed 0), the top rate
+    last, then the paired rounds 1..rounds-1 at the top rate. `rates`: the profile's multiples
+    of the configuration's capacity estimate where None; else one list for every
+    configuration, or a dict by configuration. `rounds` and `n_requests` likewise: one value,
+    a dict by configuration, or None for the profile's."""
+    d, out = DEFAULTS[profile]["capacity"], []
     for c in _configs(configs):
-        sweep = sorted(_per_config(_default(profile, "capacity", "rates", rates), c))
+        sweep = sorted(_per_config(rates, c)) if rates is not None else \
+            offered_rates(_estimate(d["capacity"], c, "config", c), d["multiples"])
         n = _per_config(_default(profile, "capacity", "n_requests", n_requests), c)
 
         def spec(engine, r, rate=sweep[-1]):
             return RunSpec.build("capacity", profile, config=c, engine=engine, rate=rate, n_requests=n, seed=r, round=r)
-        out += [spec(e, 0, rate) for rate in sweep for e in ENGINES] + _pairs(rounds, spec)
+        out += [spec(e, 0, rate) for rate in sweep for e in ENGINES]
+        out += _pairs(_per_config(_default(profile, "capacity", "rounds", rounds), c), spec)
     return out
 
 
-def peer(profile: str, rounds: int = 5, configs=None, n_requests=None, transformers_rounds: int = 1,
-         rows=()) -> list[RunSpec]:
-    """Per configuration (its max_batch and chunk_tokens): transformers' continuous batching for
-    `transformers_rounds` rounds, then our engines for `rounds`, fused and chunked in ABBA order."""
-    n, out, rounds = _default(profile, "peer", "n_requests", n_requests), [], _rounds(rounds)
+def peer(profile: str, rounds=None, configs=None, n_requests=None, rows=()) -> list[RunSpec]:
+    """Per configuration (its max_batch and chunk_tokens), `rounds` rounds on the same closed
+    workload, each transformers' continuous batching then our engines, fused and chunked
+    alternating which goes first: the peer's runs interleaved with ours."""
+    n, out = _default(profile, "peer", "n_requests", n_requests), []
     for c in _configs(configs, DEFAULTS[profile]["peer"]["configs"]):
         kw = dict(config=c, max_batch=PARTS[c].max_batch, chunk_tokens=PARTS[c].chunk_tokens, n_requests=n)
-        out += [RunSpec.build("peer", profile, engine="transformers", round=r, **kw)
-                for r in range(transformers_rounds)]
-        out += [RunSpec.build("peer", profile, engine=e, round=r, **kw)
-                for r in range(rounds) for e in (ENGINES if r % 2 == 0 else ENGINES[::-1])]
+        for r in range(_rounds(_default(profile, "peer", "rounds", rounds))):
+            out += [RunSpec.build("peer", profile, engine=e, round=r, **kw)
+                    for e in ("transformers", *(ENGINES if r % 2 == 0 else ENGINES[::-1]))]
     return out
 
 
-def best_setting(rows, batches, chunks, rate) -> tuple[int, int, float] | None:
-    """(max_batch, chunk_tokens, served rate) of the fused engine's highest served rate over the
-    scale grid's runs (round 0 at the grid's `rate`); None until each setting has one."""
-    grid = {(r["max_batch"], r["chunk_tokens"]): r.get("served_rate") for r in rows
-            if r.get("engine") == "fused" and r.get("round") == 0 and r.get("rate") == rate
-            and r.get("served_rate") is not None}
-    if not all((b, c) in grid for b in batches for c in chunks):
+def best_setting(rows, grid: dict) -> tuple[int, int] | None:
+    """(max_batch, chunk_tokens) of the fused engine's highest steady rate over the scale grid
+    (`grid`: (max_batch, chunk_tokens) -> the cell's offered rate; its round-0 runs); None
+    until every cell has one."""
+    steady = {(r["max_batch"], r["chunk_tokens"]): r["steady_rate"] for r in rows
+              if r.get("engine") == "fused" and r.get("round") == 0 and r.get("steady_rate") is not None
+              and grid.get((r.get("max_batch"), r.get("chunk_tokens"))) == r.get("rate")}
+    if set(steady) != set(grid):
         return None
-    (b, c), rate = max(((k, v) for k, v in grid.items() if k[0] in batches and k[1] in chunks), key=lambda kv: kv[1])
-    return b, c, rate
+    return max(grid, key=lambda cell: steady[cell])
 
 
-def scale(profile: str, rounds: int = 5, batches=None, chunks=None, rate=None, n_requests=None, sweep_rates=None,
+def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_requests=None, sweep_rates=None,
           rows=()) -> list[RunSpec]:
-    """Part 11: configuration part11 at every max_batch x chunk_tokens, both engines, at `rate`
-    (past capacity: the served rate is the capacity), round 0. Then, once that grid has rows, at
-    the fused engine's best setting: a rate sweep (`sweep_rates`, default fractions of the best
-    served rate) and the paired rounds 1..rounds-1 at `rate`. Requests per run: `n_requests`,
-    default the larger of `min_requests` and three batches."""
-    d, rounds = DEFAULTS[profile]["scale"], _rounds(rounds)
-    batches, chunks, rate = batches or d["batches"], chunks or d["chunks"], rate or d["rate"]
+    """Part 11: configuration part11 at every max_batch x chunk_tokens (largest batch first:
+    a call that runs out of time leaves the settings part 11 is about), the sweep's engines
+    (full: the fused one) at `rate` (default: the top multiple of the cell's estimate, past
+    capacity), round 0. Then, once every cell has rows, at the fused engine's best setting:
+    the chunked engine at that rate, the paired rounds 1..rounds-1 there, then the sweep
+    (`sweep_rates`, default the profile's multiples of the cell's estimate), the sweep's
+    engines. A cell without an estimate where one is needed is refused before any run."""
+    d = DEFAULTS[profile]["scale"]
+    batches, chunks, n = batches or d["batches"], chunks or d["chunks"], n_requests or d["n_requests"]
+    cells = [(b, c) for b in batches for c in chunks]
+    estimates = {cell: _estimate(d["capacity"], cell, "batches", f"max_batch {cell[0]} x chunk_tokens {cell[1]}")
+                 for cell in cells if not (rate and sweep_rates)}
+    grid = {cell: float(rate) if rate else max(offered_rates(estimates[cell], d["multiples"])) for cell in cells}
 
-    def spec(b, c, engine, r, at=rate):
-        n = n_requests or max(d["min_requests"], 3 * b)
-        return RunSpec.build("scale", profile, config="part11", engine=engine, max_batch=b, chunk_tokens=c, rate=at,
-                             n_requests=n, seed=r, round=r)
-    out = [spec(b, c, e, 0) for b in batches for c in chunks for e in ENGINES]
-    best = best_setting(rows, batches, chunks, float(rate))
+    def spec(cell, engine, r, at):
+        return RunSpec.build("scale", profile, config="part11", engine=engine, max_batch=cell[0], chunk_tokens=cell[1],
+                             rate=at, n_requests=n, seed=r, round=r)
+    out = [spec(cell, e, 0, at) for cell, at in grid.items() for e in d["sweep_engines"]]
+    best = best_setting(rows, grid)
     if best is not None:
-        b, c, served = best
-        rates = sweep_rates or sorted({round(f * served, 1) for f in d["sweep_fractions"]})
-        out += [spec(b, c, e, 0, at) for at in rates for e in ENGINES]
-        out += _pairs(rounds, lambda engine, r: spec(b, c, engine, r))
-    return out
+        top = grid[best]
+        out += [spec(best, e, 0, top) for e in ENGINES]
+        out += _pairs(_default(profile, "scale", "rounds", rounds), lambda engine, r: spec(best, engine, r, top))
+        sweep = sweep_rates or offered_rates(estimates[best], d["multiples"])
+        out += [spec(best, e, 0, float(at)) for at in sorted(sweep) for e in d["sweep_engines"]]
+    return list(dict.fromkeys(out))  # the grid's run at the best setting is the pairs' round 0
 
 
 PLANS = {"gates": gates, "census": census, "attention": attention, "capacity": capacity, "peer": peer,
@@ -161,3 +231,65 @@ def plan(experiment: str, profile: str, params: dict, rows=()) -> list[RunSpec]:
     fn = PLANS[experiment]
     taken = inspect.signature(fn).parameters
     return fn(profile, **{k: v for k, v in params.items() if k in taken and k not in ("profile", "rows")}, rows=rows)
+
+
+def foreseen(experiment: str, profile: str, params: dict, rows=()) -> list[RunSpec]:
+    """The plan as it will stand once run: for scale, where the grid's rows do not choose the
+    best setting yet, each cell without a row stands in at its capacity estimate, so the
+    second stage is planned at the setting the estimates put first."""
+    planned = plan(experiment, profile, params, rows)
+    if experiment != "scale":
+        return planned
+    guessed = [{"engine": s.engine, "round": s.round, "max_batch": s.max_batch, "chunk_tokens": s.chunk_tokens,
+                "rate": s.rate, "steady_rate": capacity_estimate(s)} for s in planned]
+    return plan(experiment, profile, params, [*guessed, *rows])  # a measured row wins over its guess
+
+
+def capacity_estimate(spec: RunSpec) -> float:
+    """The capacity estimate (requests/s) of an open run's setting; where DEFAULTS has none
+    (a setting given by hand), the profile's smallest for the experiment, so a time
+    estimate errs long."""
+    known = DEFAULTS[spec.profile][spec.experiment]["capacity"]
+    key = spec.config if spec.experiment == "capacity" else (spec.max_batch, spec.chunk_tokens)
+    return known.get(key, min(known.values()))
+
+
+def run_seconds(spec: RunSpec) -> float:
+    """One run's device seconds, engine builds and model load aside. Open runs: arrivals at
+    the offered rate served at most at capacity, then the last batch's time in the engine
+    (Little's law at a full batch: max_batch / capacity). Closed runs: two passes of the
+    workload's tokens at the engine's token rate."""
+    from .spec import PROFILES
+
+    costs = COSTS[spec.profile]
+    if spec.experiment == "peer":
+        tokens = spec.n_requests * PROFILES[spec.profile].peer_new_tokens
+        return 2 * tokens / costs["tok_s"][spec.engine] + costs["run_overhead_s"]
+    if spec.experiment not in ("capacity", "scale"):
+        raise ValueError(f"no time estimate for {spec.experiment} runs")
+    cap = capacity_estimate(spec)
+    return spec.n_requests / min(spec.rate, cap) + spec.max_batch / cap + costs["run_overhead_s"]
+
+
+def estimate_seconds(specs: list[RunSpec]) -> float:
+    """A plan's device seconds, run in its order in one process: the model's load, each run
+    (`run_seconds`), and each engine built. runs.make_engine keeps the fused and chunked
+    engines of one setting (config, max_batch, chunk_tokens) and drops them at a run of
+    another; transformers' runs each build their own copy of the model. ValueError for a plan
+    of an experiment without an estimate (gates, census, attention)."""
+    if not specs:
+        return 0.0
+    costs = COSTS[specs[0].profile]
+    total, setting, built, setting_seen = costs["model_load_s"], None, set(), False
+    for s in specs:
+        total += run_seconds(s)
+        if s.engine == "transformers":
+            total += costs["transformers_build_s"]
+            continue
+        if (s.config, s.max_batch, s.chunk_tokens) != setting:
+            setting, built = (s.config, s.max_batch, s.chunk_tokens), set()
+        if s.engine not in built:
+            total += costs["engine_build_s" if built or setting_seen else "first_build_s"]
+            built.add(s.engine)
+            setting_seen = True
+    return total

@@ -1,16 +1,20 @@
 """`make run-all`: execute the experiment notebooks, skipping those already complete.
 
     python -m fusedlib.bench.runall [--profile P] [--backend B] [--gpu G] [--out-dir D]
-                                    [--rounds R] [--time-limit S] (--experiments "E ..." | NOTEBOOK.py ...)
+                                    [--rounds R] [--configs "C ..."] [--time-limit S]
+                                    (--experiments "E ..." | NOTEBOOK.py ...)
 
 `--experiments` names them (`make run-all EXPERIMENTS=...`: notebooks/NN_<experiment>.py).
 A bad value, a profile or backend this machine cannot run, or a package an experiment needs
 missing stops it before any notebook, in one line (exit status 2).
 
 For each notebook (a jupytext percent .py named NN_<experiment>.py): its parameters cell's
-values, with backend, gpu, profile, out_dir, rounds and time_limit_s replaced where the cell
-declares them, give its plan (plans.plan); if every planned run has rows for this code
-version and profile (runner.missing), the notebook is skipped and the reason printed.
+values, with backend, gpu, profile, out_dir, rounds, configs and time_limit_s replaced where
+the cell declares them and they are given, give its plan (plans.plan). Before any run, the
+device seconds each notebook's runs to go will take are printed with their sum
+(plans.estimate_seconds; scale's second stage at the setting the estimates put first). If
+every planned run has rows for this code version and profile (runner.missing), the
+notebook is skipped and the reason printed.
 Otherwise it runs: with papermill where papermill and jupytext import (jupytext makes the
 .ipynb, papermill injects the parameters and executes it into `--executed`), else as a
 plain script (`run_script`: its code cells in order, the parameters cell's values
@@ -133,7 +137,9 @@ def main(argv=None) -> int:
     p.add_argument("--backend", choices=("local", "modal"))
     p.add_argument("--gpu", default="A10")
     p.add_argument("--out-dir", default="")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, help="paired rounds (default: each plan's, by profile and configuration)")
+    p.add_argument("--configs", default="", help="configurations, space-separated, for the notebooks that take them "
+                                                 "(default: each notebook's)")
     p.add_argument("--time-limit", type=seconds, default=0, help="seconds for the whole call (0: none)")
     p.add_argument("--executed", type=Path, default=Path("_build/executed"))
     a = p.parse_args(argv)
@@ -147,18 +153,20 @@ def main(argv=None) -> int:
         check_setup([path.stem.split("_", 1)[1] for path in notebooks], profile, backend)
         out_dir = Path(a.out_dir or rows.data_dir(profile)).resolve()
         rows.check_writable(out_dir / ".write-check.jsonl")
-        given = dict(backend=backend, gpu=a.gpu, profile=profile, out_dir=str(out_dir), rounds=a.rounds)
+        given = dict(backend=backend, gpu=a.gpu, profile=profile, out_dir=str(out_dir), rounds=a.rounds,
+                     configs=a.configs.split() or None)
         statuses = {path: _status(path, given) for path in notebooks}  # every plan checked before any run
     except (ValueError, OSError) as e:  # SpecError is a ValueError
         p.exit(2, f"{p.prog}: error: {e}\n")
     from .runner import where
 
     device = where(backend, a.gpu)
-    print(f"run-all: device {device}, profile {profile}, backend {backend}, out_dir {out_dir}, rounds {a.rounds}, "
-          f"time limit {a.time_limit or 'none'}, {'papermill' if have_papermill() else 'notebooks as scripts'}",
-          flush=True)
+    print(f"run-all: device {device}, profile {profile}, backend {backend}, out_dir {out_dir}, "
+          f"rounds {a.rounds or 'by plan'}, time limit {a.time_limit or 'none'}, "
+          f"{'papermill' if have_papermill() else 'notebooks as scripts'}", flush=True)
     if out_dir.name != "data" and not (out_dir / ".gitignore").exists():
         (out_dir / ".gitignore").write_text("*\n")  # rows anywhere but data/ are scratch
+    print_estimates(notebooks, given)
     failed = []
     for path in notebooks:
         declared, planned, todo, errors = statuses[path]
@@ -171,7 +179,7 @@ def main(argv=None) -> int:
             print(f"stop before {path.stem}: {max(left, 0):.0f} s of the time limit left", flush=True)
             break
         print(f"== {path.stem}: {len(todo)} of {len(planned)} planned runs to go", flush=True)
-        injected = {k: v for k, v in {**given, "time_limit_s": left}.items() if k in declared}
+        injected = {k: v for k, v in {**given, "time_limit_s": left}.items() if k in declared and v is not None}
         if execute(path.resolve(), injected, a.executed.resolve()) != 0:
             failed.append(path.stem)
     to_go = [f"{p.stem} ({len(t)} of {len(pl)} runs)" for p in notebooks for _, pl, t, _ in [_status(p, given)] if t]
@@ -186,14 +194,39 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def print_estimates(notebooks: list[Path], given: dict) -> None:
+    """Each notebook's runs to go and the device seconds they will take (plans.estimate_seconds,
+    on the plan as `plans.foreseen` sees it), then their sum; a notebook without an estimate
+    (gates, census, attention) says so."""
+    total = 0.0
+    for path in notebooks:
+        experiment, params, have = _plan_inputs(path, given)
+        todo = missing(plans.foreseen(experiment, given["profile"], params, rows=have), given["out_dir"])
+        try:
+            seconds = plans.estimate_seconds(todo)
+        except ValueError:
+            print(f"estimate {path.stem}: {len(todo)} runs to go, no time estimate", flush=True)
+            continue
+        total += seconds
+        print(f"estimate {path.stem}: {len(todo)} runs to go, about {seconds:.0f} s", flush=True)
+    print(f"estimate: about {total:.0f} s ({total / 60:.1f} min) of device time for the estimated notebooks",
+          flush=True)
+
+
+def _plan_inputs(path: Path, given: dict) -> tuple[str, dict, list]:
+    """(the notebook's experiment, its plan's parameters, that experiment's current rows)."""
+    declared = parameters(path)
+    params = {**declared, **{k: v for k, v in given.items() if k in declared and v is not None}}
+    experiment = path.stem.split("_", 1)[1]
+    return experiment, params, current(given["out_dir"], experiment, given["profile"])
+
+
 def _status(path: Path, given: dict) -> tuple[dict, list, list, int]:
     """(the parameters the notebook declares, its planned runs, those without rows, error rows)."""
-    declared = parameters(path)
-    params = {**declared, **{k: v for k, v in given.items() if k in declared}}
-    experiment, profile, out_dir = path.stem.split("_", 1)[1], given["profile"], given["out_dir"]
-    have = current(out_dir, experiment, profile)
-    planned = plans.plan(experiment, profile, params, rows=have)
-    return declared, planned, missing(planned, out_dir), sum("error" in r for r in have)
+    experiment, params, have = _plan_inputs(path, given)
+    planned = plans.plan(experiment, given["profile"], params, rows=have)
+    return parameters(path), planned, missing(planned, given["out_dir"]), sum("error" in r for r in have)
+
 
 if __name__ == "__main__":
     sys.exit(main())

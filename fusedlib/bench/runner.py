@@ -110,7 +110,8 @@ def _label(spec: RunSpec) -> str:
 
 
 def _headline(new: list[dict]) -> str:
-    for name, fmt in (("served_rate", "served {:.2f} req/s"), ("output_tok_s", "{:.0f} tok/s"),
+    for name, fmt in (("steady_rate", "steady {:.2f} req/s"), ("served_rate", "drain {:.2f} req/s"),
+                      ("output_tok_s", "{:.0f} tok/s"),
                       ("gpu_ms", "GPU {:.3f} ms"), ("gpu_us", "{:.1f} us")):
         if new and new[0].get(name) is not None:
             return fmt.format(new[0][name])

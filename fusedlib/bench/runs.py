@@ -66,11 +66,11 @@ def step_fields(records: list, max_batch: int) -> dict:
 def run(spec: RunSpec) -> list[dict]:
     """A capacity or scale run: `n_requests` of the mixed draw (seed `seed`) arriving as a Poisson process at `rate`/s.
     The same seed gives the same requests at every rate. One row: metrics.summarize's fields
-    and step_fields'."""
+    (its served_rate is the drain rate), metrics.steady's (the steady rate) and step_fields'."""
     engine = make_engine(spec)
     trace = workloads.poisson_arrivals(mixed_draw(spec, spec.n_requests, spec.seed), spec.rate, seed=spec.seed)
     with engine.record_steps() as steps:
         served = serve_open_loop(engine, trace)
     return [{**machine(), **settings_fields(spec), **metrics.summarize(served),
-             **step_fields(steps, engine.config.max_batch),
+             **metrics.steady(served, engine.config.max_batch), **step_fields(steps, engine.config.max_batch),
              "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}]

@@ -1,6 +1,10 @@
+import heapq
+
+import numpy as np
 import pytest
 
-from fusedlib.bench.metrics import meets_slo, summarize, token_gaps
+from fusedlib.bench.metrics import meets_slo, steady, summarize, token_gaps
+from fusedlib.bench.workloads import arrival_times
 
 # A hand-built timeline, every expected value worked out below by hand.
 #   A: arrives 0.0, admitted 0.5, tokens at 1.0 1.5 2.5       ttft 1.0  e2e 2.5
@@ -55,3 +59,76 @@ def test_unfinished_requests_are_not_completed():
 ])
 def test_goodput_needs_both_service_levels(times, ok):
     assert meets_slo({"arrival": 0.0, "token_times": times}) is ok
+
+
+# ------------------------------------------------------------------------------ steady rate
+def served_by_rows(arrivals, service, rows: int, admit_at=None) -> list[dict]:
+    """The timeline of a FCFS server of `rows` rows: request i is admitted when it has arrived,
+    the request before it was admitted and a row is free, and holds its row for service[i]
+    seconds (one token, at the end). Its capacity is rows / mean(service)."""
+    free, out, last = [0.0] * rows, [], 0.0
+    for arrival, s in zip(arrivals, service):
+        last = max(arrival, last, heapq.heappop(free))
+        heapq.heappush(free, last + s)
+        out.append({"arrival": float(arrival), "admitted": last, "token_times": [last + s]})
+    return out
+
+
+def poisson(n, rate, seed=0):
+    return arrival_times(n, rate, seed=seed)
+
+
+def test_past_capacity_the_steady_rate_is_the_capacity_and_the_drain_rate_is_lower():
+    rows, service = 32, 1.0  # capacity 32 requests/s
+    got = steady(served_by_rows(poisson(400, 64.0), [service] * 400, rows), rows)
+    assert got["saturated"] and got["steady_rate"] == pytest.approx(rows / service, rel=0.02)
+    assert got["steady_fraction"] >= 0.6
+    start, end = got["steady_window_s"]
+    assert 0 < start < end
+    drained = summarize(served_by_rows(poisson(400, 64.0), [service] * 400, rows))["served_rate"]
+    assert drained < 0.95 * got["steady_rate"]
+
+
+def test_a_drain_tail_does_not_lower_the_steady_rate():
+    rows, n = 32, 400
+    service = np.random.default_rng(1).uniform(0.5, 1.5, n)
+    arrivals = poisson(n, 64.0, seed=1)
+    quick = served_by_rows(arrivals, service, rows)
+    # The last batch to be admitted takes ten times as long: a slow drain, the same queue.
+    slow_tail = served_by_rows(arrivals, np.concatenate([service[:-rows], 10 * service[-rows:]]), rows)
+    a, b = steady(quick, rows), steady(slow_tail, rows)
+    assert b["steady_rate"] == pytest.approx(a["steady_rate"], rel=0.02) and b["saturated"]
+    assert a["steady_rate"] == pytest.approx(rows / service.mean(), rel=0.05)
+    assert summarize(slow_tail)["served_rate"] < 0.8 * summarize(quick)["served_rate"]
+
+
+@pytest.mark.parametrize("over", [1.25, 2.0])
+def test_four_hundred_arrivals_at_32_rows_keep_most_completions_in_the_window(over):
+    rows, n = 32, 400
+    service = np.random.default_rng(2).uniform(0.5, 1.5, n)
+    got = steady(served_by_rows(poisson(n, over * rows / service.mean(), seed=2), service, rows), rows)
+    assert got["saturated"] and got["steady_fraction"] >= 0.6
+    assert got["steady_rate"] == pytest.approx(rows / service.mean(), rel=0.05)
+
+
+def test_below_capacity_the_run_says_so_and_serves_the_offered_rate():
+    rows, n, rate = 32, 400, 16.0  # half the capacity
+    arrivals = poisson(n, rate, seed=3)
+    got = steady(served_by_rows(arrivals, [1.0] * n, rows), rows)
+    assert got["saturated"] is False
+    assert got["steady_rate"] == pytest.approx((n - 1) / arrivals[-1], rel=0.05)
+    assert got["steady_window_s"][1] <= arrivals[-1] + 1e-9
+
+
+def test_a_queue_held_back_by_something_other_than_full_rows_is_not_saturation():
+    # Every request waits 0.5 s for admission but never more than 4 of 32 rows are busy.
+    n = 200
+    arrivals = np.arange(n) * 0.1
+    timeline = [{"arrival": t, "admitted": t + 0.5, "token_times": [t + 0.8]} for t in arrivals]
+    got = steady(timeline, 32)
+    assert got["saturated"] is False and got["steady_rate"] == pytest.approx(10.0)
+
+
+def test_steady_fields_without_completions():
+    got = steady([{"arrival": 0.0, "admitted": None, "token_times": []}], 4)
+    assert got == {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False}

@@ -63,11 +63,22 @@ def test_open_loop_row_has_the_capacity_fields():
     spec = smoke("capacity", config="part10", engine="chunked", rate=500, n_requests=6, seed=1, round=1)
     row, = measure_here(spec)
     assert row["n_completed"] == 6 and row["max_batch"] == 32 and row["attention"] == "torch"
-    for name in ("served_rate", "goodput_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s", "e2e_p50_s",
-                 "n_steps", "decode_step_s_p50", "mixed_step_s_p50", "host_share", "host_ms_per_step_p50",
+    # six requests never fill 32 rows: not saturated, whatever the rate
+    assert row["saturated"] is False and 0 <= row["steady_fraction"] <= 1
+    for name in ("served_rate", "steady_rate", "steady_window_s", "goodput_rate", "ttft_p50_s", "ttft_p99_s",
+                 "itl_p50_s", "itl_p99_s", "e2e_p50_s", "n_steps", "decode_step_s_p50", "mixed_step_s_p50", "host_share", "host_ms_per_step_p50",
                  "step_gpu_ms_p50", "device_name"):
         assert name in row, name
     assert row["kernels_compiled_after_construction"] == 0
+
+
+def test_a_burst_on_two_rows_is_saturated_and_its_steady_window_inside_the_run():
+    # 12 requests at once on 2 rows: the queue stays non-empty until the last admission
+    row, = measure_here(smoke("scale", config="part11", engine="fused", max_batch=2, chunk_tokens=16, rate=1e5,
+                             n_requests=12, seed=0, round=0))
+    assert row["saturated"] is True and row["steady_fraction"] >= 0.5 and row["steady_rate"] > 0
+    start, end = row["steady_window_s"]
+    assert 0 < start < end <= row["span_s"]
 
 
 def test_closed_rows_for_ours_and_transformers():
