@@ -99,9 +99,10 @@ class Engine:
         if config.cuda_graphs and (model.device.type != "cuda" or config.attention == "torch"):
             raise ValueError("cuda_graphs needs a CUDA model and a Triton attention backend "
                              "(the torch reference reads lengths back to the host mid-forward)")
-        if config.attention != "torch" and model.device.type != "cuda" and gpu_kernels():
-            raise ValueError(f"attention={config.attention!r} on a {model.device.type} model needs Triton's "
-                             "interpreter: set TRITON_INTERPRET=1 before importing fusedlib (or use attention='torch')")
+        if (config.attention != "torch" or config.fused_ops) and model.device.type != "cuda" and gpu_kernels():
+            setting = f"attention={config.attention!r}" if config.attention != "torch" else "fused_ops=True"
+            raise ValueError(f"{setting} on a {model.device.type} model needs Triton's interpreter: set "
+                             "TRITON_INTERPRET=1 before importing fusedlib (or leave it unset: eager torch)")
         self.model = model
         self.backend = make_backend(config.attention)
         self.pool = KVPool(model.config, model.dtype, model.device, num_blocks=config.num_blocks,

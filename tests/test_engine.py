@@ -145,26 +145,29 @@ def test_a_model_argument_that_is_no_model_is_refused_by_name(model):
 TRITON_ON_CPU = """
 from fusedlib.engine import Engine
 from fusedlib.weights import load_model
-for attention in ("triton", "triton-splitkv", "triton-parallel"):
+for settings in ({"attention": "triton"}, {"attention": "triton-splitkv"}, {"attention": "triton-parallel"},
+                 {"fused_ops": True}):
     try:
-        Engine(load_model("tiny"), attention=attention)
+        Engine(load_model("tiny"), **settings)
     except ValueError as error:
         print(error)
 """
 
 
-def test_triton_attention_on_a_cpu_model_without_the_interpreter_is_refused_in_one_line():
+def test_triton_on_a_cpu_model_without_the_interpreter_is_refused_in_one_line():
     """The tests run Triton on its interpreter; a user who did not set TRITON_INTERPRET has
-    kernels built for a GPU, and a CPU engine with Triton attention is refused at construction,
-    saying how, before any warm-up forward fails (a fresh process: Triton reads the variable
-    when the kernels are imported)."""
+    kernels built for a GPU, and a CPU engine with Triton attention or fused ops is refused at
+    construction, saying how, before any warm-up forward fails (a fresh process: Triton reads
+    the variable when the kernels are imported)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run([sys.executable, "-c", TRITON_ON_CPU], env=env, cwd=Path(__file__).parents[1],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [
-        f"attention={a!r} on a cpu model needs Triton's interpreter: set TRITON_INTERPRET=1 before importing "
-        "fusedlib (or use attention='torch')" for a in ("triton", "triton-splitkv", "triton-parallel")]
+        f"{setting} on a cpu model needs Triton's interpreter: set TRITON_INTERPRET=1 before importing fusedlib "
+        "(or leave it unset: eager torch)"
+        for setting in ("attention='triton'", "attention='triton-splitkv'", "attention='triton-parallel'",
+                        "fused_ops=True")]
 
 
 def test_step_records_count_the_kv_positions_attention_reads():
