@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fusedlib.bench import analysis as A
+from fusedlib.bench import figures as F, stats as S
 from tests import book_pages as B
 from tests.bench import synthetic_rows
 
@@ -60,9 +60,10 @@ def test_pages_run_without_rows_and_say_so(empty):
     for page in CHAPTERS:
         assert empty[page]["images"] == 0, page
         assert any(m.startswith("No rows yet") for m in empty[page]["markdown"]), page
-    assert empty["part07"]["glued"]["p07_fusion_gain"] == A.NO_ROWS
+    assert empty["part07"]["glued"]["p07_fusion_gain"] == S.NO_ROWS
 
 
-def test_each_page_glues_exactly_the_values_registered_to_it(full):
+def test_each_page_glues_exactly_its_modules_values(full):
+    owners = F.owners()
     for page, r in full.items():
-        assert set(r["glued"]) == {n for n, p in A.PAGE_OF.items() if p == page}, page
+        assert set(r["glued"]) == {n for n, p in owners.items() if p == page}, page

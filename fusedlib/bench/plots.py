@@ -1,4 +1,4 @@
-"""The book's figures: one function per figure, tables from `analysis` in, a matplotlib Figure
+"""The book's figures: one function per figure, tables from `figures` in, a matplotlib Figure
 out (None when the table is empty; the page then says so). No torch, no pyplot state: each
 figure is a `matplotlib.figure.Figure` the page displays with `show`."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-from . import analysis
+from .figures.data import PARTS
 
 PART_COLOR = {"part7": "#8c564b", "part8": "#ff7f0e", "part9": "#2ca02c", "part10": "#1f77b4", "part11": "#9467bd"}
 ENGINE_STYLE = {"fused": "-", "chunked": "--"}
@@ -81,7 +81,7 @@ def steps_vs_floor(steps: pd.DataFrame) -> Figure | None:
     s = steps[steps["engine"] == "fused"] if len(steps) else steps
     if not len(s):
         return None
-    parts = [p for p in analysis.PARTS if p in set(s["config"])]
+    parts = [p for p in PARTS if p in set(s["config"])]
     fig, axes = _fig(2)
     x = np.arange(len(parts))
     panels = ((axes[0], "decode", (("wall_ms", "wall"), ("gpu_ms", "GPU"), ("bytes_floor_ms", "bytes floor"))),

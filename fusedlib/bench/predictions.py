@@ -1,9 +1,9 @@
 """One grader for every prediction in data/predictions.yaml (numpy, pandas and yaml only).
 
 The yaml is the verbatim record: each entry has id, date, chapter, title, text (as first
-written), and either a recorded `measured` and `verdict`, or a live grade: `figure` (a name
-in `analysis.FIGURES`), `low` and/or `high` (null for an open side) and the `commit` it was
-written at. A live entry is graded on the rows the book reads:
+written), and either a recorded `measured` and `verdict`, or a live grade: `figure` (a glue
+name of the book's figures, `figures.values()`), `low` and/or `high` (null for an open side) and
+the `commit` it was written at. A live entry is graded on the rows the book reads:
 
 - "no rows": the figure has no value yet;
 - "not resolved": the figure's interval straddles one of the bounds;
@@ -19,9 +19,11 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from . import analysis
+from . import figures as book
+from .figures.data import STATIC
+from .stats import NO_ROWS
 
-PATHS = (analysis.STATIC / "predictions.yaml", analysis.STATIC / "predictions_part11.yaml")
+PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml")
 # The predictions that decide each chapter's question: quoted in full there, by id here only.
 DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
             11: ["P11-1", "P11-2", "P11-3"]}
@@ -47,14 +49,14 @@ def load(paths=None) -> list[dict]:
     return out
 
 
-def grade(entry: dict, figures: Mapping | None = None) -> tuple[str, str]:
-    """(measured, verdict) for one entry: live from its figure, or as recorded."""
+def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
+    """(measured, verdict) for one entry: live from its figure (`figures`: glue name -> Value),
+    or as recorded."""
     if not entry.get("figure"):
         return str(entry.get("measured") or "-"), str(entry.get("verdict") or "-")
-    figures = analysis.FIGURES if figures is None else figures
     v = figures[entry["figure"]]  # an unknown name is an error in the record, not a verdict
     if v.value is None:
-        return analysis.NO_ROWS, "no rows"
+        return NO_ROWS, "no rows"
     low, high = entry.get("low"), entry.get("high")
     for bound in (low, high):
         if bound is not None and v.lo is not None and v.hi is not None and v.lo < bound < v.hi:
@@ -64,7 +66,11 @@ def grade(entry: dict, figures: Mapping | None = None) -> tuple[str, str]:
 
 
 def graded(entries: list[dict] | None = None, figures: Mapping | None = None) -> list[dict]:
+    """Every entry with its measured figure and verdict; live ones on `figures` (default: the
+    book's figures on the rows folder the book reads)."""
     entries = load() if entries is None else entries
+    if figures is None and any(e.get("figure") for e in entries):
+        figures = book.values()
     out = []
     for e in entries:
         measured, verdict = grade(e, figures)

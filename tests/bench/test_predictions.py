@@ -4,15 +4,15 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fusedlib.bench import analysis as A, predictions as P
+from fusedlib.bench import figures as F, predictions as P, stats as S
 
-V = A.Value
+V = S.Value
 FIGS = {
     "rate": V(95.0, "95 requests/s", 90.0, 99.0, 5, 0.94),
     "gain": V(5.0, "+5.0%", 1.0, 9.0, 5, 0.95),
     "wide": V(5.0, "+5.0%", -3.0, 13.0, 5, 0.95),
     "share": V(0.07, "7%"),
-    "none": A.MISSING,
+    "none": S.MISSING,
 }
 RECORD = [
     {"id": "X-1", "date": "2026-12-05", "chapter": 11, "title": "t", "text": "between 70 and 110",
@@ -43,7 +43,7 @@ def test_live_entries_are_graded_against_their_figure(record):
     assert got["X-2"] == ("+5.0%", "missed")
     assert got["X-3"] == ("+5.0%", "not resolved")  # the interval straddles the bound 2
     assert got["X-4"] == ("7%", "held")  # one-sided, no interval
-    assert got["X-5"] == (A.NO_ROWS, "no rows")
+    assert got["X-5"] == (S.NO_ROWS, "no rows")
     assert got["Y-1"] == ("12.0 ms", "held")  # recorded verdict kept
 
 
@@ -69,7 +69,8 @@ def test_pick_keeps_the_order_asked_and_table_has_the_columns(record):
 
 
 def test_the_committed_record_names_only_known_figures():
+    known = F.values()
     for e in P.load():
         if e.get("figure"):
-            assert e["figure"] in A.FIGURES, e["id"]
+            assert e["figure"] in known, e["id"]
             assert e.get("low") is not None or e.get("high") is not None, e["id"]

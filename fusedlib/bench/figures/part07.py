@@ -1,0 +1,82 @@
+"""Part 7's page: the card and the model's ballpark, the correctness gates, and part 7's steps
+and capacity."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..stats import MISSING, Value, fixed
+from ..text import ms, pct
+from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
+from . import chapter
+from .data import MODEL, PARTS, SIZES, collect, datasheet, devices, load, per_rows, rates
+
+
+@per_rows
+def hardware(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The card's datasheet beside its measured rates, and the model's sizes at those rates."""
+    bw, gemm = rates(d)
+    sheet = datasheet(d)
+    w = SIZES["weight_bytes"]
+    chunk = 512 * SIZES["linear_flop_per_token"] + 512 * 511 / 2 * SIZES["attn_flop_per_pair"]
+    dec_int = 32 * SIZES["linear_flop_per_token"] / w
+    mix_int = 543 * SIZES["linear_flop_per_token"] / w
+    tb = lambda x: f"{x / 1e12:.2f} TB/s"  # noqa: E731
+    tf = lambda x: f"{x / 1e12:.0f} TFLOP/s"  # noqa: E731
+    per_byte = lambda x: f"{x:.0f} FLOP/byte"  # noqa: E731
+    v = {
+        "hw_device": Value(None, devices(load("census", d))),
+        "hw_card": Value(None, sheet["card"]),
+        "hw_bw_datasheet": fixed(sheet["bandwidth_Bps"], tb),
+        "hw_flops_datasheet": fixed(sheet["fp16_flops"], tf),
+        "hw_copy_bw": fixed(bw, tb),
+        "hw_copy_share": fixed(bw and bw / sheet["bandwidth_Bps"] * 100, pct),
+        "hw_gemm_rate": fixed(gemm, tf),
+        "hw_gemm_share": fixed(gemm and gemm / sheet["fp16_flops"] * 100, pct),
+        "model_weights_gb": fixed(w / 1e9, lambda x: f"{x:.2f} GB"),
+        "model_weights_ms_datasheet": fixed(w / sheet["bandwidth_Bps"] * 1e3, ms),
+        "model_weights_ms": fixed(bw and w / bw * 1e3, ms),
+        "model_kv_kib": fixed(SIZES["kv_bytes_per_token"] / 1024, lambda x: f"{x:.0f} KiB"),
+        "model_gflop_per_token": fixed(SIZES["linear_flop_per_token"] / 1e9, lambda x: f"{x:.2f} GFLOP"),
+        "chunk_tflop": fixed(chunk / 1e12, lambda x: f"{x:.2f} TFLOP"),
+        "chunk_ms_datasheet": fixed(chunk / sheet["fp16_flops"] * 1e3, ms),
+        "chunk_ms": fixed(gemm and chunk / gemm * 1e3, ms),
+        "ridge_datasheet": fixed(sheet["fp16_flops"] / sheet["bandwidth_Bps"], per_byte),
+        "ridge_measured": fixed(gemm and bw and gemm / bw, per_byte),
+        "decode32_intensity": fixed(dec_int, per_byte),
+        "mixed543_intensity": fixed(mix_int, per_byte),
+        "model_layers": fixed(MODEL.num_layers, lambda x: f"{x:.0f}"),
+        "wl_lengths": Value(None, ", ".join(f"{n:,}" for n in MIXED_LENGTHS[:-1]) + f" or {MIXED_LENGTHS[-1]:,} tokens"),
+        "wl_budgets": Value(None, f"{MIXED_BUDGET[0]} to {MIXED_BUDGET[1]} new tokens"),
+    }
+    table = pd.DataFrame([
+        {"rate": "memory bandwidth", f"{sheet['card']} datasheet": v["hw_bw_datasheet"].text,
+         "measured": v["hw_copy_bw"].text if bw else "-", "how measured": "device-to-device copy of 1 GB"},
+        {"rate": "dense fp16 tensor-core throughput", f"{sheet['card']} datasheet": v["hw_flops_datasheet"].text,
+         "measured": v["hw_gemm_rate"].text if gemm else "-", "how measured": "large fp16 GEMM (torch.matmul)"},
+    ])
+    return table, v
+
+
+@per_rows
+def gates(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """Each correctness gate's result per part."""
+    g = load("gates", d)
+    names = {"gates_passed": MISSING, "gates_b256": MISSING}
+    if not len(g):
+        return pd.DataFrame(), names
+    ok = g["passed"].astype(bool)
+    names["gates_passed"] = Value(float(ok.mean()), "every one passed" if ok.all() else f"{int(ok.sum())} of {len(ok)} passed")
+    big = g[g["config"] == "part11"]
+    if len(big):
+        okb = big["passed"].astype(bool)
+        names["gates_b256"] = Value(float(okb.mean()), f"{int(okb.sum())} of {len(okb)} pass")
+    table = g.pivot_table(index="gate", columns="config", values="passed", aggfunc=lambda s: "pass" if all(s) else "FAIL")
+    cols = [c for c in (*PARTS, "part11") if c in table.columns]
+    return table[cols].reset_index().fillna("-"), names
+
+
+def figures(d: str | Path | None = None):
+    return collect(hardware=hardware(d=d), gates=gates(d=d), steps=chapter.steps("part7", d=d),
+                   capacity=chapter.capacity("part7", d=d))

@@ -1,0 +1,194 @@
+"""Part 11's page: the sweep of batch sizes and budgets, the host's share at batch 256, the
+ceiling the request mix sets, and the transformers peer at batch 256."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import metrics
+from ..stats import MISSING, Value, fixed, gain, median, ratio
+from ..text import ms, pct, rate, sig, times
+from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
+from . import chapter, part10
+from .data import SIZES, collect, datasheet, devices, load, per_rows, rates
+
+# The served rate part 11 set out to reach, before any run at its sizes.
+TARGET_RATE = 150.0
+SETTING = ["engine", "max_batch", "chunk_tokens"]
+
+
+def scale_settings(d: str | Path | None = None) -> pd.DataFrame:
+    """Per engine, batch and budget, the capacity and the latency and goodput at that rate: at
+    the setting's paired rate (the most rounds) if it has one, else the offered rate that
+    served most."""
+    s = load("scale", d)
+    m = chapter.run_medians(s, SETTING)
+    if not len(m):
+        return m
+    field = chapter.capacity_field(s)
+    best = m.sort_values(["n", field]).groupby(SETTING).tail(1)
+    good = m.groupby(SETTING, as_index=False)["goodput_rate"].max()
+    best = best.drop(columns=["goodput_rate"]).merge(good, on=SETTING)
+    return best.sort_values(SETTING).reset_index(drop=True)
+
+
+def scale_sweeps(d: str | Path | None = None) -> pd.DataFrame:
+    """Part 11's open-loop runs, medians over rounds per engine, setting and offered rate."""
+    return chapter.sweep_table(load("scale", d))
+
+
+def _setting(b: float, t: float) -> str:
+    return f"batch {b:.0f}, budget {t:,.0f} tokens"
+
+
+@per_rows
+def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The best setting of each engine, fusion's gain there, and the table of every setting."""
+    names = ["p11_best_fused_rate", "p11_best_setting", "p11_best_chunked_rate", "p11_chunked_at_best",
+             "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
+             "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings"]
+    v = {k: MISSING for k in names}
+    s = load("scale", d)
+    v["p11_device"] = Value(None, devices(s))
+    v["goodput_ttft"] = fixed(metrics.TTFT_SLO_S * 1e3, ms)
+    v["goodput_itl"] = fixed(metrics.ITL_SLO_S * 1e3, ms)
+    t = scale_settings(d)
+    if not len(t):
+        return pd.DataFrame(), v
+    field = chapter.capacity_field(s)
+    f, ch = t[t["engine"] == "fused"], t[t["engine"] == "chunked"]
+    n_settings = len(t[["max_batch", "chunk_tokens"]].drop_duplicates())
+    v["p11_settings"] = Value(float(n_settings), f"{n_settings}")
+    if len(f):
+        b = f.loc[f[field].idxmax()]
+        at = s[(s["max_batch"] == b["max_batch"]) & (s["chunk_tokens"] == b["chunk_tokens"])]
+        pr = chapter.pairs(at)
+        est = median(at[(at["engine"] == "fused") & (at["rate"] == b["rate"])][field], "requests/s")
+        v["p11_best_fused_rate"] = Value(float(b[field]), est.text, est.lo, est.hi, est.n, est.level)
+        v["p11_best_setting"] = Value(None, _setting(b["max_batch"], b["chunk_tokens"]))
+        v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
+        v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
+        v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
+        cb = ch[(ch["max_batch"] == b["max_batch"]) & (ch["chunk_tokens"] == b["chunk_tokens"])]
+        if len(cb):
+            v["p11_chunked_at_best"] = fixed(float(cb[field].iloc[0]), rate)
+        if len(pr):
+            g = gain(pr["fused"], pr["chunked"], pr["seed"])
+            v["p11_fusion_gain_best"] = g
+            v["p11_fusion_verdict"] = chapter.gain_verdict(g)
+        small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"].value
+        v["p11_vs_small"] = fixed(ratio(float(b[field]), small), times)
+    if len(ch):
+        c = ch.loc[ch[field].idxmax()]
+        v["p11_best_chunked_rate"] = Value(float(c[field]), f"{rate(float(c[field]))} "
+                                           f"({_setting(c['max_batch'], c['chunk_tokens'])})")
+    table = t.pivot_table(index=["max_batch", "chunk_tokens"], columns="engine", values=field).reset_index()
+    out = pd.DataFrame({"batch": table["max_batch"].astype(int), "budget (tokens)": table["chunk_tokens"].astype(int)})
+    for eng in ("fused", "chunked"):
+        if eng in table:
+            out[f"{eng} (req/s)"] = table[eng].map(sig)
+    return out, v
+
+
+def request_cost() -> dict[str, float]:
+    """The mixed draw's expected work per request (prompts of MIXED_LENGTHS, equally likely;
+    budgets uniform in MIXED_BUDGET): FLOPs by kind and the KV bytes its decode rows read."""
+    L = np.asarray(MIXED_LENGTHS, float)
+    B = np.arange(MIXED_BUDGET[0], MIXED_BUDGET[1] + 1, dtype=float)
+    eL, eL2, eB = L.mean(), (L * L).mean(), B.mean()
+    e_pairs = (B * (B - 1) / 2).mean()  # sum over the generated tokens of their offset
+    positions = eL + eB
+    decode_keys = eB * eL + e_pairs + eB  # keys a decode row attends to, summed over its tokens
+    out = {
+        "linear": positions * SIZES["linear_flop_per_token"],
+        "lm_head": eB * SIZES["lm_head_flop_per_token"],
+        "prompt_attention": eL2 / 2 * SIZES["attn_flop_per_pair"],
+        "decode_attention": decode_keys * SIZES["attn_flop_per_pair"],
+        "kv_bytes": decode_keys * SIZES["kv_bytes_per_token"],
+        "positions": positions,
+        "decode_context": decode_keys / eB,  # a decode row's mean context
+    }
+    out["flops"] = out["linear"] + out["lm_head"] + out["prompt_attention"] + out["decode_attention"]
+    return out
+
+
+@per_rows
+def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The served rate the card's measured rates allow the request mix, and the best setting's share of it."""
+    cost = request_cost()
+    bw, gemm = rates(d)
+    sheet = datasheet(d)
+    t_sheet = cost["flops"] / sheet["fp16_flops"] + cost["kv_bytes"] / sheet["bandwidth_Bps"]
+    t = gemm and bw and cost["flops"] / gemm + cost["kv_bytes"] / bw
+    dec256 = SIZES["weight_bytes"] + 256 * cost["decode_context"] * SIZES["kv_bytes_per_token"]
+    tflop = lambda x: f"{x:.2f} TFLOP"  # noqa: E731
+    v = {
+        "p11_req_tflop": fixed(cost["flops"] / 1e12, tflop),
+        "p11_req_linear_tflop": fixed(cost["linear"] / 1e12, tflop),
+        "p11_req_attn_tflop": fixed(cost["prompt_attention"] / 1e12, tflop),
+        "p11_req_kv_gb": fixed(cost["kv_bytes"] / 1e9, lambda x: f"{x:.1f} GB"),
+        "p11_req_positions": fixed(cost["positions"], lambda x: f"{x:,.0f}"),
+        "p11_req_ms": fixed(t and t * 1e3, ms),
+        "p11_ceiling_rate": fixed(t and 1 / t, rate),
+        "p11_ceiling_datasheet": fixed(1 / t_sheet, rate),
+        "p11_decode256_floor": fixed(dec256 / (bw or sheet["bandwidth_Bps"]) * 1e3, ms),
+        "p11_ceiling_share": MISSING,
+        "p11_target_rate": fixed(TARGET_RATE, rate),
+    }
+    best = scale(d=d)[1]["p11_best_fused_rate"].value
+    if best and t:
+        v["p11_ceiling_share"] = fixed(100 * best * t, pct)
+    table = pd.DataFrame([
+        {"work per request": "linear layers", "amount": v["p11_req_linear_tflop"].text},
+        {"work per request": "LM head", "amount": tflop(cost["lm_head"] / 1e12)},
+        {"work per request": "prompt attention (causal)", "amount": v["p11_req_attn_tflop"].text},
+        {"work per request": "decode attention", "amount": tflop(cost["decode_attention"] / 1e12)},
+        {"work per request": "KV cache read by decode rows", "amount": v["p11_req_kv_gb"].text},
+    ])
+    return table, v
+
+
+@per_rows
+def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """At each max_batch, the fused runs whose decode steps filled the batch (at lower offered
+    rates, or a budget too small to keep it full, the steps stay smaller): medians over those
+    runs of the host's share of the loop, the host's and the GPU's time per full decode step,
+    and a decode step's wall over its GPU time (1.00: the host's work is hidden behind the GPU's)."""
+    names = {"p11_host_share_b256": MISSING, "p11_host_ms_b256": MISSING, "p11_step_gpu_b256": MISSING,
+             "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING,
+             "p11_host_over_step_b256": MISSING}
+    s = load("scale", d)
+    if not len(s) or "largest_batch_decode_rows" not in s:
+        return pd.DataFrame(), names
+    full = s[(s["engine"] == "fused") & (s["largest_batch_decode_rows"] == s["max_batch"])]
+    num = lambda col: full[col].astype(float)  # noqa: E731  (a CPU run's rows hold None for GPU time)
+    full = full.assign(wall_over_gpu=num("decode_step_s_p50") / num("decode_step_gpu_s_p50"),
+                       host_over_step=num("host_ms_per_step_p50") / num("step_gpu_ms_p50"))
+    b = full[full["max_batch"] == 256]
+    e = median(b["host_share"] * 100, num=lambda x: f"{x:.1f}%")
+    names["p11_host_share_b256"] = Value(None if e.value is None else e.value / 100, e.text,
+                                         e.lo and e.lo / 100, e.hi and e.hi / 100, e.n, e.level)
+    names["p11_host_ms_b256"] = median(b["host_ms_per_step_p50"], "ms")
+    names["p11_step_gpu_b256"] = median(b["step_gpu_ms_p50"], "ms")
+    names["p11_decode_wall_over_gpu_b256"] = median(b["wall_over_gpu"], num=lambda x: f"{x:.2f}×")
+    # The host's time per full decode step over that step's GPU time (its wall time, where the
+    # two are equal): how much of a step the host's work would be if it did not overlap.
+    names["p11_host_over_step_b256"] = median(100 * b["host_over_step"], num=lambda x: f"{x:.0f}%")
+    floor = ceiling(d=d)[1]["p11_decode256_floor"].value
+    names["p11_decode_gpu_over_floor"] = fixed(ratio(names["p11_step_gpu_b256"].value, floor), times)
+    table = full.groupby("max_batch", as_index=False).agg(
+        runs=("host_share", "size"), host_share=("host_share", "median"),
+        host_ms=("host_ms_per_step_p50", "median"), gpu_ms=("step_gpu_ms_p50", "median"),
+        wall_over_gpu=("wall_over_gpu", "median"))
+    out = pd.DataFrame({"batch": table["max_batch"].astype(int), "runs": table["runs"],
+                        "host share of the loop": (100 * table["host_share"]).map(pct),
+                        "host per full decode step (ms)": table["host_ms"].map(sig),
+                        "GPU per full decode step (ms)": table["gpu_ms"].map(sig),
+                        "decode step wall / GPU": table["wall_over_gpu"].map(lambda x: f"{x:.2f}")})
+    return out, names
+
+
+def figures(d: str | Path | None = None):
+    return collect(ceiling=ceiling(d=d), scale=scale(d=d), host=host(d=d), peer=part10.peer("part11", d=d))
