@@ -135,6 +135,15 @@ def short_gain(v: Value) -> str:
     return s if v.resolved else f"not resolved ({s})"
 
 
+def gain_span(v: Value) -> str:
+    """A gain inside a sentence: value and interval, or the value and its n without one."""
+    if v.value is None:
+        return NO_ROWS
+    if v.lo is None:
+        return f"{v.value:+.1f}% (one pair)"
+    return f"{v.value:+.1f}% ({v.lo:+.1f}% to {v.hi:+.1f}%, n = {v.n})"
+
+
 def multiple(a, b, seeds=(), level: float = 0.95) -> Value:
     """a over b as a multiple (a/b), same statistics as `gain`."""
     if len(a) == 0:

@@ -191,3 +191,16 @@ def test_committed_data_holds_every_file_the_book_reads():
     folder = data.REPO / "data"
     present = [n for n in BOOK_NEEDS if (folder / f"{n}.jsonl").exists()]
     assert present == list(BOOK_NEEDS), f"data/ lacks {sorted(set(BOOK_NEEDS) - set(present))}"
+
+
+def test_conclusions_follow_their_numbers(rows, tmp_path):
+    """Swap the engines' names in part 11's rows: the gain turns negative, and the page's words with it."""
+    assert "still pays" in part11.readings(d=rows)[1]["p11_fusion_trend"].text
+    swapped = {"fused": "chunked", "chunked": "fused"}
+    for path in rows.glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        if path.stem == "scale":
+            lines = [r | {"engine": swapped.get(r["engine"], r["engine"])} for r in lines]
+        (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    trend = part11.readings(d=tmp_path)[1]["p11_fusion_trend"].text
+    assert "still pays" not in trend and ("costs capacity" in trend or "do not resolve" in trend), trend

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import cell, ms, pct, sig, times, us
+from ..text import cell, ms, pct, shorter, sig, times, us
 from .data import PARTS, load, per_rows
 
 
@@ -36,6 +36,8 @@ def step_rows(d: str | Path | None = None) -> pd.DataFrame:
     c["bytes_floor_ms"] = (c["weight_bytes"] + c["kv_bytes"]) / c["copy_bw_Bps"] * 1e3
     c["flop_floor_ms"] = c["flops"] / (c["gemm_tflops"] * 1e12) * 1e3
     c["kernels_per_layer"] = c["n_kernels"] / c["num_layers"]
+    if "device_name" in c:  # a CPU's copy and GEMM rates make no floor of a GPU step
+        c.loc[c["device_name"] == "cpu", ["bytes_floor_ms", "flop_floor_ms"]] = float("nan")
     keep = ["wall_ms", "gpu_ms", "host_ms", "bytes_floor_ms", "flop_floor_ms", "kernels_per_layer",
             "decode_rows", "chunk_tokens", "context", "n_kernels"]
     keep = [x for x in keep if x in c]
@@ -108,7 +110,7 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if i > 0:
         prev = _one(s, PARTS[i - 1], "fused", "decode")
         change = ratio(g(prev, "wall_ms"), g(dec, "wall_ms"))
-        v["decode_change"] = fixed(change, lambda x: f"{times(x)} shorter" if x >= 1 else f"{times(1 / x)} longer")
+        v["decode_change"] = fixed(change, shorter)
     rows = []
     for engine, step, r in (("fused", "decode", dec), ("fused", "mixed", mix), ("chunked", "mixed", mixc)):
         if r is None:

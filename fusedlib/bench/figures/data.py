@@ -88,6 +88,21 @@ def per_rows(figure):
     return computed
 
 
+def profiles_and_devices(d: str | Path | None = None) -> tuple[set[str], set[str]]:
+    """The profiles and devices of the rows the pages read (every experiment's file)."""
+    profiles, names = set(), set()
+    for experiment in EXPERIMENTS:
+        df = load(experiment, d)
+        profiles |= set(df["profile"].dropna()) if "profile" in df else set()
+        names |= set(df["device_name"].dropna()) if "device_name" in df else set()
+    return profiles, names
+
+
+def gpu_time(d: str | Path | None = None) -> bool:
+    """Whether the rows carry GPU time: some were measured on a GPU (a CPU run's have none)."""
+    return bool(profiles_and_devices(d)[1] - {"cpu"})
+
+
 def devices(df: pd.DataFrame) -> str:
     """The cards a rows file was measured on, in words."""
     names = sorted(set(df["device_name"].dropna())) if "device_name" in df else []
@@ -129,8 +144,11 @@ TARGET_CARD = "NVIDIA H200"
 
 
 def rates(d: str | Path | None = None) -> tuple[float | None, float | None]:
-    """The copy bandwidth (B/s) and large-GEMM rate (FLOP/s) measured beside the census."""
+    """The copy bandwidth (B/s) and large-GEMM rate (FLOP/s) measured beside the census on a GPU
+    (a CPU's say nothing of a card)."""
     c = load("census", d)
+    if len(c) and "device_name" in c:
+        c = c[c["device_name"] != "cpu"]
     if not len(c) or "copy_bw_Bps" not in c or c["copy_bw_Bps"].isna().all():
         return None, None
     return float(c["copy_bw_Bps"].median()), float(c["gemm_tflops"].median()) * 1e12

@@ -8,7 +8,7 @@ import pandas as pd
 import yaml
 
 from ..stats import Value, fixed, ratio, short_gain
-from ..text import cell, pct, rate, sig, times
+from ..text import cell, pct, rate, shorter, sig, times
 from . import chapter, part07, part11
 from .data import LABEL, PARTS, STATIC, collect, per_rows
 
@@ -41,7 +41,7 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                  "FLOP floor (ms)": "-", "kernels per layer": "-",
                  "capacity fused / chunked (req/s)": "-" if best.value is None else f"{sig(best.value)} / {_num(chunk)}",
                  "fusion's gain": short_gain(sc["p11_fusion_gain_best"])})
-    v = {"series_decode_speedup": fixed(ratio(vals["p07_decode_wall"].value, vals["p10_decode_wall"].value), times)}
+    v = {"series_decode_speedup": fixed(ratio(vals["p07_decode_wall"].value, vals["p10_decode_wall"].value), shorter)}
     return pd.DataFrame(rows), v
 
 

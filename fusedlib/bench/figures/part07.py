@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..stats import MISSING, Value, fixed
-from ..text import ms, pct
+from ..stats import MISSING, Value, fixed, ratio
+from ..text import ms, pct, times
 from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
 from . import chapter
 from .data import MODEL, PARTS, SIZES, collect, datasheet, devices, load, per_rows, rates
@@ -77,6 +77,40 @@ def gates(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     return table[cols].reset_index().fillna("-"), names
 
 
+def capacity_reading(gain: Value, what: str = "that saving") -> str:
+    """What a part's capacity runs say of fusion's gain end to end, chosen from its interval."""
+    if gain.value is None:
+        return f"End to end, these rows hold no paired capacity runs, so how much of serving time {what} covers is left open here."
+    if gain.lo is None:
+        return f"End to end, one pair of capacity runs gives no interval, so how much of serving time {what} covers is left open here."
+    if not gain.resolved:
+        return (f"End to end, these capacity runs do not resolve fusion's gain (its interval runs from {gain.lo:+.1f}% "
+                f"to {gain.hi:+.1f}%), so how much of serving time {what} covers is left open here.")
+    if gain.lo > 0:
+        return f"End to end, {what} shows in capacity: the fused engine serves {gain.value:+.1f}% more."
+    return f"End to end, the fused engine serves less ({gain.value:+.1f}%): {what} does not reach serving time here."
+
+
+@per_rows
+def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The page's conclusions, each chosen from the figures it rests on."""
+    st, cap = chapter.steps("part7", d=d)[1], chapter.capacity("part7", d=d)[1]
+    decode, mixed, two = (st[f"p07_{k}"].value for k in ("decode_wall", "mixed_wall", "mixed_chunked_wall"))
+    grown, doubled = ratio(mixed, decode), ratio(two, mixed)
+    if grown is None or doubled is None:
+        cost = "These rows hold no step times to say what a forward's cost is made of."
+    else:
+        fixed_cost = grown < 1.5 and doubled > 1.6
+        chunk = st["p07_mixed_shape"].value
+        cost = (f"The fused mixed step, which carries a {chunk:,.0f}-token chunk, is {times(grown)} the pure decode step, and "
+                f"the chunked engine's two forwards cost {times(doubled)} the fused engine's one: a forward's cost "
+                + ("here is mostly fixed, whatever tokens it carries." if fixed_cost else
+                   "here grows with the tokens it carries."))
+    v = {"p07_forward_cost": Value(grown, cost),
+         "p07_capacity_reading": Value(None, capacity_reading(cap["p07_fusion_gain"]))}
+    return pd.DataFrame(), v
+
+
 def figures(d: str | Path | None = None):
     return collect(hardware=hardware(d=d), gates=gates(d=d), steps=chapter.steps("part7", d=d),
-                   capacity=chapter.capacity("part7", d=d))
+                   capacity=chapter.capacity("part7", d=d), readings=readings(d=d))

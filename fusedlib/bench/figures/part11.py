@@ -6,13 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from .. import metrics
-from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import ms, pct, rate, sig, times
+from ..stats import MISSING, Value, fixed, gain, gain_span, median, ratio
+from ..text import cell, ms, pct, rate, sig, times
 from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
 from . import chapter, part10
-from .data import SIZES, collect, datasheet, devices, load, per_rows, rates
+from .data import SIZES, STATIC, collect, datasheet, devices, load, per_rows, rates
 
 # The served rate part 11 set out to reach, before any run at its sizes.
 TARGET_RATE = 150.0
@@ -183,12 +184,91 @@ def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         host_ms=("host_ms_per_step_p50", "median"), gpu_ms=("step_gpu_ms_p50", "median"),
         wall_over_gpu=("wall_over_gpu", "median"))
     out = pd.DataFrame({"batch": table["max_batch"].astype(int), "runs": table["runs"],
-                        "host share of the loop": (100 * table["host_share"]).map(pct),
+                        "host share of the loop": (100 * table["host_share"]).map(lambda x: cell(x, pct)),
                         "host per full decode step (ms)": table["host_ms"].map(sig),
                         "GPU per full decode step (ms)": table["gpu_ms"].map(sig),
-                        "decode step wall / GPU": table["wall_over_gpu"].map(lambda x: f"{x:.2f}")})
+                        "decode step wall / GPU": table["wall_over_gpu"].map(lambda x: cell(x, lambda y: f"{y:.2f}"))})
     return out, names
 
 
+def _bound(prediction: str) -> float:
+    """The upper bound a part 11 prediction named (data/predictions_part11.yaml)."""
+    doc = yaml.safe_load((STATIC / "predictions_part11.yaml").read_text())
+    return next(e for e in doc["predictions"] if e["id"] == prediction)["high"]
+
+
+def _against(v: Value, bound: float) -> str | None:
+    """Where an estimate stands against a bound: "below", "above" or "straddles" (its interval
+    holds the bound); None without a value."""
+    if v.value is None:
+        return None
+    if v.lo is not None and v.hi is not None and v.lo < bound < v.hi:
+        return "straddles"
+    return "below" if v.value < bound else "above"
+
+
+@per_rows
+def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The page's conclusions, each chosen from the figures it rests on."""
+    sc, hs, ce = scale(d=d)[1], host(d=d)[1], ceiling(d=d)[1]
+    small = chapter.capacity("part10", d=d)[1]["p10_fusion_gain"]
+    big = sc["p11_fusion_gain_best"]
+    v = {}
+    bound = _bound("P11-3")
+    where = _against(hs["p11_host_share_b256"], bound)
+    v["p11_host_share_verdict"] = Value(None, {
+        "straddles": f"whose interval straddles its bound of {pct(100 * bound)}",
+        "below": f"below its bound of {pct(100 * bound)}", "above": f"above its bound of {pct(100 * bound)}",
+        None: "which these rows do not measure"}[where])
+    per_step = hs["p11_host_over_step_b256"]
+    where = _against(Value(per_step.value and per_step.value / 100, "", per_step.lo and per_step.lo / 100,
+                           per_step.hi and per_step.hi / 100), bound)
+    v["p11_host_over_step_verdict"] = Value(None, {
+        "straddles": "straddling that bound, read per decode step", "below": "below that bound, read per decode step",
+        "above": "above that bound, read per decode step", None: "not measured by these rows"}[where])
+    w = hs["p11_decode_wall_over_gpu_b256"]
+    hidden = None if w.value is None else (w.hi if w.hi is not None else w.value) <= 1.05
+    v["p11_host_sets"] = Value(None, {
+        True: "with the host one step ahead, its work runs under the GPU's, and the GPU, not the host, sets the step",
+        False: "the host's work does not all hide under the GPU's, so the host sets part of the step",
+        None: "these rows hold no GPU time to compare it with"}[hidden])
+    v["p11_host_limit"] = Value(None, {
+        True: "The host is not the limit: its work is hidden under the GPU's.",
+        False: "The host is part of the limit: its work does not all hide under the GPU's.",
+        None: "These rows do not say whether the host is the limit."}[hidden])
+    target, ceil = TARGET_RATE, ce["p11_ceiling_rate"].value
+    v["p11_target_verdict"] = Value(None, (
+        f"Without the card's measured rates these rows set no ceiling to hold the target of {rate(target)} against."
+        if ceil is None else
+        f"The target of {rate(target)} lies above that ceiling: no schedule reaches it on this card with this workload."
+        if target > ceil else
+        f"The target of {rate(target)} lies below that ceiling: what stands between the engine and it is the engine."))
+    fell = rose = False
+    if small.value is None or big.value is None:
+        trend = "These rows hold no paired gain at both sizes to compare."
+    elif None not in (small.lo, big.hi) and big.hi < small.lo:
+        fell = True
+        trend = (f"Fusion's gain fell from {gain_span(small)} at 32 rows and a 512-token budget to {gain_span(big)} here, as "
+                 "the ballpark expected: the forward it removes costs the same weight read and fixed costs at any "
+                 "size, while the step around it grows with the batch and the budget.")
+    elif None not in (small.hi, big.lo) and big.lo > small.hi:
+        rose = True
+        trend = (f"Fusion's gain rose from {gain_span(small)} at 32 rows and a 512-token budget to {gain_span(big)} here, "
+                 "against the ballpark, which expected it to shrink as the step grows.")
+    else:
+        trend = (f"Fusion's gain went from {gain_span(small)} at 32 rows and a 512-token budget to {gain_span(big)} here; "
+                 "their intervals overlap, so these rows do not say it changed.")
+    if big.value is None or not big.resolved:
+        pays = "Whether one forward per step still pays at this size, these rows do not resolve."
+    elif big.lo > 0:
+        pays = "One forward per step still pays" + (", by a smaller share of a larger step." if fell else
+                                                    ", by a larger share." if rose else ".")
+    else:
+        pays = "One forward per step costs capacity at this size."
+    v["p11_fusion_trend"] = Value(None, f"{trend} {pays}")
+    return pd.DataFrame(), v
+
+
 def figures(d: str | Path | None = None):
-    return collect(ceiling=ceiling(d=d), scale=scale(d=d), host=host(d=d), peer=part10.peer("part11", d=d))
+    return collect(ceiling=ceiling(d=d), scale=scale(d=d), host=host(d=d), peer=part10.peer("part11", d=d),
+                   readings=readings(d=d))
