@@ -204,3 +204,19 @@ def test_conclusions_follow_their_numbers(rows, tmp_path):
         (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in lines))
     trend = part11.readings(d=tmp_path)[1]["p11_fusion_trend"].text
     assert "still pays" not in trend and ("costs capacity" in trend or "do not resolve" in trend), trend
+
+
+def test_provenance_reads_the_versions_from_the_rows(tmp_path):
+    from fusedlib.bench.figures import provenance
+    row = {"experiment": "gates", "profile": "full", "device_name": "NVIDIA H100 80GB HBM3", "time_utc": "2026-12-06",
+           "torch_version": "9.9.9+test", "triton_version": "8.8.8", "gate": "g", "config": "part7", "passed": True}
+    (tmp_path / "gates.jsonl").write_text(json.dumps(row) + "\n")
+    table = provenance.provenance(tmp_path).set_index("file")
+    assert table.loc["gates.jsonl", "torch"] == "9.9.9+test" and table.loc["gates.jsonl", "triton"] == "8.8.8"
+
+
+def test_part11_method_reads_its_own_arrivals(rows):
+    s = data.load("scale", rows)
+    counts = {f"{n:,.0f}" for n in s["n_requests"].unique()}
+    text = part11.scale(d=rows)[1]["p11_n_requests"].text
+    assert counts and all(c in text for c in counts), text

@@ -29,7 +29,7 @@ def step_rows(d: str | Path | None = None) -> pd.DataFrame:
     c = c[c["record"] == "step"].copy()
     if not len(c):
         return pd.DataFrame()
-    cols = ["wall_ms", "gpu_ms", "host_ms", "weight_bytes", "kv_bytes", "copy_bw_Bps", "flops", "gemm_tflops",
+    cols = ["wall_ms", "wall_ms_min", "wall_ms_max", "gpu_ms", "host_ms", "weight_bytes", "kv_bytes", "copy_bw_Bps", "flops", "gemm_tflops",
             "n_kernels", "num_layers", "decode_rows", "chunk_tokens", "context"]
     cols = [x for x in cols if x in c]
     c[cols] = c[cols].astype(float)  # a CPU run's rows hold None where GPU time would be
@@ -38,8 +38,8 @@ def step_rows(d: str | Path | None = None) -> pd.DataFrame:
     c["kernels_per_layer"] = c["n_kernels"] / c["num_layers"]
     if "device_name" in c:  # a CPU's copy and GEMM rates make no floor of a GPU step
         c.loc[c["device_name"] == "cpu", ["bytes_floor_ms", "flop_floor_ms"]] = float("nan")
-    keep = ["wall_ms", "gpu_ms", "host_ms", "bytes_floor_ms", "flop_floor_ms", "kernels_per_layer",
-            "decode_rows", "chunk_tokens", "context", "n_kernels"]
+    keep = ["wall_ms", "wall_ms_min", "wall_ms_max", "gpu_ms", "host_ms", "bytes_floor_ms", "flop_floor_ms",
+            "kernels_per_layer", "decode_rows", "chunk_tokens", "context", "n_kernels"]
     keep = [x for x in keep if x in c]
     return c.groupby(["config", "engine", "step"], as_index=False)[keep].median()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, ratio
-from ..text import ms, pct, times
+from ..text import ms, pct, span, times
 from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
 from . import chapter
 from .data import MODEL, PARTS, SIZES, collect, datasheet, devices, load, per_rows, rates
@@ -20,8 +20,6 @@ def hardware(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     sheet = datasheet(d)
     w = SIZES["weight_bytes"]
     chunk = 512 * SIZES["linear_flop_per_token"] + 512 * 511 / 2 * SIZES["attn_flop_per_pair"]
-    dec_int = 32 * SIZES["linear_flop_per_token"] / w
-    mix_int = 543 * SIZES["linear_flop_per_token"] / w
     tb = lambda x: f"{x / 1e12:.2f} TB/s"  # noqa: E731
     tf = lambda x: f"{x / 1e12:.0f} TFLOP/s"  # noqa: E731
     per_byte = lambda x: f"{x:.0f} FLOP/byte"  # noqa: E731
@@ -44,8 +42,6 @@ def hardware(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         "chunk_ms": fixed(gemm and chunk / gemm * 1e3, ms),
         "ridge_datasheet": fixed(sheet["fp16_flops"] / sheet["bandwidth_Bps"], per_byte),
         "ridge_measured": fixed(gemm and bw and gemm / bw, per_byte),
-        "decode32_intensity": fixed(dec_int, per_byte),
-        "mixed543_intensity": fixed(mix_int, per_byte),
         "model_layers": fixed(MODEL.num_layers, lambda x: f"{x:.0f}"),
         "wl_lengths": Value(None, ", ".join(f"{n:,}" for n in MIXED_LENGTHS[:-1]) + f" or {MIXED_LENGTHS[-1]:,} tokens"),
         "wl_budgets": Value(None, f"{MIXED_BUDGET[0]} to {MIXED_BUDGET[1]} new tokens"),
@@ -106,7 +102,23 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                 f"the chunked engine's two forwards cost {times(doubled)} the fused engine's one: a forward's cost "
                 + ("here is mostly fixed, whatever tokens it carries." if fixed_cost else
                    "here grows with the tokens it carries."))
-    v = {"p07_forward_cost": Value(grown, cost),
+    s = chapter.step_rows(d)
+    one = lambda engine: chapter._one(s, "part7", engine, "decode")  # noqa: E731
+    fused, two = one("fused"), one("chunked")
+    if fused is None or two is None:
+        same = "These rows hold no decode step of both engines to compare."
+    else:
+        g = lambda r, k: chapter._get(r, k)  # noqa: E731
+        spans = [(g(r, "wall_ms_min"), g(r, "wall_ms_max")) for r in (fused, two)]
+        overlap = None not in (*spans[0], *spans[1]) and spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1]
+        spread = "" if None in (*spans[0], *spans[1]) else \
+            f" (their repeats span {span(*spans[0], ms)} and {span(*spans[1], ms)})"
+        same = (f"The pure decode step is the same single forward in both engines; the census times it at "
+                f"{ms(g(fused, 'wall_ms'))} fused and {ms(g(two, 'wall_ms'))} chunked{spread}"
+                + (": eager steps set by the host vary from repeat to repeat, and the two medians differ within that "
+                   "spread, so fusion does not touch this step." if overlap else
+                   ": the spreads do not overlap, a difference these rows do not explain."))
+    v = {"p07_forward_cost": Value(grown, cost), "p07_decode_same": Value(None, same),
          "p07_capacity_reading": Value(None, capacity_reading(cap["p07_fusion_gain"]))}
     return pd.DataFrame(), v
 

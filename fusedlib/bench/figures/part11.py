@@ -47,7 +47,7 @@ def _setting(b: float, t: float) -> str:
 @per_rows
 def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The best setting of each engine, fusion's gain there, and the table of every setting."""
-    names = ["p11_best_fused_rate", "p11_best_setting", "p11_best_chunked_rate", "p11_chunked_at_best",
+    names = ["p11_n_requests", "p11_small_rate", "p11_best_fused_rate", "p11_best_setting", "p11_best_chunked_rate", "p11_chunked_at_best",
              "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
              "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings"]
     v = {k: MISSING for k in names}
@@ -61,6 +61,14 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     field = chapter.capacity_field(s)
     f, ch = t[t["engine"] == "fused"], t[t["engine"] == "chunked"]
     n_settings = len(t[["max_batch", "chunk_tokens"]].drop_duplicates())
+    arrivals = s.groupby("max_batch")["n_requests"].median() if "n_requests" in s else pd.Series(dtype=float)
+    if len(arrivals):
+        by_count = arrivals.groupby(arrivals).groups  # arrivals -> the batch sizes that ran them
+        v["p11_n_requests"] = Value(float(arrivals.min()), ", ".join(
+            f"{n:,.0f} at batch {' and '.join(f'{b:.0f}' for b in batches)}" for n, batches in by_count.items()))
+    small = f[(f["max_batch"] == 32) & (f["chunk_tokens"] == 512)]
+    if len(small):
+        v["p11_small_rate"] = fixed(float(small[field].iloc[0]), rate)
     v["p11_settings"] = Value(float(n_settings), f"{n_settings}")
     if len(f):
         b = f.loc[f[field].idxmax()]
@@ -79,8 +87,7 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
             g = gain(pr["fused"], pr["chunked"], pr["seed"])
             v["p11_fusion_gain_best"] = g
             v["p11_fusion_verdict"] = chapter.gain_verdict(g)
-        small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"].value
-        v["p11_vs_small"] = fixed(ratio(float(b[field]), small), times)
+        v["p11_vs_small"] = fixed(ratio(float(b[field]), v["p11_small_rate"].value), times)
     if len(ch):
         c = ch.loc[ch[field].idxmax()]
         v["p11_best_chunked_rate"] = Value(float(c[field]), f"{rate(float(c[field]))} "
