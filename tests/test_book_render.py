@@ -54,7 +54,7 @@ def test_pages_run_and_show_their_figures_on_rows(full):
 
 def test_pages_run_on_a_cpu_runs_rows(cpu):
     assert not {p: r["error"] for p, r in cpu.items() if r["error"]}
-    for page in ("intro", *CHAPTERS):
+    for page in CHAPTERS:  # the intro's only figure sets steps against floors, which a CPU's rows lack
         assert cpu[page]["images"] >= 1, page
     assert cpu["part07"]["glued"]["p07_bottleneck"] == "unknown: these rows carry no GPU time"
 
