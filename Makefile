@@ -87,7 +87,7 @@ endif
 	  --executed $(EXECUTED) $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT_DIR),--out-dir $(OUT_DIR)) \
 	  $(if $(BACKEND),--backend $(BACKEND)) $(NOTEBOOKS)
 
-# What papermill and jupytext need beyond what the H200 machine's Python 3.12 has (its
+# What papermill and jupytext need beyond what the GPU machine's Python 3.12 has (its
 # torch, numpy, pandas, pyyaml, requests, tqdm, click, attrs, jinja2...), for
 # `make run-all SYSTEM_PYTHON=1` there: carry .whl/ with the tree (about 15 MB).
 WHEELS := papermill==2.7.0 jupytext==1.19.6 ipykernel==7.4.0 comm==0.2.3 debugpy==1.8.22 ipython==9.18.1 \

@@ -29,7 +29,10 @@ SOURCE_MARGIN = 1.03
 # The project's own check (its before-stop hook) looks for these in the built pages.
 PROCESS = {"session": r"\bsessions?\b", "lease": r"\bleases?\b", "campaign N": r"\bcampaign \d",
            "set X": r"\bset [A-Z]{1,2}\d*\b", "sitting": r"\bsittings?\b", "not measured": r"not measured",
-           "Traceback": r"Traceback", "nan cell": r"(?<![\w.])nan(?![\w.])"}
+           "Traceback": r"Traceback", "nan cell": r"(?<![\w.])nan(?![\w.])",
+           "stretches": r"stretches of runs", "budget": r"the budget allowed", "rows here": r"with rows here",
+           "graded live": r"graded live", "census configuration": r"(?i)census configuration \d",
+           "a tag": r"series-through-part10", "target card": r"target card"}
 HASH = r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
 HTML = REPO / "_build" / "html" / "book"
 

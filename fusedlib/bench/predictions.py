@@ -78,22 +78,33 @@ def graded(entries: list[dict] | None = None, figures: Mapping | None = None) ->
     return out
 
 
+def _cell(text) -> str | None:
+    """Text for a Markdown table cell: a `|` inside it (as in "max |d|") must not split the cell."""
+    return None if text is None else str(text).replace("|", "\\|")
+
+
 def table(entries: list[dict], with_id: bool = True) -> pd.DataFrame:
     """id (optionally), date, claim (the text as written, after its title), measured, verdict."""
     rows = []
     for e in entries:
-        claim = titled(e)
-        row = {"id": e.get("id"), "date": e.get("date"), "claim": claim,
-               "measured": e.get("measured"), "verdict": e.get("verdict")}
+        row = {"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
+               "measured": _cell(e.get("measured")), "verdict": e.get("verdict")}
         if not with_id:
             row.pop("id")
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+# Where a claim as written names the series' working record, the page shows the bracketed
+# editorial equivalent; the yaml keeps the words as written.
+EDITS = {"the first campaign's": "[part 7's]"}
+
+
 def titled(e: dict) -> str:
     """Title and text as one claim; a text written to follow its title (": ..." or "(...)") does."""
     text, title = e.get("text", ""), e.get("title")
+    for written, shown in EDITS.items():
+        text = text.replace(written, shown)
     if not title:
         return text
     return f"**{title}**{text}" if text.startswith(":") else f"**{title}** {text}" if text.startswith("(") \
@@ -119,10 +130,16 @@ _NOTES = re.compile(r"\b(?:sessions?|leases?|campaigns?|sittings?|set [A-Z]{1,2}
                     r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b|\(\s*$")
 
 
+# A claim that opens by naming the harness's setup ("Census configuration 6 ..., alternated:")
+# starts, in the appendix's short form, at its claim after the colon.
+_SETUP = re.compile(r"^[^:]*\bcensus configuration \d+[^:]*:\s*", re.I)
+
+
 def opening(text: str, words: int = 12) -> str:
     """A claim's first words, for the appendix's table: at most `words`, stopping before any
     working note (the yaml keeps the whole text)."""
-    w = text.lstrip(":( ").split()
+    text = _SETUP.sub("", text.lstrip(":( "))
+    w = text.split()
     short = " ".join(w[:words])
     m = _NOTES.search(short)
     cut = short[:m.start()].rstrip(" ,;:(") if m else short

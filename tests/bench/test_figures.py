@@ -141,8 +141,10 @@ def test_synthetic_values_are_the_ones_built_in(rows):
 
 
 def test_datasheet_is_the_measuring_cards_and_an_unknown_card_is_refused(tmp_path):
-    """A known GPU gets its own sheet; a CPU (the smoke profile) and no rows get the target's."""
-    want = {"NVIDIA H100 80GB HBM3": "H100 SXM", "cpu": "H200", "NVIDIA GeForce RTX 4090": None}
+    """A known GPU gets its own sheet; a CPU (the smoke profile) and no rows get the series' card's:
+    the one the committed rows came from."""
+    series = data.DATASHEETS[data.series_card()]["card"]
+    want = {"NVIDIA H200": "H200", "cpu": series, "NVIDIA GeForce RTX 4090": None}
     for i, (device, card) in enumerate(want.items()):
         d = tmp_path / str(i)
         d.mkdir()
@@ -153,8 +155,8 @@ def test_datasheet_is_the_measuring_cards_and_an_unknown_card_is_refused(tmp_pat
         else:
             with pytest.raises(ValueError, match="RTX 4090"):
                 data.datasheet(d)
-    assert data.datasheet(tmp_path / "0")["bandwidth_Bps"] == 3.35e12
-    assert data.datasheet(tmp_path / "empty")["card"] == "H200"
+    assert data.datasheet(tmp_path / "0")["bandwidth_Bps"] == 4.8e12
+    assert data.datasheet(tmp_path / "empty")["card"] == series == "H100 SXM"
 
 
 def test_request_cost_matches_the_ballpark_arithmetic():

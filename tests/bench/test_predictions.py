@@ -68,6 +68,12 @@ def test_pick_keeps_the_order_asked_and_table_has_the_columns(record):
         P.pick(["nope"], record)
 
 
+def test_a_pipe_in_a_claim_stays_in_its_cell_and_openings_skip_the_setup():
+    e = {"id": "Z-1", "date": "2026-12-05", "chapter": 7, "title": "", "text": "x", "measured": "max |d| 0.017"}
+    assert P.table([e])["measured"][0] == "max \\|d\\| 0.017"
+    assert P.opening("Census configuration 6 with the swap, alternated: the mixed step falls", 4) == "the mixed step falls"
+
+
 def test_the_committed_record_names_only_known_figures():
     known = F.values()
     for e in P.load():

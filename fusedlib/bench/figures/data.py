@@ -140,7 +140,16 @@ DATASHEETS = {
     "NVIDIA H100 80GB HBM3": {"card": "H100 SXM", "bandwidth_Bps": 3.35e12, "fp16_flops": 989e12},
     "NVIDIA A10": {"card": "A10", "bandwidth_Bps": 600e9, "fp16_flops": 125e12},
 }
-TARGET_CARD = "NVIDIA H200"
+
+
+def series_card() -> str:
+    """The card the committed rows (the repository's data/) were measured on: the series' card,
+    whose datasheet the ballparks use where the rows at hand name no GPU."""
+    c = load("census", STATIC)
+    names = set(c["device_name"].dropna()) - {"cpu"} if "device_name" in c else set()
+    if len(names) != 1:
+        raise ValueError(f"data/census.jsonl names {sorted(names) or 'no GPU'}: the series' card is one GPU")
+    return names.pop()
 
 
 def rates(d: str | Path | None = None) -> tuple[float | None, float | None]:
@@ -157,14 +166,12 @@ def rates(d: str | Path | None = None) -> tuple[float | None, float | None]:
 def datasheet(d: str | Path | None = None) -> dict:
     """The datasheet of the card the census rows were measured on. Without rows, or with the
     smoke profile's rows from a CPU (which has no datasheet worth a ballpark), the series'
-    target card's, so those pages still render; an unknown GPU is refused."""
+    card's (`series_card`), so those pages still render; an unknown GPU is refused."""
     c = load("census", d)
-    names = set(c["device_name"].dropna()) if "device_name" in c else set()
+    names = set(c["device_name"].dropna()) - {"cpu"} if "device_name" in c else set()
     if len(names) > 1:
         raise ValueError(f"census rows come from several cards: {sorted(names)}")
-    name = names.pop() if names else TARGET_CARD
-    if name == "cpu":
-        name = TARGET_CARD
+    name = names.pop() if names else series_card()
     if name not in DATASHEETS:
         raise ValueError(f"no datasheet for {name!r}: add it to fusedlib.bench.figures.data.DATASHEETS")
     return DATASHEETS[name]

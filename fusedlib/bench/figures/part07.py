@@ -63,7 +63,8 @@ def gates(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if not len(g):
         return pd.DataFrame(), names
     ok = g["passed"].astype(bool)
-    names["gates_passed"] = Value(float(ok.mean()), "every one passed" if ok.all() else f"{int(ok.sum())} of {len(ok)} passed")
+    names["gates_passed"] = Value(float(ok.mean()), "every gate passed" if ok.all() else
+                                  f"{int(ok.sum())} of {len(ok)} gate runs passed")
     big = g[g["config"] == "part11"]
     if len(big):
         okb = big["passed"].astype(bool)
