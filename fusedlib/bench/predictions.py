@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 
 from . import figures as book
-from .figures.data import STATIC
+from .figures.data import STATIC, profiles_and_devices
 from .stats import NO_ROWS
 
 PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml")
@@ -65,16 +65,20 @@ def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
     return v.text, "held" if held else "missed"
 
 
-def graded(entries: list[dict] | None = None, figures: Mapping | None = None) -> list[dict]:
-    """Every entry with its measured figure and verdict; live ones on `figures` (default: the
-    book's figures on the rows folder the book reads)."""
+def graded(entries: list[dict] | None = None, figures: Mapping | None = None, card: str | None = None) -> list[dict]:
+    """Every entry with its measured figure, verdict and the card that measured it; live ones on
+    `figures` (default: the book's figures on the rows folder the book reads), measured on `card`
+    (default: the devices those rows name); recorded ones keep their `graded_on`."""
     entries = load() if entries is None else entries
     if figures is None and any(e.get("figure") for e in entries):
         figures = book.values()
+    if card is None:
+        card = " and ".join(sorted(profiles_and_devices()[1])) or "-"
     out = []
     for e in entries:
         measured, verdict = grade(e, figures)
-        out.append(e | {"measured": measured, "verdict": verdict})
+        on = card if e.get("figure") else e.get("graded_on") or "-"
+        out.append(e | {"measured": measured, "verdict": verdict, "graded_on": on})
     return out
 
 
@@ -84,11 +88,12 @@ def _cell(text) -> str | None:
 
 
 def table(entries: list[dict], with_id: bool = True) -> pd.DataFrame:
-    """id (optionally), date, claim (the text as written, after its title), measured, verdict."""
+    """id (optionally), date, claim (the text as written, after its title), measured, the card it
+    was measured on, verdict."""
     rows = []
     for e in entries:
         row = {"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
-               "measured": _cell(e.get("measured")), "verdict": e.get("verdict")}
+               "measured": _cell(e.get("measured")), "on": e.get("graded_on") or "-", "verdict": e.get("verdict")}
         if not with_id:
             row.pop("id")
         rows.append(row)
@@ -180,6 +185,7 @@ def show(entries: list[dict]) -> None:
         return
     lines = []
     for e in entries:
+        on = e.get("graded_on") or "-"
         lines.append(f"- *Written {e.get('date')}.* {titled(e)}  \n"
-                     f"  Measured: {e['measured']}. Verdict: **{e['verdict']}**.")
+                     f"  Measured{'' if on == '-' else f' on the {on}'}: {e['measured']}. Verdict: **{e['verdict']}**.")
     display(Markdown("\n".join(lines)))

@@ -38,7 +38,9 @@ def record(tmp_path):
 
 
 def test_live_entries_are_graded_against_their_figure(record):
-    got = {e["id"]: (e["measured"], e["verdict"]) for e in P.graded(record, FIGS)}
+    got = {e["id"]: (e["measured"], e["verdict"]) for e in P.graded(record, FIGS, card="NVIDIA H100 80GB HBM3")}
+    on = {e["id"]: e["graded_on"] for e in P.graded(record, FIGS, card="NVIDIA H100 80GB HBM3")}
+    assert on["X-1"] == "NVIDIA H100 80GB HBM3" and on["Y-1"] == "-"  # live: the rows' card; recorded: its own
     assert got["X-1"] == ("95 requests/s", "held")
     assert got["X-2"] == ("+5.0%", "missed")
     assert got["X-3"] == ("+5.0%", "not resolved")  # the interval straddles the bound 2
@@ -62,7 +64,7 @@ def test_a_later_file_does_not_repeat_an_id(tmp_path):
 def test_pick_keeps_the_order_asked_and_table_has_the_columns(record):
     picked = P.pick(["X-3", "X-1"], P.graded(record, FIGS))
     assert [e["id"] for e in picked] == ["X-3", "X-1"]
-    assert list(P.table(picked).columns) == ["id", "date", "claim", "measured", "verdict"]
+    assert list(P.table(picked).columns) == ["id", "date", "claim", "measured", "on", "verdict"]
     assert "id" not in P.table(picked, with_id=False).columns
     with pytest.raises(KeyError):
         P.pick(["nope"], record)
