@@ -58,11 +58,20 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # --quiet: Sphinx's progress log; warnings and errors still print. Pages read rows from
-# $FUSEDLIB_DATA (make book DATA=data-smoke shows a smoke run's rows).
+# $FUSEDLIB_DATA (make book DATA=data-smoke shows a smoke run's rows). A rows folder that does
+# not exist stops make before any work; a book from another folder than data/ is written
+# beside the published one, under _build/<folder>/, never over it.
+ifneq ($(filter book,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(DATA)/.),)
+$(error DATA=$(DATA): no such rows folder)
+endif
+endif
+BOOK_OUT := $(if $(filter $(abspath data),$(abspath $(DATA))),.,_build/$(notdir $(abspath $(DATA))))
 book: $(STAMP)
-	FUSEDLIB_DATA=$(abspath $(DATA)) $(BIN)/jupyter-book build . --all -W -n --keep-going --quiet
+	FUSEDLIB_DATA=$(abspath $(DATA)) $(BIN)/jupyter-book build . --path-output $(BOOK_OUT) --all -W -n \
+	  --keep-going --quiet
 	@echo
-	@echo "Open the book: file://$(CURDIR)/_build/html/index.html"
+	@echo "Built from the rows in $(DATA): file://$(abspath $(BOOK_OUT))/_build/html/index.html"
 
 # Two worker processes (pytest-xdist), longest tests first (tests/conftest.py).
 test: $(STAMP)
@@ -81,7 +90,7 @@ endif
 	  $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT_DIR),--out-dir $(OUT_DIR)) \
 	  $(if $(BACKEND),--backend $(BACKEND)) --experiments "$(EXPERIMENTS)"
 
-# What papermill and jupytext need beyond what the H200 machine's Python 3.12 has (its
+# What papermill and jupytext need beyond what the GPU machine's Python 3.12 has (its
 # torch, numpy, pandas, pyyaml, requests, tqdm, click, attrs, jinja2...), for
 # `make run-all SYSTEM_PYTHON=1` there: carry .whl/ with the tree (about 15 MB).
 WHEELS := papermill==2.7.0 jupytext==1.19.6 ipykernel==7.4.0 comm==0.2.3 debugpy==1.8.22 ipython==9.18.1 \

@@ -23,7 +23,7 @@
 
 # %% tags=["parameters"]
 backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's GPU, else its CPU
-gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
+gpu = "H100"  # Modal's GPU type: the card of the rows in data/ ("A10": the reference's)
 profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
 out_dir = "data-smoke"  # rows go to <out_dir>/attention.jsonl (relative to the repository root)
 rounds = 5  # not used here: each run times n calls

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Part 11: the engine at the H200's size
+# # Part 11: the engine at a Hopper GPU's size
 #
 # Configuration part11 (part 10's engine) over max_batch x chunk_tokens, the fused engine at
 # an offered rate past each cell's capacity estimate, each cell's capacity its steady rate
@@ -25,7 +25,7 @@
 
 # %% tags=["parameters"]
 backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's GPU, else its CPU
-gpu = "H200"  # Modal's GPU type ("A10": the reference's card)
+gpu = "H100"  # Modal's GPU type: the card of the rows in data/ ("A10": the reference's)
 profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
 out_dir = "data-smoke"  # rows go to <out_dir>/scale.jsonl (relative to the repository root)
 rounds = None  # pairs at the best setting, seed = round (None: the profile's, full: 5)

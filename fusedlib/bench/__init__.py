@@ -13,6 +13,8 @@
   hf.py         our weights in transformers' Qwen2 (gates and peer)
   workloads.py  requests;  metrics.py  serving metrics;  rows.py  rows on disk;  telemetry.py  the device
   remote.py     the Modal app;  cli.py  `python -m fusedlib.bench`;  runall.py  `make run-all`
+  figures/      the book's side: one module per page (rows -> tables and glued values), with
+                stats.py (intervals), text.py (numbers as words), plots.py, predictions.py
 """
 from __future__ import annotations
 

@@ -1,18 +1,21 @@
-"""The book's figures: one function per figure, tables from `analysis` in, a matplotlib Figure
+"""The book's figures: one function per figure, tables from `figures` in, a matplotlib Figure
 out (None when the table is empty; the page then says so). No torch, no pyplot state: each
-figure is a `matplotlib.figure.Figure` the page displays with `show`."""
+figure is a `matplotlib.figure.Figure` the page displays with `show`. Log axes carry plain
+numbers at chosen ticks (no minor labels to collide with them); legends draw their lines long
+enough to show each line's style."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+from matplotlib.ticker import FixedFormatter, FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
-from . import analysis
+from .figures.chapter import capacity_field
+from .figures.data import PARTS
 
 PART_COLOR = {"part7": "#8c564b", "part8": "#ff7f0e", "part9": "#2ca02c", "part10": "#1f77b4", "part11": "#9467bd"}
 ENGINE_STYLE = {"fused": "-", "chunked": "--"}
-STYLE = {"font.size": 9}
+RATE_NAME = {"steady_rate": "steady rate", "served_rate": "drain rate"}
 
 
 def _fig(ncols: int = 1, width: float = 7.0, height: float = 3.4):
@@ -24,11 +27,27 @@ def _fig(ncols: int = 1, width: float = 7.0, height: float = 3.4):
     return fig, axes
 
 
+def _legend(where, **kw):
+    """A legend whose lines are long enough to show dashes beside their markers."""
+    return where.legend(**({"frameon": False, "handlelength": 3.5, "fontsize": 7} | kw))
+
+
 def _log_y(ax) -> None:
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _log_x_at(ax, values) -> None:
+    """A log x axis ticked at `values` only, each labelled as a plain integer."""
+    values = sorted(float(v) for v in values)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.xaxis.set_major_formatter(FixedFormatter([f"{v:,.0f}" for v in values]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _part(config: str) -> str:
@@ -36,22 +55,24 @@ def _part(config: str) -> str:
 
 
 def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figure | None:
-    """Served rate against offered rate, each part a colour, fused solid and chunked dashed;
-    with `highlight`, the other parts fade."""
+    """Capacity (the steady rate where the rows carry it, else the drain rate) against offered
+    rate, each part a colour, fused solid and chunked dashed; with `highlight`, that part alone,
+    on axes fitted to its own runs."""
+    if len(sweeps) and highlight is not None:
+        sweeps = sweeps[sweeps["config"] == highlight]
     if not len(sweeps):
         return None
+    field = capacity_field(sweeps)
     fig, (ax,) = _fig()
     top = float(sweeps["rate"].max())
     ax.plot([0, top], [0, top], color="0.7", lw=0.8, label="served = offered")
     for (config, engine), g in sweeps.groupby(["config", "engine"], sort=False):
-        if engine not in ENGINE_STYLE:
-            continue
-        faded = highlight is not None and config != highlight
-        ax.plot(g["rate"], g["served_rate"], ENGINE_STYLE[engine], marker="o", ms=3,
-                color=PART_COLOR.get(config, "0.4"), alpha=0.25 if faded else 1.0,
-                label=None if faded else f"{_part(config)}, {engine}")
-    ax.set(xlabel="offered (requests/s)", ylabel="served (requests/s)", xlim=(0, None), ylim=(0, None))
-    ax.legend(fontsize=8, frameon=False)
+        if engine in ENGINE_STYLE:
+            ax.plot(g["rate"], g[field], ENGINE_STYLE[engine], marker="o", ms=3, color=PART_COLOR.get(config, "0.4"),
+                    label=f"{_part(config)}, {engine}")
+    ax.set(xlabel="offered (requests/s)", ylabel=f"{RATE_NAME[field]} (requests/s)", xlim=(0, None),
+           ylim=(0, float(sweeps[field].max()) * 1.15))
+    _legend(ax, fontsize=8)
     return fig
 
 
@@ -71,39 +92,37 @@ def latency_vs_rate(sweeps: pd.DataFrame, config: str) -> Figure | None:
                         color=PART_COLOR.get(config), alpha=1.0 if q == "p99" else 0.6, label=f"{engine} {q}")
         ax.set(xlabel="offered (requests/s)", ylabel=name)
         _log_y(ax)
-    axes[0].legend(fontsize=7, frameon=False)
+    _legend(axes[0])
     return fig
 
 
 def steps_vs_floor(steps: pd.DataFrame) -> Figure | None:
-    """Per part, the fused engine's decode step (wall and GPU) beside its bytes floor, and its
-    mixed step's GPU time beside its FLOP floor; log scale."""
+    """Per part, the fused engine's decode step (wall and GPU) as a multiple of its bytes floor,
+    and its mixed step's as a multiple of its FLOP floor, on a linear axis from zero with the
+    floor at 1×. None where the rows carry no floors (a CPU's)."""
     s = steps[steps["engine"] == "fused"] if len(steps) else steps
-    if not len(s):
+    if not len(s) or s[["bytes_floor_ms", "flop_floor_ms"]].isna().all().all():
         return None
-    parts = [p for p in analysis.PARTS if p in set(s["config"])]
+    parts = [p for p in PARTS if p in set(s["config"])]
     fig, axes = _fig(2)
     x = np.arange(len(parts))
-    panels = ((axes[0], "decode", (("wall_ms", "wall"), ("gpu_ms", "GPU"), ("bytes_floor_ms", "bytes floor"))),
-              (axes[1], "mixed", (("wall_ms", "wall"), ("gpu_ms", "GPU"), ("flop_floor_ms", "FLOP floor"))))
-    for ax, step, bars in panels:
+    panels = ((axes[0], "decode", "bytes_floor_ms", "its bytes floor"), (axes[1], "mixed", "flop_floor_ms", "its FLOP floor"))
+    for ax, step, floor, floor_name in panels:
         t = s[s["step"] == step].set_index("config").reindex(parts)
-        for i, (col, name) in enumerate(bars[:2]):
-            ax.bar(x + (i - 0.5) * 0.36, t[col], 0.36, label=name, color=("0.6", "#1f77b4")[i])
-        col, name = bars[2]
-        ax.hlines(t[col], x - 0.4, x + 0.4, color="#d62728", lw=2, label=name)
-        _log_y(ax)
-        ax.set(xticks=x, xticklabels=[_part(p) for p in parts], ylabel="ms",
-               ylim=(float(np.nanmin(t[[c for c, _ in bars]].to_numpy(float))) / 2, None),
+        for i, (col, name) in enumerate((("wall_ms", "wall"), ("gpu_ms", "GPU"))):
+            ax.bar(x + (i - 0.5) * 0.36, t[col] / t[floor], 0.36, label=name, color=("0.6", "#1f77b4")[i])
+        ax.axhline(1.0, color="#d62728", lw=1.5, label="floor")
+        ax.set(xticks=x, xticklabels=[_part(p) for p in parts], ylabel=f"multiple of {floor_name}", ylim=(0, None),
                title=f"{step} step (fused engine)")
-        ax.legend(fontsize=7, frameon=False)
+        _legend(ax)
     return fig
 
 
 def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) -> Figure | None:
-    """Part 10 on the H200's roofline: arithmetic intensity (FLOP/byte) against attained
-    FLOP/s, log-log; the bandwidth roof at the measured copy rate, the compute roof at the
-    measured GEMM rate; each step kind and kernel class a point."""
+    """Part 10 on the card's roofline: arithmetic intensity (FLOP/byte) against attained FLOP/s,
+    log-log; the bandwidth roof at the measured copy rate, the compute roof at the measured GEMM
+    rate; each step and kernel class a point: its class a colour, its step a marker (named in the
+    legend, not beside the points, so no label covers another)."""
     if not len(points) or not copy_bw or not gemm:
         return None
     fig, (ax,) = _fig(height=4.2)
@@ -112,19 +131,20 @@ def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) ->
     xs = np.logspace(np.log10(lo), np.log10(hi), 200)
     ax.plot(xs, np.minimum(gemm, copy_bw * xs) / 1e12, color="k", lw=1.2)
     ax.axvline(gemm / copy_bw, color="0.7", lw=0.8, ls=":")
-    ax.text(lo * 1.3, copy_bw * lo * 1.3 / 1e12 * 1.6, f"copy {copy_bw / 1e12:.2f} TB/s", fontsize=7, rotation=0)
-    ax.text(hi / 3, gemm / 1e12 * 1.15, f"GEMM {gemm / 1e12:.0f} TFLOP/s", fontsize=7, ha="right")
+    ax.text(0.02, 0.02, f"bandwidth roof: copy at {copy_bw / 1e12:.2f} TB/s", transform=ax.transAxes, fontsize=7)
+    ax.text(hi / 1.2, gemm / 1e12 * 1.3, f"compute roof: GEMM at {gemm / 1e12:.0f} TFLOP/s", fontsize=7, ha="right")
     markers = {"decode": "o", "mixed": "s"}
     colors = {"step": "k", "gemm": "#1f77b4", "attention": "#ff7f0e", "norm_rotary_act": "#2ca02c",
               "lm_head": "#9467bd", "other": "0.5"}
-    for _, p in points.iterrows():
-        ax.scatter(p["intensity"], p["attained"] / 1e12, marker=markers.get(p["step"], "o"),
-                   s=40 if p["kind"] == "step" else 22, color=colors.get(p["kind"], "0.5"),
-                   edgecolor="k" if p["kind"] == "step" else "none", zorder=3)
-        ax.annotate(p["point"], (p["intensity"], p["attained"] / 1e12), fontsize=6, xytext=(3, 2),
-                    textcoords="offset points")
+    names = {"step": "whole step", "gemm": "GEMMs", "attention": "attention", "norm_rotary_act": "norm, rotary, act",
+             "lm_head": "LM head", "other": "other"}
+    for (kind, step), g in points.groupby(["kind", "step"], sort=False):
+        ax.scatter(g["intensity"], g["attained"] / 1e12, marker=markers.get(step, "o"), s=40 if kind == "step" else 26,
+                   color=colors.get(kind, "0.5"), edgecolor="k" if kind == "step" else "none", zorder=3,
+                   label=f"{names.get(kind, kind)}, {step}")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="attained (TFLOP/s)",
            ylim=(min(points["attained"].min() / 1e12 / 3, 1.0), gemm / 1e12 * 3))
+    _legend(ax, loc="center left", bbox_to_anchor=(1.0, 0.5), handlelength=1.5)
     return fig
 
 
@@ -136,17 +156,18 @@ def attention_vs_copy(table: pd.DataFrame) -> Figure | None:
     names = {"triton": "per-row (part 7)", "triton-splitkv": "split-KV (parts 8-9)", "triton-parallel": "part 10's"}
     for backend, g in table.groupby("backend"):
         ax.plot(g["context"], 100 * g["fraction_of_copy"], marker="o", label=names.get(backend, backend))
-    ax.set(xscale="log", xlabel="context (tokens per row, 32 rows)", ylabel="% of copy speed", ylim=(0, 100))
-    ax.set_xticks(sorted(table["context"].unique()), [str(c) for c in sorted(table["context"].unique())])
-    ax.legend(fontsize=8, frameon=False)
+    ax.set(xlabel="context (tokens per row, 32 rows)", ylabel="% of copy speed", ylim=(0, 100))
+    _log_x_at(ax, table["context"].unique())
+    _legend(ax, fontsize=8)
     return fig
 
 
 def scale_capacity(settings: pd.DataFrame) -> Figure | None:
-    """Part 11: each setting's capacity (requests/s) against max batch, one line per chunk
+    """Part 11: each setting's capacity (requests/s) against max batch, one colour per chunk
     budget, fused solid and chunked dashed."""
     if not len(settings):
         return None
+    field = capacity_field(settings)
     fig, (ax,) = _fig()
     budgets = sorted(settings["chunk_tokens"].unique())
     cmap = dict(zip(budgets, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")))
@@ -154,12 +175,11 @@ def scale_capacity(settings: pd.DataFrame) -> Figure | None:
         if engine not in ENGINE_STYLE:
             continue
         g = g.sort_values("max_batch")
-        ax.plot(g["max_batch"], g["served_rate"], ENGINE_STYLE[engine], marker="o", ms=3, color=cmap.get(budget),
+        ax.plot(g["max_batch"], g[field], ENGINE_STYLE[engine], marker="o", ms=3, color=cmap.get(budget),
                 label=f"{engine}, budget {budget:,}")
-    batches = sorted(settings["max_batch"].unique())
-    ax.set(xscale="log", xlabel="max batch (decode rows)", ylabel="capacity (requests/s)", ylim=(0, None))
-    ax.set_xticks(batches, [str(b) for b in batches])
-    ax.legend(fontsize=7, frameon=False, ncol=2)
+    ax.set(xlabel="max batch (decode rows)", ylabel=f"capacity, {RATE_NAME[field]} (requests/s)", ylim=(0, None))
+    _log_x_at(ax, settings["max_batch"].unique())
+    _legend(ax, ncol=2)
     return fig
 
 
@@ -180,7 +200,7 @@ def scale_tail(sweeps: pd.DataFrame, engine: str = "fused") -> Figure | None:
         ax.set(xlabel="offered (requests/s)", ylabel=name, title=f"{engine} engine")
         _log_y(ax)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=6, frameon=False)
+    _legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=4, fontsize=6)
     return fig
 
 

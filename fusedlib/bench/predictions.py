@@ -1,9 +1,9 @@
 """One grader for every prediction in data/predictions.yaml (numpy, pandas and yaml only).
 
 The yaml is the verbatim record: each entry has id, date, chapter, title, text (as first
-written), and either a recorded `measured` and `verdict`, or a live grade: `figure` (a name
-in `analysis.FIGURES`), `low` and/or `high` (null for an open side) and the `commit` it was
-written at. A live entry is graded on the rows the book reads:
+written), and either a recorded `measured` and `verdict`, or a live grade: `figure` (a glue
+name of the book's figures, `figures.values()`), `low` and/or `high` (null for an open side) and
+the `commit` it was written at. A live entry is graded on the rows the book reads:
 
 - "no rows": the figure has no value yet;
 - "not resolved": the figure's interval straddles one of the bounds;
@@ -19,9 +19,11 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from . import analysis
+from . import figures as book
+from .figures.data import STATIC, profiles_and_devices
+from .stats import NO_ROWS
 
-PATHS = (analysis.STATIC / "predictions.yaml", analysis.STATIC / "predictions_part11.yaml")
+PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml")
 # The predictions that decide each chapter's question: quoted in full there, by id here only.
 DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
             11: ["P11-1", "P11-2", "P11-3"]}
@@ -47,14 +49,14 @@ def load(paths=None) -> list[dict]:
     return out
 
 
-def grade(entry: dict, figures: Mapping | None = None) -> tuple[str, str]:
-    """(measured, verdict) for one entry: live from its figure, or as recorded."""
+def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
+    """(measured, verdict) for one entry: live from its figure (`figures`: glue name -> Value),
+    or as recorded."""
     if not entry.get("figure"):
         return str(entry.get("measured") or "-"), str(entry.get("verdict") or "-")
-    figures = analysis.FIGURES if figures is None else figures
     v = figures[entry["figure"]]  # an unknown name is an error in the record, not a verdict
     if v.value is None:
-        return analysis.NO_ROWS, "no rows"
+        return NO_ROWS, "no rows"
     low, high = entry.get("low"), entry.get("high")
     for bound in (low, high):
         if bound is not None and v.lo is not None and v.hi is not None and v.lo < bound < v.hi:
@@ -63,31 +65,51 @@ def grade(entry: dict, figures: Mapping | None = None) -> tuple[str, str]:
     return v.text, "held" if held else "missed"
 
 
-def graded(entries: list[dict] | None = None, figures: Mapping | None = None) -> list[dict]:
+def graded(entries: list[dict] | None = None, figures: Mapping | None = None, card: str | None = None) -> list[dict]:
+    """Every entry with its measured figure, verdict and the card that measured it; live ones on
+    `figures` (default: the book's figures on the rows folder the book reads), measured on `card`
+    (default: the devices those rows name); recorded ones keep their `graded_on`."""
     entries = load() if entries is None else entries
+    if figures is None and any(e.get("figure") for e in entries):
+        figures = book.values()
+    if card is None:
+        card = " and ".join(sorted(profiles_and_devices()[1])) or "-"
     out = []
     for e in entries:
         measured, verdict = grade(e, figures)
-        out.append(e | {"measured": measured, "verdict": verdict})
+        on = card if e.get("figure") else e.get("graded_on") or "-"
+        out.append(e | {"measured": measured, "verdict": verdict, "graded_on": on})
     return out
 
 
+def _cell(text) -> str | None:
+    """Text for a Markdown table cell: a `|` inside it (as in "max |d|") must not split the cell."""
+    return None if text is None else str(text).replace("|", "\\|")
+
+
 def table(entries: list[dict], with_id: bool = True) -> pd.DataFrame:
-    """id (optionally), date, claim (the text as written, after its title), measured, verdict."""
+    """id (optionally), date, claim (the text as written, after its title), measured, the card it
+    was measured on, verdict."""
     rows = []
     for e in entries:
-        claim = titled(e)
-        row = {"id": e.get("id"), "date": e.get("date"), "claim": claim,
-               "measured": e.get("measured"), "verdict": e.get("verdict")}
+        row = {"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
+               "measured": _cell(e.get("measured")), "on": e.get("graded_on") or "-", "verdict": e.get("verdict")}
         if not with_id:
             row.pop("id")
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+# Where a claim as written names the series' working record, the page shows the bracketed
+# editorial equivalent; the yaml keeps the words as written.
+EDITS = {"the first campaign's": "[part 7's]"}
+
+
 def titled(e: dict) -> str:
     """Title and text as one claim; a text written to follow its title (": ..." or "(...)") does."""
     text, title = e.get("text", ""), e.get("title")
+    for written, shown in EDITS.items():
+        text = text.replace(written, shown)
     if not title:
         return text
     return f"**{title}**{text}" if text.startswith(":") else f"**{title}** {text}" if text.startswith("(") \
@@ -113,10 +135,16 @@ _NOTES = re.compile(r"\b(?:sessions?|leases?|campaigns?|sittings?|set [A-Z]{1,2}
                     r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b|\(\s*$")
 
 
+# A claim that opens by naming the harness's setup ("Census configuration 6 ..., alternated:")
+# starts, in the appendix's short form, at its claim after the colon.
+_SETUP = re.compile(r"^[^:]*\bcensus configuration \d+[^:]*:\s*", re.I)
+
+
 def opening(text: str, words: int = 12) -> str:
     """A claim's first words, for the appendix's table: at most `words`, stopping before any
     working note (the yaml keeps the whole text)."""
-    w = text.lstrip(":( ").split()
+    text = _SETUP.sub("", text.lstrip(":( "))
+    w = text.split()
     short = " ".join(w[:words])
     m = _NOTES.search(short)
     cut = short[:m.start()].rstrip(" ,;:(") if m else short
@@ -157,6 +185,7 @@ def show(entries: list[dict]) -> None:
         return
     lines = []
     for e in entries:
+        on = e.get("graded_on") or "-"
         lines.append(f"- *Written {e.get('date')}.* {titled(e)}  \n"
-                     f"  Measured: {e['measured']}. Verdict: **{e['verdict']}**.")
+                     f"  Measured{'' if on == '-' else f' on the {on}'}: {e['measured']}. Verdict: **{e['verdict']}**.")
     display(Markdown("\n".join(lines)))

@@ -26,19 +26,22 @@ from .spec import SCHEMA_VERSION, RunSpec
 CHECKOUT = Path(__file__).resolve().parents[2]  # the source checkout this package sits in
 
 
-BOOK_SIDE = ("analysis.py", "plots.py", "predictions.py")
+# The book's readers of rows, as paths (or folders) under the checkout.
+BOOK_SIDE = ("fusedlib/bench/figures/", "fusedlib/bench/stats.py", "fusedlib/bench/text.py",
+             "fusedlib/bench/plots.py", "fusedlib/bench/predictions.py")
 
 
 @lru_cache(maxsize=1)
 def code_version(root: Path = CHECKOUT) -> str:
     """12 hex digits over the sources that make rows: the engine's, the harness's measuring
-    modules and the notebooks. The book's readers of rows (analysis, plots, predictions) are left
-    out, so mending a page's arithmetic does not make measured rows look stale."""
+    modules and the notebooks. The book's readers of rows (`BOOK_SIDE`) are left out,
+    so mending a page's arithmetic does not make measured rows look stale."""
     h = hashlib.sha256()
     for path in sorted([*root.glob("fusedlib/**/*.py"), *root.glob("notebooks/*.py")]):
-        if path.name in BOOK_SIDE and path.parent.name == "bench":
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(BOOK_SIDE):
             continue
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
 

@@ -75,8 +75,8 @@ def census_rows(rng: np.random.Generator) -> list[dict]:
                     num_layers=LAYERS, weight_bytes=WEIGHT_BYTES, kv_bytes=kv, flops=flops,
                     copy_bw_Bps=copy_bw * float(rng.normal(1, 0.005)),
                     gemm_tflops=gemm * float(rng.normal(1, 0.005))))
-        for step in ("decode", "mixed"):
-            total = s["decode"][1] if step == "decode" else s["mixed"][0]
+        for engine, step in (("fused", "decode"), ("fused", "mixed"), ("chunked", "decode"), ("chunked", "mixed")):
+            total = s["decode"][1] if step == "decode" else s["mixed"][0 if engine == "fused" else 1]
             tokens = 32 if step == "decode" else 543
             shares = {"gemm": 0.55, "attention": 0.2, "norm_rotary_act": 0.15, "lm_head": 0.07, "other": 0.03}
             for cls, share in shares.items():
@@ -91,7 +91,7 @@ def census_rows(rng: np.random.Generator) -> list[dict]:
                     b, f = tokens * 28 * 1536 * 2 * 12, tokens * 28 * 1536 * 20.0
                 else:
                     b, f = None, None
-                rows.append(_base("census", i, record="kernel_class", config=config, step=step,
+                rows.append(_base("census", i, record="kernel_class", config=config, engine=engine, step=step,
                                   kernel_class=cls, n_kernels=int(s["kpl"] * LAYERS * share) + 1,
                                   gpu_ms=total * share, bytes=b, flops=f))
     return rows

@@ -1,11 +1,16 @@
 """fusedlib.bench.plots: each figure from synthetic rows, None from none."""
 from __future__ import annotations
 
+import itertools
+import json
+
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from fusedlib.bench import analysis as A, plots as P
+from fusedlib.bench import plots as P
+from fusedlib.bench.figures import chapter, data, part08, part10, part11
 from tests.bench import synthetic_rows
 
 
@@ -15,15 +20,15 @@ def rows(tmp_path_factory):
 
 
 def figures(d):
-    bw, gemm = A.rates(d)
+    bw, gemm = data.rates(d)
     return {
-        "capacity": P.capacity_vs_rate(A.capacity_sweeps(d), "part10"),
-        "latency": P.latency_vs_rate(A.capacity_sweeps(d), "part10"),
-        "steps": P.steps_vs_floor(A.step_rows(d)),
-        "roofline": P.roofline(A.roofline_points(d), bw, gemm),
-        "attention": P.attention_vs_copy(A.attention_table(d)),
-        "scale": P.scale_capacity(A.scale_settings(d)),
-        "tail": P.scale_tail(A.scale_sweeps(d)),
+        "capacity": P.capacity_vs_rate(chapter.capacity_sweeps(d), "part10"),
+        "latency": P.latency_vs_rate(chapter.capacity_sweeps(d), "part10"),
+        "steps": P.steps_vs_floor(chapter.step_rows(d)),
+        "roofline": P.roofline(part10.roofline_points(d), bw, gemm),
+        "attention": P.attention_vs_copy(part08.attention_table(d)),
+        "scale": P.scale_capacity(part11.scale_settings(d)),
+        "tail": P.scale_tail(part11.scale_sweeps(d)),
     }
 
 
@@ -38,23 +43,74 @@ def test_no_rows_no_figure(tmp_path):
 
 
 def test_the_roofline_is_log_log_with_both_roofs(rows):
-    bw, gemm = A.rates(rows)
-    fig = P.roofline(A.roofline_points(rows), bw, gemm)
+    bw, gemm = data.rates(rows)
+    fig = P.roofline(part10.roofline_points(rows), bw, gemm)
     ax = fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"
     x, y = ax.lines[0].get_data()
     assert max(y) == pytest.approx(gemm / 1e12)  # compute roof
     i = 0
     assert y[i] == pytest.approx(bw * x[i] / 1e12)  # bandwidth roof at low intensity
-    assert len(ax.collections) == len(A.roofline_points(rows))  # one point per step kind / class
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    assert points == len(part10.roofline_points(rows))  # one point per step kind / class
+    assert not ax.texts or all("roof" in t.get_text() for t in ax.texts)  # points are named in the legend
 
 
 def test_capacity_plot_shows_both_engines_of_the_highlighted_part(rows):
-    fig = P.capacity_vs_rate(A.capacity_sweeps(rows), "part8")
+    fig = P.capacity_vs_rate(chapter.capacity_sweeps(rows), "part8")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "part 8, fused" in labels and "part 8, chunked" in labels and "part 9, fused" not in labels
 
 
 def test_latency_of_a_part_without_rows_is_none(rows):
     assert P.latency_vs_rate(pd.DataFrame(), "part7") is None
-    assert P.latency_vs_rate(A.capacity_sweeps(rows), "part11") is None
+    assert P.latency_vs_rate(chapter.capacity_sweeps(rows), "part11") is None
+
+
+def _overlapping_tick_labels(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of visible tick labels, on one axis, whose drawn boxes overlap."""
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for ax in fig.axes:
+        for labels in (ax.get_xticklabels(which="both"), ax.get_yticklabels(which="both")):
+            shown = [t for t in labels if t.get_visible() and t.get_text().strip()]
+            boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in shown]
+            out += [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def cpu_rows(rows, tmp_path_factory):
+    """The synthetic rows as a CPU run writes them: no GPU time."""
+    folder = tmp_path_factory.mktemp("cpu")
+    for path in rows.glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        lines = [r | {"device_name": "cpu", "gpu_ms": None, "flops": None, "bytes": None} for r in lines]
+        (folder / path.name).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return folder
+
+
+def test_no_figure_has_overlapping_tick_labels_or_an_empty_axis(rows, cpu_rows):
+    for d in (rows, cpu_rows, data.REPO / "data"):
+        for name, fig in figures(d).items():
+            if fig is None:
+                continue
+            assert all(ax.has_data() for ax in fig.axes), (d, name)
+            assert not _overlapping_tick_labels(fig), (d, name, _overlapping_tick_labels(fig))
+
+
+def test_the_tick_check_can_fail():
+    fig = Figure(figsize=(2, 2))
+    ax = fig.subplots()
+    ax.plot([1, 2], [1, 2])
+    ax.set_xticks([1, 1.01], ["a long label", "another long label"])
+    assert _overlapping_tick_labels(fig)
+
+
+def test_a_highlighted_capacity_plot_is_fitted_to_its_part(rows):
+    sweeps = chapter.capacity_sweeps(rows)
+    ax = P.capacity_vs_rate(sweeps, "part7").axes[0]
+    own = sweeps[sweeps["config"] == "part7"]
+    assert ax.get_ylim()[1] <= own["served_rate"].max() * 1.2
+    assert ax.get_xlim()[1] <= own["rate"].max() * 1.1

@@ -4,15 +4,15 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fusedlib.bench import analysis as A, predictions as P
+from fusedlib.bench import figures as F, predictions as P, stats as S
 
-V = A.Value
+V = S.Value
 FIGS = {
     "rate": V(95.0, "95 requests/s", 90.0, 99.0, 5, 0.94),
     "gain": V(5.0, "+5.0%", 1.0, 9.0, 5, 0.95),
     "wide": V(5.0, "+5.0%", -3.0, 13.0, 5, 0.95),
     "share": V(0.07, "7%"),
-    "none": A.MISSING,
+    "none": S.MISSING,
 }
 RECORD = [
     {"id": "X-1", "date": "2026-12-05", "chapter": 11, "title": "t", "text": "between 70 and 110",
@@ -38,12 +38,14 @@ def record(tmp_path):
 
 
 def test_live_entries_are_graded_against_their_figure(record):
-    got = {e["id"]: (e["measured"], e["verdict"]) for e in P.graded(record, FIGS)}
+    got = {e["id"]: (e["measured"], e["verdict"]) for e in P.graded(record, FIGS, card="NVIDIA H100 80GB HBM3")}
+    on = {e["id"]: e["graded_on"] for e in P.graded(record, FIGS, card="NVIDIA H100 80GB HBM3")}
+    assert on["X-1"] == "NVIDIA H100 80GB HBM3" and on["Y-1"] == "-"  # live: the rows' card; recorded: its own
     assert got["X-1"] == ("95 requests/s", "held")
     assert got["X-2"] == ("+5.0%", "missed")
     assert got["X-3"] == ("+5.0%", "not resolved")  # the interval straddles the bound 2
     assert got["X-4"] == ("7%", "held")  # one-sided, no interval
-    assert got["X-5"] == (A.NO_ROWS, "no rows")
+    assert got["X-5"] == (S.NO_ROWS, "no rows")
     assert got["Y-1"] == ("12.0 ms", "held")  # recorded verdict kept
 
 
@@ -62,14 +64,21 @@ def test_a_later_file_does_not_repeat_an_id(tmp_path):
 def test_pick_keeps_the_order_asked_and_table_has_the_columns(record):
     picked = P.pick(["X-3", "X-1"], P.graded(record, FIGS))
     assert [e["id"] for e in picked] == ["X-3", "X-1"]
-    assert list(P.table(picked).columns) == ["id", "date", "claim", "measured", "verdict"]
+    assert list(P.table(picked).columns) == ["id", "date", "claim", "measured", "on", "verdict"]
     assert "id" not in P.table(picked, with_id=False).columns
     with pytest.raises(KeyError):
         P.pick(["nope"], record)
 
 
+def test_a_pipe_in_a_claim_stays_in_its_cell_and_openings_skip_the_setup():
+    e = {"id": "Z-1", "date": "2026-12-05", "chapter": 7, "title": "", "text": "x", "measured": "max |d| 0.017"}
+    assert P.table([e])["measured"][0] == "max \\|d\\| 0.017"
+    assert P.opening("Census configuration 6 with the swap, alternated: the mixed step falls", 4) == "the mixed step falls"
+
+
 def test_the_committed_record_names_only_known_figures():
+    known = F.values()
     for e in P.load():
         if e.get("figure"):
-            assert e["figure"] in A.FIGURES, e["id"]
+            assert e["figure"] in known, e["id"]
             assert e.get("low") is not None or e.get("high") is not None, e["id"]

@@ -1,0 +1,35 @@
+"""The book's figures, one module per page: rows in, that page's tables and named values out
+(`figures(data)` -> (tables by figure, values by glue name)). A figure another page needs is
+imported from its page's module. numpy, pandas and yaml only: no torch.
+
+  data.py      the rows folder as DataFrames, the model's shape, the card's datasheet
+  chapter.py   what every chapter of parts 7-10 shows for its part: steps and capacity
+  intro.py part07.py ... part11.py not_kept.py provenance.py   one per page
+  glue.py      how a page glues its values and shows its tables
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..stats import Value
+from . import intro, not_kept, part07, part08, part09, part10, part11, provenance
+
+PAGES = {"intro": intro, "part07": part07, "part08": part08, "part09": part09, "part10": part10,
+         "part11": part11, "not_kept": not_kept, "provenance": provenance}
+
+
+def values(data: str | Path | None = None) -> dict[str, Value]:
+    """Every page's named values, glue name -> Value (the predictions' grader reads these)."""
+    out: dict[str, Value] = {}
+    for page, module in PAGES.items():
+        named = module.figures(data)[1]
+        twice = set(out) & set(named)
+        if twice:
+            raise RuntimeError(f"{page} glues {sorted(twice)}, which another page glues too")
+        out.update(named)
+    return out
+
+
+def owners(data: str | Path | None = None) -> dict[str, str]:
+    """Glue name -> the page that glues it."""
+    return {name: page for page, module in PAGES.items() for name in module.figures(data)[1]}

@@ -1,0 +1,216 @@
+"""The figures every chapter of parts 7-10 shows for its own part: what its steps cost (the step
+census) and what it serves (the open-loop capacity runs, paired fused against chunked).
+
+Capacity is read from a run's `steady_rate` where its rows carry one, else from `served_rate`
+(the drain rate: all requests over first arrival to last finish)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..stats import MISSING, Value, fixed, gain, median, ratio
+from ..text import cell, ms, pct, shorter, sig, times, us
+from .data import PARTS, load, per_rows
+
+
+def prefix(config: str) -> str:
+    """The glue prefix of a part's values: part7 -> p07."""
+    return f"p{int(config.removeprefix('part')):02d}"
+
+
+# --------------------------------------------------------------------------------- steps
+def step_rows(d: str | Path | None = None) -> pd.DataFrame:
+    """Census step rows, one per (config, engine, step): medians over repeated rows, with the
+    step's bytes floor (weights + KV at the copy bandwidth) and FLOP floor (at the GEMM rate)."""
+    c = load("census", d)
+    if not len(c) or "record" not in c:
+        return pd.DataFrame()
+    c = c[c["record"] == "step"].copy()
+    if not len(c):
+        return pd.DataFrame()
+    cols = ["wall_ms", "wall_ms_min", "wall_ms_max", "gpu_ms", "host_ms", "weight_bytes", "kv_bytes", "copy_bw_Bps", "flops", "gemm_tflops",
+            "n_kernels", "num_layers", "decode_rows", "chunk_tokens", "context"]
+    cols = [x for x in cols if x in c]
+    c[cols] = c[cols].astype(float)  # a CPU run's rows hold None where GPU time would be
+    c["bytes_floor_ms"] = (c["weight_bytes"] + c["kv_bytes"]) / c["copy_bw_Bps"] * 1e3
+    c["flop_floor_ms"] = c["flops"] / (c["gemm_tflops"] * 1e12) * 1e3
+    c["kernels_per_layer"] = c["n_kernels"] / c["num_layers"]
+    if "device_name" in c:  # a CPU's copy and GEMM rates make no floor of a GPU step
+        c.loc[c["device_name"] == "cpu", ["bytes_floor_ms", "flop_floor_ms"]] = float("nan")
+    keep = ["wall_ms", "wall_ms_min", "wall_ms_max", "gpu_ms", "host_ms", "bytes_floor_ms", "flop_floor_ms",
+            "kernels_per_layer", "decode_rows", "chunk_tokens", "context", "n_kernels"]
+    keep = [x for x in keep if x in c]
+    return c.groupby(["config", "engine", "step"], as_index=False)[keep].median()
+
+
+def _one(s: pd.DataFrame, config: str, engine: str, step: str) -> dict | None:
+    if not len(s):
+        return None
+    r = s[(s["config"] == config) & (s["engine"] == engine) & (s["step"] == step)]
+    return None if not len(r) else r.iloc[0].to_dict()
+
+
+def bottleneck(host: float | None, share: float | None) -> str:
+    """What sets a step's length, from the host's busy time and the GPU events' span, each as a
+    share of the step's wall time. The events' span counts the GPU's waits for the next launch,
+    so it bounds the GPU's work from above; a host busy for nearly the whole step is what sets
+    an eager step's length."""
+    if host is None or share is None:
+        return "unknown: these rows carry no GPU time"
+    if host >= 0.9:
+        return (f"the host: it is busy for {pct(100 * min(host, 1.0))} of the step's wall time, so the GPU's "
+                f"event span ({pct(100 * min(share, 1.0))} of it) includes its waits for launches")
+    if share >= 0.9:
+        return (f"the GPU: its events span {pct(100 * min(share, 1.0))} of the step's wall time, the host is "
+                f"busy for {pct(100 * host)}")
+    return (f"neither alone: the GPU's events span {pct(100 * share)} of the step's wall time, the host is "
+            f"busy for {pct(100 * host)}")
+
+
+def _get(r: dict | None, k: str) -> float | None:
+    return None if r is None or k not in r or pd.isna(r[k]) else float(r[k])
+
+
+@per_rows
+def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The part's decode and mixed steps beside their floors: table and named values."""
+    s = step_rows(d)
+    dec, mix = _one(s, config, "fused", "decode"), _one(s, config, "fused", "mixed")
+    mixc = _one(s, config, "chunked", "mixed")
+    g = _get
+    v = {}
+    v["decode_wall"] = fixed(g(dec, "wall_ms"), ms)
+    v["decode_gpu"] = fixed(g(dec, "gpu_ms"), ms)
+    v["decode_host"] = fixed(g(dec, "host_ms"), ms)
+    v["decode_floor"] = fixed(g(dec, "bytes_floor_ms"), ms)
+    v["decode_over_floor"] = fixed(ratio(g(dec, "wall_ms"), g(dec, "bytes_floor_ms")), times)
+    share = ratio(g(dec, "gpu_ms"), g(dec, "wall_ms"))
+    v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
+    host = ratio(g(dec, "host_ms"), g(dec, "wall_ms"))
+    v["bottleneck"] = MISSING if dec is None else Value(host, bottleneck(host, share))
+    v["kernels_per_layer"] = fixed(g(dec, "kernels_per_layer"), lambda x: f"{x:.1f}")
+    v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
+    per_kernel = ratio(g(dec, "host_ms"), g(dec, "n_kernels"))
+    v["host_us_per_kernel"] = fixed(per_kernel and 1e3 * per_kernel, us)
+    v["decode_shape"] = MISSING if dec is None else Value(
+        g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
+    v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
+    v["mixed_gpu"] = fixed(g(mix, "gpu_ms"), ms)
+    v["mixed_chunked_wall"] = fixed(g(mixc, "wall_ms"), ms)
+    v["mixed_chunked_gpu"] = fixed(g(mixc, "gpu_ms"), ms)
+    saving = ratio(g(mix, "wall_ms"), g(mixc, "wall_ms"))
+    saving = saving and 100 * (1 - saving)
+    v["mixed_saving"] = fixed(saving, lambda x: f"{pct(x)} shorter" if x >= 0 else f"{pct(-x)} longer")
+    v["mixed_floor"] = fixed(g(mix, "flop_floor_ms"), ms)
+    v["mixed_over_floor"] = fixed(ratio(g(mix, "gpu_ms"), g(mix, "flop_floor_ms")), times)
+    v["mixed_shape"] = MISSING if mix is None else Value(g(mix, "chunk_tokens"), (
+        f"a {g(mix, 'chunk_tokens'):,.0f}-token prompt chunk beside {g(mix, 'decode_rows'):.0f} decode rows"))
+    i = PARTS.index(config)
+    if i > 0:
+        prev = _one(s, PARTS[i - 1], "fused", "decode")
+        change = ratio(g(prev, "wall_ms"), g(dec, "wall_ms"))
+        v["decode_change"] = fixed(change, shorter)
+    rows = []
+    for engine, step, r in (("fused", "decode", dec), ("fused", "mixed", mix), ("chunked", "mixed", mixc)):
+        if r is None:
+            continue
+        floor = g(r, "bytes_floor_ms") if step == "decode" else g(r, "flop_floor_ms")
+        rows.append({"step": step, "engine": engine, "wall (ms)": cell(g(r, "wall_ms")),
+                     "GPU (ms)": cell(g(r, "gpu_ms")), "host (ms)": cell(g(r, "host_ms")),
+                     "floor (ms)": cell(floor), "floor is": "bytes" if step == "decode" else "FLOPs",
+                     "kernels per layer": cell(g(r, "kernels_per_layer"))})
+    return pd.DataFrame(rows), {f"{prefix(config)}_{k}": x for k, x in v.items()}
+
+
+# ------------------------------------------------------------------------------ capacity
+def capacity_field(df: pd.DataFrame) -> str:
+    """The field that measures capacity in these rows: `steady_rate` where they carry it, else
+    `served_rate` (the drain rate)."""
+    return "steady_rate" if "steady_rate" in df and df["steady_rate"].notna().any() else "served_rate"
+
+
+def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Open-loop runs: per keys + rate, the median over rounds of each measured field."""
+    if not len(df):
+        return pd.DataFrame()
+    fields = [c for c in ("served_rate", "steady_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s",
+                          "e2e_p50_s", "goodput_rate", "host_share", "host_ms_per_step_p50", "step_gpu_ms_p50")
+              if c in df]
+    out = df.groupby(keys + ["rate"], as_index=False)[fields].median()
+    out["n"] = df.groupby(keys + ["rate"]).size().values
+    return out
+
+
+def pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """The paired comparison in a set of open-loop rows of one setting: the rate with the most
+    rounds (the highest such rate), one row per round holding both engines: round, seed, fused,
+    chunked (their capacity field) and rate."""
+    empty = pd.DataFrame(columns=["round", "seed", "fused", "chunked"])
+    if not len(df) or not {"fused", "chunked"} <= set(df["engine"]):
+        return empty
+    both = df.groupby(["rate", "round"])["engine"].nunique()
+    both = both[both == 2].reset_index()
+    if not len(both):
+        return empty
+    counts = both.groupby("rate").size()
+    r = float(max(counts[counts == counts.max()].index))
+    at = df[df["rate"] == r]
+    wide = at.pivot_table(index="round", columns="engine", values=capacity_field(df), aggfunc="last")
+    seeds = at.groupby("round")["seed"].first() if "seed" in at else pd.Series(0, index=wide.index)
+    out = wide[["fused", "chunked"]].dropna().reset_index()
+    out["seed"] = out["round"].map(seeds)
+    out["rate"] = r
+    return out
+
+
+def gain_verdict(v: Value, ahead: str = "the fused engine serves more",
+                 behind: str = "the chunked engine serves more") -> Value:
+    """A gain's conclusion in words, chosen from its interval."""
+    if v.value is None:
+        return MISSING
+    if v.lo is None:
+        return Value(v.value, "unresolved (one pair)")
+    if not v.resolved:
+        return Value(v.value, "neither engine is resolved ahead of the other")
+    return Value(v.value, ahead if v.lo > 0 else behind)
+
+
+CAPACITY_NAMES = ("capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate", "n_requests",
+                  "ttft_p50_fused", "ttft_p50_chunked", "itl_p99_fused", "itl_p99_chunked")
+
+
+@per_rows
+def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The part's sweep (offered rate -> served, per engine) and its paired capacity values."""
+    c = load("capacity", d)
+    c = c[c["config"] == config] if len(c) else c
+    names: dict[str, Value] = {k: MISSING for k in CAPACITY_NAMES}
+    pr = pairs(c)
+    if len(pr):
+        g = gain(pr["fused"], pr["chunked"], pr["seed"])
+        names["capacity_fused"] = median(pr["fused"], "requests/s")
+        names["capacity_chunked"] = median(pr["chunked"], "requests/s")
+        names["fusion_gain"] = g
+        names["fusion_verdict"] = gain_verdict(g)
+        r = float(pr["rate"].iloc[0])
+        names["pair_rate"] = Value(r, f"{sig(r)} requests/s")
+        names["n_requests"] = fixed(c["n_requests"].median() if "n_requests" in c else None, lambda x: f"{x:,.0f}")
+        at = c[c["rate"] == r]
+        for eng in ("fused", "chunked"):
+            e = at[at["engine"] == eng]
+            names[f"ttft_p50_{eng}"] = median(e["ttft_p50_s"], "s", num=lambda x: sig(x, 2))
+            names[f"itl_p99_{eng}"] = median(e["itl_p99_s"] * 1e3, "ms")
+    return sweep_table(c), {f"{prefix(config)}_{k}": x for k, x in names.items()}
+
+
+def sweep_table(c: pd.DataFrame) -> pd.DataFrame:
+    """Served rate and latency per engine and offered rate (medians over rounds)."""
+    keys = [k for k in ("config", "engine", "max_batch", "chunk_tokens") if k in c]
+    m = run_medians(c, keys)
+    return m.sort_values(keys + ["rate"]).reset_index(drop=True) if len(m) else m
+
+
+def capacity_sweeps(d: str | Path | None = None) -> pd.DataFrame:
+    """Every part's open-loop sweep (medians over rounds), for the capacity and latency figures."""
+    return sweep_table(load("capacity", d))

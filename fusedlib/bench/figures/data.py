@@ -1,0 +1,190 @@
+"""What every page's figures read: the rows folder as DataFrames, the model's shape and the card's
+datasheet. numpy, pandas and the torch-free fusedlib.config only.
+
+The rows folder is the argument, else env FUSEDLIB_DATA, else the repository's data/. A rows
+file is read by `rows.read` (a torn last line skipped); full-profile rows win over smoke rows
+when a file holds both, and a run recorded twice keeps its newer row.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ...config import PRESETS
+from .. import rows
+
+REPO = Path(__file__).resolve().parents[3]
+STATIC = REPO / "data"  # frozen inputs (reference figures, predictions, not-kept table): always the repo's
+# The book's experiments: the files a page reads. A missing file renders "no rows yet".
+EXPERIMENTS = ("gates", "census", "attention", "capacity", "peer", "scale")
+PARTS = ("part7", "part8", "part9", "part10")  # the parts measured at the reference's size
+LABEL = {"part7": "7: one forward per step", "part8": "8: split-KV decode", "part9": "9: CUDA graphs",
+         "part10": "10: fused ops, whole graphs", "part11": "11: batch 256, budgets to 8k"}
+
+
+def rows_dir(d: str | Path | None = None) -> Path:
+    """The rows folder: `d`, else env FUSEDLIB_DATA, else the repository's data/."""
+    return Path(d or os.environ.get("FUSEDLIB_DATA") or REPO / "data").resolve()
+
+
+def _signature(folder: Path) -> tuple:
+    """The state of a rows folder: a figure computed on it stays valid while this is unchanged."""
+    if not folder.exists():
+        return ()
+    return tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(folder.glob("*.jsonl")))
+
+
+def _identity(df: pd.DataFrame) -> list[str]:
+    """The columns that name one run: rows sharing them are one run recorded twice (a re-run
+    after an interruption); the newer one is kept."""
+    skip = {"schema_version", "code_version", "commit", "time_utc", "device_name"}
+    measured = {"served_rate", "steady_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s", "e2e_p50_s",
+                "goodput_rate", "n_steps", "gpu_ms", "gpu_ms_min", "gpu_ms_max", "wall_ms", "host_ms",
+                "n_kernels", "gpu_us", "copy_us", "fraction_of_copy", "wall_s", "output_tok_s",
+                "passed", "detail", "copy_bw_Bps", "gemm_tflops", "host_share", "bytes", "flops",
+                "kv_bytes", "weight_bytes", "host_ms_per_step_p50", "step_gpu_ms_p50",
+                "max_logit_gap", "transformers_version"}
+    return [c for c in df.columns if c not in skip and c not in measured and not c.endswith(("_s", "_ms"))]
+
+
+@functools.lru_cache(maxsize=64)
+def _load(path: Path, signature: tuple) -> pd.DataFrame:
+    df = pd.DataFrame(rows.read(path))
+    if len(df) and "profile" in df and (df["profile"] == "full").any():
+        df = df[df["profile"] == "full"]
+    if len(df) and "time_utc" in df:
+        df = df.sort_values("time_utc", kind="stable")
+        ident = _identity(df)
+        if ident:
+            df = df[~df[ident].astype(str).duplicated(keep="last")]
+    return df.reset_index(drop=True)
+
+
+def load(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
+    """The rows of `<rows folder>/<experiment>.jsonl` as a DataFrame (empty if the file is missing)."""
+    path = rows_dir(d) / f"{experiment}.jsonl"
+    if not path.exists():
+        return pd.DataFrame()
+    stat = path.stat()
+    return _load(path, (stat.st_mtime_ns, stat.st_size)).copy()
+
+
+def per_rows(figure):
+    """Compute `figure(*args, folder)` -> (table, values) once per state of the rows folder; the
+    page modules' figures, which other pages' figures import and call again."""
+    store: dict = {}
+
+    @functools.wraps(figure)
+    def computed(*args, d: str | Path | None = None):
+        folder = rows_dir(d)
+        key = (args, str(folder), _signature(folder))
+        if key not in store:
+            store[key] = figure(*args, folder)
+        table, values = store[key]
+        return table.copy(), dict(values)
+    return computed
+
+
+def profiles_and_devices(d: str | Path | None = None) -> tuple[set[str], set[str]]:
+    """The profiles and devices of the rows the pages read (every experiment's file)."""
+    profiles, names = set(), set()
+    for experiment in EXPERIMENTS:
+        df = load(experiment, d)
+        profiles |= set(df["profile"].dropna()) if "profile" in df else set()
+        names |= set(df["device_name"].dropna()) if "device_name" in df else set()
+    return profiles, names
+
+
+def gpu_time(d: str | Path | None = None) -> bool:
+    """Whether the rows carry GPU time: some were measured on a GPU (a CPU run's have none)."""
+    return bool(profiles_and_devices(d)[1] - {"cpu"})
+
+
+def devices(df: pd.DataFrame) -> str:
+    """The cards a rows file was measured on, in words."""
+    names = sorted(set(df["device_name"].dropna())) if "device_name" in df else []
+    return " and ".join(names) if names else "(no rows yet)"
+
+
+# ---------------------------------------------------------------------------- the model
+MODEL = PRESETS["qwen2.5-1.5b"]
+DTYPE_BYTES = 2  # the series serves the model in fp16
+
+
+def _model_sizes(m=MODEL) -> dict:
+    h, i, kvd = m.hidden_size, m.intermediate_size, m.num_kv_heads * m.head_dim
+    linear = m.num_layers * (h * (2 * h + 2 * kvd) + 3 * h * i)  # q, o, k, v, gate, up, down
+    # + the (tied) embedding, two norms and the q/k/v biases per layer, the final norm
+    params = linear + m.vocab_size * h + m.num_layers * (2 * h + h + 2 * kvd) + h
+    return {
+        "linear_flop_per_token": 2.0 * linear,
+        "lm_head_flop_per_token": 2.0 * m.vocab_size * h,
+        "weight_bytes": params * DTYPE_BYTES,
+        "kv_bytes_per_token": m.num_layers * 2 * kvd * DTYPE_BYTES,
+        # QK^T and PV: 2 matmuls x 2 FLOP x heads x head_dim per (query, key) pair per layer
+        "attn_flop_per_pair": m.num_layers * 4.0 * m.num_heads * m.head_dim,
+    }
+
+
+SIZES = _model_sizes()
+
+# ----------------------------------------------------------------------------- the card
+# Datasheet rates (SXM parts, dense fp16 tensor cores without sparsity) of the cards run-all may
+# get, keyed by the name torch reports. The ballparks start from the datasheet of the card that
+# measured the census rows; the measured copy bandwidth and GEMM rate replace it where rows exist.
+DATASHEETS = {
+    "NVIDIA H200": {"card": "H200", "bandwidth_Bps": 4.8e12, "fp16_flops": 989e12},
+    "NVIDIA H100 80GB HBM3": {"card": "H100 SXM", "bandwidth_Bps": 3.35e12, "fp16_flops": 989e12},
+    "NVIDIA A10": {"card": "A10", "bandwidth_Bps": 600e9, "fp16_flops": 125e12},
+}
+
+
+def series_card() -> str:
+    """The card the committed rows (the repository's data/) were measured on: the series' card,
+    whose datasheet the ballparks use where the rows at hand name no GPU."""
+    c = load("census", STATIC)
+    names = set(c["device_name"].dropna()) - {"cpu"} if "device_name" in c else set()
+    if len(names) != 1:
+        raise ValueError(f"data/census.jsonl names {sorted(names) or 'no GPU'}: the series' card is one GPU")
+    return names.pop()
+
+
+def rates(d: str | Path | None = None) -> tuple[float | None, float | None]:
+    """The copy bandwidth (B/s) and large-GEMM rate (FLOP/s) measured beside the census on a GPU
+    (a CPU's say nothing of a card)."""
+    c = load("census", d)
+    if len(c) and "device_name" in c:
+        c = c[c["device_name"] != "cpu"]
+    if not len(c) or "copy_bw_Bps" not in c or c["copy_bw_Bps"].isna().all():
+        return None, None
+    return float(c["copy_bw_Bps"].median()), float(c["gemm_tflops"].median()) * 1e12
+
+
+def datasheet(d: str | Path | None = None) -> dict:
+    """The datasheet of the card the census rows were measured on. Without rows, or with the
+    smoke profile's rows from a CPU (which has no datasheet worth a ballpark), the series'
+    card's (`series_card`), so those pages still render; an unknown GPU is refused."""
+    c = load("census", d)
+    names = set(c["device_name"].dropna()) - {"cpu"} if "device_name" in c else set()
+    if len(names) > 1:
+        raise ValueError(f"census rows come from several cards: {sorted(names)}")
+    name = names.pop() if names else series_card()
+    if name not in DATASHEETS:
+        raise ValueError(f"no datasheet for {name!r}: add it to fusedlib.bench.figures.data.DATASHEETS")
+    return DATASHEETS[name]
+
+
+def collect(**figures: tuple[pd.DataFrame, dict]) -> tuple[dict[str, pd.DataFrame], dict]:
+    """A page's figures as (tables by figure, values by glue name); a name computed by two of
+    them is an error."""
+    tables, values = {}, {}
+    for key, (table, named) in figures.items():
+        twice = set(values) & set(named)
+        if twice:
+            raise RuntimeError(f"{key}: glue names {sorted(twice)} computed twice")
+        tables[key] = table
+        values.update(named)
+    return tables, values

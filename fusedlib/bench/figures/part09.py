@@ -1,0 +1,54 @@
+"""Part 9's page: part 9's steps and capacity (CUDA graphs for decode-only forwards)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..stats import Value, ratio
+from ..text import moved
+from . import chapter
+from .data import collect, per_rows
+
+
+def _saving(s: dict, p: str) -> float | None:
+    """How much shorter the fused mixed step is than the chunked one, as a share of the chunked."""
+    r = ratio(s[f"{p}_mixed_wall"].value, s[f"{p}_mixed_chunked_wall"].value)
+    return None if r is None else 1 - r
+
+
+@per_rows
+def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The page's conclusions, each chosen from the figures it rests on."""
+    s8, s9 = chapter.steps("part8", d=d)[1], chapter.steps("part9", d=d)[1]
+    gain = chapter.capacity("part9", d=d)[1]["p09_fusion_gain"]
+    fused = moved(s9["p09_mixed_wall"].value, s8["p08_mixed_wall"].value, "longer", "shorter", "as long")
+    two = moved(s9["p09_mixed_chunked_wall"].value, s8["p08_mixed_chunked_wall"].value, "longer", "shorter", "as long")
+    now, before = _saving(s9, "p09"), _saving(s8, "p08")
+    lead = None if now is None or before is None else \
+        "the same as" if abs(now - before) <= 0.02 else "larger than" if now > before else "smaller than"
+    if None in (fused, two, lead):
+        mixed = "These rows hold no mixed steps of parts 8 and 9 to compare."
+    else:
+        mixed = (f"Against part 8's eager mixed steps the fused one is {fused} and the chunked one {two}; the fused "
+                 f"step's lead over the chunked one is {lead} in part 8"
+                 + (", not smaller as the ballpark expected." if lead == "larger than" else
+                    ", as the ballpark expected." if lead == "smaller than" else ".")
+                 + (" These rows do not say why the eager fused mixed step shortened." if fused == "shorter" else ""))
+    if now is None or gain.value is None:
+        cap = "These rows hold no mixed steps and paired capacity runs to set side by side."
+    elif now > 0 and not gain.resolved:
+        cap = ("The fused mixed step is still the shorter, yet in capacity neither engine is resolved ahead: at this "
+               "stage the shorter mixed step did not turn into a resolved capacity gain, and why is not established "
+               "by these rows.")
+    elif now > 0 and gain.lo > 0:
+        cap = "The fused mixed step is still the shorter, and in capacity the fused engine serves more."
+    else:
+        cap = ("The fused mixed step is " + ("the shorter" if now > 0 else "not the shorter") + ", and in capacity "
+               + ("the fused engine serves more." if gain.resolved and gain.lo > 0 else
+                  "the chunked engine serves more." if gain.resolved else "neither engine is resolved ahead."))
+    return pd.DataFrame(), {"p09_mixed_reading": Value(now, mixed), "p09_capacity_reading": Value(now, cap)}
+
+
+def figures(d: str | Path | None = None):
+    return collect(steps=chapter.steps("part9", d=d), capacity=chapter.capacity("part9", d=d), readings=readings(d=d))

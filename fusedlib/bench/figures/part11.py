@@ -1,0 +1,281 @@
+"""Part 11's page: the sweep of batch sizes and budgets, the host's share at batch 256, the
+ceiling the request mix sets, and the transformers peer at batch 256."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from .. import metrics
+from ..stats import MISSING, Value, fixed, gain, gain_span, median, ratio
+from ..text import cell, ms, pct, rate, sig, times
+from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
+from . import chapter, part10
+from .data import SIZES, STATIC, collect, datasheet, devices, load, per_rows, rates
+
+# The served rate part 11 set out to reach, before any run at its sizes.
+TARGET_RATE = 150.0
+SETTING = ["engine", "max_batch", "chunk_tokens"]
+
+
+def scale_settings(d: str | Path | None = None) -> pd.DataFrame:
+    """Per engine, batch and budget, the capacity and the latency and goodput at that rate: at
+    the setting's paired rate (the most rounds) if it has one, else the offered rate that
+    served most."""
+    s = load("scale", d)
+    m = chapter.run_medians(s, SETTING)
+    if not len(m):
+        return m
+    field = chapter.capacity_field(s)
+    best = m.sort_values(["n", field]).groupby(SETTING).tail(1)
+    good = m.groupby(SETTING, as_index=False)["goodput_rate"].max()
+    best = best.drop(columns=["goodput_rate"]).merge(good, on=SETTING)
+    return best.sort_values(SETTING).reset_index(drop=True)
+
+
+def scale_sweeps(d: str | Path | None = None) -> pd.DataFrame:
+    """Part 11's open-loop runs, medians over rounds per engine, setting and offered rate."""
+    return chapter.sweep_table(load("scale", d))
+
+
+def _setting(b: float, t: float) -> str:
+    return f"batch {b:.0f}, budget {t:,.0f} tokens"
+
+
+@per_rows
+def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The best setting of each engine, fusion's gain there, and the table of every setting."""
+    names = ["p11_n_requests", "p11_small_rate", "p11_best_fused_rate", "p11_best_setting", "p11_best_chunked_rate", "p11_chunked_at_best",
+             "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
+             "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings"]
+    v = {k: MISSING for k in names}
+    s = load("scale", d)
+    v["p11_device"] = Value(None, devices(s))
+    v["goodput_ttft"] = fixed(metrics.TTFT_SLO_S * 1e3, ms)
+    v["goodput_itl"] = fixed(metrics.ITL_SLO_S * 1e3, ms)
+    t = scale_settings(d)
+    if not len(t):
+        return pd.DataFrame(), v
+    field = chapter.capacity_field(s)
+    f, ch = t[t["engine"] == "fused"], t[t["engine"] == "chunked"]
+    n_settings = len(t[["max_batch", "chunk_tokens"]].drop_duplicates())
+    arrivals = s.groupby("max_batch")["n_requests"].median() if "n_requests" in s else pd.Series(dtype=float)
+    if len(arrivals):
+        by_count = arrivals.groupby(arrivals).groups  # arrivals -> the batch sizes that ran them
+        v["p11_n_requests"] = Value(float(arrivals.min()), ", ".join(
+            f"{n:,.0f} at batch {' and '.join(f'{b:.0f}' for b in batches)}" for n, batches in by_count.items()))
+    small = f[(f["max_batch"] == 32) & (f["chunk_tokens"] == 512)]
+    if len(small):
+        v["p11_small_rate"] = fixed(float(small[field].iloc[0]), rate)
+    v["p11_settings"] = Value(float(n_settings), f"{n_settings}")
+    if len(f):
+        b = f.loc[f[field].idxmax()]
+        at = s[(s["max_batch"] == b["max_batch"]) & (s["chunk_tokens"] == b["chunk_tokens"])]
+        pr = chapter.pairs(at)
+        est = median(at[(at["engine"] == "fused") & (at["rate"] == b["rate"])][field], "requests/s")
+        v["p11_best_fused_rate"] = Value(float(b[field]), est.text, est.lo, est.hi, est.n, est.level)
+        v["p11_best_setting"] = Value(None, _setting(b["max_batch"], b["chunk_tokens"]))
+        v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
+        v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
+        v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
+        cb = ch[(ch["max_batch"] == b["max_batch"]) & (ch["chunk_tokens"] == b["chunk_tokens"])]
+        if len(cb):
+            v["p11_chunked_at_best"] = fixed(float(cb[field].iloc[0]), rate)
+        if len(pr):
+            g = gain(pr["fused"], pr["chunked"], pr["seed"])
+            v["p11_fusion_gain_best"] = g
+            v["p11_fusion_verdict"] = chapter.gain_verdict(g)
+        v["p11_vs_small"] = fixed(ratio(float(b[field]), v["p11_small_rate"].value), times)
+    if len(ch):
+        c = ch.loc[ch[field].idxmax()]
+        v["p11_best_chunked_rate"] = Value(float(c[field]), f"{rate(float(c[field]))} "
+                                           f"({_setting(c['max_batch'], c['chunk_tokens'])})")
+    table = t.pivot_table(index=["max_batch", "chunk_tokens"], columns="engine", values=field).reset_index()
+    out = pd.DataFrame({"batch": table["max_batch"].astype(int), "budget (tokens)": table["chunk_tokens"].astype(int)})
+    for eng in ("fused", "chunked"):
+        if eng in table:
+            out[f"{eng} (req/s)"] = table[eng].map(sig)
+    return out, v
+
+
+def request_cost() -> dict[str, float]:
+    """The mixed draw's expected work per request (prompts of MIXED_LENGTHS, equally likely;
+    budgets uniform in MIXED_BUDGET): FLOPs by kind and the KV bytes its decode rows read."""
+    L = np.asarray(MIXED_LENGTHS, float)
+    B = np.arange(MIXED_BUDGET[0], MIXED_BUDGET[1] + 1, dtype=float)
+    eL, eL2, eB = L.mean(), (L * L).mean(), B.mean()
+    e_pairs = (B * (B - 1) / 2).mean()  # sum over the generated tokens of their offset
+    positions = eL + eB
+    decode_keys = eB * eL + e_pairs + eB  # keys a decode row attends to, summed over its tokens
+    out = {
+        "linear": positions * SIZES["linear_flop_per_token"],
+        "lm_head": eB * SIZES["lm_head_flop_per_token"],
+        "prompt_attention": eL2 / 2 * SIZES["attn_flop_per_pair"],
+        "decode_attention": decode_keys * SIZES["attn_flop_per_pair"],
+        "kv_bytes": decode_keys * SIZES["kv_bytes_per_token"],
+        "positions": positions,
+        "decode_context": decode_keys / eB,  # a decode row's mean context
+    }
+    out["flops"] = out["linear"] + out["lm_head"] + out["prompt_attention"] + out["decode_attention"]
+    return out
+
+
+@per_rows
+def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The served rate the card's measured rates allow the request mix, and the best setting's share of it."""
+    cost = request_cost()
+    bw, gemm = rates(d)
+    sheet = datasheet(d)
+    t_sheet = cost["flops"] / sheet["fp16_flops"] + cost["kv_bytes"] / sheet["bandwidth_Bps"]
+    t = gemm and bw and cost["flops"] / gemm + cost["kv_bytes"] / bw
+    dec256 = SIZES["weight_bytes"] + 256 * cost["decode_context"] * SIZES["kv_bytes_per_token"]
+    tflop = lambda x: f"{x:.2f} TFLOP"  # noqa: E731
+    v = {
+        "p11_req_tflop": fixed(cost["flops"] / 1e12, tflop),
+        "p11_req_linear_tflop": fixed(cost["linear"] / 1e12, tflop),
+        "p11_req_attn_tflop": fixed(cost["prompt_attention"] / 1e12, tflop),
+        "p11_req_kv_gb": fixed(cost["kv_bytes"] / 1e9, lambda x: f"{x:.1f} GB"),
+        "p11_req_positions": fixed(cost["positions"], lambda x: f"{x:,.0f}"),
+        "p11_req_ms": fixed(t and t * 1e3, ms),
+        "p11_ceiling_rate": fixed(t and 1 / t, rate),
+        "p11_ceiling_datasheet": fixed(1 / t_sheet, rate),
+        "p11_decode256_floor": fixed(dec256 / (bw or sheet["bandwidth_Bps"]) * 1e3, ms),
+        "p11_ceiling_share": MISSING,
+        "p11_target_rate": fixed(TARGET_RATE, rate),
+    }
+    best = scale(d=d)[1]["p11_best_fused_rate"].value
+    if best and t:
+        v["p11_ceiling_share"] = fixed(100 * best * t, pct)
+    table = pd.DataFrame([
+        {"work per request": "linear layers", "amount": v["p11_req_linear_tflop"].text},
+        {"work per request": "LM head", "amount": tflop(cost["lm_head"] / 1e12)},
+        {"work per request": "prompt attention (causal)", "amount": v["p11_req_attn_tflop"].text},
+        {"work per request": "decode attention", "amount": tflop(cost["decode_attention"] / 1e12)},
+        {"work per request": "KV cache read by decode rows", "amount": v["p11_req_kv_gb"].text},
+    ])
+    return table, v
+
+
+@per_rows
+def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """At each max_batch, the fused runs whose decode steps filled the batch (at lower offered
+    rates, or a budget too small to keep it full, the steps stay smaller): medians over those
+    runs of the host's share of the loop, the host's and the GPU's time per full decode step,
+    and a decode step's wall over its GPU time (1.00: the host's work is hidden behind the GPU's)."""
+    names = {"p11_host_share_b256": MISSING, "p11_host_ms_b256": MISSING, "p11_step_gpu_b256": MISSING,
+             "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING,
+             "p11_host_over_step_b256": MISSING}
+    s = load("scale", d)
+    if not len(s) or "largest_batch_decode_rows" not in s:
+        return pd.DataFrame(), names
+    full = s[(s["engine"] == "fused") & (s["largest_batch_decode_rows"] == s["max_batch"])]
+    num = lambda col: full[col].astype(float)  # noqa: E731  (a CPU run's rows hold None for GPU time)
+    full = full.assign(wall_over_gpu=num("decode_step_s_p50") / num("decode_step_gpu_s_p50"),
+                       host_over_step=num("host_ms_per_step_p50") / num("step_gpu_ms_p50"))
+    b = full[full["max_batch"] == 256]
+    e = median(b["host_share"] * 100, num=lambda x: f"{x:.1f}%")
+    names["p11_host_share_b256"] = Value(None if e.value is None else e.value / 100, e.text,
+                                         e.lo and e.lo / 100, e.hi and e.hi / 100, e.n, e.level)
+    names["p11_host_ms_b256"] = median(b["host_ms_per_step_p50"], "ms")
+    names["p11_step_gpu_b256"] = median(b["step_gpu_ms_p50"], "ms")
+    names["p11_decode_wall_over_gpu_b256"] = median(b["wall_over_gpu"], num=lambda x: f"{x:.2f}×")
+    # The host's time per full decode step over that step's GPU time (its wall time, where the
+    # two are equal): how much of a step the host's work would be if it did not overlap.
+    names["p11_host_over_step_b256"] = median(100 * b["host_over_step"], num=lambda x: f"{x:.0f}%")
+    floor = ceiling(d=d)[1]["p11_decode256_floor"].value
+    names["p11_decode_gpu_over_floor"] = fixed(ratio(names["p11_step_gpu_b256"].value, floor), times)
+    table = full.groupby("max_batch", as_index=False).agg(
+        runs=("host_share", "size"), host_share=("host_share", "median"),
+        host_ms=("host_ms_per_step_p50", "median"), gpu_ms=("step_gpu_ms_p50", "median"),
+        wall_over_gpu=("wall_over_gpu", "median"))
+    out = pd.DataFrame({"batch": table["max_batch"].astype(int), "runs": table["runs"],
+                        "host share of the loop": (100 * table["host_share"]).map(lambda x: cell(x, pct)),
+                        "host per full decode step (ms)": table["host_ms"].map(sig),
+                        "GPU per full decode step (ms)": table["gpu_ms"].map(sig),
+                        "decode step wall / GPU": table["wall_over_gpu"].map(lambda x: cell(x, lambda y: f"{y:.2f}"))})
+    return out, names
+
+
+def _bound(prediction: str) -> float:
+    """The upper bound a part 11 prediction named (data/predictions_part11.yaml)."""
+    doc = yaml.safe_load((STATIC / "predictions_part11.yaml").read_text())
+    return next(e for e in doc["predictions"] if e["id"] == prediction)["high"]
+
+
+def _against(v: Value, bound: float) -> str | None:
+    """Where an estimate stands against a bound: "below", "above" or "straddles" (its interval
+    holds the bound); None without a value."""
+    if v.value is None:
+        return None
+    if v.lo is not None and v.hi is not None and v.lo < bound < v.hi:
+        return "straddles"
+    return "below" if v.value < bound else "above"
+
+
+@per_rows
+def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The page's conclusions, each chosen from the figures it rests on."""
+    sc, hs, ce = scale(d=d)[1], host(d=d)[1], ceiling(d=d)[1]
+    small = chapter.capacity("part10", d=d)[1]["p10_fusion_gain"]
+    big = sc["p11_fusion_gain_best"]
+    v = {}
+    bound = _bound("P11-3")
+    where = _against(hs["p11_host_share_b256"], bound)
+    v["p11_host_share_verdict"] = Value(None, {
+        "straddles": f"whose interval straddles its bound of {pct(100 * bound)}",
+        "below": f"below its bound of {pct(100 * bound)}", "above": f"above its bound of {pct(100 * bound)}",
+        None: "which these rows do not measure"}[where])
+    per_step = hs["p11_host_over_step_b256"]
+    where = _against(Value(per_step.value and per_step.value / 100, "", per_step.lo and per_step.lo / 100,
+                           per_step.hi and per_step.hi / 100), bound)
+    v["p11_host_over_step_verdict"] = Value(None, {
+        "straddles": "straddling that bound, read per decode step", "below": "below that bound, read per decode step",
+        "above": "above that bound, read per decode step", None: "not measured by these rows"}[where])
+    w = hs["p11_decode_wall_over_gpu_b256"]
+    hidden = None if w.value is None else (w.hi if w.hi is not None else w.value) <= 1.05
+    v["p11_host_sets"] = Value(None, {
+        True: "with the host one step ahead, its work runs under the GPU's, and the GPU, not the host, sets the step",
+        False: "the host's work does not all hide under the GPU's, so the host sets part of the step",
+        None: "these rows hold no GPU time to compare it with"}[hidden])
+    v["p11_host_limit"] = Value(None, {
+        True: "The host is not the limit: its work is hidden under the GPU's.",
+        False: "The host is part of the limit: its work does not all hide under the GPU's.",
+        None: "These rows do not say whether the host is the limit."}[hidden])
+    target, ceil = TARGET_RATE, ce["p11_ceiling_rate"].value
+    v["p11_target_verdict"] = Value(None, (
+        f"Without the card's measured rates these rows set no ceiling to hold the target of {rate(target)} against."
+        if ceil is None else
+        f"The target of {rate(target)} lies above that ceiling: no schedule reaches it on this card with this workload."
+        if target > ceil else
+        f"The target of {rate(target)} lies below that ceiling: what stands between the engine and it is the engine."))
+    fell = rose = False
+    if small.value is None or big.value is None:
+        trend = "These rows hold no paired gain at both sizes to compare."
+    elif None not in (small.lo, big.hi) and big.hi < small.lo:
+        fell = True
+        trend = (f"Fusion's gain fell from {gain_span(small)} at 32 rows and a 512-token budget to {gain_span(big)} here, as "
+                 "the ballpark expected: the forward it removes costs the same weight read and fixed costs at any "
+                 "size, while the step around it grows with the batch and the budget.")
+    elif None not in (small.hi, big.lo) and big.lo > small.hi:
+        rose = True
+        trend = (f"Fusion's gain rose from {gain_span(small)} at 32 rows and a 512-token budget to {gain_span(big)} here, "
+                 "against the ballpark, which expected it to shrink as the step grows.")
+    else:
+        trend = (f"Fusion's gain went from {gain_span(small)} at 32 rows and a 512-token budget to {gain_span(big)} here; "
+                 "their intervals overlap, so these rows do not say it changed.")
+    if big.value is None or not big.resolved:
+        pays = "Whether one forward per step still pays at this size, these rows do not resolve."
+    elif big.lo > 0:
+        pays = "One forward per step still pays" + (", by a smaller share of a larger step." if fell else
+                                                    ", by a larger share." if rose else ".")
+    else:
+        pays = "One forward per step costs capacity at this size."
+    v["p11_fusion_trend"] = Value(None, f"{trend} {pays}")
+    return pd.DataFrame(), v
+
+
+def figures(d: str | Path | None = None):
+    return collect(ceiling=ceiling(d=d), scale=scale(d=d), host=host(d=d), peer=part10.peer("part11", d=d),
+                   readings=readings(d=d))

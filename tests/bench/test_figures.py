@@ -1,0 +1,224 @@
+"""fusedlib.bench.figures, stats and text on synthetic contract-shaped rows (tests/bench/synthetic_rows.py)."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fusedlib.bench import figures as F, stats as S
+from fusedlib.bench.figures import chapter, data, intro, part10, part11
+from tests.bench import synthetic_rows
+
+# The rows files the book reads; a committed data/ must hold every one.
+BOOK_NEEDS = data.EXPERIMENTS
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    return synthetic_rows.write(tmp_path_factory.mktemp("rows"))
+
+
+def test_imports_without_torch_or_triton():
+    code = ("import sys; import fusedlib.bench.figures, fusedlib.bench.plots, fusedlib.bench.predictions; "
+            "bad = [m for m in ('torch', 'triton') if m in sys.modules]; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=data.REPO)
+
+
+def test_t_quantiles_match_the_tables():
+    for df, q in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (30, 2.0423)):
+        assert S.t_quantile(0.975, df) == pytest.approx(q, abs=2e-4)
+    assert S.t_quantile(0.025, 4) == pytest.approx(-2.7764, abs=2e-4)
+
+
+def test_gain_is_the_mean_log_ratio_with_a_t_interval():
+    a, b = [110.0, 112.0, 109.0], [100.0, 100.0, 100.0]
+    d = np.log(np.array(a) / np.array(b))
+    half = 4.302653 * d.std(ddof=1) / math.sqrt(3)
+    v = S.gain(a, b, seeds=[0, 1, 2])
+    assert v.value == pytest.approx(100 * math.expm1(d.mean()))
+    assert v.lo == pytest.approx(100 * math.expm1(d.mean() - half), rel=1e-4)
+    assert v.hi == pytest.approx(100 * math.expm1(d.mean() + half), rel=1e-4)
+    assert v.n == 3 and v.varied == "each pair a new workload draw"
+    assert v.resolved and not v.text.startswith("not resolved")
+
+
+def test_an_interval_spanning_zero_reads_not_resolved():
+    v = S.gain([101.0, 98.0, 103.0, 99.0], [100.0, 100.0, 100.0, 100.0], seeds=[0, 0, 0, 0])
+    assert v.lo < 0 < v.hi and not v.resolved
+    assert v.text.startswith("not resolved") and "run order only" in v.text
+    assert chapter.gain_verdict(v).text == "neither engine is resolved ahead of the other"
+
+
+def test_one_pair_has_no_interval():
+    v = S.gain([110.0], [100.0])
+    assert v.lo is None and v.n == 1 and "no interval" in v.text
+
+
+def test_median_of_five_runs_is_bracketed_by_min_and_max():
+    v = S.median([5.0, 1.0, 4.0, 2.0, 3.0], "ms")
+    assert (v.value, v.lo, v.hi, v.n) == (3.0, 1.0, 5.0, 5)
+    assert v.level == pytest.approx(1 - 2 / 32)
+    assert "94% interval 1.00 to 5.00" in v.text
+
+
+def test_order_interval_picks_the_widest_k_that_reaches_95_percent():
+    assert S.order_interval(5) == (1, pytest.approx(0.9375))
+    k, cov = S.order_interval(20)
+    assert k == 6 and cov == pytest.approx(0.958611, abs=1e-5)
+    assert S.order_interval(6)[0] == 1 and S.order_interval(6)[1] == pytest.approx(1 - 2 / 64)
+
+
+def test_load_missing_file_is_empty_and_reruns_keep_the_newer_row(tmp_path):
+    assert data.load("census", tmp_path).empty
+    base = {"schema_version": 7, "experiment": "peer", "profile": "full", "engine": "fused", "config": "part10",
+            "workload": "closed_mixed", "batch": 32, "round": 0}
+    rows = [base | {"time_utc": "2026-12-06T01:00:00", "output_tok_s": 1.0},
+            base | {"time_utc": "2026-12-06T02:00:00", "output_tok_s": 2.0},
+            base | {"time_utc": "2026-12-06T03:00:00", "output_tok_s": 9.0, "profile": "smoke"}]
+    (tmp_path / "peer.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    df = data.load("peer", tmp_path)
+    assert list(df["output_tok_s"]) == [2.0]
+
+
+def test_pairs_use_the_rate_with_most_rounds_and_say_what_varied():
+    rows = []
+    for rnd in range(3):
+        for eng, served in (("fused", 50 + rnd), ("chunked", 40 + rnd)):
+            rows.append({"engine": eng, "rate": 80.0, "round": rnd, "seed": rnd, "served_rate": float(served)})
+    rows += [{"engine": e, "rate": 40.0, "round": 0, "seed": 0, "served_rate": 39.0} for e in ("fused", "chunked")]
+    p = chapter.pairs(pd.DataFrame(rows))
+    assert list(p["round"]) == [0, 1, 2] and set(p["rate"]) == {80.0}
+    assert list(p["fused"]) == [50.0, 51.0, 52.0]
+    assert S.gain(p["fused"], p["chunked"], p["seed"]).varied == "each pair a new workload draw"
+
+
+def test_every_page_defines_the_same_names_with_rows_and_without(rows, tmp_path):
+    for page, module in F.PAGES.items():
+        with_rows, without = module.figures(rows), module.figures(tmp_path)
+        assert set(with_rows[1]) == set(without[1]), page
+        assert set(with_rows[0]) == set(without[0]), page
+        for tables, vals in (with_rows, without):
+            assert all(isinstance(t, pd.DataFrame) for t in tables.values()), page
+            assert all(isinstance(v.text, str) and v.text for v in vals.values()), page
+    empty = F.values(tmp_path)
+    assert {n for n, v in empty.items() if v.value is None} >= {"p10_fusion_gain", "p11_best_fused_rate"}
+    assert empty["p10_fusion_gain"].text == S.NO_ROWS
+
+
+def test_each_glue_name_belongs_to_one_page(rows, monkeypatch):
+    monkeypatch.setenv("FUSEDLIB_DATA", str(rows))
+    owners = F.owners(rows)
+    assert set(owners) == set(F.values(rows)) == set(F.values())
+    assert owners["p10_fusion_gain"] == "part10" and owners["p11_best_fused_rate"] == "part11"
+    assert F.values()["p10_fusion_gain"].n == 5
+
+
+def test_a_name_glued_by_two_pages_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setitem(F.PAGES, "copy", part10)
+    with pytest.raises(RuntimeError, match="another page glues too"):
+        F.values(tmp_path)
+
+
+def test_synthetic_values_are_the_ones_built_in(rows):
+    v = F.values(rows)
+    assert 15 < v["p10_fusion_gain"].value < 26 and v["p10_fusion_gain"].resolved
+    assert v["p10_decode_wall"].value == pytest.approx(2.0, rel=0.05)
+    assert v["p07_decode_over_floor"].value == pytest.approx(16.0 / 0.96, rel=0.05)
+    assert v["p11_best_setting"].text == "batch 256, budget 2,048 tokens"
+    assert 0 < v["p11_host_share_b256"].value < 0.1
+    # eager steps: the host busy for 98% of the wall sets the step whatever the events span
+    assert v["p07_bottleneck"].text.startswith("the host") and v["p10_bottleneck"].text.startswith("the GPU")
+    assert v["hw_card"].text == "H200" and v["hw_copy_share"].value == pytest.approx(
+        100 * v["hw_copy_bw"].value / 4.8e12, rel=1e-9)
+    assert v["att_frac_triton"].text == "30% to 36%"
+    series, _ = intro.series(d=rows)
+    assert len(series) == 5 and not series.isna().any().any()
+
+
+def test_datasheet_is_the_measuring_cards_and_an_unknown_card_is_refused(tmp_path):
+    """A known GPU gets its own sheet; a CPU (the smoke profile) and no rows get the series' card's:
+    the one the committed rows came from."""
+    series = data.DATASHEETS[data.series_card()]["card"]
+    want = {"NVIDIA H200": "H200", "cpu": series, "NVIDIA GeForce RTX 4090": None}
+    for i, (device, card) in enumerate(want.items()):
+        d = tmp_path / str(i)
+        d.mkdir()
+        row = {"experiment": "census", "record": "hardware", "device_name": device, "time_utc": "2026-12-06T00:00:00"}
+        (d / "census.jsonl").write_text(json.dumps(row) + "\n")
+        if card:
+            assert data.datasheet(d)["card"] == card
+        else:
+            with pytest.raises(ValueError, match="RTX 4090"):
+                data.datasheet(d)
+    assert data.datasheet(tmp_path / "0")["bandwidth_Bps"] == 4.8e12
+    assert data.datasheet(tmp_path / "empty")["card"] == series == "H100 SXM"
+
+
+def test_request_cost_matches_the_ballpark_arithmetic():
+    c = part11.request_cost()
+    assert c["flops"] / 1e12 == pytest.approx(3.69, abs=0.02)
+    assert c["kv_bytes"] / 1e9 == pytest.approx(5.4, abs=0.1)
+    assert data.SIZES["weight_bytes"] / 1e9 == pytest.approx(3.087, abs=0.005)
+    assert data.SIZES["kv_bytes_per_token"] == 28 * 1024
+
+
+def test_text_writes_no_nan_and_the_model_shape_comes_from_config():
+    from fusedlib.config import PRESETS
+    from fusedlib.bench import text
+    assert text.sig(float("nan")) == text.cell(None) == text.cell(float("inf")) == "-"
+    assert data.MODEL is PRESETS["qwen2.5-1.5b"]
+
+
+def test_a_torn_last_line_is_skipped(tmp_path):
+    row = {"experiment": "peer", "profile": "full", "engine": "fused", "config": "part10", "round": 0,
+           "time_utc": "2026-12-06T01:00:00", "output_tok_s": 1.0}
+    (tmp_path / "peer.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(row | {"round": 1})[:40])
+    assert list(data.load("peer", tmp_path)["round"]) == [0]
+
+
+def test_roofline_points_have_intensity_and_attained_rate(rows):
+    p = part10.roofline_points(rows)
+    assert {"decode step", "mixed step", "gemm (decode)"} <= set(p["point"])
+    assert "other (decode)" not in set(p["point"])  # no modelled bytes: not a point
+    r = p.set_index("point").loc["decode step"]
+    assert r["intensity"] == pytest.approx(r["flops"] / r["bytes"])
+
+
+def test_committed_data_holds_every_file_the_book_reads():
+    folder = data.REPO / "data"
+    present = [n for n in BOOK_NEEDS if (folder / f"{n}.jsonl").exists()]
+    assert present == list(BOOK_NEEDS), f"data/ lacks {sorted(set(BOOK_NEEDS) - set(present))}"
+
+
+def test_conclusions_follow_their_numbers(rows, tmp_path):
+    """Swap the engines' names in part 11's rows: the gain turns negative, and the page's words with it."""
+    assert "still pays" in part11.readings(d=rows)[1]["p11_fusion_trend"].text
+    swapped = {"fused": "chunked", "chunked": "fused"}
+    for path in rows.glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        if path.stem == "scale":
+            lines = [r | {"engine": swapped.get(r["engine"], r["engine"])} for r in lines]
+        (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    trend = part11.readings(d=tmp_path)[1]["p11_fusion_trend"].text
+    assert "still pays" not in trend and ("costs capacity" in trend or "do not resolve" in trend), trend
+
+
+def test_provenance_reads_the_versions_from_the_rows(tmp_path):
+    from fusedlib.bench.figures import provenance
+    row = {"experiment": "gates", "profile": "full", "device_name": "NVIDIA H100 80GB HBM3", "time_utc": "2026-12-06",
+           "torch_version": "9.9.9+test", "triton_version": "8.8.8", "gate": "g", "config": "part7", "passed": True}
+    (tmp_path / "gates.jsonl").write_text(json.dumps(row) + "\n")
+    table = provenance.provenance(tmp_path).set_index("file")
+    assert table.loc["gates.jsonl", "torch"] == "9.9.9+test" and table.loc["gates.jsonl", "triton"] == "8.8.8"
+
+
+def test_part11_method_reads_its_own_arrivals(rows):
+    s = data.load("scale", rows)
+    counts = {f"{n:,.0f}" for n in s["n_requests"].unique()}
+    text = part11.scale(d=rows)[1]["p11_n_requests"].text
+    assert counts and all(c in text for c in counts), text
