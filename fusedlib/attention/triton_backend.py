@@ -16,8 +16,8 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
-                             splitkv_reduce_kernel)
+from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, prompt_attention_kernel,
+                             splitkv_decode_kernel, splitkv_reduce_kernel)
 
 BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
@@ -69,6 +69,45 @@ PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
 PACKED_BLOCK_N = {"rows": 64, "splitkv": 64, "balanced": 128}
 
 
+@dataclass(frozen=True)
+class PromptTiles:
+    """Launch shape of the prompt kernel (`prompt_attention_kernel`)."""
+    block_m: int  # rows of a query tile: positions times the heads a program serves
+    block_n: int  # keys per inner iteration: whole cache blocks
+    grouped: bool  # a program serves a KV head's whole GQA group (else one query head)
+    num_warps: int
+    num_stages: int
+
+    def heads_per_program(self, group: int) -> int:
+        if not self.grouped:
+            return 1
+        if group > self.block_m:
+            raise ValueError(f"a grouped prompt tile of {self.block_m} rows cannot hold {group} query heads")
+        return group
+
+
+# Small tiles on the interpreter, so the CPU tests' short prompts still take several tiles and
+# several key steps each; Hopper's (sm_90) are the benchmark's best (benchmarks/NOTES.md);
+# elsewhere the shape the packed kernel was measured with before.
+INTERPRETER_PROMPT_TILES = PromptTiles(block_m=16, block_n=16, grouped=True, num_warps=4, num_stages=1)
+HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=64, grouped=True, num_warps=8, num_stages=3)
+OTHER_PROMPT_TILES = PromptTiles(block_m=32, block_n=64, grouped=False, num_warps=4, num_stages=2)
+
+
+def _prompt_tiles(device: torch.device) -> PromptTiles:
+    if device.type != "cuda":
+        return INTERPRETER_PROMPT_TILES
+    return HOPPER_PROMPT_TILES if torch.cuda.get_device_capability(device)[0] == 9 else OTHER_PROMPT_TILES
+
+
+@functools.lru_cache(maxsize=None)
+def _prompt_tile_table(num_tokens: int, height: int, device: torch.device) -> torch.Tensor:
+    """int32 [num_tiles, 2]: consecutive `height`-position ranges, the last first."""
+    # Later positions have longer causal spans; launched first, they do not finish last alone.
+    starts = torch.arange(0, num_tokens, height, dtype=torch.int32).flip(0)
+    return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
+
+
 class TritonAttention:
     """`concurrent`: a mixed step's decode attention runs on a second stream beside its prefill."""
     # On the H200 the prefill programs over a 512-position chunk leave most SMs idle while the
@@ -77,17 +116,19 @@ class TritonAttention:
     # streams). A CUDA graph captured from both streams keeps both branches.
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
-                 splitkv: SplitKVConfig | None = None, concurrent: bool = False):
+                 splitkv: SplitKVConfig | None = None, concurrent: bool = False,
+                 prompt_tiles: PromptTiles | None = None):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel, self._num_sms, self.concurrent = decode_kernel, num_sms, concurrent
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
         self.packed_block_n = PACKED_BLOCK_N[decode_kernel]
+        self.prompt_tiles = prompt_tiles  # None: the device's (`_prompt_tiles`)
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        return self._packed(q, k_cache, v_cache, meta, scale, out)
+        return self._prompt(q, k_cache, v_cache, meta, scale, out)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
@@ -131,6 +172,28 @@ class TritonAttention:
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
             BLOCK_N=self.packed_block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
             DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
+        )
+        return out
+
+    def _prompt(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float, out) -> torch.Tensor:
+        """The prompt kernel over the packed chunks."""
+        out = self._output(q, k_cache, v_cache, out)
+        if q.shape[0] == 0:
+            return out
+        num_heads, head_dim = q.shape[1], q.shape[2]
+        group = num_heads // k_cache.shape[2]
+        cfg = self.prompt_tiles or _prompt_tiles(q.device)
+        if cfg.block_n % k_cache.shape[1]:
+            raise ValueError(f"prompt block_n {cfg.block_n} must be a multiple of the cache block size "
+                             f"{k_cache.shape[1]}")
+        heads = cfg.heads_per_program(group)
+        tiles = _prompt_tile_table(q.shape[0], cfg.block_m // heads, q.device)
+        prompt_attention_kernel[(tiles.shape[0], num_heads // heads)](
+            q, k_cache, v_cache, out, tiles, meta.token_seq, meta.positions, meta.block_tables,
+            scale * LOG2E, *_strides(q, out, k_cache, v_cache, meta.block_tables),
+            GROUP=group, HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+            KV_BLOCK_SIZE=k_cache.shape[1], DOT_PRECISION=_dot_precision(q.dtype),
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )
         return out
 

@@ -107,6 +107,122 @@ def packed_attention_kernel(
 
 
 @triton.jit
+def _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr, v_head_ptr,
+                 stride_k_block, stride_k_slot, stride_v_block, stride_v_slot, qk_scale,
+                 BLOCK_N: tl.constexpr, KV_BLOCK_SIZE: tl.constexpr, MASKED: tl.constexpr,
+                 DOT_PRECISION: tl.constexpr):
+    """One BLOCK_N step of online softmax over keys [kv_start, kv_start + BLOCK_N), gathered
+    through the block table. MASKED: row r sees key j only if j <= row_last_key[r] (causal, or
+    -1 for a row of another request); unmasked, every row sees every key of the step."""
+    key_idx = kv_start + tl.arange(0, BLOCK_N)
+    if MASKED:
+        key_valid = key_idx < kv_len
+        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid, other=0).to(tl.int64)
+    else:
+        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE).to(tl.int64)
+    slot = key_idx % KV_BLOCK_SIZE
+    k_ptrs = k_head_ptr + block_id[:, None] * stride_k_block + slot[:, None] * stride_k_slot
+    v_ptrs = v_head_ptr + block_id[:, None] * stride_v_block + slot[:, None] * stride_v_slot
+    if MASKED:
+        k = tl.load(k_ptrs, mask=key_valid[:, None], other=0.0)
+    else:
+        k = tl.load(k_ptrs)
+    scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
+    if MASKED:
+        visible = key_idx[None, :] <= row_last_key[:, None]
+        scores = tl.where(visible, scores * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+        p = tl.exp2(scores - m_new[:, None])
+    else:
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1) * qk_scale)
+        p = tl.exp2(scores * qk_scale - m_new[:, None])
+    alpha = tl.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if MASKED:
+        v = tl.load(v_ptrs, mask=key_valid[:, None], other=0.0)
+    else:
+        v = tl.load(v_ptrs)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=DOT_PRECISION)
+    return acc, l_i, m_new
+
+
+@triton.jit(do_not_specialize=["stride_bt"])
+def prompt_attention_kernel(
+    q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
+    tile_ranges_ptr,  # int32 [num_tiles, 2]: packed positions [start, end) of each query tile
+    token_seq_ptr,  # int32 [P]: request of each packed position
+    positions_ptr,  # int32 [P]: key index of each packed position
+    block_tables_ptr,  # int32 [n, stride_bt]
+    qk_scale,  # softmax scale * log2(e)
+    stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
+    stride_k_block, stride_k_slot, stride_k_head,
+    stride_v_block, stride_v_slot, stride_v_head,
+    stride_bt,
+    GROUP: tl.constexpr,  # query heads per KV head
+    HEADS: tl.constexpr,  # query heads a program serves: 1, or GROUP (one KV head's group)
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,  # rows of a query tile: its positions times HEADS, padded
+    BLOCK_N: tl.constexpr,
+    KV_BLOCK_SIZE: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    """Prompt attention: one program per (query tile, HEADS query heads). Row r of the tile is
+    position r // HEADS of the tile and head r % HEADS, so with HEADS == GROUP every K/V tile
+    is loaded once for the whole group."""
+    tile = tl.program_id(0)
+    first_head = tl.program_id(1) * HEADS
+    kv_head = first_head // GROUP
+
+    tile_start = tl.load(tile_ranges_ptr + 2 * tile)
+    tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
+    offs_r = tl.arange(0, BLOCK_M)
+    row_tok = tile_start + offs_r // HEADS
+    row_head = first_head + offs_r % HEADS
+    row_valid = row_tok < tile_end
+    row_seq = tl.load(token_seq_ptr + row_tok, mask=row_valid, other=-1)
+    row_pos = tl.load(positions_ptr + row_tok, mask=row_valid, other=-1)
+    first_seq = tl.load(token_seq_ptr + tile_start)
+    last_seq = tl.load(token_seq_ptr + tile_end - 1)
+
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + row_tok[:, None].to(tl.int64) * stride_q_tok + row_head[:, None] * stride_q_head
+                + offs_d[None, :], mask=row_valid[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    k_head_ptr = k_cache_ptr + kv_head * stride_k_head + offs_d[None, :]
+    v_head_ptr = v_cache_ptr + kv_head * stride_v_head + offs_d[None, :]
+
+    # A tile of one request's positions (a long prompt's tiles all are) sees keys below its
+    # first position unmasked, then masks only the steps across its diagonal. A tile spanning
+    # several requests masks every step, one request after the other.
+    one_seq = first_seq == last_seq
+    for seq in range(first_seq, last_seq + 1):
+        in_seq = row_seq == seq
+        row_last_key = tl.where(in_seq, row_pos, -1)
+        kv_len = tl.max(row_last_key, axis=0) + 1
+        first_pos = tl.min(tl.where(in_seq, row_pos, kv_len), axis=0)
+        unmasked_end = tl.where(one_seq, (first_pos + 1) // BLOCK_N * BLOCK_N, 0)
+        block_row_ptr = block_tables_ptr + seq * stride_bt
+        for kv_start in range(0, unmasked_end, BLOCK_N):
+            acc, l_i, m_i = _prompt_step(
+                q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr, v_head_ptr,
+                stride_k_block, stride_k_slot, stride_v_block, stride_v_slot, qk_scale,
+                BLOCK_N, KV_BLOCK_SIZE, False, DOT_PRECISION)
+        for kv_start in range(unmasked_end, kv_len, BLOCK_N):
+            acc, l_i, m_i = _prompt_step(
+                q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr, v_head_ptr,
+                stride_k_block, stride_k_slot, stride_v_block, stride_v_slot, qk_scale,
+                BLOCK_N, KV_BLOCK_SIZE, True, DOT_PRECISION)
+
+    # Padding rows never saw a key (l_i == 0) or saw only unmasked ones; they are not stored.
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + row_tok[:, None].to(tl.int64) * stride_o_tok + row_head[:, None] * stride_o_head
+             + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
+
+
+@triton.jit
 def _split_range(context_len, split, max_splits, split_tiles, BLOCK_N: tl.constexpr):
     """[start, end) of one request's split (empty past its end)."""
     # Runs of `split_tiles` whole BLOCK_N tiles (the host's length for the step), or with 0 the

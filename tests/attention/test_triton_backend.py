@@ -16,7 +16,7 @@ import torch
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
-from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
+from fusedlib.attention.triton_backend import BLOCK_M, PromptTiles, SplitKVConfig, TritonAttention
 from fusedlib.attention.triton_kernels import NEG_BIG
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
@@ -127,6 +127,33 @@ def test_prefill_gqa_grouping(num_heads, num_kv_heads):
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     actual = TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(actual, expected, torch.float32)
+
+
+# The prompt kernel's shapes: a program per query head, or per KV head's group (rows = positions
+# x heads, 16 rows holding 8 positions of 2 heads or 2 of 6); keys one or two cache blocks a step.
+PROMPT_TILES = [PromptTiles(16, 16, grouped, 4, 1) for grouped in (False, True)] + [
+    PromptTiles(32, 32, True, 4, 1)]
+
+
+@pytest.mark.parametrize("tiles", PROMPT_TILES, ids=["per-head", "grouped", "grouped-32"])
+@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_prompt_tiles_match_torch(tiles, num_heads, num_kv_heads, dtype):
+    """Each launch shape and GQA grouping over a packed step: a fresh prompt whose causal span
+    takes several unmasked steps before its diagonal; a chunk after a cached prefix that ends
+    mid-block; short chunks several to a tile; a chunk continuing at a block boundary. Blocks are
+    shuffled (make_cache), so a tile's keys come from non-contiguous blocks."""
+    chunks = [(0, 75), (37, 21), (0, 3), (5, 2), (64, 16), (130, 9)]
+    q, k_cache, v_cache, meta = make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=11)
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    actual = TritonAttention(prompt_tiles=tiles).prefill(q, k_cache, v_cache, meta, SCALE)
+    assert_close(actual, expected, dtype)
+
+
+def test_prompt_tile_too_short_for_the_group_is_refused():
+    q, k_cache, v_cache, meta = make_prefill([(0, 4)], 32, 1, torch.float32)
+    with pytest.raises(ValueError, match="cannot hold 32 query heads"):
+        TritonAttention(prompt_tiles=PromptTiles(16, 16, True, 4, 1)).prefill(q, k_cache, v_cache, meta, SCALE)
 
 
 DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
@@ -329,8 +356,8 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
-    from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N, REDUCE_BLOCK_S,
-                                                   PART9_SPLITKV, SplitKVConfig)
+    from fusedlib.attention.triton_backend import (BLOCK_M, HOPPER_PROMPT_TILES, MIN_DOT_ROWS, OTHER_PROMPT_TILES,
+                                                   PACKED_BLOCK_N, REDUCE_BLOCK_S, PART9_SPLITKV, SplitKVConfig)
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -399,6 +426,11 @@ GPU_COMPILE = textwrap.dedent("""
                 compile_for_arch(K.packed_attention_kernel, dtype, dict(
                     GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
                     KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4, 2)
+        prompt = HOPPER_PROMPT_TILES if ARCH == 90 else OTHER_PROMPT_TILES
+        heads = prompt.heads_per_program(group)
+        compile_for_arch(K.prompt_attention_kernel, dtype, dict(
+            GROUP=group, HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=prompt.block_m, BLOCK_N=prompt.block_n,
+            KV_BLOCK_SIZE=16, DOT_PRECISION=precision), prompt.num_warps, prompt.num_stages)
         for splitkv in (SplitKVConfig(), PART9_SPLITKV):
             for one_split in (False, True):
                 compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
