@@ -46,10 +46,10 @@ CASES = [(0, 2048), (0, 4096), (0, 8192), (2048, 2048)]
 SMOKE_CASES = [(0, 48), (0, 96), (48, 48)]
 # Prompt-kernel launch shapes: g = a program per KV head's GQA group, h = per query head;
 # rows x keys per step, warps, pipeline stages.
-VARIANTS = [PromptTiles(128, 64, True, 8, 3), PromptTiles(128, 64, False, 8, 3),
-            PromptTiles(128, 128, True, 8, 2), PromptTiles(128, 128, False, 8, 2),
-            PromptTiles(128, 128, False, 8, 3), PromptTiles(64, 64, True, 4, 3),
-            PromptTiles(64, 64, False, 4, 3)]
+VARIANTS = [PromptTiles(128, 128, True, 8, 2), PromptTiles(128, 128, True, 8, 3),
+            PromptTiles(128, 64, True, 8, 3), PromptTiles(128, 64, True, 8, 2),
+            PromptTiles(64, 64, True, 4, 3), PromptTiles(64, 64, True, 4, 2),
+            PromptTiles(64, 32, True, 4, 4), PromptTiles(128, 128, False, 8, 2)]
 DECODE = [(256, 1024), (256, 4096), (32, 1024)]  # rows, context
 SMOKE_DECODE = [(4, 64)]
 

@@ -102,8 +102,8 @@ def _prompt_tiles(device: torch.device) -> PromptTiles:
 
 @functools.lru_cache(maxsize=None)
 def _prompt_tile_table(num_tokens: int, height: int, device: torch.device) -> torch.Tensor:
-    """int32 [num_tiles, 2]: consecutive `height`-position ranges, the last first."""
-    # Later positions have longer causal spans; launched first, they do not finish last alone.
+    """int32 [num_tiles, 2]: consecutive `height`-position ranges, the last first (later
+    positions have longer causal spans)."""
     starts = torch.arange(0, num_tokens, height, dtype=torch.int32).flip(0)
     return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
@@ -188,7 +188,7 @@ class TritonAttention:
                              f"{k_cache.shape[1]}")
         heads = cfg.heads_per_program(group)
         tiles = _prompt_tile_table(q.shape[0], cfg.block_m // heads, q.device)
-        prompt_attention_kernel[(tiles.shape[0], num_heads // heads)](
+        prompt_attention_kernel[(num_heads // heads, tiles.shape[0])](
             q, k_cache, v_cache, out, tiles, meta.token_seq, meta.positions, meta.block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, meta.block_tables),
             GROUP=group, HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,

@@ -166,11 +166,13 @@ def prompt_attention_kernel(
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    """Prompt attention: one program per (query tile, HEADS query heads). Row r of the tile is
+    """Prompt attention: one program per (HEADS query heads, query tile). Row r of the tile is
     position r // HEADS of the tile and head r % HEADS, so with HEADS == GROUP every K/V tile
     is loaded once for the whole group."""
-    tile = tl.program_id(0)
-    first_head = tl.program_id(1) * HEADS
+    # Heads vary fastest in launch order, so all heads of the longest tiles (the tile table's
+    # first) start before any shorter tile: a causal prompt's long tiles do not finish last alone.
+    first_head = tl.program_id(0) * HEADS
+    tile = tl.program_id(1)
     kv_head = first_head // GROUP
 
     tile_start = tl.load(tile_ranges_ptr + 2 * tile)
