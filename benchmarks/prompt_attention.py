@@ -1,14 +1,14 @@
-"""Prompt attention on one GPU: the prompt kernel's launch shapes beside the packed kernel and
-torch SDPA's backends, on Qwen2.5-1.5B's attention (12 query heads, 2 KV heads, head_dim 128,
+"""Prompt attention on one GPU: the prompt kernel at the device's default launch shape and others,
+beside torch SDPA's backends, on Qwen2.5-1.5B's attention (12 query heads, 2 KV heads, head_dim 128,
 fp16); then split-KV decode beside a copy of its bytes.
 
     PYTHONPATH=. python benchmarks/prompt_attention.py          # on a CUDA GPU
     PYTHONPATH=. python benchmarks/prompt_attention.py --smoke  # tiny shapes, CPU interpreter
 
-Cases: fresh causal prompts of 2,048, 4,096 and 8,192 tokens, and a 2,048-token chunk after a
-2,048-token cached prefix (the fresh 4,096 prompt's second half: same queries, keys, values).
-Our kernels read K/V from a paged cache whose blocks are shuffled (non-contiguous); SDPA gets
-them dense, expanded to one K/V head per query head. Every output is checked against an fp32
+Cases: fresh causal prompts of 2,048, 4,096 and 8,192 tokens; a 2,048-token chunk after a
+2,048-token cached prefix; four requests' 512-token chunks packed into one call, each after its
+own prefix. Our kernel reads K/V from a paged cache whose blocks are shuffled (non-contiguous);
+SDPA gets them dense, expanded to one K/V head per query head. Every output is checked against an fp32
 SDPA (math backend) before it is timed; timings are `triton.testing.do_bench` medians.
 TFLOP/s count causal FLOPs: 4 * heads * head_dim * (query, key) pairs, a fresh n-token prompt
 having n(n+1)/2 pairs and a c-token chunk after p cached tokens c*p + c(c+1)/2.
@@ -41,15 +41,14 @@ from fusedlib.config import BLOCK_SIZE, PRESETS  # noqa: E402
 TOLERANCE = 1e-2  # max abs error against the fp32 reference, fp16 outputs
 SDPA_BACKENDS = {"sdpa-flash": SDPBackend.FLASH_ATTENTION, "sdpa-cudnn": SDPBackend.CUDNN_ATTENTION,
                  "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION}
-# (cached prefix, chunk) per case
-CASES = [(0, 2048), (0, 4096), (0, 8192), (2048, 2048)]
-SMOKE_CASES = [(0, 48), (0, 96), (48, 48)]
-# Prompt-kernel launch shapes: g = a program per KV head's GQA group, h = per query head;
-# rows x keys per step, warps, pipeline stages.
-VARIANTS = [PromptTiles(128, 128, True, 8, 2), PromptTiles(128, 128, True, 8, 3),
-            PromptTiles(128, 64, True, 8, 3), PromptTiles(128, 64, True, 8, 2),
-            PromptTiles(64, 64, True, 4, 3), PromptTiles(64, 64, True, 4, 2),
-            PromptTiles(64, 32, True, 4, 4), PromptTiles(128, 128, False, 8, 2)]
+# Each case: (cached prefix, chunk) per request, packed in this order. The last, an engine step's
+# worth of chunks of four requests at different depths, has no SDPA anchor (one call per request).
+CASES = [[(0, 2048)], [(0, 4096)], [(0, 8192)], [(2048, 2048)],
+         [(0, 512), (1024, 512), (2048, 512), (3072, 512)]]
+SMOKE_CASES = [[(0, 48)], [(0, 96)], [(48, 48)], [(0, 16), (20, 16), (40, 16)]]
+# Prompt-kernel launch shapes beside the device's default: g = a program per KV head's GQA group
+# (rows = positions x 6 heads), h = per query head; rows x keys per step, warps, pipeline stages.
+VARIANTS = [PromptTiles(128, 128, False, 8, 2), PromptTiles(64, 64, True, 4, 3)]
 DECODE = [(256, 1024), (256, 4096), (32, 1024)]  # rows, context
 SMOKE_DECODE = [(4, 64)]
 
@@ -62,22 +61,32 @@ def causal_pairs(prefix: int, chunk: int) -> int:
     return chunk * prefix + chunk * (chunk + 1) // 2
 
 
-def paged_case(prefix: int, chunk: int, cfg, device: str, gen: torch.Generator):
-    """Dense q/k/v of the whole context and the chunk's paged view: (q, k, v, q_chunk, k_cache,
-    v_cache, meta). Position i's K/V sit in block table[i // 16], slot i % 16, blocks shuffled."""
-    ctx = prefix + chunk
-    q, k, v = (torch.randn(ctx, heads, cfg.head_dim, generator=gen, device=device).half()
-               for heads in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads))
-    num_blocks = math.ceil(ctx / BLOCK_SIZE)
-    table = torch.randperm(num_blocks + 3, generator=gen, device=device)[:num_blocks].to(torch.int32)
-    k_cache, v_cache = (torch.zeros(num_blocks + 3, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim, device=device,
+def paged_case(requests, cfg, device: str, gen: torch.Generator):
+    """Per request dense (q, k, v) of its whole context, and the packed chunks' paged view:
+    (dense, q_chunks, k_cache, v_cache, meta). Position i of request r has its K/V in block
+    table[r, i // 16], slot i % 16; the pool's blocks are shuffled across requests."""
+    contexts = [p + c for p, c in requests]
+    need = [math.ceil(n / BLOCK_SIZE) for n in contexts]
+    num_blocks = sum(need) + 3
+    owner = torch.randperm(num_blocks, generator=gen, device=device).to(torch.int32)
+    k_cache, v_cache = (torch.zeros(num_blocks, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim, device=device,
                                     dtype=torch.float16) for _ in range(2))
-    pos = torch.arange(ctx, device=device)
-    k_cache[table[pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = k
-    v_cache[table[pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = v
-    meta = PrefillMeta(chunk, table[None], torch.zeros(chunk, dtype=torch.int32, device=device),
-                       torch.arange(prefix, ctx, dtype=torch.int32, device=device))
-    return q, k, v, q[prefix:].contiguous(), k_cache, v_cache, meta
+    tables = torch.zeros(len(requests), max(need), dtype=torch.int32, device=device)
+    dense, used = [], 0
+    for r, (ctx, n) in enumerate(zip(contexts, need)):
+        q, k, v = (torch.randn(ctx, heads, cfg.head_dim, generator=gen, device=device).half()
+                   for heads in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads))
+        tables[r, :n] = owner[used:used + n]
+        used += n
+        pos = torch.arange(ctx, device=device)
+        k_cache[tables[r, pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = k
+        v_cache[tables[r, pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = v
+        dense.append((q, k, v))
+    token_seq = torch.cat([torch.full((c,), r, dtype=torch.int32) for r, (_, c) in enumerate(requests)])
+    positions = torch.cat([torch.arange(p, p + c, dtype=torch.int32) for p, c in requests])
+    meta = PrefillMeta(len(token_seq), tables, token_seq.to(device), positions.to(device))
+    q_chunks = torch.cat([q[p:] for (q, _, _), (p, _) in zip(dense, requests)])
+    return dense, q_chunks, k_cache, v_cache, meta
 
 
 def sdpa_inputs(q, k, v, prefix: int, group: int):
@@ -101,30 +110,38 @@ def bench_ms(fn, device: str) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
+def case_name(requests) -> str:
+    if len(requests) > 1:
+        return f"packed{len(requests)}x{requests[0][1]}"
+    prefix, chunk = requests[0]
+    return f"{chunk}@{prefix}" if prefix else f"fresh{chunk}"
+
+
 def prompt_rows(device: str, cases, variants) -> list[dict]:
     cfg = PRESETS["qwen2.5-1.5b"]
     group, scale = cfg.num_heads // cfg.num_kv_heads, cfg.head_dim ** -0.5
     gen = torch.Generator(device=device).manual_seed(0)
     rows = []
-    for prefix, chunk in cases:
-        q, k, v, q_chunk, k_cache, v_cache, meta = paged_case(prefix, chunk, cfg, device, gen)
-        qh, kh, vh = sdpa_inputs(q, k, v, prefix, group)
+    for requests in cases:
+        dense, q_chunks, k_cache, v_cache, meta = paged_case(requests, cfg, device, gen)
+        sdpa_args = [sdpa_inputs(q, k, v, p, group) for (q, k, v), (p, _) in zip(dense, requests)]
         with sdpa_kernel(SDPBackend.MATH):
-            reference = sdpa_call(qh.float(), kh.float(), vh.float(), prefix, chunk)()[0].transpose(0, 1)
-        flops = 4 * cfg.num_heads * cfg.head_dim * causal_pairs(prefix, chunk)
-        case = dict(case="chunk" if prefix else "fresh", prefix=prefix, chunk=chunk, context=prefix + chunk)
+            reference = torch.cat([sdpa_call(qh.float(), kh.float(), vh.float(), p, c)()[0].transpose(0, 1)
+                                   for (qh, kh, vh), (p, c) in zip(sdpa_args, requests)])
+        flops = 4 * cfg.num_heads * cfg.head_dim * sum(causal_pairs(p, c) for p, c in requests)
+        case = dict(case=case_name(requests), requests=requests, context=max(p + c for p, c in requests),
+                    tokens=meta.num_tokens)
         contenders = {}
-        for name, backend in SDPA_BACKENDS.items():
-            call = sdpa_call(qh, kh, vh, prefix, chunk)
-            contenders[name] = (lambda call=call, backend=backend: _in_backend(call, backend),
-                                lambda out: out[0].transpose(0, 1))
-        old = TritonAttention("balanced")  # the engine's default backend's packed kernel
-        contenders["packed (old)"] = (lambda: old._packed(q_chunk, k_cache, v_cache, meta, scale, None),
-                                      lambda out: out)
+        if len(requests) == 1:
+            (qh, kh, vh), ((prefix, chunk),) = sdpa_args[0], requests
+            for name, backend in SDPA_BACKENDS.items():
+                call = sdpa_call(qh, kh, vh, prefix, chunk)
+                contenders[name] = (lambda call=call, backend=backend: _in_backend(call, backend),
+                                    lambda out: out[0].transpose(0, 1))
         for tiles in variants:
             new = TritonAttention("balanced", prompt_tiles=tiles)
             contenders[variant_name(tiles)] = (
-                lambda new=new: new.prefill(q_chunk, k_cache, v_cache, meta, scale), lambda out: out)
+                lambda new=new: new.prefill(q_chunks, k_cache, v_cache, meta, scale), lambda out: out)
         case_rows = []
         for name, (fn, heads_last) in contenders.items():
             row = dict(case, kernel=name)
@@ -144,7 +161,7 @@ def prompt_rows(device: str, cases, variants) -> list[dict]:
         for r in case_rows:
             r.update(sdpa_backend=best and best["kernel"], sdpa_tflops=best and best["tflops"])
         rows += case_rows
-        del q, k, v, q_chunk, k_cache, v_cache, qh, kh, vh, reference
+        del dense, q_chunks, k_cache, v_cache, sdpa_args, reference
     return rows
 
 
@@ -176,18 +193,15 @@ def decode_rows(device: str, cases) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    cases = sorted({(r["case"], r["prefix"], r["chunk"]) for r in rows if "case" in r},
-                   key=lambda c: (c[0] == "chunk", c[2]))
+    names = list(dict.fromkeys(r["case"] for r in rows if "case" in r))
     kernels = list(dict.fromkeys(r["kernel"] for r in rows if "case" in r))
-    names = [f"{c}{p + n}" if c == "fresh" else f"{n}@{p}" for c, p, n in cases]
-    lines = ["TFLOP/s (causal FLOPs)".ljust(30) + "".join(n.rjust(10) for n in names)]
+    lines = ["TFLOP/s (causal FLOPs)".ljust(30) + "".join(n.rjust(12) for n in names)]
     for kernel in kernels:
         cells = []
-        for c, p, n in cases:
-            r = next((r for r in rows if r.get("kernel") == kernel and (r.get("case"), r.get("prefix"),
-                                                                        r.get("chunk")) == (c, p, n)), {})
+        for name in names:
+            r = next((r for r in rows if r.get("kernel") == kernel and r.get("case") == name), {})
             cells.append(f"{r['tflops']:.0f}" if "tflops" in r else "err" if "error" in r else "-")
-        lines.append(kernel.ljust(30) + "".join(cell.rjust(10) for cell in cells))
+        lines.append(kernel.ljust(30) + "".join(cell.rjust(12) for cell in cells))
     for r in rows:
         if r["kernel"] == "copy":
             lines.append(f"copy rate {r['copy_GBps']:.0f} GB/s (read + written)")
@@ -205,7 +219,8 @@ def main() -> None:
     machine = dict(device_name=torch.cuda.get_device_name() if device == "cuda" else "cpu",
                    torch=torch.__version__, triton=triton.__version__)
     print(json.dumps(machine), flush=True)
-    variants = [_prompt_tiles(torch.device(device))] if device == "cpu" else VARIANTS
+    default = _prompt_tiles(torch.device(device))
+    variants = [default] + ([] if device == "cpu" else [v for v in VARIANTS if v != default])
     rows = prompt_rows(device, SMOKE_CASES if device == "cpu" else CASES, variants)
     rows += decode_rows(device, SMOKE_DECODE if device == "cpu" else DECODE)
     rows = [dict(machine, **r) for r in rows]

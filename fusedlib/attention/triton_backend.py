@@ -1,5 +1,5 @@
-"""Triton attention: packed prefill, and decode by one of three kernels (`decode_kernel`):
-"rows", the packed kernel with one query tile per request (part 7); "splitkv", flash-decoding
+"""Triton attention: the prompt kernel over packed chunks, and decode by one of three kernels
+(`decode_kernel`): "rows", one program per (decode row, query head) (part 7); "splitkv", flash-decoding
 cut at one split length the host sets from the step's longest context (parts 8, 9); "balanced",
 flash-decoding with each request cut by its own length on the device, so the grid depends on
 the row count alone (part 10).
@@ -16,10 +16,11 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, prompt_attention_kernel,
-                             splitkv_decode_kernel, splitkv_reduce_kernel)
+from .triton_kernels import (PARTIAL_EXTRA, prompt_attention_kernel, rows_decode_kernel, splitkv_decode_kernel,
+                             splitkv_reduce_kernel)
 
-BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
+ROWS_BLOCK_M = 32  # tile height of part 7's decode kernel (one real row)
+ROWS_BLOCK_N = 64  # its keys per iteration
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
 REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
@@ -34,17 +35,9 @@ def _dot_precision(dtype: torch.dtype) -> str:
 
 
 def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
-    """The stride arguments both attention kernels take, in their order."""
+    """The stride arguments every attention kernel takes, in their order."""
     return (q.stride(0), q.stride(1), out.stride(0), out.stride(1), *k_cache.stride()[:3],
             *v_cache.stride()[:3], block_tables.stride(0))
-
-
-@functools.lru_cache(maxsize=None)
-def _tile_table(rows: bool, num_tokens: int, device: torch.device) -> torch.Tensor:
-    """int32 [num_tiles, 2] query tile ranges: one per token (`rows`), or consecutive BLOCK_M ones."""
-    height = 1 if rows else BLOCK_M
-    starts = torch.arange(0, num_tokens, height, dtype=torch.int32)
-    return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
 @dataclass(frozen=True)
@@ -62,11 +55,6 @@ class SplitKVConfig:
 
 
 PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
-# Keys per iteration of the packed kernel. 128 halve the iterations of a tile's serial walk over
-# its causal span, which sets a chunk's time: on the H200, 20.9 us against 23.3 at 64 for a
-# fresh 512-token chunk, 47.3 against 55.3 after 1,024 cached keys (80 KB of shared memory at
-# two stages, which an A10 has). Parts 7 to 9 keep the 64 they were measured with.
-PACKED_BLOCK_N = {"rows": 64, "splitkv": 64, "balanced": 128}
 
 
 @dataclass(frozen=True)
@@ -87,10 +75,11 @@ class PromptTiles:
 
 
 # Small tiles on the interpreter, so the CPU tests' short prompts still take several tiles and
-# several key steps each; Hopper's (sm_90) are the benchmark's best (benchmarks/NOTES.md);
-# elsewhere the shape the packed kernel was measured with before.
+# several key steps each. Hopper's (sm_90): the best of benchmarks/prompt_attention.py's shapes on
+# an H100 (benchmarks/NOTES.md), 305 TFLOP/s on a fresh 4,096-token prompt where the 32-row,
+# one-head-per-program tiles before it reached 131. Elsewhere (unmeasured) those earlier tiles.
 INTERPRETER_PROMPT_TILES = PromptTiles(block_m=16, block_n=16, grouped=True, num_warps=4, num_stages=1)
-HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=64, grouped=True, num_warps=8, num_stages=3)
+HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=128, grouped=True, num_warps=8, num_stages=2)
 OTHER_PROMPT_TILES = PromptTiles(block_m=32, block_n=64, grouped=False, num_warps=4, num_stages=2)
 
 
@@ -122,7 +111,6 @@ class TritonAttention:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel, self._num_sms, self.concurrent = decode_kernel, num_sms, concurrent
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
-        self.packed_block_n = PACKED_BLOCK_N[decode_kernel]
         self.prompt_tiles = prompt_tiles  # None: the device's (`_prompt_tiles`)
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
 
@@ -133,7 +121,7 @@ class TritonAttention:
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel == "rows":
-            return self._packed(q, k_cache, v_cache, meta, scale, out)
+            return self._rows_decode(q, k_cache, v_cache, meta, scale, out)
         return self._split_decode(q, k_cache, v_cache, meta, scale, out)
 
     def side_stream(self, device: torch.device) -> torch.cuda.Stream | None:
@@ -154,24 +142,18 @@ class TritonAttention:
             out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1)), "unit head_dim strides, out like q"
         return torch.empty_like(q) if out is None else out
 
-    def _packed(self, q, k_cache, v_cache, meta, scale, out) -> torch.Tensor:
-        """The packed kernel over prompt chunks (a PrefillMeta), or one tile per decode row (a DecodeMeta)."""
+    def _rows_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale, out) -> torch.Tensor:
+        """Part 7's decode kernel: a program per (decode row, query head)."""
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
-        decode_rows = isinstance(meta, DecodeMeta)
-        tiles = _tile_table(decode_rows, q.shape[0], q.device)
-        block_tables = meta.block_tables
-        # Unused pointer arguments still need a tensor; pass one that is there anyway.
-        token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
-                                              else (meta.token_seq, meta.positions, block_tables))
         num_heads, head_dim = q.shape[1], q.shape[2]
-        packed_attention_kernel[(tiles.shape[0], num_heads)](
-            q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
-            scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
-            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
-            BLOCK_N=self.packed_block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
+        rows_decode_kernel[(q.shape[0], num_heads)](
+            q, k_cache, v_cache, out, meta.context_lens, meta.block_tables,
+            scale * LOG2E, *_strides(q, out, k_cache, v_cache, meta.block_tables),
+            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=ROWS_BLOCK_M,
+            BLOCK_N=ROWS_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1], DOT_PRECISION=_dot_precision(q.dtype),
+            num_warps=4, num_stages=2,
         )
         return out
 

@@ -1,7 +1,8 @@
-"""Triton kernels for attention over the paged KV cache (layout: base.py): the packed kernel,
-one program per (query tile, query head), a tile spanning one or several requests' positions
-or one decode row; and flash-decoding, one program per (request, KV head, KV split) over the
-GQA group's heads, with a reduce that merges the splits' partials (acc, max, sum)."""
+"""Triton kernels for attention over the paged KV cache (layout: base.py): the prompt kernel,
+one program per (query tile, KV head's group of query heads or one query head), a tile spanning
+one or several requests' positions; part 7's decode, one program per (decode row, query head);
+and flash-decoding, one program per (request, KV head, KV split) over the GQA group's heads,
+with a reduce that merges the splits' partials (acc, max, sum)."""
 # Softmax runs in base 2 (scores times scale * log2(e), then exp2). The running max starts at a
 # large *finite* negative number, so a row that sees only masked keys in an iteration computes
 # exp2(-inf - finite) = 0, never NaN. Varying ints (block-table row stride, split counts) are
@@ -19,12 +20,9 @@ PARTIAL_EXTRA = tl.constexpr(4)
 
 
 @triton.jit(do_not_specialize=["stride_bt"])
-def packed_attention_kernel(
+def rows_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
-    tile_ranges_ptr,  # int32 [num_tiles, 2]: packed range [start, end) of each query tile
-    token_seq_ptr,  # int32 [P]: request of each packed position (unused when DECODE_ROWS)
-    positions_ptr,  # int32 [P]: key index of each packed position (unused when DECODE_ROWS)
-    context_lens_ptr,  # int32 [n]: read only when DECODE_ROWS
+    context_lens_ptr,  # int32 [n]: keys of each decode row, its own included
     block_tables_ptr,  # int32 [n, stride_bt]
     qk_scale,  # softmax scale * log2(e)
     stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
@@ -36,28 +34,17 @@ def packed_attention_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     KV_BLOCK_SIZE: tl.constexpr,
-    DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
 ):
-    tile = tl.program_id(0)
+    """Part 7's decode: one program per (decode row, query head), its one row in a BLOCK_M-row
+    tile (tl.dot's minimum height) whose other rows are padding."""
+    req = tl.program_id(0)
     head = tl.program_id(1)
     kv_head = head // GROUP
+    context_len = tl.load(context_lens_ptr + req)
 
-    tile_start = tl.load(tile_ranges_ptr + 2 * tile)
-    tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
-    offs_m = tile_start + tl.arange(0, BLOCK_M)
-    row_valid = offs_m < tile_end
-    if DECODE_ROWS:
-        row_seq = tl.where(row_valid, offs_m, -1)
-        row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
-        first_seq = tile_start
-        last_seq = tile_end - 1
-    else:
-        row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
-        row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
-        first_seq = tl.load(token_seq_ptr + tile_start)
-        last_seq = tl.load(token_seq_ptr + tile_end - 1)
-
+    offs_m = req + tl.arange(0, BLOCK_M)
+    row_valid = offs_m == req
     offs_d = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
                 + offs_d[None, :], mask=row_valid[:, None], other=0.0)
@@ -66,39 +53,29 @@ def packed_attention_kernel(
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
-
-    # Requests are visited one after the other: this serial walk is what makes a tile
-    # spanning many requests slow.
-    for seq in range(first_seq, last_seq + 1):
-        in_seq = row_seq == seq
-        # Causal: the tile's rows of this request need keys up to their largest position.
-        kv_len = tl.max(tl.where(in_seq, row_pos, -1), axis=0) + 1
-        block_row_ptr = block_tables_ptr + seq * stride_bt
-        row_last_key = tl.where(in_seq, row_pos, -1)
-        for kv_start in range(0, kv_len, BLOCK_N):
-            # One BLOCK_N step of online softmax: gather K and V through the block table,
-            # score, fold into (m_i, l_i, acc). Row r sees key j only if j <= its
-            # row_last_key: the causal limit, or -1 for a row of another request.
-            key_idx = kv_start + offs_n
-            key_valid = key_idx < kv_len
-            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
-                               other=0).to(tl.int64)
-            slot = key_idx % KV_BLOCK_SIZE
-            k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
-                        + slot[:, None] * stride_k_slot + kv_head * stride_k_head
-                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-            scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-            visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
-            scores = tl.where(visible, scores, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(scores - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
-                        + slot[:, None] * stride_v_slot + kv_head * stride_v_head
-                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-            m_i = m_new
+    block_row_ptr = block_tables_ptr + req * stride_bt
+    for kv_start in range(0, context_len, BLOCK_N):
+        # One BLOCK_N step of online softmax: gather K and V through the block table, score,
+        # fold into (m_i, l_i, acc). Padding rows see no key.
+        key_idx = kv_start + offs_n
+        key_valid = key_idx < context_len
+        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
+                           other=0).to(tl.int64)
+        slot = key_idx % KV_BLOCK_SIZE
+        k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
+                    + slot[:, None] * stride_k_slot + kv_head * stride_k_head
+                    + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        scores = tl.where(row_valid[:, None] & key_valid[None, :], scores, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(scores - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
+                    + slot[:, None] * stride_v_slot + kv_head * stride_v_head
+                    + offs_d[None, :], mask=key_valid[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
 
     # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
     out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
