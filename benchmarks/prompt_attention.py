@@ -48,7 +48,7 @@ CASES = [[(0, 2048)], [(0, 4096)], [(0, 8192)], [(2048, 2048)],
 SMOKE_CASES = [[(0, 48)], [(0, 96)], [(48, 48)], [(0, 16), (20, 16), (40, 16)]]
 # Prompt-kernel launch shapes beside the device's default: g = a program per KV head's GQA group
 # (rows = positions x 6 heads), h = per query head; rows x keys per step, warps, pipeline stages.
-VARIANTS = [PromptTiles(128, 128, False, 8, 2), PromptTiles(64, 64, True, 4, 3)]
+VARIANTS = [PromptTiles(128, 128, True, 8, 2), PromptTiles(64, 64, True, 4, 3)]
 DECODE = [(256, 1024), (256, 4096), (32, 1024)]  # rows, context
 SMOKE_DECODE = [(4, 64)]
 

@@ -76,10 +76,13 @@ class PromptTiles:
 
 # Small tiles on the interpreter, so the CPU tests' short prompts still take several tiles and
 # several key steps each. Hopper's (sm_90): the best of benchmarks/prompt_attention.py's shapes on
-# an H100 (benchmarks/NOTES.md), 305 TFLOP/s on a fresh 4,096-token prompt where the 32-row,
-# one-head-per-program tiles before it reached 131. Elsewhere (unmeasured) those earlier tiles.
-INTERPRETER_PROMPT_TILES = PromptTiles(block_m=16, block_n=16, grouped=True, num_warps=4, num_stages=1)
-HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=128, grouped=True, num_warps=8, num_stages=2)
+# an H100 (benchmarks/NOTES.md): 305 TFLOP/s on a fresh 4,096-token prompt where the 32-row tiles
+# before it reached 131. A program per KV head's group ran as fast on single prompts (K/V come
+# from L2 either way) but slower on chunks of several requests: its tiles of 21 positions span
+# two requests at every chunk boundary, and such a tile walks both requests' keys in turn.
+# Elsewhere (unmeasured) the earlier tiles.
+INTERPRETER_PROMPT_TILES = PromptTiles(block_m=16, block_n=16, grouped=False, num_warps=4, num_stages=1)
+HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=128, grouped=False, num_warps=8, num_stages=2)
 OTHER_PROMPT_TILES = PromptTiles(block_m=32, block_n=64, grouped=False, num_warps=4, num_stages=2)
 
 

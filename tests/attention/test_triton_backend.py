@@ -110,8 +110,8 @@ def test_prefill_over_many_key_steps(dtype):
 
 
 def test_tiles_span_requests_in_these_cases():
-    """Guards the premise of the prefill cases: at the CPU's tiles (4 heads on 2 KV heads), some
-    tile covers several requests."""
+    """Guards the premise of the prefill cases: at the CPU's default tiles (4 heads on 2 KV heads),
+    some tile covers several requests."""
     positions = INTERPRETER_PROMPT_TILES.block_m // INTERPRETER_PROMPT_TILES.heads_per_program(2)
     for chunks in (MIXED_CHUNKS, TINY_CHUNKS):
         _, _, _, meta = make_prefill(chunks, 4, 2, torch.float32)
