@@ -34,7 +34,8 @@ from torch.nn.attention.bias import causal_lower_right  # noqa: E402
 from torch.nn.functional import scaled_dot_product_attention as sdpa  # noqa: E402
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta  # noqa: E402
-from fusedlib.attention.triton_backend import PromptTiles, TritonAttention, _prompt_tiles  # noqa: E402
+from fusedlib.attention.triton_backend import (EARLIER_PROMPT_TILES, PromptTiles, TritonAttention,  # noqa: E402
+                                              _prompt_tiles)
 from fusedlib.bench.census import copy_bandwidth, decode_case, median_ms, _flush_buffer  # noqa: E402
 from fusedlib.config import BLOCK_SIZE, PRESETS  # noqa: E402
 
@@ -46,15 +47,14 @@ SDPA_BACKENDS = {"sdpa-flash": SDPBackend.FLASH_ATTENTION, "sdpa-cudnn": SDPBack
 CASES = [[(0, 2048)], [(0, 4096)], [(0, 8192)], [(2048, 2048)],
          [(0, 512), (1024, 512), (2048, 512), (3072, 512)]]
 SMOKE_CASES = [[(0, 48)], [(0, 96)], [(48, 48)], [(0, 16), (20, 16), (40, 16)]]
-# Prompt-kernel launch shapes beside the device's default: g = a program per KV head's GQA group
-# (rows = positions x 6 heads), h = per query head; rows x keys per step, warps, pipeline stages.
-VARIANTS = [PromptTiles(128, 128, True, 8, 2), PromptTiles(64, 64, True, 4, 3)]
+# Prompt-kernel launch shapes beside the device's default: positions x keys per step, warps, stages.
+VARIANTS = [EARLIER_PROMPT_TILES, PromptTiles(64, 64, 4, 3)]
 DECODE = [(256, 1024), (256, 4096), (32, 1024)]  # rows, context
 SMOKE_DECODE = [(4, 64)]
 
 
 def variant_name(t: PromptTiles) -> str:
-    return f"prompt-{'g' if t.grouped else 'h'}{t.block_m}x{t.block_n}-w{t.num_warps}s{t.num_stages}"
+    return f"prompt-{t.block_m}x{t.block_n}-w{t.num_warps}s{t.num_stages}"
 
 
 def causal_pairs(prefix: int, chunk: int) -> int:

@@ -1,5 +1,5 @@
 """Triton attention: the prompt kernel over packed chunks, and decode by one of three kernels
-(`decode_kernel`): "rows", one program per (decode row, query head) (part 7); "splitkv", flash-decoding
+(`decode_kernel`): "rows", the prompt kernel with one decode row per tile (part 7); "splitkv", flash-decoding
 cut at one split length the host sets from the step's longest context (parts 8, 9); "balanced",
 flash-decoding with each request cut by its own length on the device, so the grid depends on
 the row count alone (part 10).
@@ -16,11 +16,8 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import (PARTIAL_EXTRA, prompt_attention_kernel, rows_decode_kernel, splitkv_decode_kernel,
-                             splitkv_reduce_kernel)
+from .triton_kernels import PARTIAL_EXTRA, prompt_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel
 
-ROWS_BLOCK_M = 32  # tile height of part 7's decode kernel (one real row)
-ROWS_BLOCK_N = 64  # its keys per iteration
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
 REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
@@ -60,42 +57,35 @@ PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
 @dataclass(frozen=True)
 class PromptTiles:
     """Launch shape of the prompt kernel (`prompt_attention_kernel`)."""
-    block_m: int  # rows of a query tile: positions times the heads a program serves
+    block_m: int  # query positions per tile
     block_n: int  # keys per inner iteration: whole cache blocks
-    grouped: bool  # a program serves a KV head's whole GQA group (else one query head)
     num_warps: int
     num_stages: int
-
-    def heads_per_program(self, group: int) -> int:
-        if not self.grouped:
-            return 1
-        if group > self.block_m:
-            raise ValueError(f"a grouped prompt tile of {self.block_m} rows cannot hold {group} query heads")
-        return group
 
 
 # Small tiles on the interpreter, so the CPU tests' short prompts still take several tiles and
 # several key steps each. Hopper's (sm_90): the best of benchmarks/prompt_attention.py's shapes on
 # an H100 (benchmarks/NOTES.md): 305 TFLOP/s on a fresh 4,096-token prompt where the 32-row tiles
-# before it reached 131. A program per KV head's group ran as fast on single prompts (K/V come
-# from L2 either way) but slower on chunks of several requests: its tiles of 21 positions span
-# two requests at every chunk boundary, and such a tile walks both requests' keys in turn.
-# Elsewhere (unmeasured) the earlier tiles.
-INTERPRETER_PROMPT_TILES = PromptTiles(block_m=16, block_n=16, grouped=False, num_warps=4, num_stages=1)
-HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=128, grouped=False, num_warps=8, num_stages=2)
-OTHER_PROMPT_TILES = PromptTiles(block_m=32, block_n=64, grouped=False, num_warps=4, num_stages=2)
+# before it reached 131. A program per KV head's group of query heads (rows = positions x heads,
+# so each K/V tile is loaded once for the group) ran as fast on single prompts, K/V coming from
+# L2 either way, and slower on chunks of several requests: its tiles of 21 positions span two
+# requests at most chunk boundaries, and such a tile walks both requests' keys in turn.
+# Elsewhere (unmeasured), and for part 7's decode rows (as measured there), the earlier tiles.
+INTERPRETER_PROMPT_TILES = PromptTiles(block_m=16, block_n=16, num_warps=4, num_stages=1)
+HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=128, num_warps=8, num_stages=2)
+EARLIER_PROMPT_TILES = PromptTiles(block_m=32, block_n=64, num_warps=4, num_stages=2)
 
 
 def _prompt_tiles(device: torch.device) -> PromptTiles:
     if device.type != "cuda":
         return INTERPRETER_PROMPT_TILES
-    return HOPPER_PROMPT_TILES if torch.cuda.get_device_capability(device)[0] == 9 else OTHER_PROMPT_TILES
+    return HOPPER_PROMPT_TILES if torch.cuda.get_device_capability(device)[0] == 9 else EARLIER_PROMPT_TILES
 
 
 @functools.lru_cache(maxsize=None)
 def _prompt_tile_table(num_tokens: int, height: int, device: torch.device) -> torch.Tensor:
-    """int32 [num_tiles, 2]: consecutive `height`-position ranges, the last first (later
-    positions have longer causal spans)."""
+    # int32 [num_tiles, 2]: consecutive `height`-position ranges, the last first (in a prompt,
+    # later positions have longer causal spans).
     starts = torch.arange(0, num_tokens, height, dtype=torch.int32).flip(0)
     return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
@@ -119,12 +109,12 @@ class TritonAttention:
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-        return self._prompt(q, k_cache, v_cache, meta, scale, out)
+        return self._packed(q, k_cache, v_cache, meta, scale, out)
 
     def decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float,
                out: torch.Tensor | None = None) -> torch.Tensor:
         if self.decode_kernel == "rows":
-            return self._rows_decode(q, k_cache, v_cache, meta, scale, out)
+            return self._packed(q, k_cache, v_cache, meta, scale, out)
         return self._split_decode(q, k_cache, v_cache, meta, scale, out)
 
     def side_stream(self, device: torch.device) -> torch.cuda.Stream | None:
@@ -145,39 +135,24 @@ class TritonAttention:
             out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1)), "unit head_dim strides, out like q"
         return torch.empty_like(q) if out is None else out
 
-    def _rows_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale, out) -> torch.Tensor:
-        """Part 7's decode kernel: a program per (decode row, query head)."""
+    def _packed(self, q, k_cache, v_cache, meta, scale, out) -> torch.Tensor:
+        # The prompt kernel over prompt chunks (a PrefillMeta), or one tile per decode row (a DecodeMeta).
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
+        decode_rows = isinstance(meta, DecodeMeta)
+        cfg = EARLIER_PROMPT_TILES if decode_rows else self.prompt_tiles or _prompt_tiles(q.device)
+        tiles = _prompt_tile_table(q.shape[0], 1 if decode_rows else cfg.block_m, q.device)
+        block_tables = meta.block_tables
+        # Unused pointer arguments still need a tensor; pass one that is there anyway.
+        token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
+                                              else (meta.token_seq, meta.positions, block_tables))
         num_heads, head_dim = q.shape[1], q.shape[2]
-        rows_decode_kernel[(q.shape[0], num_heads)](
-            q, k_cache, v_cache, out, meta.context_lens, meta.block_tables,
-            scale * LOG2E, *_strides(q, out, k_cache, v_cache, meta.block_tables),
-            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=ROWS_BLOCK_M,
-            BLOCK_N=ROWS_BLOCK_N, KV_BLOCK_SIZE=k_cache.shape[1], DOT_PRECISION=_dot_precision(q.dtype),
-            num_warps=4, num_stages=2,
-        )
-        return out
-
-    def _prompt(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float, out) -> torch.Tensor:
-        """The prompt kernel over the packed chunks."""
-        out = self._output(q, k_cache, v_cache, out)
-        if q.shape[0] == 0:
-            return out
-        num_heads, head_dim = q.shape[1], q.shape[2]
-        group = num_heads // k_cache.shape[2]
-        cfg = self.prompt_tiles or _prompt_tiles(q.device)
-        if cfg.block_n % k_cache.shape[1]:
-            raise ValueError(f"prompt block_n {cfg.block_n} must be a multiple of the cache block size "
-                             f"{k_cache.shape[1]}")
-        heads = cfg.heads_per_program(group)
-        tiles = _prompt_tile_table(q.shape[0], cfg.block_m // heads, q.device)
-        prompt_attention_kernel[(num_heads // heads, tiles.shape[0])](
-            q, k_cache, v_cache, out, tiles, meta.token_seq, meta.positions, meta.block_tables,
-            scale * LOG2E, *_strides(q, out, k_cache, v_cache, meta.block_tables),
-            GROUP=group, HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-            KV_BLOCK_SIZE=k_cache.shape[1], DOT_PRECISION=_dot_precision(q.dtype),
+        prompt_attention_kernel[(num_heads, tiles.shape[0])](
+            q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
+            scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
+            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+            KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows, DOT_PRECISION=_dot_precision(q.dtype),
             num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )
         return out

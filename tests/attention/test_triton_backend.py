@@ -110,12 +110,10 @@ def test_prefill_over_many_key_steps(dtype):
 
 
 def test_tiles_span_requests_in_these_cases():
-    """Guards the premise of the prefill cases: at the CPU's default tiles (4 heads on 2 KV heads),
-    some tile covers several requests."""
-    positions = INTERPRETER_PROMPT_TILES.block_m // INTERPRETER_PROMPT_TILES.heads_per_program(2)
+    """Guards the premise of the prefill cases: at the CPU's tiles, some tile covers several requests."""
     for chunks in (MIXED_CHUNKS, TINY_CHUNKS):
         _, _, _, meta = make_prefill(chunks, 4, 2, torch.float32)
-        tiles = _prompt_tile_table(meta.num_tokens, positions, torch.device("cpu")).tolist()
+        tiles = _prompt_tile_table(meta.num_tokens, INTERPRETER_PROMPT_TILES.block_m, torch.device("cpu")).tolist()
         assert max(len(set(meta.token_seq[s:e].tolist())) for s, e in tiles) >= 3
 
 
@@ -128,13 +126,11 @@ def test_prefill_gqa_grouping(num_heads, num_kv_heads):
     assert_close(actual, expected, torch.float32)
 
 
-# The prompt kernel's shapes: a program per query head, or per KV head's group (rows = positions
-# x heads, 16 rows holding 8 positions of 2 heads or 2 of 6); keys one or two cache blocks a step.
-PROMPT_TILES = [PromptTiles(16, 16, grouped, 4, 1) for grouped in (False, True)] + [
-    PromptTiles(32, 32, True, 4, 1)]
+# The prompt kernel's shapes: tiles of 16 and 32 positions, keys one and two cache blocks a step.
+PROMPT_TILES = [PromptTiles(16, 32, 4, 1), PromptTiles(32, 16, 4, 1)]
 
 
-@pytest.mark.parametrize("tiles", PROMPT_TILES, ids=["per-head", "grouped", "grouped-32"])
+@pytest.mark.parametrize("tiles", PROMPT_TILES, ids=["16x32", "32x16"])
 @pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_prompt_tiles_match_torch(tiles, num_heads, num_kv_heads, dtype):
@@ -147,12 +143,6 @@ def test_prompt_tiles_match_torch(tiles, num_heads, num_kv_heads, dtype):
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     actual = TritonAttention(prompt_tiles=tiles).prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(actual, expected, dtype)
-
-
-def test_prompt_tile_too_short_for_the_group_is_refused():
-    q, k_cache, v_cache, meta = make_prefill([(0, 4)], 32, 1, torch.float32)
-    with pytest.raises(ValueError, match="cannot hold 32 query heads"):
-        TritonAttention(prompt_tiles=PromptTiles(16, 16, True, 4, 1)).prefill(q, k_cache, v_cache, meta, SCALE)
 
 
 DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
@@ -355,8 +345,8 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
-    from fusedlib.attention.triton_backend import (HOPPER_PROMPT_TILES, MIN_DOT_ROWS, OTHER_PROMPT_TILES, REDUCE_BLOCK_S,
-                                                   ROWS_BLOCK_M, ROWS_BLOCK_N, PART9_SPLITKV, SplitKVConfig)
+    from fusedlib.attention.triton_backend import (EARLIER_PROMPT_TILES, HOPPER_PROMPT_TILES, MIN_DOT_ROWS,
+                                                   REDUCE_BLOCK_S, PART9_SPLITKV, SplitKVConfig)
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -420,14 +410,12 @@ GPU_COMPILE = textwrap.dedent("""
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
                 KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
-        compile_for_arch(K.rows_decode_kernel, dtype, dict(
-            GROUP=group, HEAD_DIM=head_dim, BLOCK_M=ROWS_BLOCK_M, BLOCK_N=ROWS_BLOCK_N,
-            KV_BLOCK_SIZE=16, DOT_PRECISION=precision), 4, 2)
-        prompt = HOPPER_PROMPT_TILES if ARCH == 90 else OTHER_PROMPT_TILES
-        heads = prompt.heads_per_program(group)
-        compile_for_arch(K.prompt_attention_kernel, dtype, dict(
-            GROUP=group, HEADS=heads, HEAD_DIM=head_dim, BLOCK_M=prompt.block_m, BLOCK_N=prompt.block_n,
-            KV_BLOCK_SIZE=16, DOT_PRECISION=precision), prompt.num_warps, prompt.num_stages)
+        # Prefill at the arch's tiles (the A10 gets the earlier ones), part 7's decode rows.
+        for tiles, decode_rows in ((HOPPER_PROMPT_TILES if ARCH == 90 else EARLIER_PROMPT_TILES, False),
+                                   (EARLIER_PROMPT_TILES, True)):
+            compile_for_arch(K.prompt_attention_kernel, dtype, dict(
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, KV_BLOCK_SIZE=16,
+                DECODE_ROWS=decode_rows, DOT_PRECISION=precision), tiles.num_warps, tiles.num_stages)
         for splitkv in (SplitKVConfig(), PART9_SPLITKV):
             for one_split in (False, True):
                 compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
