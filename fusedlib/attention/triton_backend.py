@@ -1,5 +1,5 @@
-"""Triton attention: packed prefill, and decode by one of three kernels (`decode_kernel`):
-"rows", the packed kernel with one query tile per request (part 7); "splitkv", flash-decoding
+"""Triton attention: the prompt kernel over packed chunks, and decode by one of three kernels
+(`decode_kernel`): "rows", the prompt kernel with one decode row per tile (part 7); "splitkv", flash-decoding
 cut at one split length the host sets from the step's longest context (parts 8, 9); "balanced",
 flash-decoding with each request cut by its own length on the device, so the grid depends on
 the row count alone (part 10).
@@ -16,10 +16,8 @@ import torch
 import triton
 
 from .base import DecodeMeta, PrefillMeta
-from .triton_kernels import (PARTIAL_EXTRA, packed_attention_kernel, splitkv_decode_kernel,
-                             splitkv_reduce_kernel)
+from .triton_kernels import PARTIAL_EXTRA, prompt_attention_kernel, splitkv_decode_kernel, splitkv_reduce_kernel
 
-BLOCK_M = 32  # query tile height of the packed kernel (the reference's tile)
 MIN_DOT_ROWS = 16  # tl.dot needs tiles at least 16 tall on the GPU
 MAX_SPLITS = 64
 REDUCE_BLOCK_S = 16  # split partials the reduce merges per iteration
@@ -34,17 +32,9 @@ def _dot_precision(dtype: torch.dtype) -> str:
 
 
 def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
-    """The stride arguments both attention kernels take, in their order."""
+    """The stride arguments every attention kernel takes, in their order."""
     return (q.stride(0), q.stride(1), out.stride(0), out.stride(1), *k_cache.stride()[:3],
             *v_cache.stride()[:3], block_tables.stride(0))
-
-
-@functools.lru_cache(maxsize=None)
-def _tile_table(rows: bool, num_tokens: int, device: torch.device) -> torch.Tensor:
-    """int32 [num_tiles, 2] query tile ranges: one per token (`rows`), or consecutive BLOCK_M ones."""
-    height = 1 if rows else BLOCK_M
-    starts = torch.arange(0, num_tokens, height, dtype=torch.int32)
-    return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
 @dataclass(frozen=True)
@@ -62,11 +52,42 @@ class SplitKVConfig:
 
 
 PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
-# Keys per iteration of the packed kernel. 128 halve the iterations of a tile's serial walk over
-# its causal span, which sets a chunk's time: on the H200, 20.9 us against 23.3 at 64 for a
-# fresh 512-token chunk, 47.3 against 55.3 after 1,024 cached keys (80 KB of shared memory at
-# two stages, which an A10 has). Parts 7 to 9 keep the 64 they were measured with.
-PACKED_BLOCK_N = {"rows": 64, "splitkv": 64, "balanced": 128}
+
+
+@dataclass(frozen=True)
+class PromptTiles:
+    """Launch shape of the prompt kernel (`prompt_attention_kernel`)."""
+    block_m: int  # query positions per tile
+    block_n: int  # keys per inner iteration: whole cache blocks
+    num_warps: int
+    num_stages: int
+
+
+# Small tiles on the interpreter, so the CPU tests' short prompts still take several tiles and
+# several key steps each. Hopper's (sm_90): the best of benchmarks/prompt_attention.py's shapes on
+# an H100 (benchmarks/NOTES.md): 305 TFLOP/s on a fresh 4,096-token prompt where the 32-row tiles
+# before it reached 131. A program per KV head's group of query heads (rows = positions x heads,
+# so each K/V tile is loaded once for the group) ran as fast on single prompts, K/V coming from
+# L2 either way, and slower on chunks of several requests: its tiles of 21 positions span two
+# requests at most chunk boundaries, and such a tile walks both requests' keys in turn.
+# Elsewhere (unmeasured), and for part 7's decode rows (as measured there), the earlier tiles.
+INTERPRETER_PROMPT_TILES = PromptTiles(block_m=16, block_n=16, num_warps=4, num_stages=1)
+HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=128, num_warps=8, num_stages=2)
+EARLIER_PROMPT_TILES = PromptTiles(block_m=32, block_n=64, num_warps=4, num_stages=2)
+
+
+def _prompt_tiles(device: torch.device) -> PromptTiles:
+    if device.type != "cuda":
+        return INTERPRETER_PROMPT_TILES
+    return HOPPER_PROMPT_TILES if torch.cuda.get_device_capability(device)[0] == 9 else EARLIER_PROMPT_TILES
+
+
+@functools.lru_cache(maxsize=None)
+def _prompt_tile_table(num_tokens: int, height: int, device: torch.device) -> torch.Tensor:
+    # int32 [num_tiles, 2]: consecutive `height`-position ranges, the last first (in a prompt,
+    # later positions have longer causal spans).
+    starts = torch.arange(0, num_tokens, height, dtype=torch.int32).flip(0)
+    return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
 
 
 class TritonAttention:
@@ -77,12 +98,13 @@ class TritonAttention:
     # streams). A CUDA graph captured from both streams keeps both branches.
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
-                 splitkv: SplitKVConfig | None = None, concurrent: bool = False):
+                 splitkv: SplitKVConfig | None = None, concurrent: bool = False,
+                 prompt_tiles: PromptTiles | None = None):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel, self._num_sms, self.concurrent = decode_kernel, num_sms, concurrent
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
-        self.packed_block_n = PACKED_BLOCK_N[decode_kernel]
+        self.prompt_tiles = prompt_tiles  # None: the device's (`_prompt_tiles`)
         self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
@@ -114,23 +136,24 @@ class TritonAttention:
         return torch.empty_like(q) if out is None else out
 
     def _packed(self, q, k_cache, v_cache, meta, scale, out) -> torch.Tensor:
-        """The packed kernel over prompt chunks (a PrefillMeta), or one tile per decode row (a DecodeMeta)."""
+        # The prompt kernel over prompt chunks (a PrefillMeta), or one tile per decode row (a DecodeMeta).
         out = self._output(q, k_cache, v_cache, out)
         if q.shape[0] == 0:
             return out
         decode_rows = isinstance(meta, DecodeMeta)
-        tiles = _tile_table(decode_rows, q.shape[0], q.device)
+        cfg = EARLIER_PROMPT_TILES if decode_rows else self.prompt_tiles or _prompt_tiles(q.device)
+        tiles = _prompt_tile_table(q.shape[0], 1 if decode_rows else cfg.block_m, q.device)
         block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
         token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
                                               else (meta.token_seq, meta.positions, block_tables))
         num_heads, head_dim = q.shape[1], q.shape[2]
-        packed_attention_kernel[(tiles.shape[0], num_heads)](
+        prompt_attention_kernel[(num_heads, tiles.shape[0])](
             q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
-            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
-            BLOCK_N=self.packed_block_n, KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows,
-            DOT_PRECISION=_dot_precision(q.dtype), num_warps=4, num_stages=2,
+            GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+            KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows, DOT_PRECISION=_dot_precision(q.dtype),
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )
         return out
 

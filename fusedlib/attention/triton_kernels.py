@@ -1,7 +1,8 @@
-"""Triton kernels for attention over the paged KV cache (layout: base.py): the packed kernel,
-one program per (query tile, query head), a tile spanning one or several requests' positions
-or one decode row; and flash-decoding, one program per (request, KV head, KV split) over the
-GQA group's heads, with a reduce that merges the splits' partials (acc, max, sum)."""
+"""Triton kernels for attention over the paged KV cache (layout: base.py): the prompt kernel,
+one program per (query head, query tile), a tile spanning one or several requests' positions
+or (part 7's decode) one decode row; and flash-decoding, one program per (request, KV head,
+KV split) over the GQA group's heads, with a reduce that merges the splits' partials (acc, max,
+sum)."""
 # Softmax runs in base 2 (scores times scale * log2(e), then exp2). The running max starts at a
 # large *finite* negative number, so a row that sees only masked keys in an iteration computes
 # exp2(-inf - finite) = 0, never NaN. Varying ints (block-table row stride, split counts) are
@@ -18,29 +19,64 @@ NEG_BIG = tl.constexpr(-1.0e30)
 PARTIAL_EXTRA = tl.constexpr(4)
 
 
+@triton.jit
+def _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr, v_head_ptr,
+                 stride_k_block, stride_k_slot, stride_v_block, stride_v_slot, qk_scale, BLOCK_N: tl.constexpr,
+                 KV_BLOCK_SIZE: tl.constexpr, MASKED: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    # One BLOCK_N step of online softmax over keys [kv_start, kv_start + BLOCK_N), gathered
+    # through the block table. MASKED: row r sees key j only if j <= row_last_key[r] (causal, or
+    # -1 for a row of another request); unmasked, every row sees every key of the step.
+    key_idx = kv_start + tl.arange(0, BLOCK_N)
+    if MASKED:
+        key_valid = key_idx < kv_len
+        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid, other=0).to(tl.int64)
+    else:
+        block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE).to(tl.int64)
+    slot = key_idx % KV_BLOCK_SIZE
+    k_ptrs = k_head_ptr + block_id[:, None] * stride_k_block + slot[:, None] * stride_k_slot
+    v_ptrs = v_head_ptr + block_id[:, None] * stride_v_block + slot[:, None] * stride_v_slot
+    if MASKED:
+        k = tl.load(k_ptrs, mask=key_valid[:, None], other=0.0)
+    else:
+        k = tl.load(k_ptrs)
+    scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
+    if MASKED:
+        visible = key_idx[None, :] <= row_last_key[:, None]
+        scores = tl.where(visible, scores * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+        p = tl.exp2(scores - m_new[:, None])
+    else:
+        m_new = tl.maximum(m_i, tl.max(scores, axis=1) * qk_scale)
+        p = tl.exp2(scores * qk_scale - m_new[:, None])
+    alpha = tl.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if MASKED:
+        v = tl.load(v_ptrs, mask=key_valid[:, None], other=0.0)
+    else:
+        v = tl.load(v_ptrs)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=DOT_PRECISION)
+    return acc, l_i, m_new
+
+
 @triton.jit(do_not_specialize=["stride_bt"])
-def packed_attention_kernel(
+def prompt_attention_kernel(
+    # int32 tables: tile ranges [num_tiles, 2], packed positions [start, end) of each query tile;
+    # token_seq and positions [P], each packed position's request and key index (unused when
+    # DECODE_ROWS); context_lens [n] (read only when DECODE_ROWS); block tables [n, stride_bt].
     q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
-    tile_ranges_ptr,  # int32 [num_tiles, 2]: packed range [start, end) of each query tile
-    token_seq_ptr,  # int32 [P]: request of each packed position (unused when DECODE_ROWS)
-    positions_ptr,  # int32 [P]: key index of each packed position (unused when DECODE_ROWS)
-    context_lens_ptr,  # int32 [n]: read only when DECODE_ROWS
-    block_tables_ptr,  # int32 [n, stride_bt]
+    tile_ranges_ptr, token_seq_ptr, positions_ptr, context_lens_ptr, block_tables_ptr,
     qk_scale,  # softmax scale * log2(e)
     stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
-    stride_k_block, stride_k_slot, stride_k_head,
-    stride_v_block, stride_v_slot, stride_v_head,
-    stride_bt,
+    stride_k_block, stride_k_slot, stride_k_head, stride_v_block, stride_v_slot, stride_v_head, stride_bt,
     GROUP: tl.constexpr,  # query heads per KV head
-    HEAD_DIM: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    KV_BLOCK_SIZE: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, KV_BLOCK_SIZE: tl.constexpr,
     DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
 ):
-    tile = tl.program_id(0)
-    head = tl.program_id(1)
+    # One program per (query head, query tile).
+    # Heads vary fastest in launch order, so all heads of the longest tiles (the tile table's
+    # first) start before any shorter tile: a causal prompt's long tiles do not finish last alone.
+    head, tile = tl.program_id(0), tl.program_id(1)
     kv_head = head // GROUP
 
     tile_start = tl.load(tile_ranges_ptr + 2 * tile)
@@ -65,42 +101,30 @@ def packed_attention_kernel(
     m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    offs_n = tl.arange(0, BLOCK_N)
+    k_head_ptr = k_cache_ptr + kv_head * stride_k_head + offs_d[None, :]
+    v_head_ptr = v_cache_ptr + kv_head * stride_v_head + offs_d[None, :]
 
-    # Requests are visited one after the other: this serial walk is what makes a tile
-    # spanning many requests slow.
+    # A tile of one request's positions (a long prompt's tiles all are) sees keys below its
+    # first position unmasked, then masks only the steps across its diagonal. A tile spanning
+    # several requests masks every step, one request after the other.
+    one_seq = first_seq == last_seq
     for seq in range(first_seq, last_seq + 1):
         in_seq = row_seq == seq
-        # Causal: the tile's rows of this request need keys up to their largest position.
-        kv_len = tl.max(tl.where(in_seq, row_pos, -1), axis=0) + 1
-        block_row_ptr = block_tables_ptr + seq * stride_bt
         row_last_key = tl.where(in_seq, row_pos, -1)
-        for kv_start in range(0, kv_len, BLOCK_N):
-            # One BLOCK_N step of online softmax: gather K and V through the block table,
-            # score, fold into (m_i, l_i, acc). Row r sees key j only if j <= its
-            # row_last_key: the causal limit, or -1 for a row of another request.
-            key_idx = kv_start + offs_n
-            key_valid = key_idx < kv_len
-            block_id = tl.load(block_row_ptr + key_idx // KV_BLOCK_SIZE, mask=key_valid,
-                               other=0).to(tl.int64)
-            slot = key_idx % KV_BLOCK_SIZE
-            k = tl.load(k_cache_ptr + block_id[:, None] * stride_k_block
-                        + slot[:, None] * stride_k_slot + kv_head * stride_k_head
-                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-            scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-            visible = key_valid[None, :] & (key_idx[None, :] <= row_last_key[:, None])
-            scores = tl.where(visible, scores, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(scores, axis=1))
-            alpha = tl.exp2(m_i - m_new)
-            p = tl.exp2(scores - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, axis=1)
-            v = tl.load(v_cache_ptr + block_id[:, None] * stride_v_block
-                        + slot[:, None] * stride_v_slot + kv_head * stride_v_head
-                        + offs_d[None, :], mask=key_valid[:, None], other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-            m_i = m_new
+        kv_len = tl.max(row_last_key, axis=0) + 1
+        first_pos = tl.min(tl.where(in_seq, row_pos, kv_len), axis=0)
+        unmasked_end = tl.where(one_seq, (first_pos + 1) // BLOCK_N * BLOCK_N, 0)
+        block_row_ptr = block_tables_ptr + seq * stride_bt
+        for kv_start in range(0, unmasked_end, BLOCK_N):
+            acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr,
+                                         v_head_ptr, stride_k_block, stride_k_slot, stride_v_block, stride_v_slot,
+                                         qk_scale, BLOCK_N, KV_BLOCK_SIZE, False, DOT_PRECISION)
+        for kv_start in range(unmasked_end, kv_len, BLOCK_N):
+            acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr,
+                                         v_head_ptr, stride_k_block, stride_k_slot, stride_v_block, stride_v_slot,
+                                         qk_scale, BLOCK_N, KV_BLOCK_SIZE, True, DOT_PRECISION)
 
-    # Padding rows never saw a key (l_i == 0); they are not stored, but keep them finite.
+    # Padding rows never saw a key (l_i == 0) or saw only unmasked ones; they are not stored.
     out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
              + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])

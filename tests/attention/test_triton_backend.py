@@ -16,7 +16,8 @@ import torch
 
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
-from fusedlib.attention.triton_backend import BLOCK_M, SplitKVConfig, TritonAttention
+from fusedlib.attention.triton_backend import (INTERPRETER_PROMPT_TILES, PromptTiles, SplitKVConfig,
+                                               TritonAttention, _prompt_tile_table)
 from fusedlib.attention.triton_kernels import NEG_BIG
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
@@ -85,7 +86,7 @@ SCALE = 1 / math.sqrt(HEAD_DIM)
 # boundaries; chunks continuing earlier cached chunks at a block boundary and mid-block;
 # context lengths that are not multiples of 16.
 MIXED_CHUNKS = [(0, 1), (0, 37), (48, 20), (21, 11), (0, 70), (5, 3), (100, 1)]
-# Many short chunks: one 32-position tile spans up to a dozen requests.
+# Many short chunks: one tile spans several requests.
 TINY_CHUNKS = [(0, 1), (3, 2), (0, 4), (16, 1), (0, 3), (30, 2), (0, 1), (7, 4),
                (0, 2), (1, 1), (0, 4), (15, 3), (0, 1), (2, 2)]
 
@@ -99,25 +100,21 @@ def test_prefill_matches_torch(chunks, dtype):
     assert_close(actual, expected, dtype)
 
 
-@pytest.mark.parametrize("decode_kernel,keys", [("balanced", 128), ("splitkv", 64), ("rows", 64)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_prefill_at_each_backends_packed_shape_over_several_iterations(decode_kernel, keys, dtype):
-    """Part 10's backend walks 128 keys an iteration, parts 7-9's 64: chunks whose causal spans
-    take several iterations of either, and end inside one, match the torch reference."""
-    backend = TritonAttention(decode_kernel=decode_kernel)
-    assert backend.packed_block_n == keys
+def test_prefill_over_many_key_steps(dtype):
+    """Chunks whose causal spans take many key steps, unmasked then across the diagonal, and
+    end inside one, match the torch reference."""
     q, k_cache, v_cache, meta = make_prefill([(150, 40), (0, 200), (5, 3)], 4, 2, dtype)
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
-    assert_close(backend.prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
+    assert_close(TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
 
 def test_tiles_span_requests_in_these_cases():
-    """Guards the premise of the prefill cases: some tile covers several requests."""
+    """Guards the premise of the prefill cases: at the CPU's tiles, some tile covers several requests."""
     for chunks in (MIXED_CHUNKS, TINY_CHUNKS):
         _, _, _, meta = make_prefill(chunks, 4, 2, torch.float32)
-        seqs_per_tile = [len(set(meta.token_seq[s:s + BLOCK_M].tolist()))
-                         for s in range(0, meta.num_tokens, BLOCK_M)]
-        assert max(seqs_per_tile) >= 3
+        tiles = _prompt_tile_table(meta.num_tokens, INTERPRETER_PROMPT_TILES.block_m, torch.device("cpu")).tolist()
+        assert max(len(set(meta.token_seq[s:e].tolist())) for s, e in tiles) >= 3
 
 
 @pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
@@ -127,6 +124,25 @@ def test_prefill_gqa_grouping(num_heads, num_kv_heads):
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     actual = TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     assert_close(actual, expected, torch.float32)
+
+
+# The prompt kernel's shapes: tiles of 16 and 32 positions, keys one and two cache blocks a step.
+PROMPT_TILES = [PromptTiles(16, 32, 4, 1), PromptTiles(32, 16, 4, 1)]
+
+
+@pytest.mark.parametrize("tiles", PROMPT_TILES, ids=["16x32", "32x16"])
+@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_prompt_tiles_match_torch(tiles, num_heads, num_kv_heads, dtype):
+    """Each launch shape and GQA grouping over a packed step: a fresh prompt whose causal span
+    takes several unmasked steps before its diagonal; a chunk after a cached prefix that ends
+    mid-block; short chunks several to a tile; a chunk continuing at a block boundary. Blocks are
+    shuffled (make_cache), so a tile's keys come from non-contiguous blocks."""
+    chunks = [(0, 75), (37, 21), (0, 3), (5, 2), (64, 16), (130, 9)]
+    q, k_cache, v_cache, meta = make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=11)
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    actual = TritonAttention(prompt_tiles=tiles).prefill(q, k_cache, v_cache, meta, SCALE)
+    assert_close(actual, expected, dtype)
 
 
 DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
@@ -329,8 +345,8 @@ GPU_COMPILE = textwrap.dedent("""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from fusedlib.attention import triton_kernels as K
-    from fusedlib.attention.triton_backend import (BLOCK_M, MIN_DOT_ROWS, PACKED_BLOCK_N, REDUCE_BLOCK_S,
-                                                   PART9_SPLITKV, SplitKVConfig)
+    from fusedlib.attention.triton_backend import (EARLIER_PROMPT_TILES, HOPPER_PROMPT_TILES, MIN_DOT_ROWS,
+                                                   REDUCE_BLOCK_S, PART9_SPLITKV, SplitKVConfig)
     from fusedlib.ops import activation, gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
@@ -394,11 +410,12 @@ GPU_COMPILE = textwrap.dedent("""
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
                 KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
-        for block_n in set(PACKED_BLOCK_N.values()):
-            for decode_rows in (False, True):
-                compile_for_arch(K.packed_attention_kernel, dtype, dict(
-                    GROUP=group, HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=block_n,
-                    KV_BLOCK_SIZE=16, DECODE_ROWS=decode_rows, DOT_PRECISION=precision), 4, 2)
+        # Prefill at the arch's tiles (the A10 gets the earlier ones), part 7's decode rows.
+        for tiles, decode_rows in ((HOPPER_PROMPT_TILES if ARCH == 90 else EARLIER_PROMPT_TILES, False),
+                                   (EARLIER_PROMPT_TILES, True)):
+            compile_for_arch(K.prompt_attention_kernel, dtype, dict(
+                GROUP=group, HEAD_DIM=head_dim, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, KV_BLOCK_SIZE=16,
+                DECODE_ROWS=decode_rows, DOT_PRECISION=precision), tiles.num_warps, tiles.num_stages)
         for splitkv in (SplitKVConfig(), PART9_SPLITKV):
             for one_split in (False, True):
                 compile_for_arch(K.splitkv_decode_kernel, dtype, dict(
