@@ -13,7 +13,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "fusedlib"
-CODE_LINE_BUDGET = 1_750
+# 1,750 until part 12: the doors (a model that is not one, Triton without a GPU), the whole-step
+# graphs' named sections and the Hopper prompt kernel's tile choice bought about 40 lines.
+CODE_LINE_BUDGET = 1_800
 SKIPPED_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                   tokenize.DEDENT, tokenize.ENDMARKER}
 
