@@ -11,6 +11,6 @@ def run(spec: RunSpec) -> list[dict]:
     from .engines import cpu_threads
 
     by_experiment = {"gates": gates, "census": census, "attention": census, "capacity": runs, "scale": runs,
-                     "peer": peer}
+                     "peer": peer, "soak": runs}
     cpu_threads(spec)
     return by_experiment[spec.experiment].run(spec)

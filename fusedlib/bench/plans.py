@@ -54,6 +54,10 @@ DEFAULTS = {
         # window holds ~80% of the completions.
         "scale": dict(batches=(256,), chunks=(2048, 8192), capacity=SCALE_ESTIMATES, multiples=MULTIPLES,
                       n_requests=1500, rounds=5, sweep_engines=("fused",)),
+        # Part 11's best setting (256 rows, 2,048-token chunks) offered twice its estimate:
+        # 10,000 arrivals, served at capacity (~80 req/s before part 12's kernels: ~2 minutes).
+        "soak": dict(setting=(256, 2048), capacity={(256, 2048): SCALE_ESTIMATES[(256, 2048)]}, multiple=2.0,
+                     n_requests=10_000),
     },
     "smoke": {
         # The tiny model on a CPU: estimates of what it serves (its capacity runs at 32 rows
@@ -66,6 +70,7 @@ DEFAULTS = {
         "peer": dict(configs=("part10", "part11"), n_requests=6, rounds=2),
         "scale": dict(batches=(2, 4), chunks=(16, 32), capacity={(b, c): 40.0 for b in (2, 4) for c in (16, 32)},
                       multiples=(0.5, 2.0), n_requests=12, rounds=2, sweep_engines=("fused",)),
+        "soak": dict(setting=(4, 32), capacity={(4, 32): 40.0}, multiple=2.0, n_requests=40),
     },
 }
 
@@ -222,8 +227,18 @@ def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_req
     return list(dict.fromkeys(out))  # the grid's run at the best setting is the pairs' round 0
 
 
+def soak(profile: str, n_requests=None, rate=None, rows=()) -> list[RunSpec]:
+    """One run: part11 at the profile's soak setting (full: 256 rows x 2,048-token chunks, the
+    fused engine), `n_requests` arrivals at `rate` (default: twice the setting's estimate)."""
+    d = DEFAULTS[profile]["soak"]
+    (batch, chunk), n = d["setting"], _default(profile, "soak", "n_requests", n_requests)
+    at = rate if rate is not None else round(d["multiple"] * d["capacity"][d["setting"]], 1)
+    return [RunSpec.build("soak", profile, config="part11", engine="fused", max_batch=batch, chunk_tokens=chunk, rate=at,
+                          n_requests=n, seed=0)]
+
+
 PLANS = {"gates": gates, "census": census, "attention": attention, "capacity": capacity, "peer": peer,
-         "scale": scale}
+         "scale": scale, "soak": soak}
 
 
 def plan(experiment: str, profile: str, params: dict, rows=()) -> list[RunSpec]:
@@ -250,7 +265,7 @@ def capacity_estimate(spec: RunSpec) -> float:
     (a setting given by hand), the profile's smallest for the experiment, so a time
     estimate errs long."""
     known = DEFAULTS[spec.profile][spec.experiment]["capacity"]
-    key = spec.config if spec.experiment == "capacity" else (spec.max_batch, spec.chunk_tokens)
+    key = spec.config if spec.experiment == "capacity" else (spec.max_batch, spec.chunk_tokens)  # scale, soak
     return known.get(key, min(known.values()))
 
 
@@ -265,7 +280,7 @@ def run_seconds(spec: RunSpec) -> float:
     if spec.experiment == "peer":
         tokens = spec.n_requests * PROFILES[spec.profile].peer_new_tokens
         return 2 * tokens / costs["tok_s"][spec.engine] + costs["run_overhead_s"]
-    if spec.experiment not in ("capacity", "scale"):
+    if spec.experiment not in ("capacity", "scale", "soak"):
         raise ValueError(f"no time estimate for {spec.experiment} runs")
     cap = capacity_estimate(spec)
     return spec.n_requests / min(spec.rate, cap) + spec.max_batch / cap + costs["run_overhead_s"]

@@ -82,6 +82,7 @@ EXPERIMENTS = {
     # the peer's engine may also be "transformers" (its own continuous batching)
     "peer": ("config", "engine", "max_batch", "chunk_tokens", "n_requests", "round"),
     "scale": _OPEN_LOOP,
+    "soak": ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_requests", "seed"),
 }
 
 
@@ -119,7 +120,7 @@ class RunSpec:
         if options.get("rate") is not None:
             options["rate"] = float(options["rate"])
         spec = cls(experiment, profile, **options)
-        if experiment in ("capacity", "scale", "peer") and spec.config:  # sizes as run, in the key
+        if experiment in ("capacity", "scale", "peer", "soak") and spec.config:  # sizes as run, in the key
             s = spec.settings()
             spec = replace(spec, max_batch=s.max_batch, chunk_tokens=s.chunk_tokens)
         return spec

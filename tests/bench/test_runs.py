@@ -28,7 +28,7 @@ def _specs(n, seed=0, rate=2000.0):
 def test_open_loop_completes_every_request_with_its_budget(tiny, kind):
     engine = Engine(tiny, kind=kind, chunk_tokens=32, max_batch=8)
     specs = _specs(40, rate=500.0)
-    served = runs.serve_open_loop(engine, specs)
+    served = engines.serve_open_loop(engine, specs)
     assert len(served) == len(specs)
     for spec, req in zip(specs, served):
         assert req.finished is not None and len(req.output) == spec.max_new_tokens == len(req.token_times)
@@ -43,7 +43,7 @@ def test_pool_cap_forces_queueing_and_still_completes(tiny, kind):
     num_blocks = 12  # the largest smoke request (64 + 16 tokens) needs 5 blocks
     engine = Engine(tiny, kind=kind, chunk_tokens=32, max_batch=8, num_blocks=num_blocks)
     specs = _specs(30, seed=1, rate=5000.0)
-    served = runs.serve_open_loop(engine, specs)
+    served = engines.serve_open_loop(engine, specs)
     assert all(len(r.output) == s.max_new_tokens for r, s in zip(served, specs))
     assert engine.pool.num_free_blocks == num_blocks
     # At each admission, the requests holding blocks fit in the pool, and fewer than
@@ -138,3 +138,14 @@ def test_gates_rows_pass_with_their_detail():
     got = measure_here(smoke("gates", config="part10"))
     assert [r["gate"] for r in got] == ["fused_vs_chunked", "mixed_step", "tiny_pool", "poisoning", "transformers"]
     assert all(r["passed"] and isinstance(r["detail"], str) for r in got)
+
+
+def test_soak_loses_nothing_and_leaves_the_pool_free():
+    from fusedlib.bench import plans
+
+    spec, = plans.soak("smoke")
+    row, = measure_here(spec)
+    assert row["n_requests"] == spec.n_requests >= 40
+    assert row["n_lost"] == 0 and row["pool_free_after"] is True
+    assert row["kernels_compiled_after_construction"] == 0
+    assert row["peak_mem_1k_bytes"] is None and row["peak_mem_end_bytes"] is None  # no GPU: no reading
