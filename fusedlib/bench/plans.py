@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 
-from .spec import CHECKS, ENGINES, SERIES, RunSpec, SpecError
+from .spec import CHECKS, ENGINES, KERNEL_KINDS, SERIES, RunSpec, SpecError
 from ..config import PARTS
 
 # Capacity estimates, requests/s, from the drain rates (served_rate) past saturation of the
@@ -227,6 +227,11 @@ def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_req
     return list(dict.fromkeys(out))  # the grid's run at the best setting is the pairs' round 0
 
 
+def kernels(profile: str, kernels=None, rows=()) -> list[RunSpec]:
+    """One run per kernel kind (prompt attention, decode attention, the layers' GEMMs)."""
+    return [RunSpec.build("kernels", profile, kernel=k) for k in kernels or KERNEL_KINDS]
+
+
 def soak(profile: str, n_requests=None, rate=None, rows=()) -> list[RunSpec]:
     """One run: part11 at the profile's soak setting (full: 256 rows x 2,048-token chunks, the
     fused engine), `n_requests` arrivals at `rate` (default: twice the setting's estimate)."""
@@ -238,7 +243,7 @@ def soak(profile: str, n_requests=None, rate=None, rows=()) -> list[RunSpec]:
 
 
 PLANS = {"gates": gates, "census": census, "attention": attention, "capacity": capacity, "peer": peer,
-         "scale": scale, "soak": soak}
+         "scale": scale, "soak": soak, "kernels": kernels}
 
 
 def plan(experiment: str, profile: str, params: dict, rows=()) -> list[RunSpec]:

@@ -26,6 +26,7 @@ from ..config import ENGINE_KINDS as ENGINES, PARTS, EngineConfig
 
 SCHEMA_VERSION = 7
 SERIES = ("part7", "part8", "part9", "part10")  # the parts measured at the reference's size
+KERNEL_KINDS = ("prompt", "decode", "gemm")  # the kernels experiment's runs (bench/kernels.py)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ CHECKS = {
     "rate": (lambda v: _number(v) and v > 0, "a number > 0"),
     "seed": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
     "round": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
+    "kernel": (lambda v: v in KERNEL_KINDS, "one of " + ", ".join(KERNEL_KINDS)),
 }
 _OPEN_LOOP = ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_requests", "seed", "round")
 # experiment -> the options that identify one of its runs
@@ -82,6 +84,7 @@ EXPERIMENTS = {
     # the peer's engine may also be "transformers" (its own continuous batching)
     "peer": ("config", "engine", "max_batch", "chunk_tokens", "n_requests", "round"),
     "scale": _OPEN_LOOP,
+    "kernels": ("kernel",),
     "soak": ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_requests", "seed"),
 }
 
@@ -99,6 +102,7 @@ class RunSpec:
     n_requests: int | None = None
     seed: int | None = None
     round: int | None = None
+    kernel: str | None = None
 
     @classmethod
     def build(cls, experiment: str, profile: str, **options) -> RunSpec:
@@ -151,5 +155,5 @@ class RunSpec:
         return (settings.eager() if device == "cpu" else settings).for_device(device)
 
 
-__all__ = ["ENGINES", "EXPERIMENTS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
+__all__ = ["ENGINES", "EXPERIMENTS", "KERNEL_KINDS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
            "SERIES", "SpecError"]

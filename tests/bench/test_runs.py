@@ -149,3 +149,37 @@ def test_soak_loses_nothing_and_leaves_the_pool_free():
     assert row["n_lost"] == 0 and row["pool_free_after"] is True
     assert row["kernels_compiled_after_construction"] == 0
     assert row["peak_mem_1k_bytes"] is None and row["peak_mem_end_bytes"] is None  # no GPU: no reading
+
+
+def test_prompt_kernel_rows_beside_sdpa_checked_first():
+    from fusedlib.bench import kernels
+
+    got = measure_here(smoke("kernels", kernel="prompt"))
+    assert [(r["prefix"], r["prefix"] + r["chunk"]) for r in got] == \
+        [(p, p + c) for p, c in kernels.KERNELS["smoke"]["prompt"]] == [(r["prefix"], r["context"]) for r in got]
+    for r in got:
+        assert r["tflops"] > 0 and r["max_abs_err"] <= kernels.TOLERANCE[kernels.torch.float16]
+        assert r["flops"] == 4 * r["heads"] * r["head_dim"] * kernels.causal_pairs(r["prefix"], r["chunk"])
+        timed = {b: r[f"sdpa_{b}_tflops"] for b in kernels.SDPA_BACKENDS if r[f"sdpa_{b}_tflops"] is not None}
+        skipped = [b for b in kernels.SDPA_BACKENDS if b not in timed]
+        assert r["sdpa_tflops"] == max(timed.values(), default=None)
+        assert all(f"{b}: " in r["sdpa_skipped"] for b in skipped)  # each backend timed or named
+
+
+def test_causal_pairs_by_hand():
+    from fusedlib.bench.kernels import causal_pairs
+
+    assert causal_pairs(0, 4) == 1 + 2 + 3 + 4 and causal_pairs(2, 2) == 3 + 4
+
+
+def test_decode_and_gemm_kernel_rows():
+    from fusedlib.bench import kernels
+
+    decode = measure_here(smoke("kernels", kernel="decode"))
+    assert [(r["rows"], r["context"]) for r in decode] == list(kernels.KERNELS["smoke"]["decode"])
+    assert all(r["fraction_of_copy"] > 0 and r["backend"] == kernels.ENGINE_ATTENTION for r in decode)
+    gemm = measure_here(smoke("kernels", kernel="gemm"))
+    assert [r["layer"] for r in gemm] == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
+    assert all(r["fraction_of_matmul"] > 0 and r["flops"] == 2 * r["m"] * r["n"] * r["k"] for r in gemm)
+    chunk, rows = kernels.KERNELS["smoke"]["step"]
+    assert {r["m"] for r in gemm} == {chunk + rows - 1, rows}
