@@ -34,6 +34,12 @@ MULTIPLES = (0.8, 1.0, 1.25, 1.5, 2.0)
 DEFAULTS = {
     "full": {
         "gates": dict(configs=SERIES + ("part11",)),
+        # Part 7-10's step census; part 11's census is a saturated run at its best setting (the
+        # fused engine, 256 rows x 2,048-token chunks) offered twice the setting's estimate:
+        # 1,500 arrivals (~20 s at ~80 req/s served), its profiler window after 500 completions.
+        "census": dict(configs=SERIES + ("part11",), engines=ENGINES,
+                       saturated={"part11": dict(setting=(256, 2048), engines=("fused",), multiple=2.0,
+                                                 n_requests=1500)}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
         # 400 arrivals a run, the reference's count: at 32 rows the steady window holds all but
         # about one batch (~90%). Pairs: 5 at part 10's headline, 3 at the eager parts, whose
@@ -64,6 +70,8 @@ DEFAULTS = {
         # rarely fill the batch; the scale grid's 2 and 4 rows do), counts that keep
         # `make run-all PROFILE=smoke` to about two minutes.
         "gates": dict(configs=SERIES),
+        "census": dict(configs=SERIES + ("part11",), engines=ENGINES,
+                       saturated={"part11": dict(setting=(4, 32), engines=("fused",), multiple=5.0, n_requests=40)}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
         "capacity": dict(capacity={c: 100.0 for c in SERIES}, multiples=(0.5, 2.0), n_requests=12,
                          rounds={c: 2 for c in SERIES}),
@@ -134,7 +142,20 @@ def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
 
 
 def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:
-    return [RunSpec.build("census", profile, config=c, engine=e) for c in _configs(configs) for e in engines or ENGINES]
+    """Per configuration and engine, a step census; for a configuration with a saturated
+    setting in DEFAULTS (part11), the saturated census instead: its engines (default: the
+    fused one) at that setting, offered a multiple of the setting's capacity estimate."""
+    d, out = DEFAULTS[profile]["census"], []
+    for c in _configs(configs, d["configs"]):
+        sat = d["saturated"].get(c)
+        if sat is None:
+            out += [RunSpec.build("census", profile, config=c, engine=e) for e in engines or d["engines"]]
+            continue
+        (batch, chunk), estimate = sat["setting"], DEFAULTS[profile]["soak"]["capacity"][sat["setting"]]
+        out += [RunSpec.build("census", profile, config=c, engine=e, max_batch=batch, chunk_tokens=chunk,
+                              rate=round(sat["multiple"] * estimate, 1), n_requests=sat["n_requests"], seed=0)
+                for e in engines or sat["engines"]]
+    return out
 
 
 def attention(profile: str, backends=None, rows=()) -> list[RunSpec]:

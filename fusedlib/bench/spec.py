@@ -78,7 +78,8 @@ _OPEN_LOOP = ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_reques
 # experiment -> the options that identify one of its runs
 EXPERIMENTS = {
     "gates": ("config", "max_batch", "chunk_tokens"),
-    "census": ("config", "engine"),
+    # a census with an offered rate is a saturated run's (census.steady_census)
+    "census": ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_requests", "seed"),
     "attention": ("attention",),
     "capacity": _OPEN_LOOP,
     # the peer's engine may also be "transformers" (its own continuous batching)

@@ -127,6 +127,30 @@ def test_kernel_classes_by_name_and_lm_head_by_size():
     assert got["norm_rotary_act"] == (1, 1.0) and got["other"] == (2, 2.0)
 
 
+def test_steady_kernel_classes_split_attention_and_idle_is_the_gaps():
+    events = [("prompt_attention_kernel", 7.0), ("splitkv_decode_kernel", 3.0), ("splitkv_reduce_kernel", 1.0),
+              ("nvjet_hsh_128x64", 5.0), ("Memcpy DtoH", 2.0)]
+    got = census._classify(events, n_lm_head=0, split_attention=True)
+    assert got["prompt_attention"] == (1, 7.0) and got["decode_attention"] == (2, 4.0)
+    assert got["gemm"] == (1, 5.0) and got["other"] == (1, 2.0) and "attention" not in got
+    # two streams overlapping over [0, 10), then a gap, then [12, 13)
+    assert census.busy_us([("a", 0.0, 6.0), ("b", 4.0, 6.0), ("c", 1.0, 2.0), ("d", 12.0, 1.0)]) == 11.0
+
+
+def test_saturated_census_rows_by_class():
+    from fusedlib.bench import plans
+
+    spec, = plans.census("smoke", configs=["part11"])
+    assert spec.rate is not None and spec.engine == "fused"
+    got = measure_here(spec)
+    assert [r["kernel_class"] for r in got] == list(census.STEADY_CLASSES)
+    assert all(r["record"] == "steady_class" and r["window_steps"] == census.STEADY["smoke"]["steps"] for r in got)
+    assert len({r["window_s"] for r in got}) == 1 and got[0]["window_s"] > 0
+    assert all(r["share"] == pytest.approx(r["gpu_s"] / r["window_s"]) for r in got)
+    by = {r["kernel_class"]: r for r in got}
+    assert by["gemm"]["flops"] > 0 and by["gemm"]["tflops"] > 0 and by["idle"]["gpu_s"] >= 0
+
+
 def test_attention_rows_beside_a_copy():
     got = measure_here(smoke("attention", attention="triton-splitkv"))
     assert [r["context"] for r in got] == list(census.ATTENTION["smoke"]["contexts"])
