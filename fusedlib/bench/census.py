@@ -273,15 +273,11 @@ def step_census(spec: RunSpec) -> list[dict]:
 
 # ------------------------------------------------------------------------------ saturated census
 def steady_census(spec: RunSpec) -> list[dict]:
-    """A saturated run's GPU time by kernel class: `n_requests` of the mixed draw offered at
-    `rate`/s (past capacity) on an engine of the spec's settings; once `STEADY[profile]
-    ["after"]` of the requests have finished and a queue is waiting, the next `steps` steps run
-    under torch.profiler (memory copies kept). One row per class of `STEADY_CLASSES`: its GPU
-    seconds, its share of the window's wall time (the device synchronized at both ends;
-    classes on two streams overlap, so shares need not sum to 1; "idle" is the wall time in
-    which no kernel ran), its FLOPs and bytes from `step_model` over the window's steps (the
-    chunks read from the requests' progress around each step) and the rates they give, beside
-    the device's copy and GEMM rates measured after the run."""
+    """A saturated run's GPU time by kernel class: once a fraction `STEADY[profile]["after"]` of
+    its requests have finished with a queue waiting, `steps` steps run under torch.profiler.
+    A row per class: GPU seconds, share of the window's wall time (two streams overlap, so
+    shares need not sum to 1; "idle": no kernel running), FLOPs and bytes (`step_model`, the
+    chunks read from the requests' progress) and the rates they give."""
     p, c = spec.profile_spec, STEADY[spec.profile]
     engine = make_engine(spec, cached=False)
     cfg, device = engine.model.config, p.device

@@ -1,26 +1,14 @@
-"""The engine's kernels alone beside the card's own anchors, one kind a run (`spec.kernel`):
-
-  prompt  causal prompt attention (the engine's prompt kernel, at the device's tiles and the
-          earlier 32-row tiles) on each case of `KERNELS[profile]["prompt"]`, (cached prefix,
-          chunk): K/V read from a paged cache whose blocks are shuffled, beside
-          `scaled_dot_product_attention` under each of its flash, cuDNN and efficient backends
-          (`sdpa_kernel`; a backend that errors is skipped and named in the row) on the same
-          causal shape, K/V dense and expanded to one head per query head. Every output is
-          checked against an fp32 SDPA (math backend) before it is timed. TFLOP/s count causal
-          FLOPs: 4 * heads * head_dim * (query, key) pairs, n(n+1)/2 for a fresh n-token prompt,
-          c*p + c(c+1)/2 for a c-token chunk after p cached tokens. `triton.testing.do_bench`
-          medians (it clears L2 before each call; warm-ups discarded).
-  decode  the engine's decode attention (part 11's backend, split as its graphs launch it) at
-          each (rows, context) case beside a copy of the same bytes (timing.decode_rate).
-  gemm    each linear layer at a mixed step's rows (the chunk budget plus the other batch rows;
-          lm_head at one logit row per batch row) through the engine's call (fusedlib.ops,
-          cuBLAS past ops.gemm.SMALL_M_MAX rows; gate_up's call includes its SiLU * up) beside
-          `torch.matmul` on the same shape, each
-          after an L2 flush (timing.median_ms); outputs checked against matmul first.
-
-The shapes are the profile's model (full: Qwen2.5-1.5B, 12:2 heads, head_dim 128, fp16; smoke:
-the tiny model on the CPU, the Triton interpreter, whose numbers check plumbing only).
-"""
+"""The engine's kernels alone beside the card's anchors, one kind a run (`spec.kernel`):
+  prompt  causal prompt attention (the prompt kernel at the device's tiles and the earlier
+          32-row ones) per (cached prefix, chunk) case, K/V from a paged cache in shuffled
+          blocks, beside `scaled_dot_product_attention` under each of its flash, cuDNN and
+          efficient backends (one that errors is skipped and named) on the same causal shape;
+          every output checked against an fp32 SDPA first; do_bench medians (L2 cleared).
+          TFLOP/s count causal FLOPs: 4 * heads * head_dim * pairs (`causal_pairs`).
+  decode  part 11's decode attention per (rows, context) beside a copy of its bytes.
+  gemm    each linear layer at a mixed step's rows through the engine's call (gate_up's with
+          its SiLU * up) beside `torch.matmul`, outputs checked first, after an L2 flush.
+Full: Qwen2.5-1.5B's shapes in fp16; smoke: the tiny model's on the CPU (plumbing only)."""
 from __future__ import annotations
 
 import math
@@ -28,7 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .spec import KERNEL_KINDS, RunSpec
+from .spec import RunSpec
 from .telemetry import machine
 from .timing import decode_rate, flush_buffer, median_ms
 from .. import ops
@@ -50,6 +38,7 @@ ENGINE_ATTENTION = PARTS["part11"].attention  # whose decode kernel and prompt k
 
 # ------------------------------------------------------------------------------ prompt
 def causal_pairs(prefix: int, chunk: int) -> int:
+    """(query, key) pairs of a causal `chunk` after `prefix` cached tokens."""
     return chunk * prefix + chunk * (chunk + 1) // 2
 
 
@@ -209,6 +198,4 @@ def gemm_rows(spec: RunSpec) -> list[dict]:
 
 
 def run(spec: RunSpec) -> list[dict]:
-    by_kind = {"prompt": prompt_rows, "decode": decode_rows, "gemm": gemm_rows}
-    assert set(by_kind) == set(KERNEL_KINDS)
-    return by_kind[spec.kernel](spec)
+    return {"prompt": prompt_rows, "decode": decode_rows, "gemm": gemm_rows}[spec.kernel](spec)

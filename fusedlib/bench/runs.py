@@ -62,11 +62,9 @@ SOAK_CHECKPOINT = 1000  # completions after which the soak reads peak GPU memory
 
 
 def soak(spec: RunSpec) -> list[dict]:
-    """`n_requests` of the mixed draw offered at `rate`/s on a fresh engine (peak memory counted
-    from its construction on). One row: the requests lost (admitted but not finished with their
-    whole budget, or failed), whether the pool is wholly free after, peak GPU memory after
-    min(SOAK_CHECKPOINT, n_requests // 10) completions and at the end (None on CPU), and the
-    kernels compiled after construction."""
+    """On a fresh engine: the requests lost (admitted, not finished with their budget), the pool
+    wholly free after, peak GPU memory after min(SOAK_CHECKPOINT, n/10) completions and at
+    the end (None on CPU), kernels compiled after construction."""
     import torch
 
     engine = make_engine(spec, cached=False)

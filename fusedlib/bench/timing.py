@@ -1,11 +1,5 @@
-"""How the kernel experiments time a call, shared by the census and the kernel rows (no
-experiment of its own): CUDA-event medians after an L2 flush, the device's copy and GEMM
-rates, and decode attention beside a copy of its bytes.
-
-A flush reads a 1 GiB buffer before each timed call: L2 then holds only clean lines, none of
-the call's, as a step leaves it. On the CPU (smoke) the host clock times one call and the
-numbers check plumbing only.
-"""
+"""How the kernel experiments time a call (CUDA-event medians, an L2 flush before each), the
+device's copy and GEMM rates, and decode attention beside a copy of its bytes."""
 from __future__ import annotations
 
 import math
