@@ -26,7 +26,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.fusedlib-installed
 
 PROFILE     ?=
-EXPERIMENTS ?= gates census attention capacity peer scale
+EXPERIMENTS ?= gates census attention capacity peer scale soak kernels
 ROUNDS      ?=
 CONFIGS     ?=
 TIME_LIMIT  ?= 0

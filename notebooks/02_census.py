@@ -20,6 +20,10 @@
 # and a mixed step (a 512-token chunk beside 31 decode rows). Wall, GPU (CUDA events) and
 # host time per step, kernels per step (torch.profiler), GPU time per kernel class beside
 # its bytes and FLOPs, and the device's copy bandwidth and GEMM rate in the same run.
+# Part 11's census is a saturated run instead (its best setting, 256 rows x 2,048-token
+# chunks, offered past capacity): GPU time by kernel class over a profiler window in the
+# run's middle, with its share of the window's wall time, the GPU idle between kernels, and
+# each class's rate where its FLOPs or bytes are known.
 # Rows: `<out_dir>/census.jsonl`; the runs: `plans.census` in `fusedlib/bench/plans.py`.
 
 # %% tags=["parameters"]
@@ -29,8 +33,8 @@ profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model
 out_dir = "data-smoke"  # rows go to <out_dir>/census.jsonl (relative to the repository root)
 rounds = 5  # not used here: each run times n steps
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
-configs = None  # None: part7..part10
-engines = None  # None: fused and chunked
+configs = None  # None: part7..part10 (step census), part11 (saturated)
+engines = None  # None: fused and chunked (part11: fused)
 
 # %%
 from fusedlib.bench import plans, runner
@@ -42,3 +46,7 @@ new_rows = runner.execute(specs, out_dir, backend=backend, gpu=gpu, time_limit_s
 # %%
 runner.table(out_dir, "census", profile, ["config", "engine", "step", "n", "wall_ms", "gpu_ms", "host_ms",
                                           "n_kernels"], record="step")
+
+# %%
+runner.table(out_dir, "census", profile, ["config", "engine", "kernel_class", "gpu_s", "share", "window_s",
+                                          "tflops", "tb_s"], record="steady_class")

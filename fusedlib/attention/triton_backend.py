@@ -64,7 +64,7 @@ class PromptTiles:
 
 
 # Small tiles on the interpreter, so the CPU tests' short prompts still take several tiles and
-# several key steps each. Hopper's (sm_90): the best of benchmarks/prompt_attention.py's shapes on
+# several key steps each. Hopper's (sm_90): the best of the launch shapes tried on
 # an H100 (benchmarks/NOTES.md): 305 TFLOP/s on a fresh 4,096-token prompt where the 32-row tiles
 # before it reached 131. A program per KV head's group of query heads (rows = positions x heads,
 # so each K/V tile is loaded once for the group) ran as fast on single prompts, K/V coming from

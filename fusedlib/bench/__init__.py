@@ -5,10 +5,13 @@
   plans.py      each experiment's planned runs, one function per notebook
   runner.py     what a notebook calls: the missing runs, here or on Modal, rows appended
   measure.py    one run here, by its experiment's module
-  engines.py    what the experiment modules share: the model, engines, pool size, draws, row settings
+  engines.py    what the experiment modules share: the model, engines, pool size, draws, the open
+                loop, row settings
   experiment modules (each `run(spec) -> rows`; they import engines.py, never one another):
-  runs.py       the open loop (capacity, scale)
+  runs.py       the open loop (capacity, scale, soak)
   census.py     what a step costs (census); decode attention beside a copy of its bytes (attention)
+  kernels.py    prompt attention beside SDPA, decode beside a copy, GEMMs beside matmul (kernels)
+  timing.py     how the kernel experiments time a call (CUDA events after an L2 flush, anchors)
   gates.py      correctness gates;  peer.py  the closed workload, ours and transformers'
   hf.py         our weights in transformers' Qwen2 (gates and peer)
   workloads.py  requests;  metrics.py  serving metrics;  rows.py  rows on disk;  telemetry.py  the device

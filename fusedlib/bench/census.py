@@ -19,6 +19,9 @@ shapes (`step_model`). The profiler runs only after every timed step (its callba
 every later launch of the process), so `run` runs each census in a process of its own
 (`python -m fusedlib.bench.census SPEC_JSON OUT_JSON`).
 
+`steady_census(spec)` (a census spec with an offered rate: part 11's): GPU time by kernel
+class over a profiler window in the middle of a saturated open-loop run (its docstring).
+
 `attention(spec)`: decode attention alone at `rows` rows of each context, for one backend,
 each call after an L2 flush (reading a 1 GiB buffer leaves L2 full of clean lines, as a step
 leaves it), CUDA-event timed, beside a device copy moving the same number of bytes.
@@ -28,6 +31,7 @@ calls (those under no other aten op) and the numbers mean nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -40,14 +44,18 @@ from dataclasses import replace
 
 import torch
 
-from .engines import cpu_threads, make_engine, switch_fields
+from . import workloads
+from .engines import cpu_threads, make_engine, mixed_draw, serve_open_loop, switch_fields
 from .spec import RunSpec
 from .telemetry import machine, sync
+from .timing import copy_bandwidth, decode_rate, flush_buffer, gemm_tflops
 from ..attention import make_backend
-from ..attention.base import DecodeMeta
-from ..config import BLOCK_SIZE, PARTS, PRESETS
+from ..config import PARTS, PRESETS
 
 KERNEL_CLASSES = ("gemm", "attention", "norm_rotary_act", "lm_head", "other")
+# The saturated census's classes: attention split, and the GPU idle between kernels. "other"
+# is sampling, copies and sets (the saturated census keeps memory copies).
+STEADY_CLASSES = ("gemm", "lm_head", "prompt_attention", "decode_attention", "norm_rotary_act", "other", "idle")
 # Kernel names by class, matched in this order (lowercased substrings). GEMMs: cuBLAS
 # (nvjet, xmma, cutlass, gemm), our Triton GEMMs; the `lm_head` class is the GEMM of the
 # vocabulary, told apart by size (`_classify`). Elementwise and reduction kernels are the
@@ -59,6 +67,10 @@ _PATTERNS = [
     ("norm_rotary_act", ("norm", "rms", "rotary", "rope", "silu", "elementwise", "reduce_kernel", "aten::mul",
                          "aten::add", "aten::rsqrt", "aten::mean", "aten::pow", "aten::neg", "aten::cat")),
 ]
+STEADY = {  # the saturated census: completions (a fraction of the arrivals) before its window; steps in it
+    "full": dict(after=1 / 3, steps=40),
+    "smoke": dict(after=1 / 4, steps=4),
+}
 CENSUS = {  # rows, context, chunk, warm-up steps, timed steps, profiled steps
     "full": dict(rows=32, context=1024, chunk=512, warmups=3, n=30, profiled=5),
     "smoke": dict(rows=4, context=24, chunk=16, warmups=1, n=4, profiled=2),
@@ -70,95 +82,18 @@ ATTENTION = {  # rows, contexts, timed calls per context
 }
 
 
-# ------------------------------------------------------------------------------ timing
-def _flush_buffer(device: str) -> torch.Tensor | None:
-    # 1 GiB: many times an H200's 60 MB L2; reading it outlasts the host's enqueue of any call here
-    return torch.empty(2**30, dtype=torch.uint8, device=device) if device == "cuda" else None
-
-
-def median_ms(fn, device: str, iters: int, flush: torch.Tensor | None = None) -> tuple[float, float, float]:
-    """(median, min, max) ms of `fn()`: on CUDA each call between its own pair of events, after a
-    read of `flush` (L2 then holds only clean lines, none of `fn`'s) or a short spin (so the host
-    has queued the call before its start event fires); on CPU by the host clock."""
-    on_gpu = device == "cuda"
-    for _ in range(3 if on_gpu else 1):
-        fn()
-    times = []
-    if on_gpu:
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-        for start, end in events:
-            flush.amax() if flush is not None else torch.cuda._sleep(600_000)
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        times = [s.elapsed_time(e) for s, e in events]
-    else:
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), min(times), max(times)
-
-
-def copy_bandwidth(device: str) -> float:
-    """Device copy bandwidth in bytes/s, counting bytes read plus written."""
-    n = 2**30 if device == "cuda" else 2**24
-    src = torch.empty(n, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    return 2 * n / (median_ms(lambda: dst.copy_(src), device, 20)[0] / 1e3)
-
-
-def gemm_tflops(device: str) -> float:
-    """A large fp16 GEMM's rate (8192^3 on CUDA; fp32 256^3 on CPU), TFLOP/s."""
-    n, dtype = (8192, torch.float16) if device == "cuda" else (256, torch.float32)
-    a, b = (torch.randn(n, n, device=device).to(dtype) for _ in range(2))
-    return 2 * n**3 / (median_ms(lambda: a @ b, device, 10)[0] / 1e3) / 1e12
-
-
 # ------------------------------------------------------------------------------ attention
-def decode_case(contexts: list[int], cfg, dtype, device: str, seed: int = 0):
-    """(q, k_cache, v_cache, meta) for one decode call over `contexts`: random K/V in shuffled,
-    non-contiguous blocks; table entries past a row's last block point at others' blocks."""
-    gen = torch.Generator(device=device).manual_seed(seed)
-    need = [math.ceil(n / BLOCK_SIZE) for n in contexts]
-    width, num_blocks = max(need) + 1, sum(need) + 1
-    shape = (num_blocks, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim)
-    k, v = (torch.randn(shape, generator=gen, device=device).to(dtype) for _ in range(2))
-    owner = torch.randperm(num_blocks, generator=gen, device=device)
-    filler = torch.randint(0, num_blocks, (len(contexts), width), generator=gen, device=device)
-    tables, used = [], 0
-    for row, n in enumerate(need):
-        tables.append(torch.cat([owner[used:used + n], filler[row, n:]]))
-        used += n
-    meta = DecodeMeta(len(contexts), torch.tensor(contexts, dtype=torch.int32, device=device),
-                      torch.stack(tables).to(torch.int32), max(contexts))
-    q = torch.randn(len(contexts), cfg.num_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
-    return q, k, v, meta
-
-
 def attention(spec: RunSpec) -> list[dict]:
     """Decode attention of one backend at each context beside a copy of the same bytes. Part
     10's backend (graphed in the engine) splits by the pool's longest context, as its graphs
     launch it; the others by the call's own."""
     p, sizes = spec.profile_spec, ATTENTION[spec.profile]
-    cfg, device, dtype = PRESETS[p.model], p.device, torch.float16
-    backend, flush, scale = make_backend(spec.attention), _flush_buffer(device), cfg.head_dim ** -0.5
-    out = []
-    for context in sizes["contexts"]:
-        q, k, v, meta = decode_case([context] * sizes["rows"], cfg, dtype, device, seed=context)
-        if spec.attention == "triton-parallel":
-            meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, cfg.max_position_embeddings)
-        kv_bytes = sizes["rows"] * context * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
-        src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=device)  # read + written = kv_bytes
-        dst = torch.empty_like(src)
-        copy_ms = median_ms(lambda: dst.copy_(src), device, sizes["iters"], flush)[0]
-        ms, lo, hi = median_ms(lambda: backend.decode(q, k, v, meta, scale), device, sizes["iters"], flush)
-        out.append({**machine(), "config": PART.get(spec.attention), "backend": spec.attention, "rows": sizes["rows"],
-                    "context": context, "n": sizes["iters"], "gpu_us": ms * 1e3, "gpu_us_min": lo * 1e3,
-                    "gpu_us_max": hi * 1e3, "kv_bytes": kv_bytes,
-                    "copy_us": copy_ms * 1e3, "fraction_of_copy": copy_ms / ms})
-    return out
+    cfg, device = PRESETS[p.model], p.device
+    backend, flush = make_backend(spec.attention), flush_buffer(device)
+    longest = cfg.max_position_embeddings if spec.attention == "triton-parallel" else None
+    return [{**machine(), "config": PART.get(spec.attention), "backend": spec.attention,
+             **decode_rate(backend, sizes["rows"], context, cfg, device, sizes["iters"], flush, longest)}
+            for context in sizes["contexts"]]
 
 
 # ------------------------------------------------------------------------------ census
@@ -187,36 +122,65 @@ def step_model(cfg, chunks: list[tuple[int, int]], decode_contexts: list[int], n
             "flops": sum(f for _, f in classes.values() if f is not None)}
 
 
-def _classify(events: list[tuple[str, float]], n_lm_head: int) -> dict[str, tuple[int, float]]:
+def _classify(events: list[tuple[str, float]], n_lm_head: int,
+              split_attention: bool = False) -> dict[str, tuple[int, float]]:
     """{class: (kernels, microseconds)} of (name, us) events; the `n_lm_head` longest GEMMs are
-    the vocabulary GEMMs (lm_head reads 0.47 GB of weights, every other GEMM of a step less)."""
+    the vocabulary GEMMs (lm_head reads 0.47 GB of weights, every other GEMM of a step less).
+    With `split_attention`, attention is prompt attention (the prompt kernel, named so) or
+    decode attention (every other attention kernel: split-KV and its reduction)."""
     named = []
     for name, us in events:
         low = name.lower()
-        named.append((next((c for c, pats in _PATTERNS if any(p in low for p in pats)), "other"), us))
+        kind = next((c for c, pats in _PATTERNS if any(p in low for p in pats)), "other")
+        if split_attention and kind == "attention":
+            kind = "prompt_attention" if "prompt" in low else "decode_attention"
+        named.append((kind, us))
     gemms = sorted((i for i, (c, _) in enumerate(named) if c == "gemm"), key=lambda i: -named[i][1])
     for i in gemms[:n_lm_head]:
         named[i] = ("lm_head", named[i][1])
-    return {c: (sum(1 for k, _ in named if k == c), sum(us for k, us in named if k == c)) for c in KERNEL_CLASSES}
+    classes = STEADY_CLASSES[:-1] if split_attention else KERNEL_CLASSES
+    return {c: (sum(1 for k, _ in named if k == c), sum(us for k, us in named if k == c)) for c in classes}
 
 
-def _profiled(engine, steps: int, device: str) -> list[tuple[str, float]]:
-    """(name, us) of every kernel (CUDA) or leaf aten op (CPU) of `steps` engine steps."""
+@contextlib.contextmanager
+def kernel_trace(device: str, copies: bool = False):
+    """`with kernel_trace(device) as spans:` fills `spans` at the block's end with (name, start
+    us, us) of every kernel (CUDA; memory copies and sets too with `copies`) or leaf aten op
+    (CPU) the block ran, the device synchronized before and after."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # Kineto's USDT notices
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
+    spans: list[tuple[str, float, float]] = []
     sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities) as prof:
-        for _ in range(steps):
-            engine.step()
+        yield spans
         sync(device)
     if device == "cuda":
-        return [(e.name, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA
-                and not e.name.startswith(("Memcpy", "Memset"))]
-    return [(e.name, e.time_range.elapsed_us()) for e in prof.events()  # the ops the model calls
-            if e.name.startswith("aten::") and not (e.cpu_parent and e.cpu_parent.name.startswith("aten::"))]
+        kept = [e for e in prof.events() if e.device_type == DeviceType.CUDA
+                and (copies or not e.name.startswith(("Memcpy", "Memset")))]
+    else:  # the ops the model calls
+        kept = [e for e in prof.events()
+                if e.name.startswith("aten::") and not (e.cpu_parent and e.cpu_parent.name.startswith("aten::"))]
+    spans += [(e.name, e.time_range.start, e.time_range.elapsed_us()) for e in kept]
+
+
+def _profiled(engine, steps: int, device: str) -> list[tuple[str, float]]:
+    """(name, us) of every kernel (CUDA) or leaf aten op (CPU) of `steps` engine steps."""
+    with kernel_trace(device) as spans:
+        for _ in range(steps):
+            engine.step()
+    return [(name, us) for name, _, us in spans]
+
+
+def busy_us(spans: list[tuple[str, float, float]]) -> float:
+    """Microseconds in which at least one of the spans (name, start, us) runs."""
+    total, end = 0.0, -math.inf
+    for _, start, us in sorted(spans, key=lambda s: s[1]):
+        total += max(0.0, start + us - max(start, end))
+        end = max(end, start + us)
+    return total
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None]:
@@ -307,8 +271,72 @@ def step_census(spec: RunSpec) -> list[dict]:
     return out
 
 
+# ------------------------------------------------------------------------------ saturated census
+def steady_census(spec: RunSpec) -> list[dict]:
+    """A saturated run's GPU time by kernel class: once a fraction `STEADY[profile]["after"]` of
+    its requests have finished with a queue waiting, `steps` steps run under torch.profiler.
+    A row per class: GPU seconds, share of the window's wall time (two streams overlap, so
+    shares need not sum to 1; "idle": no kernel running), FLOPs and bytes (`step_model`, the
+    chunks read from the requests' progress) and the rates they give."""
+    p, c = spec.profile_spec, STEADY[spec.profile]
+    engine = make_engine(spec, cached=False)
+    cfg, device = engine.model.config, p.device
+    after = max(1, int(c["after"] * spec.n_requests))
+    window = dict(stack=contextlib.ExitStack(), steps=[], spans=None, wall=None, t0=None, n_records=0)
+    seen: dict[int, int] = {}  # request -> prompt positions cached, as of the last step
+    trace = workloads.poisson_arrivals(mixed_draw(spec, spec.n_requests, spec.seed), spec.rate, seed=spec.seed)
+    with engine.record_steps() as records:
+        def on_step():
+            running = {r.rid: r.num_cached for r in engine.scheduler.running}
+            chunks = [(seen.get(rid, 0), n - seen.get(rid, 0)) for rid, n in running.items() if n > seen.get(rid, 0)]
+            seen.clear()
+            seen.update(running)
+            new, window["n_records"] = len(records) > window["n_records"], len(records)
+            if window["spans"] is not None and window["wall"] is None:
+                window["steps"] += [(records[-1], chunks)] if new else []
+                if len(window["steps"]) == c["steps"]:
+                    window["stack"].close()
+                    window["wall"] = time.perf_counter() - window["t0"]
+            elif window["spans"] is None and engine.num_finished >= after and engine.scheduler.waiting:
+                window["spans"] = window["stack"].enter_context(kernel_trace(device, copies=True))
+                window["t0"] = time.perf_counter()  # after the trace's opening sync
+        served = serve_open_loop(engine, trace, on_step=on_step)
+    if window["wall"] is None:
+        raise RuntimeError(f"the run never held a queue for {c['steps']} steps after {after} completions: "
+                           "offer a higher rate or more requests")
+    totals = {k: [0.0, 0.0] for k in ("gemm", "lm_head", "prompt_attention", "decode_attention")}
+    steps = [rec for rec, _ in window["steps"]]
+    for rec, chunks in window["steps"]:
+        decodes = [rec.decode_kv_tokens / rec.n_decode] * rec.n_decode if rec.n_decode else []
+        whole, prompt, decode = (step_model(cfg, ch, dc, rec.n_forwards, engine.model.dtype.itemsize)["classes"]
+                                 for ch, dc in ((chunks, decodes), (chunks, []), ([], decodes)))
+        for name, (nbytes, flops) in (("gemm", whole["gemm"]), ("lm_head", whole["lm_head"]),
+                                      ("prompt_attention", prompt["attention"]),
+                                      ("decode_attention", decode["attention"])):
+            totals[name][0] += nbytes
+            totals[name][1] += flops
+    spans, wall_us = window["spans"], window["wall"] * 1e6
+    classes = _classify([(name, us) for name, _, us in spans], sum(r.n_forwards for r in steps), split_attention=True)
+    classes["idle"] = (0, max(0.0, wall_us - busy_us(spans)))
+    bw, tflops = copy_bandwidth(device), gemm_tflops(device)
+    base = {**machine(), **switch_fields(engine.config), "max_batch": engine.config.max_batch,
+            "chunk_tokens": engine.config.chunk_tokens, "record": "steady_class", "window_s": wall_us / 1e6,
+            "window_steps": len(steps), "completed_before_window": after, "n_served": len(served),
+            "copy_bw_Bps": bw, "gemm_tflops": tflops}
+    out = []
+    for name in STEADY_CLASSES:
+        count, us = classes[name]
+        nbytes, flops = totals.get(name, (None, None))
+        gpu_s = us / 1e6
+        out.append({**base, "kernel_class": name, "n_kernels": count, "gpu_s": gpu_s, "share": us / wall_us,
+                    "bytes": nbytes, "flops": flops,
+                    "tflops": flops / gpu_s / 1e12 if flops and gpu_s else None,
+                    "tb_s": nbytes / gpu_s / 1e12 if nbytes and gpu_s else None})
+    return out
+
+
 if __name__ == "__main__":  # TRITON_INTERPRET, where the parent set it, comes with the environment
     spec = RunSpec.from_dict(json.loads(sys.argv[1]))
     cpu_threads(spec)
     with open(sys.argv[2], "w") as f:
-        json.dump(step_census(spec), f)
+        json.dump(steady_census(spec) if spec.rate else step_census(spec), f)

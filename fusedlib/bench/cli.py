@@ -27,6 +27,7 @@ PARAMS = {
     "configs": (str, True, f"configurations ({', '.join(PARTS)})"),
     "engines": (str, True, "engines (fused, chunked)"),
     "backends": (str, True, "attention backends (triton, triton-splitkv, triton-parallel)"),
+    "kernels": (str, True, "kernel runs (prompt, decode, gemm)"),
     "rounds": (int, False, "rounds of the paired comparisons (fused and chunked in ABBA order, seed = round; "
                            "peer: each transformers then ours)"),
     "rates": (float, True, "offered rates, requests/s (capacity: for every configuration; the last one is "
@@ -34,8 +35,8 @@ PARAMS = {
     "n_requests": (int, False, "requests per run"),
     "batches": (int, True, "max_batch values of the scale grid"),
     "chunks": (int, True, "chunk_tokens values of the scale grid"),
-    "rate": (float, False, "the scale grid's offered rate (past capacity), requests/s (default: 2x each "
-                           "cell's capacity estimate)"),
+    "rate": (float, False, "the scale grid's or the soak's offered rate (past capacity), requests/s "
+                           "(default: 2x the setting's capacity estimate)"),
     "sweep_rates": (float, True, "the scale rate sweep's rates at the best setting (default: multiples of its "
                                  "capacity estimate)"),
 }

@@ -7,6 +7,8 @@ Engines compile and capture at construction (`warmup=True`), so no measured step
 from __future__ import annotations
 
 import gc
+import time
+from collections import deque
 from dataclasses import asdict, replace
 from functools import lru_cache
 
@@ -96,3 +98,24 @@ def closed_draw(spec: RunSpec) -> workloads.Workload:
 def closed_fields(wall: float, n_out: int, spec: RunSpec) -> dict:
     return {"workload": "closed_mixed", "batch": spec.max_batch, "wall_s": wall, "n_output_tokens": n_out,
             "output_tok_s": n_out / wall, "transformers_version": version("transformers")}
+
+
+def serve_open_loop(engine: Engine, trace: workloads.Workload, on_step=None) -> list:
+    """Replay an arrival trace against the engine's clock: before each step, admit every
+    request whose arrival time has passed (stamped with its trace arrival); when idle, sleep
+    until the next arrival. `on_step()`, where given, runs after every step. Returns the
+    Requests."""
+    pending, served = deque(trace), []
+    t0 = engine.clock()
+    while pending or engine.has_work():
+        now = engine.clock()
+        while pending and t0 + pending[0].arrival <= now:
+            s = pending.popleft()
+            served.append(engine.add_request(s.prompt, s.max_new_tokens, arrival=t0 + s.arrival))
+        if engine.has_work():
+            engine.step()
+            if on_step is not None:
+                on_step()
+        elif pending:
+            time.sleep(max(0.0, t0 + pending[0].arrival - engine.clock()))
+    return served

@@ -7,10 +7,10 @@ from .spec import RunSpec
 
 
 def run(spec: RunSpec) -> list[dict]:
-    from . import census, gates, peer, runs  # torch and the engine load with the first run
+    from . import census, gates, kernels, peer, runs  # torch and the engine load with the first run
     from .engines import cpu_threads
 
     by_experiment = {"gates": gates, "census": census, "attention": census, "capacity": runs, "scale": runs,
-                     "peer": peer}
+                     "peer": peer, "soak": runs, "kernels": kernels}
     cpu_threads(spec)
     return by_experiment[spec.experiment].run(spec)

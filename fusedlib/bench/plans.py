@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 
-from .spec import CHECKS, ENGINES, SERIES, RunSpec, SpecError
+from .spec import CHECKS, ENGINES, KERNEL_KINDS, SERIES, RunSpec, SpecError
 from ..config import PARTS
 
 # Capacity estimates, requests/s, from the drain rates (served_rate) past saturation of the
@@ -34,6 +34,12 @@ MULTIPLES = (0.8, 1.0, 1.25, 1.5, 2.0)
 DEFAULTS = {
     "full": {
         "gates": dict(configs=SERIES + ("part11",)),
+        # Part 7-10's step census; part 11's census is a saturated run at its best setting (the
+        # fused engine, 256 rows x 2,048-token chunks) offered twice the setting's estimate:
+        # 1,500 arrivals (~20 s at ~80 req/s served), its profiler window after 500 completions.
+        "census": dict(configs=SERIES + ("part11",), engines=ENGINES,
+                       saturated={"part11": dict(setting=(256, 2048), engines=("fused",), multiple=2.0,
+                                                 n_requests=1500)}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
         # 400 arrivals a run, the reference's count: at 32 rows the steady window holds all but
         # about one batch (~90%). Pairs: 5 at part 10's headline, 3 at the eager parts, whose
@@ -54,18 +60,24 @@ DEFAULTS = {
         # window holds ~80% of the completions.
         "scale": dict(batches=(256,), chunks=(2048, 8192), capacity=SCALE_ESTIMATES, multiples=MULTIPLES,
                       n_requests=1500, rounds=5, sweep_engines=("fused",)),
+        # Part 11's best setting (256 rows, 2,048-token chunks) offered twice its estimate:
+        # 10,000 arrivals, served at capacity (~80 req/s before part 12's kernels: ~2 minutes).
+        "soak": dict(setting=(256, 2048), multiple=2.0, n_requests=10_000),
     },
     "smoke": {
         # The tiny model on a CPU: estimates of what it serves (its capacity runs at 32 rows
         # rarely fill the batch; the scale grid's 2 and 4 rows do), counts that keep
         # `make run-all PROFILE=smoke` to about two minutes.
         "gates": dict(configs=SERIES),
+        "census": dict(configs=SERIES + ("part11",), engines=ENGINES,
+                       saturated={"part11": dict(setting=(4, 32), engines=("fused",), multiple=5.0, n_requests=40)}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
         "capacity": dict(capacity={c: 100.0 for c in SERIES}, multiples=(0.5, 2.0), n_requests=12,
                          rounds={c: 2 for c in SERIES}),
         "peer": dict(configs=("part10", "part11"), n_requests=6, rounds=2),
         "scale": dict(batches=(2, 4), chunks=(16, 32), capacity={(b, c): 40.0 for b in (2, 4) for c in (16, 32)},
                       multiples=(0.5, 2.0), n_requests=12, rounds=2, sweep_engines=("fused",)),
+        "soak": dict(setting=(4, 32), multiple=2.0, n_requests=40),
     },
 }
 
@@ -75,14 +87,21 @@ DEFAULTS = {
 # between runs that built a new engine); transformers' copy of the model (each of its runs
 # makes one); each run's own overhead (drawing the workload). Closed runs (the peer) take two
 # passes of n_requests x the fixed budget at `tok_s` tokens/s (data/peer.jsonl, part 10 on an
-# H100: ours ~5,900 and ~4,800, transformers ~380). Each errs long.
+# H100: ours ~5,900 and ~4,800, transformers ~380). A saturated census runs in a process of its
+# own (the model loaded and its engine built there) and reads its profiler window after the
+# run (`profile_s`). The kernel runs load no model: `kernel_s` by kind, from their calls
+# (prompt: 4 cases x 5 contenders x do_bench's ~0.3 s, SDPA's fp32 reference, two prompt
+# kernels compiled from a cold cache; decode and gemm: a few hundred calls after a 1 GiB
+# flush each, a compile or two). Each errs long.
 COSTS = {
     "full": dict(model_load_s=15.0, first_build_s=30.0, engine_build_s=5.0, transformers_build_s=10.0,
-                 run_overhead_s=1.0,
-                 tok_s={"fused": 5900.0, "chunked": 4800.0, "transformers": 380.0}),
+                 run_overhead_s=1.0, profile_s=10.0,
+                 tok_s={"fused": 5900.0, "chunked": 4800.0, "transformers": 380.0},
+                 kernel_s={"prompt": 35.0, "decode": 10.0, "gemm": 10.0}),
     "smoke": dict(model_load_s=5.0, first_build_s=1.0, engine_build_s=0.5, transformers_build_s=2.0,
-                  run_overhead_s=0.2,
-                  tok_s={"fused": 800.0, "chunked": 800.0, "transformers": 1000.0}),
+                  run_overhead_s=0.2, profile_s=2.0,
+                  tok_s={"fused": 800.0, "chunked": 800.0, "transformers": 1000.0},
+                  kernel_s={"prompt": 3.0, "decode": 2.0, "gemm": 1.0}),
 }
 
 
@@ -129,7 +148,20 @@ def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
 
 
 def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:
-    return [RunSpec.build("census", profile, config=c, engine=e) for c in _configs(configs) for e in engines or ENGINES]
+    """Per configuration and engine, a step census; for a configuration with a saturated
+    setting in DEFAULTS (part11), the saturated census instead: its engines (default: the
+    fused one) at that setting, offered a multiple of the setting's capacity estimate."""
+    d, out = DEFAULTS[profile]["census"], []
+    for c in _configs(configs, d["configs"]):
+        sat = d["saturated"].get(c)
+        if sat is None:
+            out += [RunSpec.build("census", profile, config=c, engine=e) for e in engines or d["engines"]]
+            continue
+        (batch, chunk), estimate = sat["setting"], DEFAULTS[profile]["scale"]["capacity"][sat["setting"]]
+        out += [RunSpec.build("census", profile, config=c, engine=e, max_batch=batch, chunk_tokens=chunk,
+                              rate=round(sat["multiple"] * estimate, 1), n_requests=sat["n_requests"], seed=0)
+                for e in engines or sat["engines"]]
+    return out
 
 
 def attention(profile: str, backends=None, rows=()) -> list[RunSpec]:
@@ -222,8 +254,23 @@ def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_req
     return list(dict.fromkeys(out))  # the grid's run at the best setting is the pairs' round 0
 
 
+def kernels(profile: str, kernels=None, rows=()) -> list[RunSpec]:
+    """One run per kernel kind (prompt attention, decode attention, the layers' GEMMs)."""
+    return [RunSpec.build("kernels", profile, kernel=k) for k in kernels or KERNEL_KINDS]
+
+
+def soak(profile: str, n_requests=None, rate=None, rows=()) -> list[RunSpec]:
+    """One run: part11 at the profile's soak setting (full: 256 rows x 2,048-token chunks, the
+    fused engine), `n_requests` arrivals at `rate` (default: twice the setting's estimate)."""
+    d = DEFAULTS[profile]["soak"]
+    (batch, chunk), n = d["setting"], _default(profile, "soak", "n_requests", n_requests)
+    at = rate if rate is not None else round(d["multiple"] * DEFAULTS[profile]["scale"]["capacity"][d["setting"]], 1)
+    return [RunSpec.build("soak", profile, config="part11", engine="fused", max_batch=batch, chunk_tokens=chunk, rate=at,
+                          n_requests=n, seed=0)]
+
+
 PLANS = {"gates": gates, "census": census, "attention": attention, "capacity": capacity, "peer": peer,
-         "scale": scale}
+         "scale": scale, "soak": soak, "kernels": kernels}
 
 
 def plan(experiment: str, profile: str, params: dict, rows=()) -> list[RunSpec]:
@@ -249,8 +296,9 @@ def capacity_estimate(spec: RunSpec) -> float:
     """The capacity estimate (requests/s) of an open run's setting; where DEFAULTS has none
     (a setting given by hand), the profile's smallest for the experiment, so a time
     estimate errs long."""
-    known = DEFAULTS[spec.profile][spec.experiment]["capacity"]
-    key = spec.config if spec.experiment == "capacity" else (spec.max_batch, spec.chunk_tokens)
+    by_config = spec.experiment == "capacity"  # the others (scale, soak, a saturated census) by setting
+    known = DEFAULTS[spec.profile]["capacity" if by_config else "scale"]["capacity"]
+    key = spec.config if by_config else (spec.max_batch, spec.chunk_tokens)
     return known.get(key, min(known.values()))
 
 
@@ -265,10 +313,14 @@ def run_seconds(spec: RunSpec) -> float:
     if spec.experiment == "peer":
         tokens = spec.n_requests * PROFILES[spec.profile].peer_new_tokens
         return 2 * tokens / costs["tok_s"][spec.engine] + costs["run_overhead_s"]
-    if spec.experiment not in ("capacity", "scale"):
+    if spec.experiment == "kernels":
+        return costs["kernel_s"][spec.kernel]
+    saturated_census = spec.experiment == "census" and spec.rate is not None
+    if spec.experiment not in ("capacity", "scale", "soak") and not saturated_census:
         raise ValueError(f"no time estimate for {spec.experiment} runs")
     cap = capacity_estimate(spec)
-    return spec.n_requests / min(spec.rate, cap) + spec.max_batch / cap + costs["run_overhead_s"]
+    own_process = costs["model_load_s"] + costs["first_build_s"] + costs["profile_s"] if saturated_census else 0
+    return own_process + spec.n_requests / min(spec.rate, cap) + spec.max_batch / cap + costs["run_overhead_s"]
 
 
 def estimate_seconds(specs: list[RunSpec]) -> float:
@@ -276,13 +328,18 @@ def estimate_seconds(specs: list[RunSpec]) -> float:
     (`run_seconds`), and each engine built. runs.make_engine keeps the fused and chunked
     engines of one setting (config, max_batch, chunk_tokens) and drops them at a run of
     another; transformers' runs each build their own copy of the model. ValueError for a plan
-    of an experiment without an estimate (gates, census, attention)."""
+    of an experiment without an estimate (gates, attention, the step census).
+    Kernel runs and saturated census runs are charged by `run_seconds` alone."""
     if not specs:
         return 0.0
     costs = COSTS[specs[0].profile]
-    total, setting, built, setting_seen = costs["model_load_s"], None, set(), False
+    # the kernel runs need no model; a saturated census loads its own (run_seconds)
+    here = [s for s in specs if s.experiment not in ("kernels", "census")]
+    total, setting, built, setting_seen = costs["model_load_s"] if here else 0.0, None, set(), False
     for s in specs:
         total += run_seconds(s)
+        if s not in here:
+            continue
         if s.engine == "transformers":
             total += costs["transformers_build_s"]
             continue

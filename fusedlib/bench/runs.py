@@ -1,38 +1,18 @@
-"""The open loop (capacity and scale): Poisson arrivals of the mixed draw served on one
-engine, one row a run (without the header rows.py adds). The paired comparisons alternate
-fused and chunked engines of one configuration, both kept (engines.make_engine).
+"""The open loop (capacity, scale and soak): Poisson arrivals of the mixed draw served on
+one engine, one row a run (without the header rows.py adds). The paired comparisons alternate
+fused and chunked engines of one configuration, both kept (engines.make_engine). The soak
+serves many requests past capacity on an engine of its own and counts what was lost.
 
 Timing: the engine's clock (time.perf_counter), its steps' records for step times.
 """
 from __future__ import annotations
 
 import statistics
-import time
-from collections import deque
 
 from . import metrics, workloads
-from .engines import make_engine, mixed_draw, settings_fields
+from .engines import make_engine, mixed_draw, serve_open_loop, settings_fields
 from .spec import RunSpec
 from .telemetry import machine
-from ..engine import Engine
-
-
-def serve_open_loop(engine: Engine, trace: workloads.Workload) -> list:
-    """Replay an arrival trace against the engine's clock: before each step, admit every
-    request whose arrival time has passed (stamped with its trace arrival); when idle, sleep
-    until the next arrival. Returns the Requests."""
-    pending, served = deque(trace), []
-    t0 = engine.clock()
-    while pending or engine.has_work():
-        now = engine.clock()
-        while pending and t0 + pending[0].arrival <= now:
-            s = pending.popleft()
-            served.append(engine.add_request(s.prompt, s.max_new_tokens, arrival=t0 + s.arrival))
-        if engine.has_work():
-            engine.step()
-        elif pending:
-            time.sleep(max(0.0, t0 + pending[0].arrival - engine.clock()))
-    return served
 
 
 def _median(values) -> float | None:
@@ -64,13 +44,47 @@ def step_fields(records: list, max_batch: int) -> dict:
 
 
 def run(spec: RunSpec) -> list[dict]:
-    """A capacity or scale run: `n_requests` of the mixed draw (seed `seed`) arriving as a Poisson process at `rate`/s.
+    """A soak run (`soak`), or a capacity or scale run: `n_requests` of the mixed draw (seed `seed`) arriving as a Poisson process at `rate`/s.
     The same seed gives the same requests at every rate. One row: metrics.summarize's fields
     (its served_rate is the drain rate), metrics.steady's (the steady rate) and step_fields'."""
+    if spec.experiment == "soak":
+        return soak(spec)
     engine = make_engine(spec)
     trace = workloads.poisson_arrivals(mixed_draw(spec, spec.n_requests, spec.seed), spec.rate, seed=spec.seed)
     with engine.record_steps() as steps:
         served = serve_open_loop(engine, trace)
     return [{**machine(), **settings_fields(spec), **metrics.summarize(served),
              **metrics.steady(served, engine.config.max_batch), **step_fields(steps, engine.config.max_batch),
+             "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}]
+
+
+SOAK_CHECKPOINT = 1000  # completions after which the soak reads peak GPU memory the first time
+
+
+def soak(spec: RunSpec) -> list[dict]:
+    """On a fresh engine: the requests lost (admitted, not finished with their budget), the pool
+    wholly free after, peak GPU memory after min(SOAK_CHECKPOINT, n/10) completions and at
+    the end (None on CPU), kernels compiled after construction."""
+    import torch
+
+    engine = make_engine(spec, cached=False)
+    on_gpu = spec.profile_spec.device == "cuda"
+    checkpoint, peak_at_checkpoint = min(SOAK_CHECKPOINT, spec.n_requests // 10), []
+    if on_gpu:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+    def read_peak():
+        if not peak_at_checkpoint and engine.num_finished >= checkpoint:
+            peak_at_checkpoint.append(torch.cuda.max_memory_allocated() if on_gpu else None)
+    trace = workloads.poisson_arrivals(mixed_draw(spec, spec.n_requests, spec.seed), spec.rate, seed=spec.seed)
+    with engine.record_steps() as steps:
+        served = serve_open_loop(engine, trace, on_step=read_peak)
+    lost = sum(r.error is not None or r.finished is None or len(r.output) != r.max_new_tokens for r in served)
+    pool = engine.pool
+    return [{**machine(), **settings_fields(spec), **metrics.steady(served, engine.config.max_batch),
+             "n_requests": len(served), "n_lost": lost, "n_steps": len(steps),
+             "pool_free_after": not engine.has_work() and pool.num_free_blocks == pool.num_blocks,
+             "mem_checkpoint_completions": checkpoint, "peak_mem_1k_bytes": peak_at_checkpoint[0],
+             "peak_mem_end_bytes": torch.cuda.max_memory_allocated() if on_gpu else None,
              "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}]

@@ -26,6 +26,7 @@ from ..config import ENGINE_KINDS as ENGINES, PARTS, EngineConfig
 
 SCHEMA_VERSION = 7
 SERIES = ("part7", "part8", "part9", "part10")  # the parts measured at the reference's size
+KERNEL_KINDS = ("prompt", "decode", "gemm")  # the kernels experiment's runs (bench/kernels.py)
 
 
 @dataclass(frozen=True)
@@ -71,17 +72,21 @@ CHECKS = {
     "rate": (lambda v: _number(v) and v > 0, "a number > 0"),
     "seed": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
     "round": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
+    "kernel": (lambda v: v in KERNEL_KINDS, "one of " + ", ".join(KERNEL_KINDS)),
 }
 _OPEN_LOOP = ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_requests", "seed", "round")
 # experiment -> the options that identify one of its runs
 EXPERIMENTS = {
     "gates": ("config", "max_batch", "chunk_tokens"),
-    "census": ("config", "engine"),
+    # a census with an offered rate is a saturated run's (census.steady_census)
+    "census": ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_requests", "seed"),
     "attention": ("attention",),
     "capacity": _OPEN_LOOP,
     # the peer's engine may also be "transformers" (its own continuous batching)
     "peer": ("config", "engine", "max_batch", "chunk_tokens", "n_requests", "round"),
     "scale": _OPEN_LOOP,
+    "kernels": ("kernel",),
+    "soak": ("config", "engine", "max_batch", "chunk_tokens", "rate", "n_requests", "seed"),
 }
 
 
@@ -98,6 +103,7 @@ class RunSpec:
     n_requests: int | None = None
     seed: int | None = None
     round: int | None = None
+    kernel: str | None = None
 
     @classmethod
     def build(cls, experiment: str, profile: str, **options) -> RunSpec:
@@ -119,7 +125,7 @@ class RunSpec:
         if options.get("rate") is not None:
             options["rate"] = float(options["rate"])
         spec = cls(experiment, profile, **options)
-        if experiment in ("capacity", "scale", "peer") and spec.config:  # sizes as run, in the key
+        if experiment in ("capacity", "scale", "peer", "soak") and spec.config:  # sizes as run, in the key
             s = spec.settings()
             spec = replace(spec, max_batch=s.max_batch, chunk_tokens=s.chunk_tokens)
         return spec
@@ -150,5 +156,5 @@ class RunSpec:
         return (settings.eager() if device == "cpu" else settings).for_device(device)
 
 
-__all__ = ["ENGINES", "EXPERIMENTS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
+__all__ = ["ENGINES", "EXPERIMENTS", "KERNEL_KINDS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
            "SERIES", "SpecError"]

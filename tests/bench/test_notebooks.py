@@ -15,7 +15,7 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
 
 def test_one_notebook_per_experiment_with_the_common_parameters():
     assert [p.stem.split("_", 1)[1] for p in NOTEBOOKS] == list(plans.PLANS)
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
     for path in NOTEBOOKS:
         params = parameters(path)
         assert set(COMMON) <= set(params), path.name

@@ -132,3 +132,25 @@ def test_estimate_seconds_counts_runs_engine_builds_and_the_model():
 def test_plan_takes_a_notebooks_parameters():
     params = {"backend": "local", "profile": "smoke", "rounds": 1, "configs": ["part7"], "out_dir": "x"}
     assert [s.config for s in plans.plan("census", "smoke", params)] == ["part7", "part7"]
+
+
+def test_part12_plans_and_their_estimates():
+    costs = plans.COSTS["full"]
+    soak, = plans.soak("full")
+    cap = plans.DEFAULTS["full"]["scale"]["capacity"][(256, 2048)]
+    assert (soak.config, soak.engine, soak.max_batch, soak.chunk_tokens) == ("part11", "fused", 256, 2048)
+    assert soak.n_requests >= 10_000 and soak.rate == pytest.approx(2 * cap, abs=0.05)
+    assert plans.estimate_seconds([soak]) == pytest.approx(
+        costs["model_load_s"] + costs["first_build_s"] + soak.n_requests / cap + 256 / cap + costs["run_overhead_s"])
+    kernels = plans.kernels("full")
+    assert [s.kernel for s in kernels] == ["prompt", "decode", "gemm"]
+    assert plans.estimate_seconds(kernels) == pytest.approx(sum(costs["kernel_s"].values()))
+    census = plans.census("full")
+    steady = [s for s in census if s.rate is not None]
+    assert [(s.config, s.engine, s.max_batch, s.chunk_tokens) for s in steady] == [("part11", "fused", 256, 2048)]
+    assert {s.config for s in census if s.rate is None} == set(plans.SERIES)
+    own = costs["model_load_s"] + costs["first_build_s"] + costs["profile_s"]
+    assert plans.estimate_seconds(steady) == pytest.approx(
+        own + steady[0].n_requests / cap + 256 / cap + costs["run_overhead_s"])
+    with pytest.raises(ValueError, match="no time estimate for census"):
+        plans.estimate_seconds(census)  # the step census has none

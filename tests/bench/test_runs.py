@@ -28,7 +28,7 @@ def _specs(n, seed=0, rate=2000.0):
 def test_open_loop_completes_every_request_with_its_budget(tiny, kind):
     engine = Engine(tiny, kind=kind, chunk_tokens=32, max_batch=8)
     specs = _specs(40, rate=500.0)
-    served = runs.serve_open_loop(engine, specs)
+    served = engines.serve_open_loop(engine, specs)
     assert len(served) == len(specs)
     for spec, req in zip(specs, served):
         assert req.finished is not None and len(req.output) == spec.max_new_tokens == len(req.token_times)
@@ -43,7 +43,7 @@ def test_pool_cap_forces_queueing_and_still_completes(tiny, kind):
     num_blocks = 12  # the largest smoke request (64 + 16 tokens) needs 5 blocks
     engine = Engine(tiny, kind=kind, chunk_tokens=32, max_batch=8, num_blocks=num_blocks)
     specs = _specs(30, seed=1, rate=5000.0)
-    served = runs.serve_open_loop(engine, specs)
+    served = engines.serve_open_loop(engine, specs)
     assert all(len(r.output) == s.max_new_tokens for r, s in zip(served, specs))
     assert engine.pool.num_free_blocks == num_blocks
     # At each admission, the requests holding blocks fit in the pool, and fewer than
@@ -127,6 +127,30 @@ def test_kernel_classes_by_name_and_lm_head_by_size():
     assert got["norm_rotary_act"] == (1, 1.0) and got["other"] == (2, 2.0)
 
 
+def test_steady_kernel_classes_split_attention_and_idle_is_the_gaps():
+    events = [("prompt_attention_kernel", 7.0), ("splitkv_decode_kernel", 3.0), ("splitkv_reduce_kernel", 1.0),
+              ("nvjet_hsh_128x64", 5.0), ("Memcpy DtoH", 2.0)]
+    got = census._classify(events, n_lm_head=0, split_attention=True)
+    assert got["prompt_attention"] == (1, 7.0) and got["decode_attention"] == (2, 4.0)
+    assert got["gemm"] == (1, 5.0) and got["other"] == (1, 2.0) and "attention" not in got
+    # two streams overlapping over [0, 10), then a gap, then [12, 13)
+    assert census.busy_us([("a", 0.0, 6.0), ("b", 4.0, 6.0), ("c", 1.0, 2.0), ("d", 12.0, 1.0)]) == 11.0
+
+
+def test_saturated_census_rows_by_class():
+    from fusedlib.bench import plans
+
+    spec, = plans.census("smoke", configs=["part11"])
+    assert spec.rate is not None and spec.engine == "fused"
+    got = measure_here(spec)
+    assert [r["kernel_class"] for r in got] == list(census.STEADY_CLASSES)
+    assert all(r["record"] == "steady_class" and r["window_steps"] == census.STEADY["smoke"]["steps"] for r in got)
+    assert len({r["window_s"] for r in got}) == 1 and got[0]["window_s"] > 0
+    assert all(r["share"] == pytest.approx(r["gpu_s"] / r["window_s"]) for r in got)
+    by = {r["kernel_class"]: r for r in got}
+    assert by["gemm"]["flops"] > 0 and by["gemm"]["tflops"] > 0 and by["idle"]["gpu_s"] >= 0
+
+
 def test_attention_rows_beside_a_copy():
     got = measure_here(smoke("attention", attention="triton-splitkv"))
     assert [r["context"] for r in got] == list(census.ATTENTION["smoke"]["contexts"])
@@ -138,3 +162,48 @@ def test_gates_rows_pass_with_their_detail():
     got = measure_here(smoke("gates", config="part10"))
     assert [r["gate"] for r in got] == ["fused_vs_chunked", "mixed_step", "tiny_pool", "poisoning", "transformers"]
     assert all(r["passed"] and isinstance(r["detail"], str) for r in got)
+
+
+def test_soak_loses_nothing_and_leaves_the_pool_free():
+    from fusedlib.bench import plans
+
+    spec, = plans.soak("smoke")
+    row, = measure_here(spec)
+    assert row["n_requests"] == spec.n_requests >= 40
+    assert row["n_lost"] == 0 and row["pool_free_after"] is True
+    assert row["kernels_compiled_after_construction"] == 0
+    assert row["peak_mem_1k_bytes"] is None and row["peak_mem_end_bytes"] is None  # no GPU: no reading
+
+
+def test_prompt_kernel_rows_beside_sdpa_checked_first():
+    from fusedlib.bench import kernels
+
+    got = measure_here(smoke("kernels", kernel="prompt"))
+    assert [(r["prefix"], r["prefix"] + r["chunk"]) for r in got] == \
+        [(p, p + c) for p, c in kernels.KERNELS["smoke"]["prompt"]] == [(r["prefix"], r["context"]) for r in got]
+    for r in got:
+        assert r["tflops"] > 0 and r["max_abs_err"] <= kernels.TOLERANCE[kernels.torch.float16]
+        assert r["flops"] == 4 * r["heads"] * r["head_dim"] * kernels.causal_pairs(r["prefix"], r["chunk"])
+        timed = {b: r[f"sdpa_{b}_tflops"] for b in kernels.SDPA_BACKENDS if r[f"sdpa_{b}_tflops"] is not None}
+        skipped = [b for b in kernels.SDPA_BACKENDS if b not in timed]
+        assert r["sdpa_tflops"] == max(timed.values(), default=None)
+        assert all(f"{b}: " in r["sdpa_skipped"] for b in skipped)  # each backend timed or named
+
+
+def test_causal_pairs_by_hand():
+    from fusedlib.bench.kernels import causal_pairs
+
+    assert causal_pairs(0, 4) == 1 + 2 + 3 + 4 and causal_pairs(2, 2) == 3 + 4
+
+
+def test_decode_and_gemm_kernel_rows():
+    from fusedlib.bench import kernels
+
+    decode = measure_here(smoke("kernels", kernel="decode"))
+    assert [(r["rows"], r["context"]) for r in decode] == list(kernels.KERNELS["smoke"]["decode"])
+    assert all(r["fraction_of_copy"] > 0 and r["backend"] == kernels.ENGINE_ATTENTION for r in decode)
+    gemm = measure_here(smoke("kernels", kernel="gemm"))
+    assert [r["layer"] for r in gemm] == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
+    assert all(r["fraction_of_matmul"] > 0 and r["flops"] == 2 * r["m"] * r["n"] * r["k"] for r in gemm)
+    chunk, rows = kernels.KERNELS["smoke"]["step"]
+    assert {r["m"] for r in gemm} == {chunk + rows - 1, rows}

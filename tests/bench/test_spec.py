@@ -12,7 +12,8 @@ from fusedlib.config import CPU_DEFAULTS, PARTS
     ("capacity", dict(rate=0), "rate"), ("capacity", dict(rate=float("nan")), "rate"), ("capacity", dict(rate="4"), "rate"),
     ("capacity", dict(max_batch=2.5), "max_batch"), ("capacity", dict(max_batch=True), "max_batch"),
     ("capacity", dict(seed=-1), "seed"), ("capacity", dict(round=-1), "round"), ("capacity", dict(nonsense=1), "nonsense"),
-    ("attention", dict(attention="flash"), "attention"), ("census", dict(rate=4.0), "rate"),
+    ("attention", dict(attention="flash"), "attention"), ("census", dict(round=1), "round"),
+    ("kernels", dict(kernel="flash"), "kernel"), ("soak", dict(round=1), "round"),
     ("peer", dict(engine="vllm"), "engine"),
 ])
 def test_bad_values_name_the_option(experiment, options, option):

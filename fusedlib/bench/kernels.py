@@ -1,0 +1,201 @@
+"""The engine's kernels alone beside the card's anchors, one kind a run (`spec.kernel`):
+  prompt  causal prompt attention (the prompt kernel at the device's tiles and the earlier
+          32-row ones) per (cached prefix, chunk) case, K/V from a paged cache in shuffled
+          blocks, beside `scaled_dot_product_attention` under each of its flash, cuDNN and
+          efficient backends (one that errors is skipped and named) on the same causal shape;
+          every output checked against an fp32 SDPA first; do_bench medians (L2 cleared).
+          TFLOP/s count causal FLOPs: 4 * heads * head_dim * pairs (`causal_pairs`).
+  decode  part 11's decode attention per (rows, context) beside a copy of its bytes.
+  gemm    each linear layer at a mixed step's rows through the engine's call (gate_up's with
+          its SiLU * up) beside `torch.matmul`, outputs checked first, after an L2 flush.
+Full: Qwen2.5-1.5B's shapes in fp16; smoke: the tiny model's on the CPU (plumbing only)."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .spec import RunSpec
+from .telemetry import machine
+from .timing import decode_rate, flush_buffer, median_ms
+from .. import ops
+from ..ops.gemm import SMALL_M_MAX
+from ..attention import make_backend
+from ..attention.base import PrefillMeta
+from ..attention.triton_backend import EARLIER_PROMPT_TILES, TritonAttention, _prompt_tiles
+from ..config import BLOCK_SIZE, PARTS, PRESETS
+
+KERNELS = {  # prompt cases (prefix, chunk); decode cases (rows, context); the mixed step (chunk, rows); calls
+    "full": dict(prompt=((0, 2048), (0, 4096), (0, 8192), (2048, 2048)), decode=((32, 1024), (256, 1024), (256, 4096)),
+                 step=(2048, 256), iters=100),
+    "smoke": dict(prompt=((0, 32), (0, 64), (32, 32)), decode=((4, 64), (16, 64)), step=(32, 4), iters=1),
+}
+TOLERANCE = {torch.float16: 1e-2, torch.float32: 1e-4}  # max abs error against the fp32 reference / matmul
+SDPA_BACKENDS = ("flash", "cudnn", "efficient")
+ENGINE_ATTENTION = PARTS["part11"].attention  # whose decode kernel and prompt kernel the engine runs
+
+
+# ------------------------------------------------------------------------------ prompt
+def causal_pairs(prefix: int, chunk: int) -> int:
+    """(query, key) pairs of a causal `chunk` after `prefix` cached tokens."""
+    return chunk * prefix + chunk * (chunk + 1) // 2
+
+
+def paged_case(prefix: int, chunk: int, cfg, device: str, gen: torch.Generator):
+    """(q, k, v) dense over the whole context [context, heads, d], fp16, and the chunk's paged
+    view (q_chunk, k_cache, v_cache, meta): position i in block table[i // 16], slot i % 16,
+    the blocks in shuffled order."""
+    context = prefix + chunk
+    need = math.ceil(context / BLOCK_SIZE)
+    q, k, v = (torch.randn(context, heads, cfg.head_dim, generator=gen, device=device).half()
+               for heads in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads))
+    table = torch.randperm(need + 3, generator=gen, device=device)[:need].to(torch.int32)
+    k_cache, v_cache = (torch.zeros(need + 3, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim, device=device,
+                                    dtype=torch.float16) for _ in range(2))
+    pos = torch.arange(context, device=device)
+    k_cache[table[pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = k
+    v_cache[table[pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = v
+    meta = PrefillMeta(chunk, table[None], torch.zeros(chunk, dtype=torch.int32, device=device),
+                       torch.arange(prefix, context, dtype=torch.int32, device=device))
+    return (q, k, v), (q[prefix:], k_cache, v_cache, meta)
+
+
+def sdpa_call(q, k, v, prefix: int, group: int, backend=None):
+    """The chunk's causal attention by `scaled_dot_product_attention` ([chunk, heads, d] out);
+    after a prefix the causal mask is aligned bottom-right; under `backend` where given."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention.bias import causal_lower_right
+
+    heads = lambda x: x.transpose(0, 1)[None]  # noqa: E731
+    qh, kh, vh = heads(q[prefix:]), heads(k.repeat_interleave(group, dim=1)), heads(v.repeat_interleave(group, dim=1))
+    chunk = qh.shape[2]
+    mask = dict(is_causal=True) if prefix == 0 else dict(attn_mask=causal_lower_right(chunk, prefix + chunk))
+    chosen = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+              "efficient": SDPBackend.EFFICIENT_ATTENTION, None: SDPBackend.MATH}[backend]
+
+    def call():
+        with sdpa_kernel(chosen):
+            return F.scaled_dot_product_attention(qh, kh, vh, **mask)[0].transpose(0, 1)
+    return call
+
+
+def bench_ms(fn, device: str, iters: int) -> float:
+    if device != "cuda":
+        return median_ms(fn, device, iters)[0]
+    import triton
+
+    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def _error(exc: Exception) -> str:
+    first = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"
+
+
+def _checked(fn, reference: torch.Tensor) -> float:
+    err = (fn().float() - reference).abs().max().item()
+    if not err <= TOLERANCE[torch.float16]:
+        raise ValueError(f"max abs error {err:.3g} above {TOLERANCE[torch.float16]}")
+    return err
+
+
+def prompt_rows(spec: RunSpec) -> list[dict]:
+    p, sizes = spec.profile_spec, KERNELS[spec.profile]
+    cfg, device = PRESETS[p.model], p.device
+    group, scale = cfg.num_heads // cfg.num_kv_heads, cfg.head_dim ** -0.5
+    gen = torch.Generator(device=device).manual_seed(0)
+    tiles = [_prompt_tiles(torch.device(device))]
+    tiles += [EARLIER_PROMPT_TILES] if device == "cuda" and EARLIER_PROMPT_TILES != tiles[0] else []
+    out = []
+    for prefix, chunk in sizes["prompt"]:
+        (q, k, v), (q_chunk, k_cache, v_cache, meta) = paged_case(prefix, chunk, cfg, device, gen)
+        reference = sdpa_call(q.float(), k.float(), v.float(), prefix, group)()
+        flops = 4 * cfg.num_heads * cfg.head_dim * causal_pairs(prefix, chunk)
+        rate = lambda ms: flops / (ms / 1e3) / 1e12  # noqa: E731
+        sdpa, skipped = {}, []
+        for name in SDPA_BACKENDS:
+            call = sdpa_call(q, k, v, prefix, group, name)
+            try:
+                _checked(call, reference)
+                sdpa[name] = rate(bench_ms(call, device, sizes["iters"]))
+            except Exception as exc:  # a backend this card, build or shape lacks
+                skipped.append(f"{name}: {_error(exc)}")
+        fastest = max(sdpa, key=sdpa.get, default=None)
+        for t in tiles:
+            backend = TritonAttention("balanced", prompt_tiles=t)
+            call = lambda backend=backend: backend.prefill(q_chunk, k_cache, v_cache, meta, scale)  # noqa: E731
+            err = _checked(call, reference)
+            ms = bench_ms(call, device, sizes["iters"])
+            out.append({**machine(), "tiles": f"{t.block_m}x{t.block_n}-w{t.num_warps}s{t.num_stages}",
+                        "default_tiles": t == tiles[0], "context": prefix + chunk, "prefix": prefix, "chunk": chunk,
+                        "heads": cfg.num_heads, "kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim,
+                        "flops": flops, "gpu_us": ms * 1e3, "tflops": rate(ms), "max_abs_err": err,
+                        "sdpa_backend": fastest, "sdpa_tflops": sdpa.get(fastest),
+                        **{f"sdpa_{name}_tflops": sdpa.get(name) for name in SDPA_BACKENDS},
+                        "sdpa_skipped": "; ".join(skipped) or None})
+        del q, k, v, q_chunk, k_cache, v_cache, reference
+    return out
+
+
+# ------------------------------------------------------------------------------ decode
+def decode_rows(spec: RunSpec) -> list[dict]:
+    p, sizes = spec.profile_spec, KERNELS[spec.profile]
+    cfg, device = PRESETS[p.model], p.device
+    backend, flush = make_backend(ENGINE_ATTENTION), flush_buffer(device)
+    return [{**machine(), "backend": ENGINE_ATTENTION,
+             **decode_rate(backend, n_rows, context, cfg, device, sizes["iters"], flush, cfg.max_position_embeddings)}
+            for n_rows, context in sizes["decode"]]
+
+
+# ------------------------------------------------------------------------------ gemm
+def layer_shapes(cfg, chunk: int, rows: int) -> list[tuple[str, int, int, int]]:
+    """(layer, M, N, K) of each linear layer in a mixed step of one `chunk`-token prompt chunk
+    beside rows - 1 decode rows; lm_head over one logit row per request."""
+    m, q, kv = chunk + rows - 1, cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+    return [("qkv", m, q + 2 * kv, cfg.hidden_size), ("o_proj", m, cfg.hidden_size, q),
+            ("gate_up", m, 2 * cfg.intermediate_size, cfg.hidden_size), ("down", m, cfg.hidden_size,
+            cfg.intermediate_size), ("lm_head", rows, cfg.vocab_size, cfg.hidden_size)]
+
+
+def engine_call(layer: str, x: torch.Tensor, w: torch.Tensor):
+    """(the engine's call for `layer`, its output as the GEMM's [M, N] or its activation)."""
+    if layer == "gate_up":
+        return lambda: ops.gate_up_silu(x, w)
+    if layer == "lm_head":
+        return lambda: F.linear(x, w)
+    split = {"qkv": ops.QKV_SPLIT_K, "o_proj": ops.O_PROJ_SPLIT_K, "down": ops.DOWN_SPLIT_K}[layer]
+    return lambda: ops.linear(x, w, split)
+
+
+def gemm_rows(spec: RunSpec) -> list[dict]:
+    p, sizes = spec.profile_spec, KERNELS[spec.profile]
+    cfg, device, dtype = PRESETS[p.model], p.device, getattr(torch, p.dtype)
+    flush, gen = flush_buffer(device), torch.Generator(device=device).manual_seed(0)
+    out = []
+    for layer, m, n, k in layer_shapes(cfg, *sizes["step"]):
+        x = torch.randn(m, k, generator=gen, device=device).to(dtype)
+        w = (torch.randn(n, k, generator=gen, device=device) * k ** -0.5).to(dtype)
+        matmul = lambda x=x, w=w: torch.matmul(x, w.T)  # noqa: E731
+        ours = engine_call(layer, x, w)
+        want = matmul().float()
+        if layer == "gate_up":
+            gate, up = want.chunk(2, dim=-1)
+            want = F.silu(gate) * up
+        got = ours().float()
+        got = got.sum(0) if got.dim() == 3 else got  # split-K partials, summed as their reader does
+        err = (got - want).abs().max().item()
+        if not err <= TOLERANCE[dtype] * max(1.0, want.abs().max().item()):
+            raise ValueError(f"{layer}: the engine's output is {err:.3g} from matmul's")
+        ours_ms, matmul_ms = (median_ms(f, device, sizes["iters"], flush)[0] for f in (ours, matmul))
+        flops = 2 * m * n * k
+        out.append({**machine(), "layer": layer, "m": m, "n": n, "k": k, "flops": flops,
+                    "calls_cublas": layer == "lm_head" or m > SMALL_M_MAX,
+                    "gpu_us": ours_ms * 1e3, "tflops": flops / ours_ms / 1e9,
+                    "matmul_us": matmul_ms * 1e3, "matmul_tflops": flops / matmul_ms / 1e9,
+                    "fraction_of_matmul": matmul_ms / ours_ms, "max_abs_err": err})
+    return out
+
+
+def run(spec: RunSpec) -> list[dict]:
+    return {"prompt": prompt_rows, "decode": decode_rows, "gemm": gemm_rows}[spec.kernel](spec)
