@@ -79,6 +79,7 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     s = step_rows(d)
     dec, mix = _one(s, config, "fused", "decode"), _one(s, config, "fused", "mixed")
     mixc = _one(s, config, "chunked", "mixed")
+    decc = _one(s, config, "chunked", "decode")
     g = _get
     v = {}
     v["decode_wall"] = fixed(g(dec, "wall_ms"), ms)
@@ -94,6 +95,8 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
     per_kernel = ratio(g(dec, "host_ms"), g(dec, "n_kernels"))
     v["host_us_per_kernel"] = fixed(per_kernel and 1e3 * per_kernel, us)
+    vs_chunked = ratio(g(dec, "wall_ms"), g(decc, "wall_ms"))
+    v["decode_vs_chunked_pct"] = fixed(vs_chunked and 100 * (vs_chunked - 1), lambda x: pct(x, True))
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
     v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
