@@ -266,3 +266,17 @@ def test_the_drain_grid_is_the_rows_without_a_steady_rate():
     s, grid = data.load("scale"), part11.drain_rows()
     assert len(grid) and grid["steady_rate"].isna().all()
     assert len(grid) + int(s["steady_rate"].notna().sum()) == len(s)
+
+
+@pytest.mark.parametrize("experiment", ["capacity", "scale"])
+def test_the_committed_newest_open_loop_rows_are_steady_and_long_enough(experiment):
+    """The newest code version's open-loop rows in data/ carry a steady rate, and each run offers
+    at least 400 arrivals below batch 128 and 1,500 at 128 and above."""
+    s = data.load(experiment, data.STATIC)
+    newest_version = s.sort_values("time_utc")["code_version"].iloc[-1]
+    new = s[s["code_version"] == newest_version]
+    assert len(new) and new["steady_rate"].notna().all(), experiment
+    short = new[new["n_requests"] < np.where(new["max_batch"] >= 128, 1500, 400)]
+    assert short.empty, short[["config", "engine", "max_batch", "rate", "n_requests"]]
+    read = data.newest(experiment, data.STATIC)
+    assert set(read[read["code_version"] == newest_version]["config"]) == set(new["config"])
