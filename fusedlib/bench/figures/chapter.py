@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import cell, ms, pct, shorter, sig, times, us
+from ..text import cell, finite, ms, pct, shorter, sig, times, us
 from .data import PARTS, load, method, newest, per_rows
 
 
@@ -206,7 +206,7 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
                            "arrival to the last completion, the emptying batch included), not yet measured at steady "
                            "state.")
     share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
-    held = f", a stretch that holds {pct(100 * share)} of a run's completions here" if share == share and share else ""
+    held = f", a stretch that holds {pct(100 * share)} of a run's completions here" if finite(share) else ""
     return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
                        f"request waits and the batch is full{held}.")
 
