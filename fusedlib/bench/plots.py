@@ -10,12 +10,17 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
-from .figures.chapter import capacity_field
 from .figures.data import PARTS
 
 PART_COLOR = {"part7": "#8c564b", "part8": "#ff7f0e", "part9": "#2ca02c", "part10": "#1f77b4", "part11": "#9467bd"}
 ENGINE_STYLE = {"fused": "-", "chunked": "--"}
-RATE_NAME = {"steady_rate": "steady rate", "served_rate": "drain rate"}
+RATE_NAME = {"steady": "steady rate", "drain": "drain rate"}
+
+
+def _rate_name(rows: pd.DataFrame) -> str:
+    """The y label of a capacity axis: the method's rate where all rows share one."""
+    methods = set(rows["method"])
+    return f"capacity, {RATE_NAME[methods.pop()]}" if len(methods) == 1 else "capacity"
 
 
 def _fig(ncols: int = 1, width: float = 7.0, height: float = 3.4):
@@ -62,16 +67,17 @@ def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figu
         sweeps = sweeps[sweeps["config"] == highlight]
     if not len(sweeps):
         return None
-    field = capacity_field(sweeps)
     fig, (ax,) = _fig()
     top = float(sweeps["rate"].max())
+    mixed = sweeps["method"].nunique() > 1
     ax.plot([0, top], [0, top], color="0.7", lw=0.8, label="served = offered")
     for (config, engine), g in sweeps.groupby(["config", "engine"], sort=False):
         if engine in ENGINE_STYLE:
-            ax.plot(g["rate"], g[field], ENGINE_STYLE[engine], marker="o", ms=3, color=PART_COLOR.get(config, "0.4"),
-                    label=f"{_part(config)}, {engine}")
-    ax.set(xlabel="offered (requests/s)", ylabel=f"{RATE_NAME[field]} (requests/s)", xlim=(0, None),
-           ylim=(0, float(sweeps[field].max()) * 1.15))
+            how = f" ({RATE_NAME[g['method'].iloc[0]]})" if mixed else ""
+            ax.plot(g["rate"], g["capacity"], ENGINE_STYLE[engine], marker="o", ms=3,
+                    color=PART_COLOR.get(config, "0.4"), label=f"{_part(config)}, {engine}{how}")
+    ax.set(xlabel="offered (requests/s)", ylabel=f"{_rate_name(sweeps)} (requests/s)", xlim=(0, None),
+           ylim=(0, float(sweeps["capacity"].max()) * 1.15))
     _legend(ax, fontsize=8)
     return fig
 
@@ -167,7 +173,6 @@ def scale_capacity(settings: pd.DataFrame) -> Figure | None:
     budget, fused solid and chunked dashed."""
     if not len(settings):
         return None
-    field = capacity_field(settings)
     fig, (ax,) = _fig()
     budgets = sorted(settings["chunk_tokens"].unique())
     cmap = dict(zip(budgets, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")))
@@ -175,9 +180,9 @@ def scale_capacity(settings: pd.DataFrame) -> Figure | None:
         if engine not in ENGINE_STYLE:
             continue
         g = g.sort_values("max_batch")
-        ax.plot(g["max_batch"], g[field], ENGINE_STYLE[engine], marker="o", ms=3, color=cmap.get(budget),
+        ax.plot(g["max_batch"], g["capacity"], ENGINE_STYLE[engine], marker="o", ms=3, color=cmap.get(budget),
                 label=f"{engine}, budget {budget:,}")
-    ax.set(xlabel="max batch (decode rows)", ylabel=f"capacity, {RATE_NAME[field]} (requests/s)", ylim=(0, None))
+    ax.set(xlabel="max batch (decode rows)", ylabel=f"{_rate_name(settings)} (requests/s)", ylim=(0, None))
     _log_x_at(ax, settings["max_batch"].unique())
     _legend(ax, ncol=2)
     return fig

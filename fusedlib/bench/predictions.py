@@ -1,13 +1,18 @@
-"""One grader for every prediction in data/predictions.yaml (numpy, pandas and yaml only).
+"""One grader for every prediction in data/predictions*.yaml (numpy, pandas and yaml only).
 
-The yaml is the verbatim record: each entry has id, date, chapter, title, text (as first
-written), and either a recorded `measured` and `verdict`, or a live grade: `figure` (a glue
-name of the book's figures, `figures.values()`), `low` and/or `high` (null for an open side) and
-the `commit` it was written at. A live entry is graded on the rows the book reads:
+The yaml is the verbatim record: each entry has id, date, chapter, title and text (as first
+written). An entry that names the figure grading it carries `figure` (a glue name of the book's
+figures, `figures.values()`, or a list of them) and `low` and/or `high` (null for an open side;
+lists beside a list of figures), the range its text wrote. Every entry the book shows is graded
+on the rows the book is built from, measured on their card; the verdicts (`VERDICTS`):
 
-- "no rows": the figure has no value yet;
-- "not resolved": the figure's interval straddles one of the bounds;
-- "held": the value lies within [low, high]; else "missed".
+- "held": every figure lies within its range;
+- "missed": a figure lies outside its range;
+- "not resolved": a figure's interval straddles a bound of its range, or the rows hold no value
+  for it, or the entry names no figure these rows compute (the reason stands in "measured").
+
+Some entries keep the grade an earlier card's rows gave them (`measured`, `verdict`,
+`graded_on`): the provenance page shows those, labelled by that card (`earlier`).
 """
 from __future__ import annotations
 
@@ -20,16 +25,17 @@ import pandas as pd
 import yaml
 
 from . import figures as book
-from .figures.data import STATIC, profiles_and_devices
+from .figures.data import DATASHEETS, STATIC, profiles_and_devices
 from .stats import NO_ROWS
 
-PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml")
+PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml", STATIC / "predictions_reference.yaml")
 # The predictions that decide each chapter's question: quoted in full there, by id here only.
-DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
+DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3", "REF-1"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
             11: ["P11-1", "P11-2", "P11-3"]}
 CHAPTERS = {7: "Part 7: one forward per step", 8: "Part 8: split-KV decode", 9: "Part 9: CUDA graphs",
             10: "Part 10: to the roofline", 11: "Part 11: a Hopper GPU's size"}
-LIVE = ("held", "missed", "not resolved", "no rows")
+VERDICTS = ("held", "missed", "not resolved")
+NO_FIGURE = "no figure"
 
 
 def load(paths=None) -> list[dict]:
@@ -49,37 +55,74 @@ def load(paths=None) -> list[dict]:
     return out
 
 
+def _listed(x) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
 def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
-    """(measured, verdict) for one entry: live from its figure (`figures`: glue name -> Value),
-    or as recorded."""
+    """(measured, verdict) for one entry from its figures (`figures`: glue name -> Value)."""
     if not entry.get("figure"):
-        return str(entry.get("measured") or "-"), str(entry.get("verdict") or "-")
-    v = figures[entry["figure"]]  # an unknown name is an error in the record, not a verdict
-    if v.value is None:
-        return NO_ROWS, "no rows"
-    low, high = entry.get("low"), entry.get("high")
-    for bound in (low, high):
-        if bound is not None and v.lo is not None and v.hi is not None and v.lo < bound < v.hi:
-            return v.text, "not resolved"
-    held = (low is None or v.value >= low) and (high is None or v.value <= high)
-    return v.text, "held" if held else "missed"
+        return NO_FIGURE, "not resolved"
+    names = _listed(entry["figure"])
+    lows, highs = _listed(entry.get("low")), _listed(entry.get("high"))
+    if len(lows) == 1:
+        lows *= len(names)
+    if len(highs) == 1:
+        highs *= len(names)
+    if not len(names) == len(lows) == len(highs):
+        raise ValueError(f"{entry.get('id')}: {len(names)} figures but {len(lows)} lows and {len(highs)} highs")
+    values = [figures[n] for n in names]  # an unknown name is an error in the record, not a verdict
+    measured = "; ".join(v.text for v in values)
+    verdicts = []
+    for v, low, high in zip(values, lows, highs):
+        straddles = v.lo is not None and v.hi is not None and any(
+            b is not None and v.lo < b < v.hi for b in (low, high))
+        if v.value is None or straddles:
+            verdicts.append("not resolved")
+        else:
+            verdicts.append("held" if (low is None or v.value >= low) and (high is None or v.value <= high) else "missed")
+    verdict = "missed" if "missed" in verdicts else "not resolved" if "not resolved" in verdicts else "held"
+    return measured, verdict
 
 
-def graded(entries: list[dict] | None = None, figures: Mapping | None = None, card: str | None = None) -> list[dict]:
-    """Every entry with its measured figure, verdict and the card that measured it; live ones on
-    `figures` (default: the book's figures on the rows folder the book reads), measured on `card`
-    (default: the devices those rows name); recorded ones keep their `graded_on`."""
+def card(d=None) -> str:
+    """The card the rows folder's rows were measured on, by its datasheet's short name where it
+    has one ("-" without rows)."""
+    names = sorted(profiles_and_devices(d)[1])
+    return " and ".join(DATASHEETS[n]["card"] if n in DATASHEETS else n for n in names) or "-"
+
+
+def graded(entries: list[dict] | None = None, d=None, figures: Mapping | None = None) -> list[dict]:
+    """Every entry with its measured figure and verdict, graded on the figures of the rows folder
+    `d` (default: the one the book reads) and named by those rows' card (`graded_on`). `figures`
+    stands in for the folder's figures where a test supplies its own."""
     entries = load() if entries is None else entries
-    if figures is None and any(e.get("figure") for e in entries):
-        figures = book.values()
-    if card is None:
-        card = " and ".join(sorted(profiles_and_devices()[1])) or "-"
+    if figures is None:
+        figures = book.values(d) if any(e.get("figure") for e in entries) else {}
+    on = card(d)
     out = []
     for e in entries:
         measured, verdict = grade(e, figures)
-        on = card if e.get("figure") else e.get("graded_on") or "-"
         out.append(e | {"measured": measured, "verdict": verdict, "graded_on": on})
     return out
+
+
+def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
+    """The grades an earlier card's rows gave, as recorded: a table of the entries this book
+    grades from a figure (part, claim by title or opening words, measured, verdict, card; a
+    recorded "open" reads "not resolved"), and one line counting the others' verdicts."""
+    kept = [e for e in (load() if entries is None else entries) if e.get("graded_on")]
+    said = lambda v: "not resolved" if v == "open" else v  # noqa: E731
+    rows = [{"part": e.get("chapter"), "claim": _cell(e.get("title") or opening(e.get("text", ""), 8)),
+             "measured": _cell(e.get("measured")), "verdict": said(e.get("verdict")), "on": e.get("graded_on")}
+            for e in kept if e.get("figure")]
+    rest = [e for e in kept if not e.get("figure")]
+    counts = {v: sum(said(e.get("verdict")) == v for e in rest) for v in VERDICTS}
+    cards = " and ".join(sorted({str(e["graded_on"]) for e in rest}))
+    line = (f"The other {len(rest)} entries, on the {cards}: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+            + "; each with its figure in `data/predictions.yaml`.") if rest else ""
+    table = pd.DataFrame(rows, columns=["part", "claim", "measured", "verdict", "on"]).fillna("-")
+    return table, line
 
 
 def _cell(text) -> str | None:

@@ -222,3 +222,61 @@ def test_part11_method_reads_its_own_arrivals(rows):
     counts = {f"{n:,.0f}" for n in s["n_requests"].unique()}
     text = part11.scale(d=rows)[1]["p11_n_requests"].text
     assert counts and all(c in text for c in counts), text
+
+
+def _older_and_newer(rows, tmp_path, newer_configs=("part10",)):
+    """The synthetic rows as an older, drain-method code version, plus `newer_configs`' capacity
+    rows again under a newer code version that carries steady rates 10% above their drain rates."""
+    for path in rows.glob("*.jsonl"):
+        old = [json.loads(line) | {"code_version": "0000000000aa"} for line in path.read_text().splitlines()]
+        for r in old:
+            r.pop("steady_rate", None)
+        new = [r | {"code_version": "0000000000bb", "time_utc": "2026-12-07" + r["time_utc"][10:],
+                    "steady_rate": 1.1 * r["served_rate"]}
+               for r in old if path.stem == "capacity" and r["config"] in newer_configs]
+        (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in old + new))
+    return tmp_path
+
+
+def test_each_config_reads_the_rows_of_its_newest_code_version(rows, tmp_path):
+    d = _older_and_newer(rows, tmp_path)
+    c = data.newest("capacity", d)
+    assert set(c[c["config"] == "part10"]["code_version"]) == {"0000000000bb"}
+    assert set(c[c["config"] == "part7"]["code_version"]) == {"0000000000aa"}
+    steady, drain = chapter.capacity("part10", d=d)[1], chapter.capacity("part7", d=d)[1]
+    pr = chapter.pairs(c[c["config"] == "part10"])
+    assert steady["p10_capacity_fused"].value == pytest.approx(float(np.median(pr["fused"])))
+    assert steady["p10_capacity_fused"].value == pytest.approx(
+        1.1 * float(np.median(chapter.pairs(data.load("capacity", rows).query("config == 'part10'"))["fused"])))
+    assert "steady rate" in steady["p10_capacity_method"].text
+    assert "drain rates" in drain["p07_capacity_method"].text
+    sweeps = chapter.capacity_sweeps(d).set_index("config")
+    assert set(sweeps.loc["part10", "method"]) == {"steady"} and set(sweeps.loc["part7", "method"]) == {"drain"}
+
+
+def test_every_capacity_says_its_runs_and_arrivals(rows):
+    for config in data.PARTS:
+        v = chapter.capacity(config, d=rows)[1][f"{chapter.prefix(config)}_capacity_fused"]
+        n = data.newest("capacity", rows).query("config == @config")["n_requests"].median()
+        assert f"runs of {n:,.0f} arrivals" in v.text, v.text
+    assert "arrivals" in part11.scale(d=rows)[1]["p11_best_fused_rate"].text
+
+
+def test_the_drain_grid_is_the_rows_without_a_steady_rate():
+    s, grid = data.load("scale"), part11.drain_rows()
+    assert len(grid) and grid["steady_rate"].isna().all()
+    assert len(grid) + int(s["steady_rate"].notna().sum()) == len(s)
+
+
+@pytest.mark.parametrize("experiment", ["capacity", "scale"])
+def test_the_committed_newest_open_loop_rows_are_steady_and_long_enough(experiment):
+    """The newest code version's open-loop rows in data/ carry a steady rate, and each run offers
+    at least 400 arrivals below batch 128 and 1,500 at 128 and above."""
+    s = data.load(experiment, data.STATIC)
+    newest_version = s.sort_values("time_utc")["code_version"].iloc[-1]
+    new = s[s["code_version"] == newest_version]
+    assert len(new) and new["steady_rate"].notna().all(), experiment
+    short = new[new["n_requests"] < np.where(new["max_batch"] >= 128, 1500, 400)]
+    assert short.empty, short[["config", "engine", "max_batch", "rate", "n_requests"]]
+    read = data.newest(experiment, data.STATIC)
+    assert set(read[read["code_version"] == newest_version]["config"]) == set(new["config"])

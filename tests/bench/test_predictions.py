@@ -37,16 +37,25 @@ def record(tmp_path):
     return P.load([path])
 
 
-def test_live_entries_are_graded_against_their_figure(record):
-    got = {e["id"]: (e["measured"], e["verdict"]) for e in P.graded(record, FIGS, card="NVIDIA H100 80GB HBM3")}
-    on = {e["id"]: e["graded_on"] for e in P.graded(record, FIGS, card="NVIDIA H100 80GB HBM3")}
-    assert on["X-1"] == "NVIDIA H100 80GB HBM3" and on["Y-1"] == "-"  # live: the rows' card; recorded: its own
+def test_entries_are_graded_against_their_figures_on_the_rows_card(record):
+    graded = P.graded(record, figures=FIGS)
+    got = {e["id"]: (e["measured"], e["verdict"]) for e in graded}
+    assert {e["graded_on"] for e in graded} == {P.card()}  # every row names the card of the rows it was graded on
     assert got["X-1"] == ("95 requests/s", "held")
     assert got["X-2"] == ("+5.0%", "missed")
     assert got["X-3"] == ("+5.0%", "not resolved")  # the interval straddles the bound 2
     assert got["X-4"] == ("7%", "held")  # one-sided, no interval
-    assert got["X-5"] == (S.NO_ROWS, "no rows")
-    assert got["Y-1"] == ("12.0 ms", "held")  # recorded verdict kept
+    assert got["X-5"] == (S.NO_ROWS, "not resolved")
+    assert got["Y-1"] == (P.NO_FIGURE, "not resolved")  # its recorded grade is an earlier card's, not these rows'
+
+
+def test_several_figures_hold_only_together():
+    e = {"id": "M-1", "figure": ["rate", "share"], "low": [70, None], "high": [110, 0.05]}
+    assert P.grade(e, FIGS) == ("95 requests/s; 7%", "missed")
+    assert P.grade(e | {"high": [110, 0.10]}, FIGS)[1] == "held"
+    assert P.grade(e | {"figure": ["rate", "wide"], "low": [70, 2], "high": [110, None]}, FIGS)[1] == "not resolved"
+    with pytest.raises(ValueError):
+        P.grade(e | {"low": [70, None, 1]}, FIGS)
 
 
 def test_an_unknown_figure_is_an_error(record):
@@ -62,7 +71,7 @@ def test_a_later_file_does_not_repeat_an_id(tmp_path):
 
 
 def test_pick_keeps_the_order_asked_and_table_has_the_columns(record):
-    picked = P.pick(["X-3", "X-1"], P.graded(record, FIGS))
+    picked = P.pick(["X-3", "X-1"], P.graded(record, figures=FIGS))
     assert [e["id"] for e in picked] == ["X-3", "X-1"]
     assert list(P.table(picked).columns) == ["id", "date", "claim", "measured", "on", "verdict"]
     assert "id" not in P.table(picked, with_id=False).columns
@@ -80,5 +89,32 @@ def test_the_committed_record_names_only_known_figures():
     known = F.values()
     for e in P.load():
         if e.get("figure"):
-            assert e["figure"] in known, e["id"]
+            names = e["figure"] if isinstance(e["figure"], list) else [e["figure"]]
+            assert set(names) <= set(known), e["id"]
             assert e.get("low") is not None or e.get("high") is not None, e["id"]
+
+
+def test_every_verdict_is_one_of_the_three_words_and_names_the_card_of_its_rows(tmp_path):
+    from tests.bench import synthetic_rows
+
+    for d in (None, synthetic_rows.write(tmp_path)):
+        graded = P.graded(d=d)
+        assert {e["verdict"] for e in graded} <= set(P.VERDICTS)
+        assert {e["graded_on"] for e in graded} == {P.card(d)}, d
+    table, others = P.earlier()
+    assert "open" not in set(table["verdict"]) and "open" not in others
+
+
+def test_a_chapter_verdict_comes_from_the_chapter_rows_not_an_earlier_card():
+    """Each deciding entry's measured figure is the chapter's figure on these rows, and on these
+    rows' card: an entry graded from an earlier card's record (its frozen `measured`) fails."""
+    from fusedlib.bench.figures.data import DATASHEETS, EXPERIMENTS, load
+
+    values, frozen = F.values(), {e["id"]: e for e in P.load() if e.get("graded_on")}
+    cards = {DATASHEETS[n]["card"] for x in EXPERIMENTS for n in set(load(x).get("device_name", []))}
+    assert len(cards) == 1, cards  # the chapters' rows come from one card
+    for chapter in P.DECIDING:
+        for e in P.deciding(chapter):
+            assert e["graded_on"] == cards.copy().pop() != frozen.get(e["id"], {}).get("graded_on"), e["id"]
+            names = e["figure"] if isinstance(e["figure"], list) else [e["figure"]]
+            assert e["measured"] == "; ".join(values[n].text for n in names), e["id"]

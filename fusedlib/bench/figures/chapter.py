@@ -1,8 +1,9 @@
 """The figures every chapter of parts 7-10 shows for its own part: what its steps cost (the step
 census) and what it serves (the open-loop capacity runs, paired fused against chunked).
 
-Capacity is read from a run's `steady_rate` where its rows carry one, else from `served_rate`
-(the drain rate: all requests over first arrival to last finish)."""
+Each part's capacity rows are those of the newest code version that measured it (`data.newest`).
+Capacity is read from their `steady_rate` where they carry one, else from `served_rate` (the
+drain rate: all requests over first arrival to last finish)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import cell, ms, pct, shorter, sig, times, us
-from .data import PARTS, load, per_rows
+from ..text import cell, finite, ms, pct, shorter, sig, times, us
+from .data import PARTS, load, method, newest, per_rows
 
 
 def prefix(config: str) -> str:
@@ -78,6 +79,7 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     s = step_rows(d)
     dec, mix = _one(s, config, "fused", "decode"), _one(s, config, "fused", "mixed")
     mixc = _one(s, config, "chunked", "mixed")
+    decc = _one(s, config, "chunked", "decode")
     g = _get
     v = {}
     v["decode_wall"] = fixed(g(dec, "wall_ms"), ms)
@@ -93,6 +95,8 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
     per_kernel = ratio(g(dec, "host_ms"), g(dec, "n_kernels"))
     v["host_us_per_kernel"] = fixed(per_kernel and 1e3 * per_kernel, us)
+    vs_chunked = ratio(g(dec, "wall_ms"), g(decc, "wall_ms"))
+    v["decode_vs_chunked_pct"] = fixed(vs_chunked and 100 * (vs_chunked - 1), lambda x: pct(x, True))
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
     v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
@@ -111,6 +115,7 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         prev = _one(s, PARTS[i - 1], "fused", "decode")
         change = ratio(g(prev, "wall_ms"), g(dec, "wall_ms"))
         v["decode_change"] = fixed(change, shorter)
+        v["decode_change_pct"] = fixed(change and 100 * (1 / change - 1), lambda x: pct(x, True))
     rows = []
     for engine, step, r in (("fused", "decode", dec), ("fused", "mixed", mix), ("chunked", "mixed", mixc)):
         if r is None:
@@ -127,11 +132,12 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 def capacity_field(df: pd.DataFrame) -> str:
     """The field that measures capacity in these rows: `steady_rate` where they carry it, else
     `served_rate` (the drain rate)."""
-    return "steady_rate" if "steady_rate" in df and df["steady_rate"].notna().any() else "served_rate"
+    return "steady_rate" if method(df) == "steady" else "served_rate"
 
 
 def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Open-loop runs: per keys + rate, the median over rounds of each measured field."""
+    """Open-loop runs: per keys + rate, the median over rounds of each measured field, with
+    `capacity` (each config's capacity field) and `method` ("steady" or "drain") beside them."""
     if not len(df):
         return pd.DataFrame()
     fields = [c for c in ("served_rate", "steady_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s",
@@ -139,6 +145,11 @@ def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
               if c in df]
     out = df.groupby(keys + ["rate"], as_index=False)[fields].median()
     out["n"] = df.groupby(keys + ["rate"]).size().values
+    out["capacity"], out["method"] = float("nan"), ""
+    for config, rows in (df.groupby("config") if "config" in keys else [(None, df)]):
+        at = out["config"] == config if config is not None else slice(None)
+        out.loc[at, "capacity"] = out.loc[at, capacity_field(rows)]
+        out.loc[at, "method"] = method(rows)
     return out
 
 
@@ -177,25 +188,50 @@ def gain_verdict(v: Value, ahead: str = "the fused engine serves more",
 
 
 CAPACITY_NAMES = ("capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate", "n_requests",
-                  "ttft_p50_fused", "ttft_p50_chunked", "itl_p99_fused", "itl_p99_chunked")
+                  "offered_rates", "capacity_method", "ttft_p50_fused", "ttft_p50_chunked", "itl_p99_fused",
+                  "itl_p99_chunked")
+
+
+def capacity_level(x, arrivals: float | None) -> Value:
+    """A capacity over repeated runs: the median with its interval, its runs and the arrivals
+    each run offered."""
+    what = "runs" if arrivals is None or pd.isna(arrivals) else f"runs of {arrivals:,.0f} arrivals"
+    return median(x, "requests/s", what=what)
+
+
+def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
+    """What the capacities of these rows are, in one sentence chosen from the rows' method."""
+    if method(c) == "drain":
+        return Value(None, "These capacities are drain rates (all of a run's requests over the time from the first "
+                           "arrival to the last completion, the emptying batch included), not yet measured at steady "
+                           "state.")
+    share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
+    held = f", a stretch that holds {pct(100 * share)} of a run's completions here" if finite(share) else ""
+    return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
+                       f"request waits and the batch is full{held}.")
 
 
 @per_rows
 def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The part's sweep (offered rate -> served, per engine) and its paired capacity values."""
-    c = load("capacity", d)
+    """The part's sweep (offered rate -> capacity, per engine) and its paired capacity values."""
+    c = newest("capacity", d)
     c = c[c["config"] == config] if len(c) else c
     names: dict[str, Value] = {k: MISSING for k in CAPACITY_NAMES}
     pr = pairs(c)
     if len(pr):
         g = gain(pr["fused"], pr["chunked"], pr["seed"])
-        names["capacity_fused"] = median(pr["fused"], "requests/s")
-        names["capacity_chunked"] = median(pr["chunked"], "requests/s")
+        arrivals = c["n_requests"].median() if "n_requests" in c else None
+        names["capacity_fused"] = capacity_level(pr["fused"], arrivals)
+        names["capacity_chunked"] = capacity_level(pr["chunked"], arrivals)
         names["fusion_gain"] = g
         names["fusion_verdict"] = gain_verdict(g)
         r = float(pr["rate"].iloc[0])
         names["pair_rate"] = Value(r, f"{sig(r)} requests/s")
-        names["n_requests"] = fixed(c["n_requests"].median() if "n_requests" in c else None, lambda x: f"{x:,.0f}")
+        names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
+        offered = sorted(set(c["rate"].astype(float)))
+        names["offered_rates"] = Value(float(len(offered)), (", ".join(sig(x) for x in offered[:-1]) + " and "
+                                                              if len(offered) > 1 else "") + f"{sig(offered[-1])} requests/s")
+        names["capacity_method"] = method_line(c, c[c["rate"] == r])
         at = c[c["rate"] == r]
         for eng in ("fused", "chunked"):
             e = at[at["engine"] == eng]
@@ -213,4 +249,4 @@ def sweep_table(c: pd.DataFrame) -> pd.DataFrame:
 
 def capacity_sweeps(d: str | Path | None = None) -> pd.DataFrame:
     """Every part's open-loop sweep (medians over rounds), for the capacity and latency figures."""
-    return sweep_table(load("capacity", d))
+    return sweep_table(newest("capacity", d))

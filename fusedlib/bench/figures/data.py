@@ -72,6 +72,24 @@ def load(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
     return _load(path, (stat.st_mtime_ns, stat.st_size)).copy()
 
 
+def newest(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
+    """The rows a page's figures read from `experiment`: per config, those of the newest code
+    version that measured it (the code version of its latest row). A config measured again by a
+    newer method (capacity by its steady rate) reads only its new rows; one not measured again
+    keeps its earlier rows. The one rule for every open-loop and peer figure."""
+    df = load(experiment, d)
+    if not len(df) or not {"config", "code_version", "time_utc"} <= set(df.columns):
+        return df
+    latest = df.sort_values("time_utc", kind="stable").groupby("config")["code_version"].last()
+    return df[df["code_version"] == df["config"].map(latest)].reset_index(drop=True)
+
+
+def method(df: pd.DataFrame) -> str:
+    """How a set of open-loop rows measured capacity: "steady" where they carry a steady rate,
+    else "drain" (all requests over the span from the first arrival to the last completion)."""
+    return "steady" if "steady_rate" in df and df["steady_rate"].notna().any() else "drain"
+
+
 def per_rows(figure):
     """Compute `figure(*args, folder)` -> (table, values) once per state of the rows folder; the
     page modules' figures, which other pages' figures import and call again."""

@@ -10,11 +10,18 @@ import yaml
 from ..stats import Value, fixed, ratio, short_gain
 from ..text import cell, pct, rate, shorter, sig, times
 from . import chapter, part07, part11
-from .data import LABEL, PARTS, STATIC, collect, per_rows
+from .data import LABEL, PARTS, STATIC, collect, method, newest, per_rows
 
 
 def _num(v: Value) -> str:
     return cell(v.value)
+
+
+def _runs(capacity: Value, arrivals: Value, how: str) -> str:
+    """A capacity's n for a table cell: runs × arrivals per run, and its method's rate."""
+    if capacity.value is None:
+        return "-"
+    return f"{capacity.n or 1} × {arrivals.value:,.0f}, {how}" if arrivals.value is not None else f"{capacity.n or 1}, {how}"
 
 
 @per_rows
@@ -25,6 +32,8 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     for c in PARTS:
         vals.update(chapter.steps(c, d=d)[1])
         vals.update(chapter.capacity(c, d=d)[1])
+    runs = newest("capacity", d)
+    methods = {c: method(runs[runs["config"] == c]) if len(runs) else "-" for c in PARTS}
     rows = []
     for c in PARTS:
         t = lambda k: vals[f"{chapter.prefix(c)}_{k}"]  # noqa: E731
@@ -33,6 +42,7 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                      "mixed GPU (ms)": _num(t("mixed_gpu")), "FLOP floor (ms)": _num(t("mixed_floor")),
                      "kernels per layer": _num(t("kernels_per_layer")),
                      "capacity fused / chunked (req/s)": f"{_num(t('capacity_fused'))} / {_num(t('capacity_chunked'))}",
+                     "runs × arrivals": _runs(t("capacity_fused"), t("n_requests"), methods[c]),
                      "fusion's gain": short_gain(t("fusion_gain"))})
     sc = part11.scale(d=d)[1]
     best, chunk = sc["p11_best_fused_rate"], sc["p11_chunked_at_best"]
@@ -40,6 +50,7 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                  "decode wall (ms)": "-", "decode GPU (ms)": "-", "bytes floor (ms)": "-", "mixed GPU (ms)": "-",
                  "FLOP floor (ms)": "-", "kernels per layer": "-",
                  "capacity fused / chunked (req/s)": "-" if best.value is None else f"{sig(best.value)} / {_num(chunk)}",
+                 "runs × arrivals": _runs(best, sc["p11_n_requests"], method(newest("scale", d))),
                  "fusion's gain": short_gain(sc["p11_fusion_gain_best"])})
     v = {"series_decode_speedup": fixed(ratio(vals["p07_decode_wall"].value, vals["p10_decode_wall"].value), shorter)}
     return pd.DataFrame(rows), v

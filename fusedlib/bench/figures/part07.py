@@ -88,30 +88,6 @@ def capacity_reading(gain: Value, what: str = "that saving") -> str:
     return f"End to end, the fused engine serves less ({gain.value:+.1f}%): {what} does not reach serving time here."
 
 
-# The ranges the chapter's deciding predictions wrote (data/predictions.yaml, A5, A2 and A3, whose
-# recorded verdicts are the earlier card's): the fused decode step 8 to 20 times its bytes floor,
-# the fused mixed step 35% to 50% shorter, fusion's capacity gain +15% to +35%.
-DECIDING_RANGES = {"p07_decode_over_floor": (8, 20), "p07_mixed_saving": (35, 50), "p07_fusion_gain": (15, 35)}
-
-
-def _regrade(values: dict[str, Value]) -> str:
-    """The deciding predictions graded on these rows instead, in words chosen from the grades."""
-    from ..predictions import grade  # the grader reads every page's figures, this one's included
-
-    words = {}
-    for name, (low, high) in DECIDING_RANGES.items():
-        v = values[name]
-        verdict = grade({"figure": name, "low": low, "high": high}, values)[1]
-        side = "" if verdict != "missed" or v.value is None else " above its range" if v.value > high else " below its range"
-        words[name] = {"held": "would hold", "missed": "would miss" + side, "not resolved": "would not be resolved",
-                       "no rows": "cannot be graded here"}[verdict]
-    said = lambda name, text: "" if values[name].value is None else f" ({text.format(values[name].text)})"  # noqa: E731
-    return (f"Graded on the rows below instead, the decode step against the floor {words['p07_decode_over_floor']}"
-            f"{said('p07_decode_over_floor', 'the fused step is {} its floor')}, the loaded-step saving "
-            f"{words['p07_mixed_saving']}{said('p07_mixed_saving', 'the fused mixed step is {}')}, and the capacity "
-            f"gain {words['p07_fusion_gain']}.")
-
-
 @per_rows
 def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The page's conclusions, each chosen from the figures it rests on."""
@@ -144,7 +120,6 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                    "spread, so fusion does not touch this step." if overlap else
                    ": the spreads do not overlap, a difference these rows do not explain."))
     v = {"p07_forward_cost": Value(grown, cost), "p07_decode_same": Value(None, same),
-         "p07_regrade": Value(None, _regrade(st | cap)),
          "p07_capacity_reading": Value(None, capacity_reading(cap["p07_fusion_gain"]))}
     return pd.DataFrame(), v
 

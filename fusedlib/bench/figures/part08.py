@@ -74,8 +74,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     c7, c8 = chapter.capacity("part7", d=d)[1], chapter.capacity("part8", d=d)[1]
     wall = lambda s, k: s[k].value  # noqa: E731
     step = ratio(wall(s8, "p08_decode_wall"), wall(s7, "p07_decode_wall"))
-    v = {"p08_band_verdict": Value(step, "which these rows cannot place against the predicted band" if step is None else
-                                   "inside the predicted band" if abs(step - 1) <= BAND else "outside the predicted band")}
+    v = {}
     fused = moved(wall(s8, "p08_mixed_wall"), wall(s7, "p07_mixed_wall"), "longer", "shorter", "as long")
     two = moved(wall(s8, "p08_mixed_chunked_wall"), wall(s7, "p07_mixed_chunked_wall"), "longer", "shorter", "as long")
     if fused is None or two is None:

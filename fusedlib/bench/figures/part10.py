@@ -10,7 +10,7 @@ import pandas as pd
 from ..stats import MISSING, Value, fixed, median, multiple, ratio
 from ..text import cell, pct, sig
 from . import chapter
-from .data import collect, load, per_rows, rates
+from .data import collect, load, newest, per_rows, rates
 
 
 def roofline_points(d: str | Path | None = None, config: str = "part10", engine: str = "fused") -> pd.DataFrame:
@@ -73,8 +73,9 @@ def roofline(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 def peer(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """Our fused engine against transformers' continuous batching on the same closed workload."""
     p = chapter.prefix(config)
-    names = {"peer_ratio": MISSING, "peer_tok_s": MISSING, "peer_transformers_tok_s": MISSING, "peer_batch": MISSING}
-    df = load("peer", d)
+    names = {"peer_ratio": MISSING, "peer_tok_s": MISSING, "peer_transformers_tok_s": MISSING, "peer_batch": MISSING,
+             "peer_n_requests": MISSING, "peer_new_tokens": MISSING}
+    df = newest("peer", d)
     if not len(df):
         return pd.DataFrame(), {f"{p}_{k}": x for k, x in names.items()}
     ours = df[(df["engine"] == "fused") & (df["config"] == config)].set_index("round")["output_tok_s"]
@@ -86,7 +87,11 @@ def peer(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     names["peer_transformers_tok_s"] = median(hf, "tokens/s")
     b = df[(df["engine"] == "fused") & (df["config"] == config)]["batch"]
     names["peer_batch"] = fixed(float(b.max()) if len(b) else None, lambda x: f"{x:.0f}")
+    n = df[df["config"] == config]["n_requests"] if "n_requests" in df else pd.Series(dtype=float)
+    names["peer_n_requests"] = fixed(float(n.median()) if len(n) else None, lambda x: f"{x:,.0f}")
     t = df[df["config"] == config]
+    per = (t["n_output_tokens"] / t["n_requests"]).median() if len(t) and "n_output_tokens" in t else None
+    names["peer_new_tokens"] = fixed(per, lambda x: f"{x:,.0f}")
     table = t.groupby(["engine", "batch"], as_index=False, dropna=False)["output_tok_s"].agg(["median", "count"])
     table = pd.DataFrame({"engine": table["engine"], "batch": table["batch"],
                           "output tokens/s (median)": table["median"].map(sig), "runs": table["count"]})

@@ -13,90 +13,150 @@ from ..stats import MISSING, Value, fixed, gain, gain_span, median, ratio
 from ..text import cell, ms, pct, rate, sig, times
 from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
 from . import chapter, part10
-from .data import SIZES, STATIC, collect, datasheet, devices, load, per_rows, rates
+from .data import SIZES, STATIC, collect, datasheet, devices, load, newest, per_rows, rates
 
 # The served rate part 11 set out to reach, before any run at its sizes.
 TARGET_RATE = 150.0
 SETTING = ["engine", "max_batch", "chunk_tokens"]
 
 
-def scale_settings(d: str | Path | None = None) -> pd.DataFrame:
+def scale_settings(d: str | Path | None = None, rows: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per engine, batch and budget, the capacity and the latency and goodput at that rate: at
     the setting's paired rate (the most rounds) if it has one, else the offered rate that
-    served most."""
-    s = load("scale", d)
+    served most. `rows`: part 11's rows to read (default: the newest, `data.newest`)."""
+    s = newest("scale", d) if rows is None else rows
     m = chapter.run_medians(s, SETTING)
     if not len(m):
         return m
-    field = chapter.capacity_field(s)
-    best = m.sort_values(["n", field]).groupby(SETTING).tail(1)
+    best = m.sort_values(["n", "capacity"]).groupby(SETTING).tail(1)
     good = m.groupby(SETTING, as_index=False)["goodput_rate"].max()
     best = best.drop(columns=["goodput_rate"]).merge(good, on=SETTING)
     return best.sort_values(SETTING).reset_index(drop=True)
 
 
+def drain_rows(d: str | Path | None = None) -> pd.DataFrame:
+    """Part 11's rows measured by the drain method (no steady rate): the grid of batch sizes
+    and budgets that chose the setting the steady runs measure."""
+    s = load("scale", d)
+    return s[s["steady_rate"].isna()].reset_index(drop=True) if "steady_rate" in s else s
+
+
+def drain_settings(d: str | Path | None = None) -> pd.DataFrame:
+    """`scale_settings` of the drain grid."""
+    return scale_settings(rows=drain_rows(d))
+
+
 def scale_sweeps(d: str | Path | None = None) -> pd.DataFrame:
-    """Part 11's open-loop runs, medians over rounds per engine, setting and offered rate."""
-    return chapter.sweep_table(load("scale", d))
+    """Part 11's newest open-loop runs, medians over rounds per engine, setting and offered rate."""
+    return chapter.sweep_table(newest("scale", d))
+
+
+def best_sweep(d: str | Path | None = None) -> pd.DataFrame:
+    """The sweep (offered rate -> capacity, both engines) at the fused engine's best setting."""
+    t, v = scale(d=d)
+    b = v["p11_best_batch"].value, v["p11_best_budget"].value
+    s = scale_sweeps(d)
+    return s[(s["max_batch"] == b[0]) & (s["chunk_tokens"] == b[1])] if b[0] is not None else s.iloc[:0]
 
 
 def _setting(b: float, t: float) -> str:
     return f"batch {b:.0f}, budget {t:,.0f} tokens"
 
 
+def _arrivals(s: pd.DataFrame) -> Value:
+    """The arrivals per run of a set of part 11's rows, by batch size, in words."""
+    arrivals = s.groupby("max_batch")["n_requests"].median() if len(s) and "n_requests" in s else pd.Series(dtype=float)
+    if not len(arrivals):
+        return MISSING
+    by_count = arrivals.groupby(arrivals).groups  # arrivals -> the batch sizes that ran them
+    return Value(float(arrivals.min()), ", ".join(
+        f"{n:,.0f} at batch {' and '.join(f'{b:.0f}' for b in batches)}" for n, batches in by_count.items()))
+
+
 @per_rows
 def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The best setting of each engine, fusion's gain there, and the table of every setting."""
-    names = ["p11_n_requests", "p11_small_rate", "p11_best_fused_rate", "p11_best_setting", "p11_best_chunked_rate", "p11_chunked_at_best",
-             "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
-             "p11_ttft_p99_best", "p11_itl_p99_best", "p11_settings"]
+    """The best setting of each engine on the newest rows, fusion's gain there, and the table of
+    their runs."""
+    names = ["p11_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch", "p11_best_budget",
+             "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
+             "p11_ttft_p99_best", "p11_itl_p99_best", "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"]
     v = {k: MISSING for k in names}
-    s = load("scale", d)
+    s = newest("scale", d)
     v["p11_device"] = Value(None, devices(s))
     v["goodput_ttft"] = fixed(metrics.TTFT_SLO_S * 1e3, ms)
     v["goodput_itl"] = fixed(metrics.ITL_SLO_S * 1e3, ms)
     t = scale_settings(d)
     if not len(t):
         return pd.DataFrame(), v
-    field = chapter.capacity_field(s)
-    f, ch = t[t["engine"] == "fused"], t[t["engine"] == "chunked"]
-    n_settings = len(t[["max_batch", "chunk_tokens"]].drop_duplicates())
-    arrivals = s.groupby("max_batch")["n_requests"].median() if "n_requests" in s else pd.Series(dtype=float)
-    if len(arrivals):
-        by_count = arrivals.groupby(arrivals).groups  # arrivals -> the batch sizes that ran them
-        v["p11_n_requests"] = Value(float(arrivals.min()), ", ".join(
-            f"{n:,.0f} at batch {' and '.join(f'{b:.0f}' for b in batches)}" for n, batches in by_count.items()))
-    small = f[(f["max_batch"] == 32) & (f["chunk_tokens"] == 512)]
-    if len(small):
-        v["p11_small_rate"] = fixed(float(small[field].iloc[0]), rate)
-    v["p11_settings"] = Value(float(n_settings), f"{n_settings}")
+    v["p11_n_requests"] = _arrivals(s)
+    f = t[t["engine"] == "fused"]
     if len(f):
-        b = f.loc[f[field].idxmax()]
+        b = f.loc[f["capacity"].idxmax()]
         at = s[(s["max_batch"] == b["max_batch"]) & (s["chunk_tokens"] == b["chunk_tokens"])]
-        pr = chapter.pairs(at)
-        est = median(at[(at["engine"] == "fused") & (at["rate"] == b["rate"])][field], "requests/s")
-        v["p11_best_fused_rate"] = Value(float(b[field]), est.text, est.lo, est.hi, est.n, est.level)
+        arrivals = at["n_requests"].median() if "n_requests" in at else None
+        field = chapter.capacity_field(at)
+        here = at[at["rate"] == b["rate"]]
+        v["p11_best_fused_rate"] = chapter.capacity_level(here[here["engine"] == "fused"][field], arrivals)
+        v["p11_chunked_at_best"] = chapter.capacity_level(here[here["engine"] == "chunked"][field], arrivals)
         v["p11_best_setting"] = Value(None, _setting(b["max_batch"], b["chunk_tokens"]))
+        v["p11_best_batch"] = fixed(float(b["max_batch"]), lambda x: f"{x:.0f}")
+        v["p11_best_budget"] = fixed(float(b["chunk_tokens"]), lambda x: f"{x:,.0f}")
+        v["p11_pair_rate"] = fixed(float(b["rate"]), rate)
+        offered = sorted(set(at[at["engine"] == "fused"]["rate"].astype(float)))
+        v["p11_offered_rates"] = Value(float(len(offered)), ", ".join(sig(x) for x in offered[:-1]) +
+                                       (" and " if len(offered) > 1 else "") + rate(offered[-1]))
+        v["p11_capacity_method"] = chapter.method_line(at, here)
         v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
         v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
-        cb = ch[(ch["max_batch"] == b["max_batch"]) & (ch["chunk_tokens"] == b["chunk_tokens"])]
-        if len(cb):
-            v["p11_chunked_at_best"] = fixed(float(cb[field].iloc[0]), rate)
+        pr = chapter.pairs(at)
         if len(pr):
             g = gain(pr["fused"], pr["chunked"], pr["seed"])
             v["p11_fusion_gain_best"] = g
             v["p11_fusion_verdict"] = chapter.gain_verdict(g)
-        v["p11_vs_small"] = fixed(ratio(float(b[field]), v["p11_small_rate"].value), times)
-    if len(ch):
-        c = ch.loc[ch[field].idxmax()]
-        v["p11_best_chunked_rate"] = Value(float(c[field]), f"{rate(float(c[field]))} "
-                                           f"({_setting(c['max_batch'], c['chunk_tokens'])})")
-    table = t.pivot_table(index=["max_batch", "chunk_tokens"], columns="engine", values=field).reset_index()
+        small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"].value
+        v["p11_vs_small"] = fixed(ratio(v["p11_best_fused_rate"].value, small), times)
+    table = pd.DataFrame({"setting": [_setting(b_, t_) for b_, t_ in zip(t["max_batch"], t["chunk_tokens"])],
+                          "engine": t["engine"], "offered (req/s)": t["rate"].map(sig),
+                          "capacity (req/s)": t["capacity"].map(sig), "runs": t["n"]})
+    return table, v
+
+
+@per_rows
+def drain_grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The drain grid (every batch x budget at one offered rate, the rate each setting drained
+    its arrivals at) with the steady rate beside it where the newest rows measured the setting;
+    the drain method's reading at the best setting."""
+    v = {k: MISSING for k in ("p11_drain_settings", "p11_drain_n_requests", "p11_drain_offered", "p11_drain_arrival_s",
+                              "p11_drain_rate", "p11_drain_gain")}
+    s, g = drain_rows(d), drain_settings(d)
+    if not len(g):
+        return pd.DataFrame(), v
+    v["p11_drain_settings"] = fixed(float(len(g[["max_batch", "chunk_tokens"]].drop_duplicates())), lambda x: f"{x:.0f}")
+    v["p11_drain_n_requests"] = _arrivals(s)
+    top = float(s["rate"].max())
+    v["p11_drain_offered"] = fixed(top, rate)
+    at_top = s[s["rate"] == top]
+    v["p11_drain_arrival_s"] = fixed(float((at_top["n_requests"] / at_top["rate"]).max()), lambda x: f"{x:.1f} s")
+    sc = scale(d=d)[1]
+    b, t = sc["p11_best_batch"].value, sc["p11_best_budget"].value
+    if b is not None:
+        best = at_top[(at_top["max_batch"] == b) & (at_top["chunk_tokens"] == t)]
+        v["p11_drain_rate"] = chapter.capacity_level(best[best["engine"] == "fused"]["served_rate"],
+                                                     best["n_requests"].median())
+        pr = chapter.pairs(best)
+        if len(pr):
+            v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
+    table = g.pivot_table(index=["max_batch", "chunk_tokens"], columns="engine", values="capacity").reset_index()
     out = pd.DataFrame({"batch": table["max_batch"].astype(int), "budget (tokens)": table["chunk_tokens"].astype(int)})
     for eng in ("fused", "chunked"):
         if eng in table:
-            out[f"{eng} (req/s)"] = table[eng].map(sig)
+            out[f"{eng}, drain (req/s)"] = table[eng].map(sig)
+    steady = scale_settings(d)
+    if len(steady) and set(steady["method"]) == {"steady"}:
+        f = steady[steady["engine"] == "fused"].set_index(["max_batch", "chunk_tokens"])["capacity"]
+        out["fused, steady (req/s)"] = [sig(f.get((b_, t_))) if (b_, t_) in f.index else "-"
+                                        for b_, t_ in zip(table["max_batch"], table["chunk_tokens"])]
     return out, v
 
 
@@ -167,7 +227,7 @@ def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     names = {"p11_host_share_b256": MISSING, "p11_host_ms_b256": MISSING, "p11_step_gpu_b256": MISSING,
              "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING,
              "p11_host_over_step_b256": MISSING}
-    s = load("scale", d)
+    s = newest("scale", d)
     if not len(s) or "largest_batch_decode_rows" not in s:
         return pd.DataFrame(), names
     full = s[(s["engine"] == "fused") & (s["largest_batch_decode_rows"] == s["max_batch"])]
@@ -277,5 +337,6 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 
 def figures(d: str | Path | None = None):
-    return collect(ceiling=ceiling(d=d), scale=scale(d=d), host=host(d=d), peer=part10.peer("part11", d=d),
+    return collect(ceiling=ceiling(d=d), scale=scale(d=d), drain=drain_grid(d=d), host=host(d=d),
+                   peer=part10.peer("part11", d=d),
                    readings=readings(d=d))
