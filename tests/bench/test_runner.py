@@ -62,3 +62,19 @@ def test_table_shows_this_code_versions_rows(tmp_path, fake):
     rows.append(tmp_path / "capacity.jsonl", [{**rows.read(tmp_path / "capacity.jsonl")[0], "code_version": "old"}])
     frame = runner.table(tmp_path, "capacity", "smoke", ["engine", "served_rate", "nothing"])
     assert list(frame.columns) == ["engine", "served_rate"] and len(frame) == 2
+
+
+def test_a_row_keeps_its_own_value_where_the_run_left_an_option_unset(tmp_path, monkeypatch):
+    # A step census leaves chunk_tokens unset: its rows carry each step's own chunk, and the run
+    # still counts as done; the saturated census sets it, and its rows carry the setting.
+    from fusedlib.bench.spec import RunSpec
+
+    step = RunSpec.build("census", "smoke", config="part7", engine="fused")
+    saturated = RunSpec.build("census", "smoke", config="part11", engine="fused", max_batch=4, chunk_tokens=32,
+                              rate=100.0, n_requests=8, seed=0)
+    monkeypatch.setattr(measure, "run", lambda spec: [{"device_name": "cpu", "step": "mixed", "chunk_tokens": 16},
+                                                      {"device_name": "cpu", "step": "decode", "chunk_tokens": 0}])
+    runner.execute([step, saturated], tmp_path, log=lambda _: None)
+    got = rows.read(tmp_path / "census.jsonl")
+    assert [r["chunk_tokens"] for r in got] == [16, 0, 32, 32]
+    assert not runner.missing([step, saturated], tmp_path)
