@@ -130,17 +130,12 @@ def _cell(text) -> str | None:
     return None if text is None else str(text).replace("|", "\\|")
 
 
-def table(entries: list[dict], with_id: bool = True) -> pd.DataFrame:
-    """id (optionally), date, claim (the text as written, after its title), measured, the card it
-    was measured on, verdict."""
-    rows = []
-    for e in entries:
-        row = {"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
-               "measured": _cell(e.get("measured")), "on": e.get("graded_on") or "-", "verdict": e.get("verdict")}
-        if not with_id:
-            row.pop("id")
-        rows.append(row)
-    return pd.DataFrame(rows)
+def table(entries: list[dict]) -> pd.DataFrame:
+    """id, date, claim (the text as written, after its title), measured, the card it was
+    measured on, verdict."""
+    return pd.DataFrame([{"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
+                          "measured": _cell(e.get("measured")), "on": e.get("graded_on") or "-",
+                          "verdict": e.get("verdict")} for e in entries])
 
 
 # Where a claim as written names the series' working record, the page shows the bracketed

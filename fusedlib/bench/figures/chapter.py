@@ -102,7 +102,6 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
     v["mixed_gpu"] = fixed(g(mix, "gpu_ms"), ms)
     v["mixed_chunked_wall"] = fixed(g(mixc, "wall_ms"), ms)
-    v["mixed_chunked_gpu"] = fixed(g(mixc, "gpu_ms"), ms)
     saving = ratio(g(mix, "wall_ms"), g(mixc, "wall_ms"))
     saving = saving and 100 * (1 - saving)
     v["mixed_saving"] = fixed(saving, lambda x: f"{pct(x)} shorter" if x >= 0 else f"{pct(-x)} longer")
@@ -213,7 +212,7 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
 
 @per_rows
 def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The part's sweep (offered rate -> capacity, per engine) and its paired capacity values."""
+    """The part's paired capacity values (its sweep is `capacity_sweeps`)."""
     c = newest("capacity", d)
     c = c[c["config"] == config] if len(c) else c
     names: dict[str, Value] = {k: MISSING for k in CAPACITY_NAMES}
@@ -237,7 +236,7 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
             e = at[at["engine"] == eng]
             names[f"ttft_p50_{eng}"] = median(e["ttft_p50_s"], "s", num=lambda x: sig(x, 2))
             names[f"itl_p99_{eng}"] = median(e["itl_p99_s"] * 1e3, "ms")
-    return sweep_table(c), {f"{prefix(config)}_{k}": x for k, x in names.items()}
+    return pd.DataFrame(), {f"{prefix(config)}_{k}": x for k, x in names.items()}
 
 
 def sweep_table(c: pd.DataFrame) -> pd.DataFrame:

@@ -59,10 +59,6 @@ def best_sweep(d: str | Path | None = None) -> pd.DataFrame:
     return s[(s["max_batch"] == b[0]) & (s["chunk_tokens"] == b[1])] if b[0] is not None else s.iloc[:0]
 
 
-def _setting(b: float, t: float) -> str:
-    return f"batch {b:.0f}, budget {t:,.0f} tokens"
-
-
 def _arrivals(s: pd.DataFrame) -> Value:
     """The arrivals per run of a set of part 11's rows, by batch size, in words."""
     arrivals = s.groupby("max_batch")["n_requests"].median() if len(s) and "n_requests" in s else pd.Series(dtype=float)
@@ -75,8 +71,7 @@ def _arrivals(s: pd.DataFrame) -> Value:
 
 @per_rows
 def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The best setting of each engine on the newest rows, fusion's gain there, and the table of
-    their runs."""
+    """The fused engine's best setting on the newest rows, its capacity and fusion's gain there."""
     names = ["p11_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch", "p11_best_budget",
              "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
              "p11_ttft_p99_best", "p11_itl_p99_best", "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"]
@@ -98,7 +93,7 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         here = at[at["rate"] == b["rate"]]
         v["p11_best_fused_rate"] = chapter.capacity_level(here[here["engine"] == "fused"][field], arrivals)
         v["p11_chunked_at_best"] = chapter.capacity_level(here[here["engine"] == "chunked"][field], arrivals)
-        v["p11_best_setting"] = Value(None, _setting(b["max_batch"], b["chunk_tokens"]))
+        v["p11_best_setting"] = Value(None, f"batch {b['max_batch']:.0f}, budget {b['chunk_tokens']:,.0f} tokens")
         v["p11_best_batch"] = fixed(float(b["max_batch"]), lambda x: f"{x:.0f}")
         v["p11_best_budget"] = fixed(float(b["chunk_tokens"]), lambda x: f"{x:,.0f}")
         v["p11_pair_rate"] = fixed(float(b["rate"]), rate)
@@ -116,10 +111,7 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
             v["p11_fusion_verdict"] = chapter.gain_verdict(g)
         small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"].value
         v["p11_vs_small"] = fixed(ratio(v["p11_best_fused_rate"].value, small), times)
-    table = pd.DataFrame({"setting": [_setting(b_, t_) for b_, t_ in zip(t["max_batch"], t["chunk_tokens"])],
-                          "engine": t["engine"], "offered (req/s)": t["rate"].map(sig),
-                          "capacity (req/s)": t["capacity"].map(sig), "runs": t["n"]})
-    return table, v
+    return pd.DataFrame(), v
 
 
 @per_rows
@@ -203,7 +195,6 @@ def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         "p11_ceiling_datasheet": fixed(1 / t_sheet, rate),
         "p11_decode256_floor": fixed(dec256 / (bw or sheet["bandwidth_Bps"]) * 1e3, ms),
         "p11_ceiling_share": MISSING,
-        "p11_target_rate": fixed(TARGET_RATE, rate),
     }
     best = scale(d=d)[1]["p11_best_fused_rate"].value
     if best and t:
