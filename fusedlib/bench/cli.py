@@ -42,7 +42,7 @@ PARAMS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, no usage block
         self.exit(2, f"{self.prog}: error: {message}\n")
 
@@ -72,7 +72,7 @@ def seconds(text: str) -> float:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m fusedlib.bench", description=__doc__,
+    p = OneLineParser(prog="python -m fusedlib.bench", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", choices=list(plans.PLANS), help=(
         "gates: correctness gates per configuration; census: decode and mixed step cost per configuration and "

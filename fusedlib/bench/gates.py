@@ -224,13 +224,7 @@ def run_all(model: Qwen2Model, attention: str = "torch", max_batch: int | None =
 def run(spec: RunSpec) -> list[dict]:
     """Every gate under the configuration's settings (at the spec's max_batch and chunk_tokens
     where given, else the gates' small ones); one row per gate."""
-    s = spec.settings()
     forget_engines()
-    sizes = {k: v for k, v in (("max_batch", spec.max_batch), ("chunk_tokens", spec.chunk_tokens)) if v}
-    switches = {name: getattr(s, name) for name in SWITCHES}
-    return [{**machine(), **r.row()} for r in run_all(model_for(spec), **switches, **sizes)]
-
-
-__all__ = ["GateReport", "run", "run_all", "gate_fused_vs_chunked", "gate_mixed_step", "gate_tiny_pool",
-           "gate_poisoning",
-           "gate_transformers", "LogitGapRecorder", "TIE_TOLERANCE"]
+    switches = {name: getattr(spec.settings(), name) for name in SWITCHES}
+    return [{**machine(), **r.row()} for r in run_all(model_for(spec), max_batch=spec.max_batch,
+                                                        chunk_tokens=spec.chunk_tokens, **switches)]

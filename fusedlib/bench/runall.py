@@ -25,7 +25,6 @@ status 1 if any notebook failed (the others still run).
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
@@ -36,7 +35,7 @@ import time
 from pathlib import Path
 
 from . import plans, rows
-from .cli import seconds
+from .cli import OneLineParser, seconds
 from .runner import check_setup, current, missing, modal_token
 from .spec import PROFILES
 
@@ -105,16 +104,6 @@ def execute(path: Path, injected: dict, executed: Path) -> int:
     return subprocess.run(cmd, cwd=path.parent, env={**os.environ, "PYTHONPATH": path_var}).returncode
 
 
-def default_backend() -> str:
-    """modal where a Modal token is configured (MODAL_TOKEN_ID or ~/.modal.toml), else local."""
-    return "modal" if modal_token() else "local"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, no usage block
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _notebooks(experiments: str) -> list[Path]:
     """The notebooks of space-separated experiment names; ValueError naming an unknown one."""
     by_name = {p.stem.split("_", 1)[1]: p for p in sorted((rows.CHECKOUT / "notebooks").glob("[0-9]*_*.py"))}
@@ -130,7 +119,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["--script"]:
         run_script(Path(argv[1]), json.loads(argv[2]))
         return 0
-    p = _Parser(prog="python -m fusedlib.bench.runall")
+    p = OneLineParser(prog="python -m fusedlib.bench.runall")
     p.add_argument("notebooks", nargs="*", type=Path)
     p.add_argument("--experiments", help="experiment names, space-separated (instead of notebook paths)")
     p.add_argument("--profile", choices=list(PROFILES))
@@ -144,7 +133,7 @@ def main(argv=None) -> int:
     p.add_argument("--executed", type=Path, default=Path("_build/executed"))
     a = p.parse_args(argv)
     start = time.monotonic()
-    backend = a.backend or default_backend()
+    backend = a.backend or ("modal" if modal_token() else "local")  # modal where a Modal token is configured
     try:
         notebooks = a.notebooks or _notebooks(a.experiments or "")
         if a.notebooks and a.experiments:

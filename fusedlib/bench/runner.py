@@ -160,6 +160,3 @@ def table(out, experiment: str, profile: str, columns: list[str], **where):
     have = [r for r in current(out, experiment, profile) if all(r.get(k) == v for k, v in where.items())]
     frame = pd.DataFrame(have)
     return frame[[c for c in columns if c in frame]] if len(frame) else frame
-
-
-__all__ = ["check_setup", "current", "execute", "missing", "place", "table", "where"]

@@ -14,20 +14,14 @@ from pathlib import Path
 
 from ..stats import Value
 from . import intro, part07, part08, part09, part10, part11
+from .data import collect
 
 PAGES = {"intro": intro, "part07": part07, "part08": part08, "part09": part09, "part10": part10, "part11": part11}
 
 
 def values(data: str | Path | None = None) -> dict[str, Value]:
     """Every page's named values, glue name -> Value (the predictions' grader reads these)."""
-    out: dict[str, Value] = {}
-    for page, module in PAGES.items():
-        named = module.figures(data)[1]
-        twice = set(out) & set(named)
-        if twice:
-            raise RuntimeError(f"{page} glues {sorted(twice)}, which another page glues too")
-        out.update(named)
-    return out
+    return collect(**{page: module.figures(data) for page, module in PAGES.items()})[1]
 
 
 def owners(data: str | Path | None = None) -> dict[str, str]:
