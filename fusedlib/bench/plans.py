@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 
-from .spec import CHECKS, ENGINES, KERNEL_KINDS, SERIES, RunSpec, SpecError
+from .spec import CHECKS, ENGINES, KERNEL_KINDS, PROFILES, SERIES, RunSpec, SpecError
 from ..config import PARTS
 
 # Capacity estimates, requests/s, from the drain rates (served_rate) past saturation of the
@@ -307,8 +307,6 @@ def run_seconds(spec: RunSpec) -> float:
     the offered rate served at most at capacity, then the last batch's time in the engine
     (Little's law at a full batch: max_batch / capacity). Closed runs: two passes of the
     workload's tokens at the engine's token rate."""
-    from .spec import PROFILES
-
     costs = COSTS[spec.profile]
     if spec.experiment == "peer":
         tokens = spec.n_requests * PROFILES[spec.profile].peer_new_tokens

@@ -36,10 +36,9 @@ from pathlib import Path
 
 from . import plans, rows
 from .cli import OneLineParser, seconds
-from .runner import check_setup, current, missing, modal_token
+from .runner import check_setup, current, missing, modal_token, where
 from .spec import PROFILES
 
-COMMON = ("backend", "gpu", "profile", "out_dir", "rounds", "time_limit_s")
 MIN_START_S = 60  # under a time limit, no notebook starts with less left (its process and model take some)
 CELL = re.compile(r"^# %%(.*)$", re.M)
 
@@ -147,10 +146,7 @@ def main(argv=None) -> int:
         statuses = {path: _status(path, given) for path in notebooks}  # every plan checked before any run
     except (ValueError, OSError) as e:  # SpecError is a ValueError
         p.exit(2, f"{p.prog}: error: {e}\n")
-    from .runner import where
-
-    device = where(backend, a.gpu)
-    print(f"run-all: device {device}, profile {profile}, backend {backend}, out_dir {out_dir}, "
+    print(f"run-all: device {where(backend, a.gpu)}, profile {profile}, backend {backend}, out_dir {out_dir}, "
           f"rounds {a.rounds or 'by plan'}, time limit {a.time_limit or 'none'}, "
           f"{'papermill' if have_papermill() else 'notebooks as scripts'}", flush=True)
     if out_dir.name != "data" and not (out_dir / ".gitignore").exists():

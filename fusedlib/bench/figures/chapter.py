@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import cell, finite, ms, pct, shorter, sig, times, us
+from ..text import cell, finite, ms, pct, rate, shorter, sig, times, us
 from .data import PARTS, load, method, newest, per_rows
 
 
@@ -210,6 +210,12 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
                        f"request waits and the batch is full{held}.")
 
 
+def offered(rates: pd.Series) -> Value:
+    """The offered rates of a set of runs in words ("a, b and c requests/s"); value: how many."""
+    r = sorted(set(rates.astype(float)))
+    return Value(float(len(r)), ", ".join(sig(x) for x in r[:-1]) + (" and " if len(r) > 1 else "") + rate(r[-1]))
+
+
 @per_rows
 def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The part's paired capacity values (its sweep is `capacity_sweeps`)."""
@@ -227,9 +233,7 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         r = float(pr["rate"].iloc[0])
         names["pair_rate"] = Value(r, f"{sig(r)} requests/s")
         names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
-        offered = sorted(set(c["rate"].astype(float)))
-        names["offered_rates"] = Value(float(len(offered)), (", ".join(sig(x) for x in offered[:-1]) + " and "
-                                                              if len(offered) > 1 else "") + f"{sig(offered[-1])} requests/s")
+        names["offered_rates"] = offered(c["rate"])
         names["capacity_method"] = method_line(c, c[c["rate"] == r])
         at = c[c["rate"] == r]
         for eng in ("fused", "chunked"):
@@ -237,6 +241,11 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
             names[f"ttft_p50_{eng}"] = median(e["ttft_p50_s"], "s", num=lambda x: sig(x, 2))
             names[f"itl_p99_{eng}"] = median(e["itl_p99_s"] * 1e3, "ms")
     return pd.DataFrame(), {f"{prefix(config)}_{k}": x for k, x in names.items()}
+
+
+def part_values(configs, d: str | Path | None = None) -> dict[str, Value]:
+    """The named values of these parts' steps and capacity."""
+    return {k: v for c in configs for figure in (steps, capacity) for k, v in figure(c, d=d)[1].items()}
 
 
 def sweep_table(c: pd.DataFrame) -> pd.DataFrame:

@@ -28,10 +28,7 @@ def _runs(capacity: Value, arrivals: Value, how: str) -> str:
 def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """One row per part: the decode and mixed steps beside their floors, kernels per layer,
     capacity and fusion's gain."""
-    vals = {}
-    for c in PARTS:
-        vals.update(chapter.steps(c, d=d)[1])
-        vals.update(chapter.capacity(c, d=d)[1])
+    vals = chapter.part_values(PARTS, d)
     runs = newest("capacity", d)
     methods = {c: method(runs[runs["config"] == c]) if len(runs) else "-" for c in PARTS}
     rows = []
@@ -67,10 +64,7 @@ def reference(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The reference's A10 figures (its own measurements, from its text) beside ours."""
     r = reference_figures()
     val = lambda k: r[k]["value"]  # noqa: E731
-    vals = {}
-    for c in ("part7", "part10"):
-        vals.update(chapter.steps(c, d=d)[1])
-        vals.update(chapter.capacity(c, d=d)[1])
+    vals = chapter.part_values(("part7", "part10"), d)
     hw = part07.hardware(d=d)[1]
     a10_read = val("weight_read")
     w = hw["model_weights_ms"].value

@@ -97,9 +97,7 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_best_batch"] = fixed(float(b["max_batch"]), lambda x: f"{x:.0f}")
         v["p11_best_budget"] = fixed(float(b["chunk_tokens"]), lambda x: f"{x:,.0f}")
         v["p11_pair_rate"] = fixed(float(b["rate"]), rate)
-        offered = sorted(set(at[at["engine"] == "fused"]["rate"].astype(float)))
-        v["p11_offered_rates"] = Value(float(len(offered)), ", ".join(sig(x) for x in offered[:-1]) +
-                                       (" and " if len(offered) > 1 else "") + rate(offered[-1]))
+        v["p11_offered_rates"] = chapter.offered(at[at["engine"] == "fused"]["rate"])
         v["p11_capacity_method"] = chapter.method_line(at, here)
         v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
@@ -274,16 +272,13 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v = {}
     bound = _bound("P11-3")
     where = _against(hs["p11_host_share_b256"], bound)
-    v["p11_host_share_verdict"] = Value(None, {
-        "straddles": f"whose interval straddles its bound of {pct(100 * bound)}",
-        "below": f"below its bound of {pct(100 * bound)}", "above": f"above its bound of {pct(100 * bound)}",
-        None: "which these rows do not measure"}[where])
-    per_step = hs["p11_host_over_step_b256"]
-    where = _against(Value(per_step.value and per_step.value / 100, "", per_step.lo and per_step.lo / 100,
-                           per_step.hi and per_step.hi / 100), bound)
-    v["p11_host_over_step_verdict"] = Value(None, {
-        "straddles": "straddling that bound, read per decode step", "below": "below that bound, read per decode step",
-        "above": "above that bound, read per decode step", None: "not measured by these rows"}[where])
+    v["p11_host_share_verdict"] = Value(None, "which these rows do not measure" if where is None else
+                                        f"{'whose interval straddles' if where == 'straddles' else where} its bound "
+                                        f"of {pct(100 * bound)}")
+    where = _against(hs["p11_host_over_step_b256"], 100 * bound)  # that figure is a percent
+    v["p11_host_over_step_verdict"] = Value(None, "not measured by these rows" if where is None else
+                                            f"{'straddling' if where == 'straddles' else where} that bound, read per "
+                                            "decode step")
     w = hs["p11_decode_wall_over_gpu_b256"]
     hidden = None if w.value is None else (w.hi if w.hi is not None else w.value) <= 1.05
     v["p11_host_sets"] = Value(None, {
