@@ -252,15 +252,11 @@ def step_census(spec: RunSpec) -> list[dict]:
         model = step_model(cfg, [(0, chunk)] if step == "mixed" else [], [round(ctx)] * shape[1], forwards,
                            engine.model.dtype.itemsize)
         classes = _classify(profiled[step], forwards * k)
-        wall, gpu, host = (_stats([f(a, b) for a, b in pairs]) for f in (
-            lambda a, b: (b.start - a.start) * 1e3,
-            lambda a, b: None if a.gpu_s() is None else a.gpu_s() * 1e3,
-            lambda a, b: a.host_s * 1e3))
+        times = {"gpu": [None if a.gpu_s() is None else a.gpu_s() * 1e3 for a, _ in pairs],
+                 "wall": [(b.start - a.start) * 1e3 for a, b in pairs], "host": [a.host_s * 1e3 for a, _ in pairs]}
         base = {**machine(), "step": step, "decode_rows": shape[1], "chunk_tokens": shape[0], "context": ctx}
         out.append({**base, "record": "step", "n": len(pairs), "n_forwards": forwards,
-                    "gpu_ms": gpu[0], "gpu_ms_min": gpu[1], "gpu_ms_max": gpu[2],
-                    "wall_ms": wall[0], "wall_ms_min": wall[1], "wall_ms_max": wall[2],
-                    "host_ms": host[0], "host_ms_min": host[1], "host_ms_max": host[2],
+                    **{f"{t}_ms{s}": x for t, xs in times.items() for s, x in zip(("", "_min", "_max"), _stats(xs))},
                     "n_kernels": sum(x for x, _ in classes.values()) / k, "num_layers": cfg.num_layers,
                     "weight_bytes": model["weight_bytes"], "kv_bytes": model["kv_bytes"], "flops": model["flops"],
                     "copy_bw_Bps": bw, "gemm_tflops": tflops, **switch_fields(s)})

@@ -64,11 +64,8 @@ def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
     if not entry.get("figure"):
         return NO_FIGURE, "not resolved"
     names = _listed(entry["figure"])
-    lows, highs = _listed(entry.get("low")), _listed(entry.get("high"))
-    if len(lows) == 1:
-        lows *= len(names)
-    if len(highs) == 1:
-        highs *= len(names)
+    lows, highs = (b * len(names) if len(b) == 1 else b  # one bound for every figure
+                   for b in (_listed(entry.get("low")), _listed(entry.get("high"))))
     if not len(names) == len(lows) == len(highs):
         raise ValueError(f"{entry.get('id')}: {len(names)} figures but {len(lows)} lows and {len(highs)} highs")
     values = [figures[n] for n in names]  # an unknown name is an error in the record, not a verdict
