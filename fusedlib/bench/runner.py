@@ -82,9 +82,9 @@ def where(backend: str, gpu: str) -> str:
     """The device a backend's runs use, in words."""
     if backend == "modal":
         return f"Modal {gpu}"
-    import torch
+    from .telemetry import device_name
 
-    return f"local {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "local cpu"
+    return f"local {device_name()}"
 
 
 @contextlib.contextmanager

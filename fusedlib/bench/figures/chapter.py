@@ -77,9 +77,7 @@ def _get(r: dict | None, k: str) -> float | None:
 def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The part's decode and mixed steps beside their floors: table and named values."""
     s = step_rows(d)
-    dec, mix = _one(s, config, "fused", "decode"), _one(s, config, "fused", "mixed")
-    mixc = _one(s, config, "chunked", "mixed")
-    decc = _one(s, config, "chunked", "decode")
+    dec, mix, decc, mixc = (_one(s, config, e, k) for e in ("fused", "chunked") for k in ("decode", "mixed"))
     g = _get
     v = {}
     v["decode_wall"] = fixed(g(dec, "wall_ms"), ms)

@@ -107,7 +107,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if fused is None or two is None:
         same = "These rows hold no decode step of both engines to compare."
     else:
-        g = lambda r, k: chapter._get(r, k)  # noqa: E731
+        g = chapter._get
         spans = [(g(r, "wall_ms_min"), g(r, "wall_ms_max")) for r in (fused, two)]
         overlap = None not in (*spans[0], *spans[1]) and spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1]
         spread = "" if None in (*spans[0], *spans[1]) else \
