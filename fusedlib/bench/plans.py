@@ -139,12 +139,9 @@ def _pairs(rounds: int, spec_for) -> list[RunSpec]:
 
 def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
     """One gates run per configuration; part11 at its own max_batch and chunk_tokens (256, 8192)."""
-    out = []
-    for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"]):
-        big = c == "part11"
-        out.append(RunSpec.build("gates", profile, config=c, max_batch=PARTS[c].max_batch if big else None,
-                                 chunk_tokens=PARTS[c].chunk_tokens if big else None))
-    return out
+    own = lambda c, size: getattr(PARTS[c], size) if c == "part11" else None  # noqa: E731
+    return [RunSpec.build("gates", profile, config=c, max_batch=own(c, "max_batch"), chunk_tokens=own(c, "chunk_tokens"))
+            for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"])]
 
 
 def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:

@@ -79,11 +79,10 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     s = step_rows(d)
     dec, mix, decc, mixc = (_one(s, config, e, k) for e in ("fused", "chunked") for k in ("decode", "mixed"))
     g = _get
-    v = {}
-    v["decode_wall"] = fixed(g(dec, "wall_ms"), ms)
-    v["decode_gpu"] = fixed(g(dec, "gpu_ms"), ms)
-    v["decode_host"] = fixed(g(dec, "host_ms"), ms)
-    v["decode_floor"] = fixed(g(dec, "bytes_floor_ms"), ms)
+    v = {name: fixed(g(r, field), ms) for name, r, field in (  # the step times and floors as they are
+        ("decode_wall", dec, "wall_ms"), ("decode_gpu", dec, "gpu_ms"), ("decode_host", dec, "host_ms"),
+        ("decode_floor", dec, "bytes_floor_ms"), ("mixed_wall", mix, "wall_ms"), ("mixed_gpu", mix, "gpu_ms"),
+        ("mixed_chunked_wall", mixc, "wall_ms"), ("mixed_floor", mix, "flop_floor_ms"))}
     v["decode_over_floor"] = fixed(ratio(g(dec, "wall_ms"), g(dec, "bytes_floor_ms")), times)
     share = ratio(g(dec, "gpu_ms"), g(dec, "wall_ms"))
     v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
@@ -97,13 +96,9 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["decode_vs_chunked_pct"] = fixed(vs_chunked and 100 * (vs_chunked - 1), lambda x: pct(x, True))
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
-    v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
-    v["mixed_gpu"] = fixed(g(mix, "gpu_ms"), ms)
-    v["mixed_chunked_wall"] = fixed(g(mixc, "wall_ms"), ms)
     saving = ratio(g(mix, "wall_ms"), g(mixc, "wall_ms"))
     saving = saving and 100 * (1 - saving)
     v["mixed_saving"] = fixed(saving, lambda x: f"{pct(x)} shorter" if x >= 0 else f"{pct(-x)} longer")
-    v["mixed_floor"] = fixed(g(mix, "flop_floor_ms"), ms)
     v["mixed_over_floor"] = fixed(ratio(g(mix, "gpu_ms"), g(mix, "flop_floor_ms")), times)
     v["mixed_shape"] = MISSING if mix is None else Value(g(mix, "chunk_tokens"), (
         f"a {g(mix, 'chunk_tokens'):,.0f}-token prompt chunk beside {g(mix, 'decode_rows'):.0f} decode rows"))
