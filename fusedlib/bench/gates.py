@@ -146,11 +146,9 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
     engine = Engine(model, num_blocks=blocks, **kw)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
     steps = 0
-    while engine.has_work():
+    while engine.has_work() and steps <= 100_000:
         engine.step()
         steps += 1
-        if steps > 100_000:
-            break
     admitted_order = sorted(reqs, key=lambda r: (r.admitted, r.rid))
     fcfs = [r.rid for r in admitted_order] == sorted(r.rid for r in reqs)
     complete = all(r.finished is not None and len(r.output) == r.max_new_tokens for r in reqs)

@@ -26,7 +26,6 @@ import yaml
 
 from . import figures as book
 from .figures.data import DATASHEETS, STATIC, profiles_and_devices
-from .stats import NO_ROWS
 
 PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml", STATIC / "predictions_reference.yaml")
 # The predictions that decide each chapter's question: quoted in full there, by id here only.
@@ -198,13 +197,8 @@ def appendix(entries: list[dict] | None = None) -> None:
     decide = {i for ids in DECIDING.values() for i in ids}
     out = []
     for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
-        these = [e for e in entries if str(e.get("chapter")) == chapter]
-        rows = []
-        for e in these:
-            short = e.get("title") or opening(e.get("text", ""))
-            full = e["id"] in decide
-            rows.append(e | {"title": e.get("title") if full else None,
-                             "text": e.get("text", "") if full else short})
+        rows = [e if e["id"] in decide else e | {"title": None, "text": e.get("title") or opening(e.get("text", ""))}
+                for e in entries if str(e.get("chapter")) == chapter]
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
         out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))
     display(Markdown("\n\n".join(out)))

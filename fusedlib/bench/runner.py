@@ -140,8 +140,7 @@ def execute(specs: list[RunSpec], out, backend: str = "local", gpu: str = "A10",
                 got = measure(spec)
             except Exception as e:
                 log(traceback.format_exc())
-                error = [{"error": f"{type(e).__name__}: {e}"[:2000]}]
-                rows.append(path, [{**rows.header(spec, None), **r} for r in error])
+                rows.append(path, [{**rows.header(spec, None), "error": f"{type(e).__name__}: {e}"[:2000]}])
                 raise RuntimeError(f"{_label(spec)} failed ({e}); its error row is in {path}: delete it to "
                                    "run it again") from e
             stamped = [{**rows.header(spec, r.get("device_name")), **r, **spec.key()} for r in got]

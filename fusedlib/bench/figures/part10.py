@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..stats import MISSING, Value, fixed, median, multiple, ratio
+from ..stats import MISSING, Value, fixed, median, multiple
 from ..text import cell, pct, sig
 from . import chapter
 from .data import PARTS, collect, load, newest, per_rows, rates
@@ -130,8 +130,8 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     vals = chapter.part_values(PARTS, d)
     named = lambda c, k: vals[f"{chapter.prefix(c)}_{k}"]  # noqa: E731
     gains = {c: named(c, "fusion_gain") for c in PARTS}
-    savings = {c: ratio(named(c, "mixed_wall").value, named(c, "mixed_chunked_wall").value) for c in PARTS}
-    apart = [c for c in gains if savings[c] is not None and savings[c] < 0.95 and gains[c].value is not None
+    savings = {c: named(c, "mixed_saving").value for c in PARTS}  # % shorter than the chunked step
+    apart = [c for c in gains if savings[c] is not None and savings[c] > 5 and gains[c].value is not None
              and not (gains[c].resolved and gains[c].lo > 0)]
     if any(savings[c] is None or gains[c].value is None for c in gains):
         stage = "These rows do not hold every part's mixed steps and paired capacity runs to follow it stage by stage."
