@@ -167,8 +167,7 @@ def pairs(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def gain_verdict(v: Value, ahead: str = "the fused engine serves more",
-                 behind: str = "the chunked engine serves more") -> Value:
+def gain_verdict(v: Value) -> Value:
     """A gain's conclusion in words, chosen from its interval."""
     if v.value is None:
         return MISSING
@@ -176,7 +175,7 @@ def gain_verdict(v: Value, ahead: str = "the fused engine serves more",
         return Value(v.value, "unresolved (one pair)")
     if not v.resolved:
         return Value(v.value, "neither engine is resolved ahead of the other")
-    return Value(v.value, ahead if v.lo > 0 else behind)
+    return Value(v.value, f"the {'fused' if v.lo > 0 else 'chunked'} engine serves more")
 
 
 CAPACITY_NAMES = ("capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate", "n_requests",
