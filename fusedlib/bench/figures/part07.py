@@ -102,8 +102,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                 + ("here is mostly fixed, whatever tokens it carries." if fixed_cost else
                    "here grows with the tokens it carries."))
     s = chapter.step_rows(d)
-    one = lambda engine: chapter._one(s, "part7", engine, "decode")  # noqa: E731
-    fused, two = one("fused"), one("chunked")
+    fused, two = (chapter._one(s, "part7", engine, "decode") for engine in ("fused", "chunked"))
     if fused is None or two is None:
         same = "These rows hold no decode step of both engines to compare."
     else:
