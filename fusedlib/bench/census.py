@@ -84,9 +84,8 @@ ATTENTION = {  # rows, contexts, timed calls per context
 
 # ------------------------------------------------------------------------------ attention
 def attention(spec: RunSpec) -> list[dict]:
-    """Decode attention of one backend at each context beside a copy of the same bytes. Part
-    10's backend (graphed in the engine) splits by the pool's longest context, as its graphs
-    launch it; the others by the call's own."""
+    """Part 10's backend (graphed in the engine) splits by the pool's longest context, as its
+    graphs launch it; the others by the call's own (the rest: the module's docstring)."""
     p, sizes = spec.profile_spec, ATTENTION[spec.profile]
     cfg, device = PRESETS[p.model], p.device
     backend, flush = make_backend(spec.attention), flush_buffer(device)

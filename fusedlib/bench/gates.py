@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .engines import SWITCHES, forget_engines, model_for
+from .engines import SWITCHES, forget_engines, model_for, switch_fields
 from .spec import RunSpec
 from .telemetry import machine
 from .workloads import RequestSpec, mixed
@@ -221,6 +221,5 @@ def run(spec: RunSpec) -> list[dict]:
     """Every gate under the configuration's settings (at the spec's max_batch and chunk_tokens
     where given, else the gates' small ones); one row per gate."""
     forget_engines()
-    switches = {name: getattr(spec.settings(), name) for name in SWITCHES}
     return [{**machine(), **r.row()} for r in run_all(model_for(spec), max_batch=spec.max_batch,
-                                                        chunk_tokens=spec.chunk_tokens, **switches)]
+                                                        chunk_tokens=spec.chunk_tokens, **switch_fields(spec.settings()))]

@@ -1,7 +1,8 @@
 """The peer experiment: the closed workload (`engines.closed_draw`, all requests submitted at
 once) on our engines and on transformers' own continuous batching (the manager behind
 `generate_batch`), on our weights copied into a Qwen2ForCausalLM (hf.py), measured alike:
-one discarded warm-up pass, then one timed pass.
+one discarded warm-up pass (transformers' first ran 2.4x slower than its next on the H200),
+then one timed pass.
 """
 from __future__ import annotations
 
@@ -38,10 +39,8 @@ def closed(spec: RunSpec) -> list[dict]:
 
 
 def transformers_closed(spec: RunSpec) -> list[dict]:
-    """transformers' own continuous batching on the closed workload (`_transformers_batching`).
-    The manager is driven directly because `generate_batch` takes one max_new_tokens for all
-    requests. One discarded warm-up pass (its first pass ran 2.4x slower than the next on the
-    H200), then one timed pass."""
+    """transformers' own continuous batching on the closed workload (`_transformers_batching`),
+    driven directly because `generate_batch` takes one max_new_tokens for all requests."""
     draw = closed_draw(spec)
     n_out, device, walls = sum(r.max_new_tokens for r in draw), spec.profile_spec.device, []
     with _transformers_batching(spec, draw) as manager:

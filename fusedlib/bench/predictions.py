@@ -96,11 +96,7 @@ def graded(entries: list[dict] | None = None, d=None, figures: Mapping | None = 
     if figures is None:
         figures = book.values(d) if any(e.get("figure") for e in entries) else {}
     on = card(d)
-    out = []
-    for e in entries:
-        measured, verdict = grade(e, figures)
-        out.append(e | {"measured": measured, "verdict": verdict, "graded_on": on})
-    return out
+    return [e | dict(zip(("measured", "verdict"), grade(e, figures)), graded_on=on) for e in entries]
 
 
 def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
