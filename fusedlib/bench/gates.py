@@ -221,5 +221,6 @@ def run(spec: RunSpec) -> list[dict]:
     """Every gate under the configuration's settings (at the spec's max_batch and chunk_tokens
     where given, else the gates' small ones); one row per gate."""
     forget_engines()
-    return [{**machine(), **r.row()} for r in run_all(model_for(spec), max_batch=spec.max_batch,
-                                                        chunk_tokens=spec.chunk_tokens, **switch_fields(spec.settings()))]
+    reports = run_all(model_for(spec), max_batch=spec.max_batch, chunk_tokens=spec.chunk_tokens,
+                      **switch_fields(spec.settings()))
+    return [{**machine(), **r.row()} for r in reports]

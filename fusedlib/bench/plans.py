@@ -140,8 +140,8 @@ def _pairs(rounds: int, spec_for) -> list[RunSpec]:
 def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
     """One gates run per configuration; part11 at its own max_batch and chunk_tokens (256, 8192)."""
     own = lambda c, size: getattr(PARTS[c], size) if c == "part11" else None  # noqa: E731
-    return [RunSpec.build("gates", profile, config=c, max_batch=own(c, "max_batch"), chunk_tokens=own(c, "chunk_tokens"))
-            for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"])]
+    return [RunSpec.build("gates", profile, config=c, max_batch=own(c, "max_batch"),
+                          chunk_tokens=own(c, "chunk_tokens")) for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"])]
 
 
 def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:

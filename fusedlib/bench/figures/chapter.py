@@ -216,14 +216,13 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     names: dict[str, Value] = {k: MISSING for k in CAPACITY_NAMES}
     pr = pairs(c)
     if len(pr):
-        g = gain(pr["fused"], pr["chunked"], pr["seed"])
         arrivals = c["n_requests"].median() if "n_requests" in c else None
         names["capacity_fused"] = capacity_level(pr["fused"], arrivals)
         names["capacity_chunked"] = capacity_level(pr["chunked"], arrivals)
-        names["fusion_gain"] = g
-        names["fusion_verdict"] = gain_verdict(g)
+        names["fusion_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
+        names["fusion_verdict"] = gain_verdict(names["fusion_gain"])
         r = float(pr["rate"].iloc[0])
-        names["pair_rate"] = Value(r, f"{sig(r)} requests/s")
+        names["pair_rate"] = fixed(r, rate)
         names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
         names["offered_rates"] = offered(c["rate"])
         names["capacity_method"] = method_line(c, c[c["rate"] == r])

@@ -81,8 +81,7 @@ def peer(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     ours = df[(df["engine"] == "fused") & (df["config"] == config)].set_index("round")["output_tok_s"]
     hf = df[(df["engine"] == "transformers") & (df["config"] == config)].set_index("round")["output_tok_s"]
     both = ours.to_frame("ours").join(hf.to_frame("hf"), how="inner").dropna()
-    if len(both):
-        names["peer_ratio"] = multiple(both["ours"], both["hf"])
+    names["peer_ratio"] = multiple(both["ours"], both["hf"])
     names["peer_tok_s"] = median(ours, "tokens/s")
     names["peer_transformers_tok_s"] = median(hf, "tokens/s")
     b = df[(df["engine"] == "fused") & (df["config"] == config)]["batch"]

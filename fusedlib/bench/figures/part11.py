@@ -72,10 +72,10 @@ def _arrivals(s: pd.DataFrame) -> Value:
 @per_rows
 def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The fused engine's best setting on the newest rows, its capacity and fusion's gain there."""
-    names = ["p11_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch", "p11_best_budget",
-             "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
-             "p11_ttft_p99_best", "p11_itl_p99_best", "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"]
-    v = {k: MISSING for k in names}
+    v = dict.fromkeys(("p11_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch",
+                       "p11_best_budget", "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict",
+                       "p11_vs_small", "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best",
+                       "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"), MISSING)
     s = newest("scale", d)
     v["p11_device"] = Value(None, devices(s))
     v["goodput_ttft"] = fixed(metrics.TTFT_SLO_S * 1e3, ms)
@@ -102,11 +102,9 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
         v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
-        pr = chapter.pairs(at)
-        if len(pr):
-            g = gain(pr["fused"], pr["chunked"], pr["seed"])
-            v["p11_fusion_gain_best"] = g
-            v["p11_fusion_verdict"] = chapter.gain_verdict(g)
+        pr = chapter.pairs(at)  # without pairs, MISSING
+        v["p11_fusion_gain_best"] = gain(pr["fused"], pr["chunked"], pr["seed"])
+        v["p11_fusion_verdict"] = chapter.gain_verdict(v["p11_fusion_gain_best"])
         small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"].value
         v["p11_vs_small"] = fixed(ratio(v["p11_best_fused_rate"].value, small), times)
     return pd.DataFrame(), v
@@ -135,8 +133,7 @@ def drain_grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_drain_rate"] = chapter.capacity_level(best[best["engine"] == "fused"]["served_rate"],
                                                      best["n_requests"].median())
         pr = chapter.pairs(best)
-        if len(pr):
-            v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
+        v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
     table = g.pivot_table(index=["max_batch", "chunk_tokens"], columns="engine", values="capacity").reset_index()
     out = pd.DataFrame({"batch": table["max_batch"].astype(int), "budget (tokens)": table["chunk_tokens"].astype(int)})
     for eng in ("fused", "chunked"):
@@ -182,6 +179,7 @@ def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     t = gemm and bw and cost["flops"] / gemm + cost["kv_bytes"] / bw
     dec256 = SIZES["weight_bytes"] + 256 * cost["decode_context"] * SIZES["kv_bytes_per_token"]
     tflop = lambda x: f"{x:.2f} TFLOP"  # noqa: E731
+    best = scale(d=d)[1]["p11_best_fused_rate"].value
     v = {
         "p11_req_tflop": fixed(cost["flops"] / 1e12, tflop),
         "p11_req_linear_tflop": fixed(cost["linear"] / 1e12, tflop),
@@ -192,11 +190,8 @@ def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         "p11_ceiling_rate": fixed(t and 1 / t, rate),
         "p11_ceiling_datasheet": fixed(1 / t_sheet, rate),
         "p11_decode256_floor": fixed(dec256 / (bw or sheet["bandwidth_Bps"]) * 1e3, ms),
-        "p11_ceiling_share": MISSING,
+        "p11_ceiling_share": fixed(best and t and 100 * best * t, pct),
     }
-    best = scale(d=d)[1]["p11_best_fused_rate"].value
-    if best and t:
-        v["p11_ceiling_share"] = fixed(100 * best * t, pct)
     table = pd.DataFrame([
         {"work per request": "linear layers", "amount": v["p11_req_linear_tflop"].text},
         {"work per request": "LM head", "amount": tflop(cost["lm_head"] / 1e12)},
@@ -213,9 +208,8 @@ def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     rates, or a budget too small to keep it full, the steps stay smaller): medians over those
     runs of the host's share of the loop, the host's and the GPU's time per full decode step,
     and a decode step's wall over its GPU time (1.00: the host's work is hidden behind the GPU's)."""
-    names = {"p11_host_share_b256": MISSING, "p11_host_ms_b256": MISSING, "p11_step_gpu_b256": MISSING,
-             "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING,
-             "p11_host_over_step_b256": MISSING}
+    names = dict.fromkeys(("p11_host_share_b256", "p11_host_ms_b256", "p11_step_gpu_b256", "p11_decode_wall_over_gpu_b256",
+                           "p11_decode_gpu_over_floor", "p11_host_over_step_b256"), MISSING)
     s = newest("scale", d)
     if not len(s) or "largest_batch_decode_rows" not in s:
         return pd.DataFrame(), names
