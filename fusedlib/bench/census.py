@@ -84,9 +84,8 @@ ATTENTION = {  # rows, contexts, timed calls per context
 
 # ------------------------------------------------------------------------------ attention
 def attention(spec: RunSpec) -> list[dict]:
-    """Decode attention of one backend at each context beside a copy of the same bytes. Part
-    10's backend (graphed in the engine) splits by the pool's longest context, as its graphs
-    launch it; the others by the call's own."""
+    """Part 10's backend (graphed in the engine) splits by the pool's longest context, as its
+    graphs launch it; the others by the call's own (the rest: the module's docstring)."""
     p, sizes = spec.profile_spec, ATTENTION[spec.profile]
     cfg, device = PRESETS[p.model], p.device
     backend, flush = make_backend(spec.attention), flush_buffer(device)
@@ -233,14 +232,13 @@ def step_census(spec: RunSpec) -> list[dict]:
         engine.add_request(prompt(chunk), 1)  # its chunk step samples its one token
     timed["mixed"] = (window(w + n + 1), (chunk, rows - 1))
     window(w)
-    mixed_kernels = _profiled(engine, k, device)  # (no timing after the profiler)
+    profiled = {"mixed": _profiled(engine, k, device)}  # (no timing after the profiler)
     engine.add_request(prompt(context), budget)
     while engine.scheduler.waiting or any(r.prefilling for r in engine.scheduler.running) or \
             len(engine.scheduler.running) < rows:
         engine.step()
     window(w)
-    decode_kernels = _profiled(engine, k, device)
-    profiled = {"decode": decode_kernels, "mixed": mixed_kernels}  # (the process ends with its requests unfinished)
+    profiled["decode"] = _profiled(engine, k, device)  # (the process ends with its requests unfinished)
     bw, tflops = copy_bandwidth(device), gemm_tflops(device)
     out = []
     for step, (recs, shape) in timed.items():
@@ -252,15 +250,11 @@ def step_census(spec: RunSpec) -> list[dict]:
         model = step_model(cfg, [(0, chunk)] if step == "mixed" else [], [round(ctx)] * shape[1], forwards,
                            engine.model.dtype.itemsize)
         classes = _classify(profiled[step], forwards * k)
-        wall, gpu, host = (_stats([f(a, b) for a, b in pairs]) for f in (
-            lambda a, b: (b.start - a.start) * 1e3,
-            lambda a, b: None if a.gpu_s() is None else a.gpu_s() * 1e3,
-            lambda a, b: a.host_s * 1e3))
+        times = {"gpu": [None if a.gpu_s() is None else a.gpu_s() * 1e3 for a, _ in pairs],
+                 "wall": [(b.start - a.start) * 1e3 for a, b in pairs], "host": [a.host_s * 1e3 for a, _ in pairs]}
         base = {**machine(), "step": step, "decode_rows": shape[1], "chunk_tokens": shape[0], "context": ctx}
         out.append({**base, "record": "step", "n": len(pairs), "n_forwards": forwards,
-                    "gpu_ms": gpu[0], "gpu_ms_min": gpu[1], "gpu_ms_max": gpu[2],
-                    "wall_ms": wall[0], "wall_ms_min": wall[1], "wall_ms_max": wall[2],
-                    "host_ms": host[0], "host_ms_min": host[1], "host_ms_max": host[2],
+                    **{f"{t}_ms{s}": x for t, xs in times.items() for s, x in zip(("", "_min", "_max"), _stats(xs))},
                     "n_kernels": sum(x for x, _ in classes.values()) / k, "num_layers": cfg.num_layers,
                     "weight_bytes": model["weight_bytes"], "kv_bytes": model["kv_bytes"], "flops": model["flops"],
                     "copy_bw_Bps": bw, "gemm_tflops": tflops, **switch_fields(s)})

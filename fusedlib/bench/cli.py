@@ -42,7 +42,7 @@ PARAMS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, no usage block
         self.exit(2, f"{self.prog}: error: {message}\n")
 
@@ -72,7 +72,7 @@ def seconds(text: str) -> float:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m fusedlib.bench", description=__doc__,
+    p = OneLineParser(prog="python -m fusedlib.bench", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", choices=list(plans.PLANS), help=(
         "gates: correctness gates per configuration; census: decode and mixed step cost per configuration and "
@@ -101,14 +101,12 @@ def main(argv=None) -> int:
         a.profile = "full" if torch.cuda.is_available() else "smoke"
     taken = inspect.signature(plans.PLANS[a.experiment]).parameters
     given = {k: getattr(a, k) for k in PARAMS if getattr(a, k) is not None}
-    for name in given:
-        if name not in taken:
-            sys.stderr.write(f"python -m fusedlib.bench: error: --{name.replace('_', '-')} does not apply to "
-                             f"{a.experiment}\n")
-            return 2
     out = os.path.abspath(a.out) if a.out else str(rows.data_dir(a.profile))  # relative to here, not the checkout
     deadline = time.monotonic() + a.time_limit
     try:
+        wrong = [name for name in given if name not in taken]
+        if wrong:
+            raise ValueError(f"--{wrong[0].replace('_', '-')} does not apply to {a.experiment}")
         rows.check_writable(rows.rows_path(out, a.experiment))
         plans.plan(a.experiment, a.profile, given)  # every value checked before the first run
         runner.check_setup([a.experiment], a.profile, a.backend)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .engines import SWITCHES, forget_engines, model_for
+from .engines import SWITCHES, forget_engines, model_for, switch_fields
 from .spec import RunSpec
 from .telemetry import machine
 from .workloads import RequestSpec, mixed
@@ -146,11 +146,9 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
     engine = Engine(model, num_blocks=blocks, **kw)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
     steps = 0
-    while engine.has_work():
+    while engine.has_work() and steps <= 100_000:
         engine.step()
         steps += 1
-        if steps > 100_000:
-            break
     admitted_order = sorted(reqs, key=lambda r: (r.admitted, r.rid))
     fcfs = [r.rid for r in admitted_order] == sorted(r.rid for r in reqs)
     complete = all(r.finished is not None and len(r.output) == r.max_new_tokens for r in reqs)
@@ -201,22 +199,20 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
 
 
 def run_all(model: Qwen2Model, attention: str = "torch", max_batch: int | None = None,
-            chunk_tokens: int | None = None, with_transformers: bool | None = None, **switches) -> list[GateReport]:
+            chunk_tokens: int | None = None, **switches) -> list[GateReport]:
     """Gates 1-4, then gate 5. Gate 5 is defined in fp32: in fp16, transformers and we round
-    differently and greedy tokens drift apart for reasons that are not bugs, so by default it
-    runs only for an fp32 model. `switches` (cuda_graphs, whole_graphs, fused_ops, overlap) go to every
+    differently and greedy tokens drift apart for reasons that are not bugs, so it runs only
+    for an fp32 model. `switches` (cuda_graphs, whole_graphs, fused_ops, overlap) go to every
     engine the gates build: graph padding changes the arithmetic and overlap the order of host
     work, so such a configuration is gated as itself; so do `max_batch` and `chunk_tokens`
     where given (else each gate's small sizes). The mixed-step gate calls the model directly,
     so of those only fused_ops applies to it."""
-    if with_transformers is None:
-        with_transformers = model.dtype == torch.float32
     sizes = {k: v for k, v in (("max_batch", max_batch), ("chunk_tokens", chunk_tokens)) if v}
     reports = [gate_fused_vs_chunked(model, attention=attention, **sizes, **switches),
                gate_mixed_step(model, attention=attention, fused_ops=switches.get("fused_ops", False)),
                gate_tiny_pool(model, attention=attention, **sizes, **switches),
                gate_poisoning(model, attention=attention, **sizes, **switches)]
-    if with_transformers:
+    if model.dtype == torch.float32:
         reports.append(gate_transformers(model))
     return reports
 
@@ -224,13 +220,7 @@ def run_all(model: Qwen2Model, attention: str = "torch", max_batch: int | None =
 def run(spec: RunSpec) -> list[dict]:
     """Every gate under the configuration's settings (at the spec's max_batch and chunk_tokens
     where given, else the gates' small ones); one row per gate."""
-    s = spec.settings()
     forget_engines()
-    sizes = {k: v for k, v in (("max_batch", spec.max_batch), ("chunk_tokens", spec.chunk_tokens)) if v}
-    switches = {name: getattr(s, name) for name in SWITCHES}
-    return [{**machine(), **r.row()} for r in run_all(model_for(spec), **switches, **sizes)]
-
-
-__all__ = ["GateReport", "run", "run_all", "gate_fused_vs_chunked", "gate_mixed_step", "gate_tiny_pool",
-           "gate_poisoning",
-           "gate_transformers", "LogitGapRecorder", "TIE_TOLERANCE"]
+    reports = run_all(model_for(spec), max_batch=spec.max_batch, chunk_tokens=spec.chunk_tokens,
+                      **switch_fields(spec.settings()))
+    return [{**machine(), **r.row()} for r in reports]

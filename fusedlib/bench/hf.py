@@ -56,12 +56,10 @@ def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
             qkv = ours[src + f"self_attn.qkv_proj.{kind}"]
             for name, part in zip("qkv", qkv.split([q, kv, kv], dim=0)):
                 hf[dst + f"self_attn.{name}_proj.{kind}"] = part
-        hf[dst + "self_attn.o_proj.weight"] = ours[src + "self_attn.o_proj.weight"]
         gate, up = ours[src + "mlp.gate_up_proj.weight"].chunk(2, dim=0)
         hf[dst + "mlp.gate_proj.weight"], hf[dst + "mlp.up_proj.weight"] = gate, up
-        hf[dst + "mlp.down_proj.weight"] = ours[src + "mlp.down_proj.weight"]
-        hf[dst + "input_layernorm.weight"] = ours[src + "input_layernorm.weight"]
-        hf[dst + "post_attention_layernorm.weight"] = ours[src + "post_attention_layernorm.weight"]
+        for same in ("self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"):
+            hf[dst + same + ".weight"] = ours[src + same + ".weight"]
     return hf
 
 

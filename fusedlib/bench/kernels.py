@@ -88,11 +88,6 @@ def bench_ms(fn, device: str, iters: int) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def _error(exc: Exception) -> str:
-    first = str(exc).splitlines()[0][:160] if str(exc) else ""
-    return f"{type(exc).__name__}: {first}"
-
-
 def _checked(fn, reference: torch.Tensor) -> float:
     err = (fn().float() - reference).abs().max().item()
     if not err <= TOLERANCE[torch.float16]:
@@ -120,7 +115,7 @@ def prompt_rows(spec: RunSpec) -> list[dict]:
                 _checked(call, reference)
                 sdpa[name] = rate(bench_ms(call, device, sizes["iters"]))
             except Exception as exc:  # a backend this card, build or shape lacks
-                skipped.append(f"{name}: {_error(exc)}")
+                skipped.append(f"{name}: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}")
         fastest = max(sdpa, key=sdpa.get, default=None)
         for t in tiles:
             backend = TritonAttention("balanced", prompt_tiles=t)

@@ -1,7 +1,8 @@
 """The peer experiment: the closed workload (`engines.closed_draw`, all requests submitted at
 once) on our engines and on transformers' own continuous batching (the manager behind
 `generate_batch`), on our weights copied into a Qwen2ForCausalLM (hf.py), measured alike:
-one discarded warm-up pass, then one timed pass.
+one discarded warm-up pass (transformers' first ran 2.4x slower than its next on the H200),
+then one timed pass.
 """
 from __future__ import annotations
 
@@ -18,40 +19,35 @@ def run(spec: RunSpec) -> list[dict]:
     return transformers_closed(spec) if spec.engine == "transformers" else closed(spec)
 
 
+def _timed(device: str, one_pass):
+    """(wall seconds, result) of `one_pass()`, the device's queued work finished before and after."""
+    sync(device)
+    t0 = time.perf_counter()
+    result = one_pass()
+    sync(device)
+    return time.perf_counter() - t0, result
+
+
 def closed(spec: RunSpec) -> list[dict]:
     """The closed workload on our engine."""
     engine = make_engine(spec)
     draw = closed_draw(spec)
     prompts, budgets = [r.prompt for r in draw], [r.max_new_tokens for r in draw]
-    walls = []
-    for _ in range(2):
-        sync(spec.profile_spec.device)
-        t0 = time.perf_counter()
-        engine.generate(prompts, budgets)
-        sync(spec.profile_spec.device)
-        walls.append(time.perf_counter() - t0)
+    walls = [_timed(spec.profile_spec.device, lambda: engine.generate(prompts, budgets))[0] for _ in range(2)]
     return [{**machine(), **settings_fields(spec), **closed_fields(walls[-1], sum(budgets), spec),
              "warmup_wall_s": walls[0]}]
 
 
 def transformers_closed(spec: RunSpec) -> list[dict]:
-    """transformers' own continuous batching (the manager behind `generate_batch`) on the
-    closed workload, with our weights copied into a Qwen2ForCausalLM. The
-    manager is driven directly because `generate_batch` takes one max_new_tokens for all
-    requests. Settings mirror our engine where transformers has them: at most `max_batch`
-    requests and `chunk_tokens + max_batch` tokens per forward, a cache that holds the whole
-    batch, EOS disabled, greedy. One discarded warm-up pass (its first pass ran 2.4x slower
-    than the next on the H200), then one timed pass."""
+    """transformers' own continuous batching on the closed workload (`_transformers_batching`),
+    driven directly because `generate_batch` takes one max_new_tokens for all requests."""
     draw = closed_draw(spec)
     n_out, device, walls = sum(r.max_new_tokens for r in draw), spec.profile_spec.device, []
     with _transformers_batching(spec, draw) as manager:
         for _ in range(2):
-            sync(device)
-            t0 = time.perf_counter()
-            outputs = _collect(manager, [manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens,
-                                                             eos_token_id=-1) for r in draw])
-            sync(device)
-            walls.append(time.perf_counter() - t0)
+            wall, outputs = _timed(device, lambda: _collect(manager, [
+                manager.add_request(r.prompt, max_new_tokens=r.max_new_tokens, eos_token_id=-1) for r in draw]))
+            walls.append(wall)
             if sum(len(o.generated_tokens) for o in outputs.values()) != n_out:
                 raise RuntimeError("transformers generated a different number of tokens than requested")
     return [{**machine(), "attention": "transformers", "max_batch": spec.max_batch,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 
-from .spec import CHECKS, ENGINES, KERNEL_KINDS, SERIES, RunSpec, SpecError
+from .spec import CHECKS, ENGINES, KERNEL_KINDS, PROFILES, SERIES, RunSpec, SpecError
 from ..config import PARTS
 
 # Capacity estimates, requests/s, from the drain rates (served_rate) past saturation of the
@@ -139,12 +139,9 @@ def _pairs(rounds: int, spec_for) -> list[RunSpec]:
 
 def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
     """One gates run per configuration; part11 at its own max_batch and chunk_tokens (256, 8192)."""
-    out = []
-    for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"]):
-        big = c == "part11"
-        out.append(RunSpec.build("gates", profile, config=c, max_batch=PARTS[c].max_batch if big else None,
-                                 chunk_tokens=PARTS[c].chunk_tokens if big else None))
-    return out
+    own = lambda c, size: getattr(PARTS[c], size) if c == "part11" else None  # noqa: E731
+    return [RunSpec.build("gates", profile, config=c, max_batch=own(c, "max_batch"),
+                          chunk_tokens=own(c, "chunk_tokens")) for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"])]
 
 
 def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:
@@ -307,8 +304,6 @@ def run_seconds(spec: RunSpec) -> float:
     the offered rate served at most at capacity, then the last batch's time in the engine
     (Little's law at a full batch: max_batch / capacity). Closed runs: two passes of the
     workload's tokens at the engine's token rate."""
-    from .spec import PROFILES
-
     costs = COSTS[spec.profile]
     if spec.experiment == "peer":
         tokens = spec.n_requests * PROFILES[spec.profile].peer_new_tokens

@@ -140,14 +140,12 @@ def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) ->
     ax.text(0.02, 0.02, f"bandwidth roof: copy at {copy_bw / 1e12:.2f} TB/s", transform=ax.transAxes, fontsize=7)
     ax.text(hi / 1.2, gemm / 1e12 * 1.3, f"compute roof: GEMM at {gemm / 1e12:.0f} TFLOP/s", fontsize=7, ha="right")
     markers = {"decode": "o", "mixed": "s"}
-    colors = {"step": "k", "gemm": "#1f77b4", "attention": "#ff7f0e", "norm_rotary_act": "#2ca02c",
-              "lm_head": "#9467bd", "other": "0.5"}
-    names = {"step": "whole step", "gemm": "GEMMs", "attention": "attention", "norm_rotary_act": "norm, rotary, act",
-             "lm_head": "LM head", "other": "other"}
+    styles = {"step": ("k", "whole step"), "gemm": ("#1f77b4", "GEMMs"), "attention": ("#ff7f0e", "attention"),
+              "norm_rotary_act": ("#2ca02c", "norm, rotary, act"), "lm_head": ("#9467bd", "LM head")}
     for (kind, step), g in points.groupby(["kind", "step"], sort=False):
+        color, name = styles.get(kind, ("0.5", kind))
         ax.scatter(g["intensity"], g["attained"] / 1e12, marker=markers.get(step, "o"), s=40 if kind == "step" else 26,
-                   color=colors.get(kind, "0.5"), edgecolor="k" if kind == "step" else "none", zorder=3,
-                   label=f"{names.get(kind, kind)}, {step}")
+                   color=color, edgecolor="k" if kind == "step" else "none", zorder=3, label=f"{name}, {step}")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="attained (TFLOP/s)",
            ylim=(min(points["attained"].min() / 1e12 / 3, 1.0), gemm / 1e12 * 3))
     _legend(ax, loc="center left", bbox_to_anchor=(1.0, 0.5), handlelength=1.5)

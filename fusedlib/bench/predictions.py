@@ -26,7 +26,6 @@ import yaml
 
 from . import figures as book
 from .figures.data import DATASHEETS, STATIC, profiles_and_devices
-from .stats import NO_ROWS
 
 PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml", STATIC / "predictions_reference.yaml")
 # The predictions that decide each chapter's question: quoted in full there, by id here only.
@@ -64,11 +63,8 @@ def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
     if not entry.get("figure"):
         return NO_FIGURE, "not resolved"
     names = _listed(entry["figure"])
-    lows, highs = _listed(entry.get("low")), _listed(entry.get("high"))
-    if len(lows) == 1:
-        lows *= len(names)
-    if len(highs) == 1:
-        highs *= len(names)
+    lows, highs = (b * len(names) if len(b) == 1 else b  # one bound for every figure
+                   for b in (_listed(entry.get("low")), _listed(entry.get("high"))))
     if not len(names) == len(lows) == len(highs):
         raise ValueError(f"{entry.get('id')}: {len(names)} figures but {len(lows)} lows and {len(highs)} highs")
     values = [figures[n] for n in names]  # an unknown name is an error in the record, not a verdict
@@ -100,11 +96,7 @@ def graded(entries: list[dict] | None = None, d=None, figures: Mapping | None = 
     if figures is None:
         figures = book.values(d) if any(e.get("figure") for e in entries) else {}
     on = card(d)
-    out = []
-    for e in entries:
-        measured, verdict = grade(e, figures)
-        out.append(e | {"measured": measured, "verdict": verdict, "graded_on": on})
-    return out
+    return [e | dict(zip(("measured", "verdict"), grade(e, figures)), graded_on=on) for e in entries]
 
 
 def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
@@ -130,17 +122,12 @@ def _cell(text) -> str | None:
     return None if text is None else str(text).replace("|", "\\|")
 
 
-def table(entries: list[dict], with_id: bool = True) -> pd.DataFrame:
-    """id (optionally), date, claim (the text as written, after its title), measured, the card it
-    was measured on, verdict."""
-    rows = []
-    for e in entries:
-        row = {"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
-               "measured": _cell(e.get("measured")), "on": e.get("graded_on") or "-", "verdict": e.get("verdict")}
-        if not with_id:
-            row.pop("id")
-        rows.append(row)
-    return pd.DataFrame(rows)
+def table(entries: list[dict]) -> pd.DataFrame:
+    """id, date, claim (the text as written, after its title), measured, the card it was
+    measured on, verdict."""
+    return pd.DataFrame([{"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
+                          "measured": _cell(e.get("measured")), "on": e.get("graded_on") or "-",
+                          "verdict": e.get("verdict")} for e in entries])
 
 
 # Where a claim as written names the series' working record, the page shows the bracketed
@@ -206,13 +193,8 @@ def appendix(entries: list[dict] | None = None) -> None:
     decide = {i for ids in DECIDING.values() for i in ids}
     out = []
     for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
-        these = [e for e in entries if str(e.get("chapter")) == chapter]
-        rows = []
-        for e in these:
-            short = e.get("title") or opening(e.get("text", ""))
-            full = e["id"] in decide
-            rows.append(e | {"title": e.get("title") if full else None,
-                             "text": e.get("text", "") if full else short})
+        rows = [e if e["id"] in decide else e | {"title": None, "text": e.get("title") or opening(e.get("text", ""))}
+                for e in entries if str(e.get("chapter")) == chapter]
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
         out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))
     display(Markdown("\n\n".join(out)))

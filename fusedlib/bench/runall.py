@@ -25,7 +25,6 @@ status 1 if any notebook failed (the others still run).
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
@@ -36,11 +35,10 @@ import time
 from pathlib import Path
 
 from . import plans, rows
-from .cli import seconds
-from .runner import check_setup, current, missing, modal_token
+from .cli import OneLineParser, seconds
+from .runner import check_setup, current, missing, modal_token, where
 from .spec import PROFILES
 
-COMMON = ("backend", "gpu", "profile", "out_dir", "rounds", "time_limit_s")
 MIN_START_S = 60  # under a time limit, no notebook starts with less left (its process and model take some)
 CELL = re.compile(r"^# %%(.*)$", re.M)
 
@@ -105,16 +103,6 @@ def execute(path: Path, injected: dict, executed: Path) -> int:
     return subprocess.run(cmd, cwd=path.parent, env={**os.environ, "PYTHONPATH": path_var}).returncode
 
 
-def default_backend() -> str:
-    """modal where a Modal token is configured (MODAL_TOKEN_ID or ~/.modal.toml), else local."""
-    return "modal" if modal_token() else "local"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, no usage block
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _notebooks(experiments: str) -> list[Path]:
     """The notebooks of space-separated experiment names; ValueError naming an unknown one."""
     by_name = {p.stem.split("_", 1)[1]: p for p in sorted((rows.CHECKOUT / "notebooks").glob("[0-9]*_*.py"))}
@@ -130,7 +118,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["--script"]:
         run_script(Path(argv[1]), json.loads(argv[2]))
         return 0
-    p = _Parser(prog="python -m fusedlib.bench.runall")
+    p = OneLineParser(prog="python -m fusedlib.bench.runall")
     p.add_argument("notebooks", nargs="*", type=Path)
     p.add_argument("--experiments", help="experiment names, space-separated (instead of notebook paths)")
     p.add_argument("--profile", choices=list(PROFILES))
@@ -144,7 +132,7 @@ def main(argv=None) -> int:
     p.add_argument("--executed", type=Path, default=Path("_build/executed"))
     a = p.parse_args(argv)
     start = time.monotonic()
-    backend = a.backend or default_backend()
+    backend = a.backend or ("modal" if modal_token() else "local")  # modal where a Modal token is configured
     try:
         notebooks = a.notebooks or _notebooks(a.experiments or "")
         if a.notebooks and a.experiments:
@@ -158,10 +146,7 @@ def main(argv=None) -> int:
         statuses = {path: _status(path, given) for path in notebooks}  # every plan checked before any run
     except (ValueError, OSError) as e:  # SpecError is a ValueError
         p.exit(2, f"{p.prog}: error: {e}\n")
-    from .runner import where
-
-    device = where(backend, a.gpu)
-    print(f"run-all: device {device}, profile {profile}, backend {backend}, out_dir {out_dir}, "
+    print(f"run-all: device {where(backend, a.gpu)}, profile {profile}, backend {backend}, out_dir {out_dir}, "
           f"rounds {a.rounds or 'by plan'}, time limit {a.time_limit or 'none'}, "
           f"{'papermill' if have_papermill() else 'notebooks as scripts'}", flush=True)
     if out_dir.name != "data" and not (out_dir / ".gitignore").exists():

@@ -82,9 +82,9 @@ def where(backend: str, gpu: str) -> str:
     """The device a backend's runs use, in words."""
     if backend == "modal":
         return f"Modal {gpu}"
-    import torch
+    from .telemetry import device_name
 
-    return f"local {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "local cpu"
+    return f"local {device_name()}"
 
 
 @contextlib.contextmanager
@@ -140,8 +140,7 @@ def execute(specs: list[RunSpec], out, backend: str = "local", gpu: str = "A10",
                 got = measure(spec)
             except Exception as e:
                 log(traceback.format_exc())
-                error = [{"error": f"{type(e).__name__}: {e}"[:2000]}]
-                rows.append(path, [{**rows.header(spec, None), **r} for r in error])
+                rows.append(path, [{**rows.header(spec, None), "error": f"{type(e).__name__}: {e}"[:2000]}])
                 raise RuntimeError(f"{_label(spec)} failed ({e}); its error row is in {path}: delete it to "
                                    "run it again") from e
             stamped = [{**rows.header(spec, r.get("device_name")), **r, **rows.identity(spec)} for r in got]
@@ -160,6 +159,3 @@ def table(out, experiment: str, profile: str, columns: list[str], **where):
     have = [r for r in current(out, experiment, profile) if all(r.get(k) == v for k, v in where.items())]
     frame = pd.DataFrame(have)
     return frame[[c for c in columns if c in frame]] if len(frame) else frame
-
-
-__all__ = ["check_setup", "current", "execute", "missing", "place", "table", "where"]

@@ -36,10 +36,9 @@ def step_fields(records: list, max_batch: int) -> dict:
     decodes = [r for r in records if r.kind == "decode"]
     full = [r for r in decodes if r.n_decode == max_batch] or decodes
     out["largest_batch_decode_rows"] = max((r.n_decode for r in full), default=None)
-    host_full = _median(r.host_s for r in full)
-    gpu_full = _median(r.gpu_s() for r in full)
-    out["host_ms_per_step_p50"] = None if host_full is None else host_full * 1e3
-    out["step_gpu_ms_p50"] = None if gpu_full is None else gpu_full * 1e3
+    for name, seconds in (("host_ms_per_step_p50", _median(r.host_s for r in full)),
+                          ("step_gpu_ms_p50", _median(r.gpu_s() for r in full))):
+        out[name] = None if seconds is None else seconds * 1e3
     return out
 
 

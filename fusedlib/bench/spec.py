@@ -154,7 +154,3 @@ class RunSpec:
         settings = replace(PARTS[self.config], **{k: v for k, v in given.items() if v is not None})
         device = self.profile_spec.device
         return (settings.eager() if device == "cpu" else settings).for_device(device)
-
-
-__all__ = ["ENGINES", "EXPERIMENTS", "KERNEL_KINDS", "PROFILES", "Profile", "RunSpec", "SCHEMA_VERSION",
-           "SERIES", "SpecError"]

@@ -31,13 +31,6 @@ class RequestSpec:
 Workload = list[RequestSpec]
 
 
-def _build(lengths: np.ndarray, budgets: np.ndarray, vocab_size: int, rng: np.random.Generator) -> Workload:
-    return [
-        RequestSpec(prompt=rng.integers(0, vocab_size, size=int(n)).tolist(), max_new_tokens=int(b))
-        for n, b in zip(lengths, budgets)
-    ]
-
-
 def _probabilities(lengths: tuple[int, ...], weights) -> np.ndarray:
     w = np.ones(len(lengths)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(lengths),) or (w < 0).any() or w.sum() <= 0:
@@ -58,7 +51,8 @@ def mixed(
     rng = np.random.default_rng(seed)
     drawn = rng.choice(np.asarray(lengths), size=n, p=_probabilities(lengths, weights))
     budgets = rng.integers(budget[0], budget[1] + 1, size=n)
-    return _build(drawn, budgets, vocab_size, rng)
+    return [RequestSpec(prompt=rng.integers(0, vocab_size, size=int(n)).tolist(), max_new_tokens=int(b))
+            for n, b in zip(drawn, budgets)]
 
 
 def poisson_arrivals(specs: Workload, rate: float, seed: int = 0) -> Workload:

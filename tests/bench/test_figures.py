@@ -120,7 +120,7 @@ def test_each_glue_name_belongs_to_one_page(rows, monkeypatch):
 
 def test_a_name_glued_by_two_pages_is_refused(monkeypatch, tmp_path):
     monkeypatch.setitem(F.PAGES, "copy", part10)
-    with pytest.raises(RuntimeError, match="another page glues too"):
+    with pytest.raises(RuntimeError, match="another figure or page glues too"):
         F.values(tmp_path)
 
 

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from fusedlib.bench import plans
-from fusedlib.bench.runall import COMMON, parameters
+from fusedlib.bench.runall import parameters
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
+COMMON = ("backend", "gpu", "profile", "out_dir", "rounds", "time_limit_s")  # what run-all sets in every notebook
 
 
 def test_one_notebook_per_experiment_with_the_common_parameters():

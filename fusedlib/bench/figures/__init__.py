@@ -4,7 +4,8 @@ imported from its page's module. numpy, pandas and yaml only: no torch.
 
   data.py      the rows folder as DataFrames, the model's shape, the card's datasheet
   chapter.py   what every chapter of parts 7-10 shows for its part: steps and capacity
-  intro.py part07.py ... part11.py not_kept.py provenance.py   one per page
+  intro.py part07.py ... part11.py   one per page that glues values (`PAGES`)
+  not_kept.py provenance.py          the appendices' tables, which their pages show directly
   glue.py      how a page glues its values and shows its tables
 """
 from __future__ import annotations
@@ -12,22 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..stats import Value
-from . import intro, not_kept, part07, part08, part09, part10, part11, provenance
+from . import intro, part07, part08, part09, part10, part11
+from .data import collect
 
-PAGES = {"intro": intro, "part07": part07, "part08": part08, "part09": part09, "part10": part10,
-         "part11": part11, "not_kept": not_kept, "provenance": provenance}
+PAGES = {"intro": intro, "part07": part07, "part08": part08, "part09": part09, "part10": part10, "part11": part11}
 
 
 def values(data: str | Path | None = None) -> dict[str, Value]:
     """Every page's named values, glue name -> Value (the predictions' grader reads these)."""
-    out: dict[str, Value] = {}
-    for page, module in PAGES.items():
-        named = module.figures(data)[1]
-        twice = set(out) & set(named)
-        if twice:
-            raise RuntimeError(f"{page} glues {sorted(twice)}, which another page glues too")
-        out.update(named)
-    return out
+    return collect(**{page: module.figures(data) for page, module in PAGES.items()})[1]
 
 
 def owners(data: str | Path | None = None) -> dict[str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import cell, finite, ms, pct, shorter, sig, times, us
+from ..text import cell, finite, ms, pct, rate, shorter, sig, times, us
 from .data import PARTS, load, method, newest, per_rows
 
 
@@ -77,15 +77,12 @@ def _get(r: dict | None, k: str) -> float | None:
 def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The part's decode and mixed steps beside their floors: table and named values."""
     s = step_rows(d)
-    dec, mix = _one(s, config, "fused", "decode"), _one(s, config, "fused", "mixed")
-    mixc = _one(s, config, "chunked", "mixed")
-    decc = _one(s, config, "chunked", "decode")
+    dec, mix, decc, mixc = (_one(s, config, e, k) for e in ("fused", "chunked") for k in ("decode", "mixed"))
     g = _get
-    v = {}
-    v["decode_wall"] = fixed(g(dec, "wall_ms"), ms)
-    v["decode_gpu"] = fixed(g(dec, "gpu_ms"), ms)
-    v["decode_host"] = fixed(g(dec, "host_ms"), ms)
-    v["decode_floor"] = fixed(g(dec, "bytes_floor_ms"), ms)
+    v = {name: fixed(g(r, field), ms) for name, r, field in (  # the step times and floors as they are
+        ("decode_wall", dec, "wall_ms"), ("decode_gpu", dec, "gpu_ms"), ("decode_host", dec, "host_ms"),
+        ("decode_floor", dec, "bytes_floor_ms"), ("mixed_wall", mix, "wall_ms"), ("mixed_gpu", mix, "gpu_ms"),
+        ("mixed_chunked_wall", mixc, "wall_ms"), ("mixed_floor", mix, "flop_floor_ms"))}
     v["decode_over_floor"] = fixed(ratio(g(dec, "wall_ms"), g(dec, "bytes_floor_ms")), times)
     share = ratio(g(dec, "gpu_ms"), g(dec, "wall_ms"))
     v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
@@ -99,14 +96,9 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["decode_vs_chunked_pct"] = fixed(vs_chunked and 100 * (vs_chunked - 1), lambda x: pct(x, True))
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
-    v["mixed_wall"] = fixed(g(mix, "wall_ms"), ms)
-    v["mixed_gpu"] = fixed(g(mix, "gpu_ms"), ms)
-    v["mixed_chunked_wall"] = fixed(g(mixc, "wall_ms"), ms)
-    v["mixed_chunked_gpu"] = fixed(g(mixc, "gpu_ms"), ms)
     saving = ratio(g(mix, "wall_ms"), g(mixc, "wall_ms"))
     saving = saving and 100 * (1 - saving)
     v["mixed_saving"] = fixed(saving, lambda x: f"{pct(x)} shorter" if x >= 0 else f"{pct(-x)} longer")
-    v["mixed_floor"] = fixed(g(mix, "flop_floor_ms"), ms)
     v["mixed_over_floor"] = fixed(ratio(g(mix, "gpu_ms"), g(mix, "flop_floor_ms")), times)
     v["mixed_shape"] = MISSING if mix is None else Value(g(mix, "chunk_tokens"), (
         f"a {g(mix, 'chunk_tokens'):,.0f}-token prompt chunk beside {g(mix, 'decode_rows'):.0f} decode rows"))
@@ -175,8 +167,7 @@ def pairs(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def gain_verdict(v: Value, ahead: str = "the fused engine serves more",
-                 behind: str = "the chunked engine serves more") -> Value:
+def gain_verdict(v: Value) -> Value:
     """A gain's conclusion in words, chosen from its interval."""
     if v.value is None:
         return MISSING
@@ -184,7 +175,7 @@ def gain_verdict(v: Value, ahead: str = "the fused engine serves more",
         return Value(v.value, "unresolved (one pair)")
     if not v.resolved:
         return Value(v.value, "neither engine is resolved ahead of the other")
-    return Value(v.value, ahead if v.lo > 0 else behind)
+    return Value(v.value, f"the {'fused' if v.lo > 0 else 'chunked'} engine serves more")
 
 
 CAPACITY_NAMES = ("capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate", "n_requests",
@@ -211,33 +202,41 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
                        f"request waits and the batch is full{held}.")
 
 
+def offered(rates: pd.Series) -> Value:
+    """The offered rates of a set of runs in words ("a, b and c requests/s"); value: how many."""
+    r = sorted(set(rates.astype(float)))
+    return Value(float(len(r)), ", ".join(sig(x) for x in r[:-1]) + (" and " if len(r) > 1 else "") + rate(r[-1]))
+
+
 @per_rows
 def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The part's sweep (offered rate -> capacity, per engine) and its paired capacity values."""
+    """The part's paired capacity values (its sweep is `capacity_sweeps`)."""
     c = newest("capacity", d)
     c = c[c["config"] == config] if len(c) else c
     names: dict[str, Value] = {k: MISSING for k in CAPACITY_NAMES}
     pr = pairs(c)
     if len(pr):
-        g = gain(pr["fused"], pr["chunked"], pr["seed"])
         arrivals = c["n_requests"].median() if "n_requests" in c else None
         names["capacity_fused"] = capacity_level(pr["fused"], arrivals)
         names["capacity_chunked"] = capacity_level(pr["chunked"], arrivals)
-        names["fusion_gain"] = g
-        names["fusion_verdict"] = gain_verdict(g)
+        names["fusion_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
+        names["fusion_verdict"] = gain_verdict(names["fusion_gain"])
         r = float(pr["rate"].iloc[0])
-        names["pair_rate"] = Value(r, f"{sig(r)} requests/s")
+        names["pair_rate"] = fixed(r, rate)
         names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
-        offered = sorted(set(c["rate"].astype(float)))
-        names["offered_rates"] = Value(float(len(offered)), (", ".join(sig(x) for x in offered[:-1]) + " and "
-                                                              if len(offered) > 1 else "") + f"{sig(offered[-1])} requests/s")
+        names["offered_rates"] = offered(c["rate"])
         names["capacity_method"] = method_line(c, c[c["rate"] == r])
         at = c[c["rate"] == r]
         for eng in ("fused", "chunked"):
             e = at[at["engine"] == eng]
             names[f"ttft_p50_{eng}"] = median(e["ttft_p50_s"], "s", num=lambda x: sig(x, 2))
             names[f"itl_p99_{eng}"] = median(e["itl_p99_s"] * 1e3, "ms")
-    return sweep_table(c), {f"{prefix(config)}_{k}": x for k, x in names.items()}
+    return pd.DataFrame(), {f"{prefix(config)}_{k}": x for k, x in names.items()}
+
+
+def part_values(configs, d: str | Path | None = None) -> dict[str, Value]:
+    """The named values of these parts' steps and capacity."""
+    return {k: v for c in configs for figure in (steps, capacity) for k, v in figure(c, d=d)[1].items()}
 
 
 def sweep_table(c: pd.DataFrame) -> pd.DataFrame:

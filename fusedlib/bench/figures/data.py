@@ -196,13 +196,13 @@ def datasheet(d: str | Path | None = None) -> dict:
 
 
 def collect(**figures: tuple[pd.DataFrame, dict]) -> tuple[dict[str, pd.DataFrame], dict]:
-    """A page's figures as (tables by figure, values by glue name); a name computed by two of
-    them is an error."""
+    """Figures (a page's, or the pages') as (tables by figure, values by glue name); a name
+    computed by two of them is an error."""
     tables, values = {}, {}
     for key, (table, named) in figures.items():
         twice = set(values) & set(named)
         if twice:
-            raise RuntimeError(f"{key}: glue names {sorted(twice)} computed twice")
+            raise RuntimeError(f"{key} glues {sorted(twice)}, which another figure or page glues too")
         tables[key] = table
         values.update(named)
     return tables, values

@@ -10,7 +10,7 @@ from ..stats import MISSING, Value, fixed, ratio
 from ..text import ms, pct, span, times
 from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
 from . import chapter
-from .data import MODEL, PARTS, SIZES, collect, datasheet, devices, load, per_rows, rates
+from .data import MODEL, SIZES, collect, datasheet, devices, load, per_rows, rates
 
 
 @per_rows
@@ -57,7 +57,7 @@ def hardware(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 @per_rows
 def gates(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """Each correctness gate's result per part."""
+    """Whether every gate passed, and how many passed at part 11's size."""
     g = load("gates", d)
     names = {"gates_passed": MISSING, "gates_b256": MISSING}
     if not len(g):
@@ -69,9 +69,7 @@ def gates(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if len(big):
         okb = big["passed"].astype(bool)
         names["gates_b256"] = Value(float(okb.mean()), f"{int(okb.sum())} of {len(okb)} pass")
-    table = g.pivot_table(index="gate", columns="config", values="passed", aggfunc=lambda s: "pass" if all(s) else "FAIL")
-    cols = [c for c in (*PARTS, "part11") if c in table.columns]
-    return table[cols].reset_index().fillna("-"), names
+    return pd.DataFrame(), names
 
 
 def capacity_reading(gain: Value, what: str = "that saving") -> str:
@@ -104,12 +102,11 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                 + ("here is mostly fixed, whatever tokens it carries." if fixed_cost else
                    "here grows with the tokens it carries."))
     s = chapter.step_rows(d)
-    one = lambda engine: chapter._one(s, "part7", engine, "decode")  # noqa: E731
-    fused, two = one("fused"), one("chunked")
+    fused, two = (chapter._one(s, "part7", engine, "decode") for engine in ("fused", "chunked"))
     if fused is None or two is None:
         same = "These rows hold no decode step of both engines to compare."
     else:
-        g = lambda r, k: chapter._get(r, k)  # noqa: E731
+        g = chapter._get
         spans = [(g(r, "wall_ms_min"), g(r, "wall_ms_max")) for r in (fused, two)]
         overlap = None not in (*spans[0], *spans[1]) and spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1]
         spread = "" if None in (*spans[0], *spans[1]) else \

@@ -48,8 +48,7 @@ def attention(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
             if 1024 in by[b].index:
                 v[f"att_1k_{short}"] = fixed(float(by[b].loc[1024, "gpu_us"]), us)
     copy1k = a[a["context"] == 1024]["copy_us"]  # timed beside each kernel: one figure, their median
-    if len(copy1k):
-        v["att_1k_copy"] = fixed(float(copy1k.median()), us)
+    v["att_1k_copy"] = fixed(float(copy1k.median()), us)  # (none: nan, so MISSING)
     for slow, fast, k in (("triton", "triton-splitkv", "att_speedup_splitkv"),
                           ("triton-splitkv", "triton-parallel", "att_speedup_parallel")):
         if slow in by and fast in by:

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..stats import MISSING, Value, fixed, median, multiple, ratio
+from ..stats import MISSING, Value, fixed, median, multiple
 from ..text import cell, pct, sig
 from . import chapter
-from .data import collect, load, newest, per_rows, rates
+from .data import PARTS, collect, load, newest, per_rows, rates
 
 
 def roofline_points(d: str | Path | None = None, config: str = "part10", engine: str = "fused") -> pd.DataFrame:
@@ -81,8 +81,7 @@ def peer(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     ours = df[(df["engine"] == "fused") & (df["config"] == config)].set_index("round")["output_tok_s"]
     hf = df[(df["engine"] == "transformers") & (df["config"] == config)].set_index("round")["output_tok_s"]
     both = ours.to_frame("ours").join(hf.to_frame("hf"), how="inner").dropna()
-    if len(both):
-        names["peer_ratio"] = multiple(both["ours"], both["hf"])
+    names["peer_ratio"] = multiple(both["ours"], both["hf"])
     names["peer_tok_s"] = median(ours, "tokens/s")
     names["peer_transformers_tok_s"] = median(hf, "tokens/s")
     b = df[(df["engine"] == "fused") & (df["config"] == config)]["batch"]
@@ -127,13 +126,11 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         lowest = {s: g.loc[g["share"].idxmin(), "kind"] for s, g in classes.groupby("step")}
         text = f"{_one_or_each(largest, 'taking the most GPU time')}, and {_one_or_each(lowest, 'furthest below its roof')}."
         v["rf_reading"] = Value(None, text[0].upper() + text[1:])
-    gains, savings = {}, {}
-    for c in ("part7", "part8", "part9", "part10"):
-        p_ = chapter.prefix(c)
-        gains[c] = chapter.capacity(c, d=d)[1][f"{p_}_fusion_gain"]
-        st = chapter.steps(c, d=d)[1]
-        savings[c] = ratio(st[f"{p_}_mixed_wall"].value, st[f"{p_}_mixed_chunked_wall"].value)
-    apart = [c for c in gains if savings[c] is not None and savings[c] < 0.95 and gains[c].value is not None
+    vals = chapter.part_values(PARTS, d)
+    named = lambda c, k: vals[f"{chapter.prefix(c)}_{k}"]  # noqa: E731
+    gains = {c: named(c, "fusion_gain") for c in PARTS}
+    savings = {c: named(c, "mixed_saving").value for c in PARTS}  # % shorter than the chunked step
+    apart = [c for c in gains if savings[c] is not None and savings[c] > 5 and gains[c].value is not None
              and not (gains[c].resolved and gains[c].lo > 0)]
     if any(savings[c] is None or gains[c].value is None for c in gains):
         stage = "These rows do not hold every part's mixed steps and paired capacity runs to follow it stage by stage."

@@ -59,10 +59,6 @@ def best_sweep(d: str | Path | None = None) -> pd.DataFrame:
     return s[(s["max_batch"] == b[0]) & (s["chunk_tokens"] == b[1])] if b[0] is not None else s.iloc[:0]
 
 
-def _setting(b: float, t: float) -> str:
-    return f"batch {b:.0f}, budget {t:,.0f} tokens"
-
-
 def _arrivals(s: pd.DataFrame) -> Value:
     """The arrivals per run of a set of part 11's rows, by batch size, in words."""
     arrivals = s.groupby("max_batch")["n_requests"].median() if len(s) and "n_requests" in s else pd.Series(dtype=float)
@@ -75,12 +71,11 @@ def _arrivals(s: pd.DataFrame) -> Value:
 
 @per_rows
 def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The best setting of each engine on the newest rows, fusion's gain there, and the table of
-    their runs."""
-    names = ["p11_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch", "p11_best_budget",
-             "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small", "p11_goodput_best",
-             "p11_ttft_p99_best", "p11_itl_p99_best", "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"]
-    v = {k: MISSING for k in names}
+    """The fused engine's best setting on the newest rows, its capacity and fusion's gain there."""
+    v = dict.fromkeys(("p11_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch",
+                       "p11_best_budget", "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict",
+                       "p11_vs_small", "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best",
+                       "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"), MISSING)
     s = newest("scale", d)
     v["p11_device"] = Value(None, devices(s))
     v["goodput_ttft"] = fixed(metrics.TTFT_SLO_S * 1e3, ms)
@@ -98,28 +93,21 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         here = at[at["rate"] == b["rate"]]
         v["p11_best_fused_rate"] = chapter.capacity_level(here[here["engine"] == "fused"][field], arrivals)
         v["p11_chunked_at_best"] = chapter.capacity_level(here[here["engine"] == "chunked"][field], arrivals)
-        v["p11_best_setting"] = Value(None, _setting(b["max_batch"], b["chunk_tokens"]))
+        v["p11_best_setting"] = Value(None, f"batch {b['max_batch']:.0f}, budget {b['chunk_tokens']:,.0f} tokens")
         v["p11_best_batch"] = fixed(float(b["max_batch"]), lambda x: f"{x:.0f}")
         v["p11_best_budget"] = fixed(float(b["chunk_tokens"]), lambda x: f"{x:,.0f}")
         v["p11_pair_rate"] = fixed(float(b["rate"]), rate)
-        offered = sorted(set(at[at["engine"] == "fused"]["rate"].astype(float)))
-        v["p11_offered_rates"] = Value(float(len(offered)), ", ".join(sig(x) for x in offered[:-1]) +
-                                       (" and " if len(offered) > 1 else "") + rate(offered[-1]))
+        v["p11_offered_rates"] = chapter.offered(at[at["engine"] == "fused"]["rate"])
         v["p11_capacity_method"] = chapter.method_line(at, here)
         v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
         v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
-        pr = chapter.pairs(at)
-        if len(pr):
-            g = gain(pr["fused"], pr["chunked"], pr["seed"])
-            v["p11_fusion_gain_best"] = g
-            v["p11_fusion_verdict"] = chapter.gain_verdict(g)
+        pr = chapter.pairs(at)  # without pairs, MISSING
+        v["p11_fusion_gain_best"] = gain(pr["fused"], pr["chunked"], pr["seed"])
+        v["p11_fusion_verdict"] = chapter.gain_verdict(v["p11_fusion_gain_best"])
         small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"].value
         v["p11_vs_small"] = fixed(ratio(v["p11_best_fused_rate"].value, small), times)
-    table = pd.DataFrame({"setting": [_setting(b_, t_) for b_, t_ in zip(t["max_batch"], t["chunk_tokens"])],
-                          "engine": t["engine"], "offered (req/s)": t["rate"].map(sig),
-                          "capacity (req/s)": t["capacity"].map(sig), "runs": t["n"]})
-    return table, v
+    return pd.DataFrame(), v
 
 
 @per_rows
@@ -145,8 +133,7 @@ def drain_grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_drain_rate"] = chapter.capacity_level(best[best["engine"] == "fused"]["served_rate"],
                                                      best["n_requests"].median())
         pr = chapter.pairs(best)
-        if len(pr):
-            v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
+        v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
     table = g.pivot_table(index=["max_batch", "chunk_tokens"], columns="engine", values="capacity").reset_index()
     out = pd.DataFrame({"batch": table["max_batch"].astype(int), "budget (tokens)": table["chunk_tokens"].astype(int)})
     for eng in ("fused", "chunked"):
@@ -192,6 +179,7 @@ def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     t = gemm and bw and cost["flops"] / gemm + cost["kv_bytes"] / bw
     dec256 = SIZES["weight_bytes"] + 256 * cost["decode_context"] * SIZES["kv_bytes_per_token"]
     tflop = lambda x: f"{x:.2f} TFLOP"  # noqa: E731
+    best = scale(d=d)[1]["p11_best_fused_rate"].value
     v = {
         "p11_req_tflop": fixed(cost["flops"] / 1e12, tflop),
         "p11_req_linear_tflop": fixed(cost["linear"] / 1e12, tflop),
@@ -202,12 +190,8 @@ def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         "p11_ceiling_rate": fixed(t and 1 / t, rate),
         "p11_ceiling_datasheet": fixed(1 / t_sheet, rate),
         "p11_decode256_floor": fixed(dec256 / (bw or sheet["bandwidth_Bps"]) * 1e3, ms),
-        "p11_ceiling_share": MISSING,
-        "p11_target_rate": fixed(TARGET_RATE, rate),
+        "p11_ceiling_share": fixed(best and t and 100 * best * t, pct),
     }
-    best = scale(d=d)[1]["p11_best_fused_rate"].value
-    if best and t:
-        v["p11_ceiling_share"] = fixed(100 * best * t, pct)
     table = pd.DataFrame([
         {"work per request": "linear layers", "amount": v["p11_req_linear_tflop"].text},
         {"work per request": "LM head", "amount": tflop(cost["lm_head"] / 1e12)},
@@ -224,9 +208,8 @@ def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     rates, or a budget too small to keep it full, the steps stay smaller): medians over those
     runs of the host's share of the loop, the host's and the GPU's time per full decode step,
     and a decode step's wall over its GPU time (1.00: the host's work is hidden behind the GPU's)."""
-    names = {"p11_host_share_b256": MISSING, "p11_host_ms_b256": MISSING, "p11_step_gpu_b256": MISSING,
-             "p11_decode_wall_over_gpu_b256": MISSING, "p11_decode_gpu_over_floor": MISSING,
-             "p11_host_over_step_b256": MISSING}
+    names = dict.fromkeys(("p11_host_share_b256", "p11_host_ms_b256", "p11_step_gpu_b256", "p11_decode_wall_over_gpu_b256",
+                           "p11_decode_gpu_over_floor", "p11_host_over_step_b256"), MISSING)
     s = newest("scale", d)
     if not len(s) or "largest_batch_decode_rows" not in s:
         return pd.DataFrame(), names
@@ -283,16 +266,13 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v = {}
     bound = _bound("P11-3")
     where = _against(hs["p11_host_share_b256"], bound)
-    v["p11_host_share_verdict"] = Value(None, {
-        "straddles": f"whose interval straddles its bound of {pct(100 * bound)}",
-        "below": f"below its bound of {pct(100 * bound)}", "above": f"above its bound of {pct(100 * bound)}",
-        None: "which these rows do not measure"}[where])
-    per_step = hs["p11_host_over_step_b256"]
-    where = _against(Value(per_step.value and per_step.value / 100, "", per_step.lo and per_step.lo / 100,
-                           per_step.hi and per_step.hi / 100), bound)
-    v["p11_host_over_step_verdict"] = Value(None, {
-        "straddles": "straddling that bound, read per decode step", "below": "below that bound, read per decode step",
-        "above": "above that bound, read per decode step", None: "not measured by these rows"}[where])
+    v["p11_host_share_verdict"] = Value(None, "which these rows do not measure" if where is None else
+                                        f"{'whose interval straddles' if where == 'straddles' else where} its bound "
+                                        f"of {pct(100 * bound)}")
+    where = _against(hs["p11_host_over_step_b256"], 100 * bound)  # that figure is a percent
+    v["p11_host_over_step_verdict"] = Value(None, "not measured by these rows" if where is None else
+                                            f"{'straddling' if where == 'straddles' else where} that bound, read per "
+                                            "decode step")
     w = hs["p11_decode_wall_over_gpu_b256"]
     hidden = None if w.value is None else (w.hi if w.hi is not None else w.value) <= 1.05
     v["p11_host_sets"] = Value(None, {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .data import EXPERIMENTS, REPO, collect, load, rows_dir
+from .data import EXPERIMENTS, REPO, load, rows_dir
 
 
 def provenance(d: str | Path | None = None) -> pd.DataFrame:
@@ -33,7 +33,3 @@ def software() -> pd.DataFrame:
     pins = re.findall(r'"([A-Za-z0-9_.\-\[\]]+)==([^"]+)"', (REPO / "pyproject.toml").read_text())
     keep = {"torch", "triton", "transformers", "numpy", "pandas", "jupyter-book", "myst-nb", "papermill"}
     return pd.DataFrame([{"package": p, "version": v} for p, v in pins if p.split("[")[0] in keep])
-
-
-def figures(d: str | Path | None = None):
-    return collect(provenance=(provenance(d), {}), software=(software(), {}))
