@@ -142,14 +142,7 @@ def current(rows: list[dict], profile: str) -> list[dict]:
     return [r for r in rows if r.get("code_version") == cv and r.get("profile") == profile]
 
 
-def identity(spec: RunSpec) -> dict:
-    """The options that identify `spec`'s run: its key less those left None. An option left None
-    names nothing, so a row may carry its own value there (a step census's rows carry their
-    step's chunk_tokens; the saturated census sets the option)."""
-    return {k: v for k, v in spec.key().items() if v is not None}
-
-
 def has_run(rows: list[dict], spec: RunSpec) -> bool:
     """Whether `rows` (already `current`) hold a row of exactly this run."""
-    key = identity(spec)
+    key = spec.key()
     return any(r.get("experiment") == spec.experiment and all(r.get(k) == v for k, v in key.items()) for r in rows)

@@ -180,9 +180,8 @@ def _cuda() -> bool:
 
 
 def print_estimates(notebooks: list[Path], given: dict) -> None:
-    """Each notebook's runs to go and the device seconds they will take (plans.estimate_seconds,
-    on the plan as `plans.foreseen` sees it), then their sum; a notebook without an estimate
-    (gates, census, attention) says so."""
+    """Each notebook's runs to go and their device seconds (plans.estimate_seconds over the plan
+    `plans.foreseen` sees; some experiments have no estimate), then the sum."""
     total = 0.0
     for path in notebooks:
         experiment, params, have = _plan_inputs(path, given)
@@ -194,8 +193,7 @@ def print_estimates(notebooks: list[Path], given: dict) -> None:
             continue
         total += seconds
         print(f"estimate {path.stem}: {len(todo)} runs to go, about {seconds:.0f} s", flush=True)
-    print(f"estimate: about {total:.0f} s ({total / 60:.1f} min) of device time for the estimated notebooks",
-          flush=True)
+    print(f"estimate: about {total:.0f} s ({total / 60:.1f} min) of device time in all", flush=True)
 
 
 def _plan_inputs(path: Path, given: dict) -> tuple[str, dict, list]:

@@ -106,7 +106,7 @@ def _measurer(backend: str, gpu: str):
 
 
 def _label(spec: RunSpec) -> str:
-    return " ".join(f"{k}={v}" for k, v in rows.identity(spec).items())
+    return " ".join(f"{k}={v}" for k, v in spec.key().items())
 
 
 def _headline(new: list[dict]) -> str:
@@ -143,7 +143,7 @@ def execute(specs: list[RunSpec], out, backend: str = "local", gpu: str = "A10",
                 rows.append(path, [{**rows.header(spec, None), "error": f"{type(e).__name__}: {e}"[:2000]}])
                 raise RuntimeError(f"{_label(spec)} failed ({e}); its error row is in {path}: delete it to "
                                    "run it again") from e
-            stamped = [{**rows.header(spec, r.get("device_name")), **r, **rows.identity(spec)} for r in got]
+            stamped = [{**rows.header(spec, r.get("device_name")), **r, **spec.key()} for r in got]
             rows.append(path, stamped)
             new_rows += stamped
             took = time.monotonic() - t0

@@ -132,7 +132,8 @@ class RunSpec:
 
     def key(self) -> dict:
         """The options that identify this run in its rows (every row of the run carries them)."""
-        return {name: getattr(self, name) for name in EXPERIMENTS[self.experiment]}
+        # An option left None names nothing: a step census's rows carry their own step's chunk_tokens.
+        return {name: getattr(self, name) for name in EXPERIMENTS[self.experiment] if getattr(self, name) is not None}
 
     def as_dict(self) -> dict:
         return asdict(self)
