@@ -12,10 +12,11 @@
 # run-all variables: PROFILE (full|smoke; default: full on a CUDA machine or Modal, else
 # smoke), EXPERIMENTS (e.g. "capacity scale"; default: all), CONFIGS (e.g. "part10": only
 # these configurations in the notebooks that take them; default: each notebook's), ROUNDS
-# (paired rounds; default: each plan's), TIME_LIMIT (seconds for the whole call, 0: none), OUT_DIR (default: data/ for full,
-# data-smoke/ for smoke), BACKEND (modal|local; default: modal with a Modal token, else
-# local), GPU (Modal's GPU type, default A10), SYSTEM_PYTHON=1 (use the python3 already
-# there instead of a venv, with the wheels in .whl/ installed into /tmp/site).
+# (paired rounds; default: each plan's), TIME_LIMIT (seconds for the whole call, 0: none),
+# OUT_DIR (default: data/ for full, data-smoke/ for smoke), BACKEND (modal|local; default:
+# modal with a Modal token, else local), GPU (Modal's GPU type, default H100: the card of the
+# rows in data/; A10 is the reference's), SYSTEM_PYTHON=1 (use the python3 already there
+# instead of a venv, with the wheels in .whl/ installed into /tmp/site).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -32,7 +33,7 @@ CONFIGS     ?=
 TIME_LIMIT  ?= 0
 OUT_DIR     ?=
 BACKEND     ?=
-GPU         ?= A10
+GPU         ?= H100
 DATA        ?= data
 EXECUTED    := _build/executed
 

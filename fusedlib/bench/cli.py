@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="rows folder (rows go to <out>/<experiment>.jsonl) or a .jsonl file (default: "
                                  "$FUSEDLIB_DATA, else data/ for full and data-smoke/ for smoke)")
     p.add_argument("--backend", default="local", choices=("local", "modal"), help="where runs go (default: local)")
-    p.add_argument("--gpu", default="A10", help="Modal's GPU type with --backend modal (default: A10)")
+    p.add_argument("--gpu", default="H100", help="Modal's GPU type with --backend modal (default: H100, the rows' card)")
     p.add_argument("--time-limit", type=seconds, default=0, help="start no run after this many seconds (0: none)")
     for name, (kind, many, text) in PARAMS.items():
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=_values(kind, many), help=text)

@@ -3,7 +3,7 @@
 One GPU function, `measure`, runs RunSpecs (as dicts) through `measure.run` in its container
 and returns their rows; `on_modal(gpu)` opens the app once and gives the notebook's runner a
 function that measures one spec there. The rows' header (code version, commit) is added on
-the calling side. The GPU is a parameter: Modal's "A10" is the reference's card, "H200" ours.
+the calling side. The GPU is a parameter: Modal's "A10" is the reference's card, "H100" the rows' in data/.
 
 Defining the app, the image and the function needs no credentials (the tests import this
 module and run `measure.local` on the CPU); a Modal call needs a token (`modal token new`).
@@ -29,7 +29,7 @@ image = (
 )
 
 
-@app.function(image=image, gpu="A10", timeout=TIMEOUT_S)
+@app.function(image=image, gpu="H100", timeout=TIMEOUT_S)
 def measure(specs: list[dict]) -> list[dict]:
     """Each spec's rows, measured in this container, in order."""
     from fusedlib.bench import measure as here, use_interpreter_without_gpu
@@ -39,7 +39,7 @@ def measure(specs: list[dict]) -> list[dict]:
 
 
 @contextlib.contextmanager
-def on_modal(gpu: str = "A10"):
+def on_modal(gpu: str = "H100"):
     """The app running on Modal; yields `measure_one(spec) -> rows` on a `gpu` container."""
     fn = measure.with_options(gpu=gpu)
     with modal.enable_output(), app.run():

@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     p.add_argument("--experiments", help="experiment names, space-separated (instead of notebook paths)")
     p.add_argument("--profile", choices=list(PROFILES))
     p.add_argument("--backend", choices=("local", "modal"))
-    p.add_argument("--gpu", default="A10")
+    p.add_argument("--gpu", default="H100")
     p.add_argument("--out-dir", default="")
     p.add_argument("--rounds", type=int, help="paired rounds (default: each plan's, by profile and configuration)")
     p.add_argument("--configs", default="", help="configurations, space-separated, for the notebooks that take them "

@@ -120,7 +120,7 @@ def _headline(new: list[dict]) -> str:
     return f"{len(new)} rows"
 
 
-def execute(specs: list[RunSpec], out, backend: str = "local", gpu: str = "A10", time_limit_s: float = 0,
+def execute(specs: list[RunSpec], out, backend: str = "local", gpu: str = "H100", time_limit_s: float = 0,
             log=print) -> list[dict]:
     """Run the missing runs of a plan; their rows (see the module's docstring)."""
     if not specs:

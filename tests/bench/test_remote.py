@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_app_function_and_default_gpu():
     assert remote.app.name == "fusedlib"
-    assert isinstance(remote.measure, modal.Function) and remote.measure._spec_.gpus == "A10"
+    assert isinstance(remote.measure, modal.Function) and remote.measure._spec_.gpus == "H100"
 
 
 def test_image_installs_the_core_and_bench_dependencies_without_local_versions():
