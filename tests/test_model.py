@@ -44,7 +44,7 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
         assert torch.equal(back[name], tensor), name
 
 
-@pytest.mark.slow(10)
+@pytest.mark.slow(24)
 def test_fused_ops_and_reference_generate_the_same_tokens():
     """A whole generation (prompt chunks, mixed and decode steps, both engines' step kinds)
     with the fused ops (the Triton GEMMs too: every step here has at most 64 rows) and balanced
