@@ -3,7 +3,8 @@
           32-row ones) per (cached prefix, chunk) case, K/V from a paged cache in shuffled
           blocks, beside `scaled_dot_product_attention` under each of its flash, cuDNN and
           efficient backends (one that errors is skipped and named) on the same causal shape;
-          every output checked against an fp32 SDPA first; do_bench medians (L2 cleared).
+          every output checked against an fp32 SDPA first; timed by `timing.median_ms` (CUDA
+          events around each call, after an L2 flush).
           TFLOP/s count causal FLOPs: 4 * heads * head_dim * pairs (`causal_pairs`).
   decode  part 11's decode attention per (rows, context) beside a copy of its bytes.
   gemm    each linear layer at a mixed step's rows through the engine's call (gate_up's with
@@ -80,14 +81,6 @@ def sdpa_call(q, k, v, prefix: int, group: int, backend=None):
     return call
 
 
-def bench_ms(fn, device: str, iters: int) -> float:
-    if device != "cuda":
-        return median_ms(fn, device, iters)[0]
-    import triton
-
-    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-
-
 def _checked(fn, reference: torch.Tensor) -> float:
     err = (fn().float() - reference).abs().max().item()
     if not err <= TOLERANCE[torch.float16]:
@@ -102,7 +95,7 @@ def prompt_rows(spec: RunSpec) -> list[dict]:
     gen = torch.Generator(device=device).manual_seed(0)
     tiles = [_prompt_tiles(torch.device(device))]
     tiles += [EARLIER_PROMPT_TILES] if device == "cuda" and EARLIER_PROMPT_TILES != tiles[0] else []
-    out = []
+    out, flush = [], flush_buffer(device)
     for prefix, chunk in sizes["prompt"]:
         (q, k, v), (q_chunk, k_cache, v_cache, meta) = paged_case(prefix, chunk, cfg, device, gen)
         reference = sdpa_call(q.float(), k.float(), v.float(), prefix, group)()
@@ -113,7 +106,7 @@ def prompt_rows(spec: RunSpec) -> list[dict]:
             call = sdpa_call(q, k, v, prefix, group, name)
             try:
                 _checked(call, reference)
-                sdpa[name] = rate(bench_ms(call, device, sizes["iters"]))
+                sdpa[name] = rate(median_ms(call, device, sizes["iters"], flush)[0])
             except Exception as exc:  # a backend this card, build or shape lacks
                 skipped.append(f"{name}: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}")
         fastest = max(sdpa, key=sdpa.get, default=None)
@@ -121,7 +114,7 @@ def prompt_rows(spec: RunSpec) -> list[dict]:
             backend = TritonAttention("balanced", prompt_tiles=t)
             call = lambda backend=backend: backend.prefill(q_chunk, k_cache, v_cache, meta, scale)  # noqa: E731
             err = _checked(call, reference)
-            ms = bench_ms(call, device, sizes["iters"])
+            ms = median_ms(call, device, sizes["iters"], flush)[0]
             out.append({**machine(), "tiles": f"{t.block_m}x{t.block_n}-w{t.num_warps}s{t.num_stages}",
                         "default_tiles": t == tiles[0], "context": prefix + chunk, "prefix": prefix, "chunk": chunk,
                         "heads": cfg.num_heads, "kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim,

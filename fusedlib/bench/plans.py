@@ -90,7 +90,7 @@ DEFAULTS = {
 # H100: ours ~5,900 and ~4,800, transformers ~380). A saturated census runs in a process of its
 # own (the model loaded and its engine built there) and reads its profiler window after the
 # run (`profile_s`). The kernel runs load no model: `kernel_s` by kind, from their calls
-# (prompt: 4 cases x 5 contenders x do_bench's ~0.3 s, SDPA's fp32 reference, two prompt
+# (prompt: 4 cases x 5 contenders x 100 timed calls, SDPA's fp32 reference, two prompt
 # kernels compiled from a cold cache; decode and gemm: a few hundred calls after a 1 GiB
 # flush each, a compile or two). Each errs long.
 COSTS = {
