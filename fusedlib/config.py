@@ -130,4 +130,7 @@ PARTS: dict[str, EngineConfig] = {
     "part9": replace(_PART7, attention="triton-splitkv", cuda_graphs=True),  # decode forwards from CUDA graphs
     "part10": _PART10,  # fused ops and GEMMs, whole-step graphs, the host one step ahead
     "part11": replace(_PART10, max_batch=256, chunk_tokens=8192),  # part 10 at a Hopper GPU's size
+    # Part 11's best setting. Its switches are part 11's: what part 12 changed is the kernels'
+    # code (Hopper-shaped prompt tiles), so its rows carry a code version of their own.
+    "part12": replace(_PART10, max_batch=256, chunk_tokens=2048),
 }

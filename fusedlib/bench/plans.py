@@ -25,7 +25,10 @@ from ..config import PARTS
 # A drain reads low (part 10: 48 over 240 arrivals, ~50 over 2,000), so the steady rate sits
 # at or above 1x and the multiples from 1.25x up are past it; the chunked engine's capacity
 # is lower still (the same multiples saturate it sooner).
-CAPACITY_ESTIMATES = {"part7": 5.5, "part8": 8.0, "part9": 15.0, "part10": 48.0}
+# Part 12 (part 11's best setting with Hopper-shaped prompt tiles): part 11's steady 80 req/s
+# there, plus the ~15% its ballpark (data/predictions_part12.yaml) expects from the prompt
+# kernel's ~2.3x.
+CAPACITY_ESTIMATES = {"part7": 5.5, "part8": 8.0, "part9": 15.0, "part10": 48.0, "part12": 95.0}
 SCALE_ESTIMATES = {(256, 2048): 79.0, (256, 8192): 69.6, (256, 512): 50.5, (128, 2048): 65.2, (128, 8192): 61.5,
                    (128, 512): 58.1, (64, 2048): 50.8, (64, 8192): 47.5, (64, 512): 50.3, (32, 2048): 42.0,
                    (32, 8192): 40.6, (32, 512): 39.4}
@@ -33,19 +36,24 @@ MULTIPLES = (0.8, 1.0, 1.25, 1.5, 2.0)
 
 DEFAULTS = {
     "full": {
-        "gates": dict(configs=SERIES + ("part11",)),
+        "gates": dict(configs=SERIES + ("part11", "part12")),
         # Part 7-10's step census; part 11's census is a saturated run at its best setting (the
         # fused engine, 256 rows x 2,048-token chunks) offered twice the setting's estimate:
         # 1,500 arrivals (~20 s at ~80 req/s served), its profiler window after 500 completions.
-        "census": dict(configs=SERIES + ("part11",), engines=ENGINES,
+        # Part 12's is the same run at its own estimate.
+        "census": dict(configs=SERIES + ("part11", "part12"), engines=ENGINES,
                        saturated={"part11": dict(setting=(256, 2048), engines=("fused",), multiple=2.0,
+                                                 n_requests=1500),
+                                  "part12": dict(setting=(256, 2048), engines=("fused",), multiple=2.0,
                                                  n_requests=1500)}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
         # 400 arrivals a run, the reference's count: at 32 rows the steady window holds all but
         # about one batch (~90%). Pairs: 5 at part 10's headline, 3 at the eager parts, whose
-        # runs are ~15x longer (400 arrivals at ~5 req/s is 80 s).
-        "capacity": dict(capacity=CAPACITY_ESTIMATES, multiples=MULTIPLES, n_requests=400,
-                         rounds={"part7": 3, "part8": 3, "part9": 3, "part10": 5}),
+        # runs are ~15x longer (400 arrivals at ~5 req/s is 80 s). Part 12 runs 256 rows: 1,500
+        # arrivals (the steady window then holds ~80%), 5 pairs.
+        "capacity": dict(configs=SERIES + ("part12",), capacity=CAPACITY_ESTIMATES, multiples=MULTIPLES,
+                         n_requests={**{c: 400 for c in SERIES}, "part12": 1500},
+                         rounds={"part7": 3, "part8": 3, "part9": 3, "part10": 5, "part12": 5}),
         # The peer's closed workload: 48 requests (a batch and a half at part 10's 32 rows), 3
         # rounds; transformers' runs are the slow ones (~16 s a pass on an H100, two passes a
         # run), and the device time for them is short.
@@ -60,24 +68,25 @@ DEFAULTS = {
         # window holds ~80% of the completions.
         "scale": dict(batches=(256,), chunks=(2048, 8192), capacity=SCALE_ESTIMATES, multiples=MULTIPLES,
                       n_requests=1500, rounds=5, sweep_engines=("fused",)),
-        # Part 11's best setting (256 rows, 2,048-token chunks) offered twice its estimate:
-        # 10,000 arrivals, served at capacity (~80 req/s before part 12's kernels: ~2 minutes).
-        "soak": dict(setting=(256, 2048), multiple=2.0, n_requests=10_000),
+        # Part 12 (part 11's best setting, 256 rows x 2,048-token chunks) offered twice its
+        # estimate: 10,000 arrivals, served at capacity (~95 req/s: under 2 minutes).
+        "soak": dict(config="part12", multiple=2.0, n_requests=10_000),
     },
     "smoke": {
         # The tiny model on a CPU: estimates of what it serves (its capacity runs at 32 rows
         # rarely fill the batch; the scale grid's 2 and 4 rows do), counts that keep
         # `make run-all PROFILE=smoke` to about two minutes.
         "gates": dict(configs=SERIES),
-        "census": dict(configs=SERIES + ("part11",), engines=ENGINES,
-                       saturated={"part11": dict(setting=(4, 32), engines=("fused",), multiple=5.0, n_requests=40)}),
+        "census": dict(configs=SERIES + ("part11", "part12"), engines=ENGINES,
+                       saturated={c: dict(setting=(4, 32), engines=("fused",), multiple=5.0, n_requests=40)
+                                  for c in ("part11", "part12")}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
-        "capacity": dict(capacity={c: 100.0 for c in SERIES}, multiples=(0.5, 2.0), n_requests=12,
-                         rounds={c: 2 for c in SERIES}),
+        "capacity": dict(configs=SERIES + ("part12",), capacity={c: 100.0 for c in SERIES + ("part12",)},
+                         multiples=(0.5, 2.0), n_requests=12, rounds={c: 2 for c in SERIES + ("part12",)}),
         "peer": dict(configs=("part10", "part11"), n_requests=6, rounds=2),
         "scale": dict(batches=(2, 4), chunks=(16, 32), capacity={(b, c): 40.0 for b in (2, 4) for c in (16, 32)},
                       multiples=(0.5, 2.0), n_requests=12, rounds=2, sweep_engines=("fused",)),
-        "soak": dict(setting=(4, 32), multiple=2.0, n_requests=40),
+        "soak": dict(config="part12", setting=(4, 32), multiple=2.0, n_requests=40),
     },
 }
 
@@ -138,8 +147,9 @@ def _pairs(rounds: int, spec_for) -> list[RunSpec]:
 
 
 def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
-    """One gates run per configuration; part11 at its own max_batch and chunk_tokens (256, 8192)."""
-    own = lambda c, size: getattr(PARTS[c], size) if c == "part11" else None  # noqa: E731
+    """One gates run per configuration; part11 and part12 at their own max_batch and chunk_tokens
+    (256 x 8,192 and 256 x 2,048)."""
+    own = lambda c, size: getattr(PARTS[c], size) if c in ("part11", "part12") else None  # noqa: E731
     return [RunSpec.build("gates", profile, config=c, max_batch=own(c, "max_batch"),
                           chunk_tokens=own(c, "chunk_tokens")) for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"])]
 
@@ -154,7 +164,7 @@ def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:
         if sat is None:
             out += [RunSpec.build("census", profile, config=c, engine=e) for e in engines or d["engines"]]
             continue
-        (batch, chunk), estimate = sat["setting"], DEFAULTS[profile]["scale"]["capacity"][sat["setting"]]
+        (batch, chunk), estimate = sat["setting"], setting_estimate(profile, c, sat["setting"])
         out += [RunSpec.build("census", profile, config=c, engine=e, max_batch=batch, chunk_tokens=chunk,
                               rate=round(sat["multiple"] * estimate, 1), n_requests=sat["n_requests"], seed=0)
                 for e in engines or sat["engines"]]
@@ -184,7 +194,7 @@ def capacity(profile: str, rounds=None, configs=None, rates=None, n_requests=Non
     configuration, or a dict by configuration. `rounds` and `n_requests` likewise: one value,
     a dict by configuration, or None for the profile's."""
     d, out = DEFAULTS[profile]["capacity"], []
-    for c in _configs(configs):
+    for c in _configs(configs, d["configs"]):
         sweep = sorted(_per_config(rates, c)) if rates is not None else \
             offered_rates(_estimate(d["capacity"], c, "config", c), d["multiples"])
         n = _per_config(_default(profile, "capacity", "n_requests", n_requests), c)
@@ -257,12 +267,14 @@ def kernels(profile: str, kernels=None, rows=()) -> list[RunSpec]:
 
 
 def soak(profile: str, n_requests=None, rate=None, rows=()) -> list[RunSpec]:
-    """One run: part11 at the profile's soak setting (full: 256 rows x 2,048-token chunks, the
-    fused engine), `n_requests` arrivals at `rate` (default: twice the setting's estimate)."""
+    """One run: the profile's soak configuration (full: part12, 256 rows x 2,048-token chunks;
+    smoke: its setting) and the fused engine, `n_requests` arrivals at `rate` (default: the
+    profile's multiple of the setting's capacity estimate, past capacity)."""
     d = DEFAULTS[profile]["soak"]
-    (batch, chunk), n = d["setting"], _default(profile, "soak", "n_requests", n_requests)
-    at = rate if rate is not None else round(d["multiple"] * DEFAULTS[profile]["scale"]["capacity"][d["setting"]], 1)
-    return [RunSpec.build("soak", profile, config="part11", engine="fused", max_batch=batch, chunk_tokens=chunk, rate=at,
+    c, n = d["config"], _default(profile, "soak", "n_requests", n_requests)
+    batch, chunk = d.get("setting") or (PARTS[c].max_batch, PARTS[c].chunk_tokens)
+    at = rate if rate is not None else round(d["multiple"] * setting_estimate(profile, c, (batch, chunk)), 1)
+    return [RunSpec.build("soak", profile, config=c, engine="fused", max_batch=batch, chunk_tokens=chunk, rate=at,
                           n_requests=n, seed=0)]
 
 
@@ -289,14 +301,23 @@ def foreseen(experiment: str, profile: str, params: dict, rows=()) -> list[RunSp
     return plan(experiment, profile, params, [*guessed, *rows])  # a measured row wins over its guess
 
 
+def setting_estimate(profile: str, config: str, setting: tuple[int, int]) -> float:
+    """A configuration's capacity estimate (requests/s) at (max_batch, chunk_tokens): its own
+    where the capacity experiment has one (part12), else the scale grid's for the setting."""
+    by_config = DEFAULTS[profile]["capacity"]["capacity"]
+    return by_config[config] if config in by_config else DEFAULTS[profile]["scale"]["capacity"][setting]
+
+
 def capacity_estimate(spec: RunSpec) -> float:
     """The capacity estimate (requests/s) of an open run's setting; where DEFAULTS has none
     (a setting given by hand), the profile's smallest for the experiment, so a time
     estimate errs long."""
-    by_config = spec.experiment == "capacity"  # the others (scale, soak, a saturated census) by setting
-    known = DEFAULTS[spec.profile]["capacity" if by_config else "scale"]["capacity"]
-    key = spec.config if by_config else (spec.max_batch, spec.chunk_tokens)
-    return known.get(key, min(known.values()))
+    by_config = DEFAULTS[spec.profile]["capacity"]["capacity"]
+    if spec.experiment != "scale" and spec.config in by_config:
+        return by_config[spec.config]
+    known = by_config if spec.experiment == "capacity" else DEFAULTS[spec.profile]["scale"]["capacity"]
+    return known.get(spec.config if spec.experiment == "capacity" else (spec.max_batch, spec.chunk_tokens),
+                     min(known.values()))
 
 
 def run_seconds(spec: RunSpec) -> float:

@@ -16,7 +16,7 @@ def test_capacity_sweeps_then_pairs_at_the_top_rate_in_abba_order():
         (50, "chunked", 3, 3), (50, "fused", 3, 3)]
     assert {s.n_requests for s in specs} == {20} and {s.max_batch for s in specs} == {32}
     default = plans.capacity("full")
-    assert [c for c in dict.fromkeys(s.config for s in default)] == list(SERIES)
+    assert [c for c in dict.fromkeys(s.config for s in default)] == [*SERIES, "part12"]
     assert len({tuple(s.key().values()) for s in default}) == len(default)
 
 
@@ -137,8 +137,8 @@ def test_plan_takes_a_notebooks_parameters():
 def test_part12_plans_and_their_estimates():
     costs = plans.COSTS["full"]
     soak, = plans.soak("full")
-    cap = plans.DEFAULTS["full"]["scale"]["capacity"][(256, 2048)]
-    assert (soak.config, soak.engine, soak.max_batch, soak.chunk_tokens) == ("part11", "fused", 256, 2048)
+    cap = plans.DEFAULTS["full"]["capacity"]["capacity"]["part12"]
+    assert (soak.config, soak.engine, soak.max_batch, soak.chunk_tokens) == ("part12", "fused", 256, 2048)
     assert soak.n_requests >= 10_000 and soak.rate == pytest.approx(2 * cap, abs=0.05)
     assert plans.estimate_seconds([soak]) == pytest.approx(
         costs["model_load_s"] + costs["first_build_s"] + soak.n_requests / cap + 256 / cap + costs["run_overhead_s"])
@@ -147,10 +147,15 @@ def test_part12_plans_and_their_estimates():
     assert plans.estimate_seconds(kernels) == pytest.approx(sum(costs["kernel_s"].values()))
     census = plans.census("full")
     steady = [s for s in census if s.rate is not None]
-    assert [(s.config, s.engine, s.max_batch, s.chunk_tokens) for s in steady] == [("part11", "fused", 256, 2048)]
+    assert [(s.config, s.engine, s.max_batch, s.chunk_tokens) for s in steady] == [
+        ("part11", "fused", 256, 2048), ("part12", "fused", 256, 2048)]
+    assert [s.rate for s in steady] == [2 * plans.DEFAULTS["full"]["scale"]["capacity"][(256, 2048)], 2 * cap]
     assert {s.config for s in census if s.rate is None} == set(plans.SERIES)
     own = costs["model_load_s"] + costs["first_build_s"] + costs["profile_s"]
-    assert plans.estimate_seconds(steady) == pytest.approx(
-        own + steady[0].n_requests / cap + 256 / cap + costs["run_overhead_s"])
+    assert plans.estimate_seconds(steady[1:]) == pytest.approx(
+        own + steady[1].n_requests / cap + 256 / cap + costs["run_overhead_s"])
+    capacity = plans.capacity("full", configs=["part12"])
+    assert {(s.max_batch, s.chunk_tokens, s.n_requests) for s in capacity} == {(256, 2048, 1500)}
+    assert len([s for s in capacity if s.round > 0]) == 2 * 4
     with pytest.raises(ValueError, match="no time estimate for census"):
         plans.estimate_seconds(census)  # the step census has none

@@ -8,7 +8,7 @@ from fusedlib.config import CPU_DEFAULTS, PARTS
 
 
 @pytest.mark.parametrize("experiment,options,option", [
-    ("capacity", dict(config="part12"), "config"), ("capacity", dict(engine="foo"), "engine"),
+    ("capacity", dict(config="part13"), "config"), ("capacity", dict(engine="foo"), "engine"),
     ("capacity", dict(rate=0), "rate"), ("capacity", dict(rate=float("nan")), "rate"), ("capacity", dict(rate="4"), "rate"),
     ("capacity", dict(max_batch=2.5), "max_batch"), ("capacity", dict(max_batch=True), "max_batch"),
     ("capacity", dict(seed=-1), "seed"), ("capacity", dict(round=-1), "round"), ("capacity", dict(nonsense=1), "nonsense"),
