@@ -269,9 +269,15 @@ def step_census(spec: RunSpec) -> list[dict]:
 def steady_census(spec: RunSpec) -> list[dict]:
     """A saturated run's GPU time by kernel class: once a fraction `STEADY[profile]["after"]` of
     its requests have finished with a queue waiting, `steps` steps run under torch.profiler.
-    A row per class: GPU seconds, share of the window's wall time (two streams overlap, so
+    A row per class: GPU seconds, share of the window's step time (two streams overlap, so
     shares need not sum to 1; "idle": no kernel running), FLOPs and bytes (`step_model`, the
-    chunks read from the requests' progress) and the rates they give."""
+    chunks read from the requests' progress) and the rates they give.
+
+    The step time is the steps' GPU time by CUDA events (`window_gpu_s`; on a CPU, the wall
+    time), not the window's wall time (`window_s`): the profiler's per-launch callbacks slow the
+    host, so under it the GPU waits for the host between steps, a wait the unprofiled run does
+    not have (its steps' wall and GPU times agree). "idle" is what the profiler cannot add:
+    gaps between kernels inside the steps' GPU time."""
     p, c = spec.profile_spec, STEADY[spec.profile]
     engine = make_engine(spec, cached=False)
     cfg, device = engine.model.config, p.device
@@ -310,11 +316,15 @@ def steady_census(spec: RunSpec) -> list[dict]:
             totals[name][0] += nbytes
             totals[name][1] += flops
     spans, wall_us = window["spans"], window["wall"] * 1e6
+    gpu = [rec.gpu_s() for rec in steps]
+    gpu_us = sum(gpu) * 1e6 if None not in gpu else None
+    step_us = gpu_us or wall_us
     classes = _classify([(name, us) for name, _, us in spans], sum(r.n_forwards for r in steps), split_attention=True)
-    classes["idle"] = (0, max(0.0, wall_us - busy_us(spans)))
+    classes["idle"] = (0, max(0.0, step_us - busy_us(spans)))
     bw, tflops = copy_bandwidth(device), gemm_tflops(device)
     base = {**machine(), **switch_fields(engine.config), "max_batch": engine.config.max_batch,
             "chunk_tokens": engine.config.chunk_tokens, "record": "steady_class", "window_s": wall_us / 1e6,
+            "window_gpu_s": None if gpu_us is None else gpu_us / 1e6,
             "window_steps": len(steps), "completed_before_window": after, "n_served": len(served),
             "copy_bw_Bps": bw, "gemm_tflops": tflops}
     out = []
@@ -322,7 +332,7 @@ def steady_census(spec: RunSpec) -> list[dict]:
         count, us = classes[name]
         nbytes, flops = totals.get(name, (None, None))
         gpu_s = us / 1e6
-        out.append({**base, "kernel_class": name, "n_kernels": count, "gpu_s": gpu_s, "share": us / wall_us,
+        out.append({**base, "kernel_class": name, "n_kernels": count, "gpu_s": gpu_s, "share": us / step_us,
                     "bytes": nbytes, "flops": flops,
                     "tflops": flops / gpu_s / 1e12 if flops and gpu_s else None,
                     "tb_s": nbytes / gpu_s / 1e12 if nbytes and gpu_s else None})

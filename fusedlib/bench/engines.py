@@ -45,10 +45,6 @@ def pool_gib(spec: RunSpec, max_batch: int) -> float:
     return max(max_batch, 4) * longest * per_token * 1.1 / 2**30
 
 
-def forget_engines() -> None:
-    _engines.clear()
-
-
 def cpu_threads(spec: RunSpec) -> None:
     if spec.profile_spec.device == "cpu":
         # The tiny model's ops are too small to split, and on a shared CPU OpenMP threads
@@ -64,14 +60,20 @@ def make_engine(spec: RunSpec, settings: EngineConfig | None = None, cached: boo
     if cached and s in _engines:
         return _engines[s]
     if not cached or any(replace(k, kind=s.kind) != s for k in _engines):
-        _engines.clear()
-    gc.collect()  # a dropped engine's pool goes back before the next one takes its own
-    if spec.profile_spec.device == "cuda":
-        torch.cuda.empty_cache()
+        forget_engines()
     engine = Engine(model_for(spec), config=s)
     if cached:
         _engines[s] = engine
     return engine
+
+
+def forget_engines() -> None:
+    """Drop the kept engines and give their pools back to the device before something else
+    takes memory (another engine; transformers, whose cache is sized from free memory)."""
+    _engines.clear()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def switch_fields(settings: EngineConfig) -> dict:

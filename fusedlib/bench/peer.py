@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from . import workloads
-from .engines import closed_draw, closed_fields, make_engine, model_for, settings_fields
+from .engines import closed_draw, closed_fields, forget_engines, make_engine, model_for, settings_fields
 from .hf import to_transformers, transformers_classes
 from .spec import RunSpec
 from .telemetry import machine, sync
@@ -43,6 +43,7 @@ def transformers_closed(spec: RunSpec) -> list[dict]:
     driven directly because `generate_batch` takes one max_new_tokens for all requests."""
     draw = closed_draw(spec)
     n_out, device, walls = sum(r.max_new_tokens for r in draw), spec.profile_spec.device, []
+    forget_engines()  # at 256 rows our two kept engines' pools leave transformers too little
     with _transformers_batching(spec, draw) as manager:
         for _ in range(2):
             wall, outputs = _timed(device, lambda: _collect(manager, [

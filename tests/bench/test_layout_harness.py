@@ -15,7 +15,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "fusedlib" / "bench"
-BUDGET = 4_000  # fusedlib/bench/ and scripts/ together, the book's modules included
+# fusedlib/bench/ and scripts/ together, the book's modules included. 4,000 through part 11;
+# part 12 adds a chapter (its figures module, ~200 lines), the census's GPU-time denominator
+# and the peer's release of kept engines: 4,250.
+BUDGET = 4_250
 PAGE_MODULES = tuple(f"figures.{p.stem}" for p in sorted((HARNESS / "figures").glob("*.py")))
 BOOK_MODULES = ("stats", "text", "plots", "predictions", *PAGE_MODULES)  # what the pages import
 

@@ -146,6 +146,7 @@ def test_saturated_census_rows_by_class():
     assert [r["kernel_class"] for r in got] == list(census.STEADY_CLASSES)
     assert all(r["record"] == "steady_class" and r["window_steps"] == census.STEADY["smoke"]["steps"] for r in got)
     assert len({r["window_s"] for r in got}) == 1 and got[0]["window_s"] > 0
+    assert all(r["window_gpu_s"] is None for r in got)  # a CPU: shares of the window's wall time
     assert all(r["share"] == pytest.approx(r["gpu_s"] / r["window_s"]) for r in got)
     by = {r["kernel_class"]: r for r in got}
     assert by["gemm"]["flops"] > 0 and by["gemm"]["tflops"] > 0 and by["idle"]["gpu_s"] >= 0
