@@ -14,7 +14,7 @@ from fusedlib.bench.figures.data import REPO
 from tests import book_pages as B
 from tests.bench import synthetic_rows
 
-CHAPTERS = ("part07", "part08", "part09", "part10", "part11")
+CHAPTERS = ("part07", "part08", "part09", "part10", "part11", "part12")
 
 
 @pytest.fixture(scope="module")

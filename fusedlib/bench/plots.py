@@ -12,7 +12,8 @@ from matplotlib.ticker import FixedFormatter, FixedLocator, LogLocator, NullForm
 
 from .figures.data import PARTS
 
-PART_COLOR = {"part7": "#8c564b", "part8": "#ff7f0e", "part9": "#2ca02c", "part10": "#1f77b4", "part11": "#9467bd"}
+PART_COLOR = {"part7": "#8c564b", "part8": "#ff7f0e", "part9": "#2ca02c", "part10": "#1f77b4", "part11": "#9467bd",
+              "part12": "#d62728"}
 ENGINE_STYLE = {"fused": "-", "chunked": "--"}
 RATE_NAME = {"steady": "steady rate", "drain": "drain rate"}
 
@@ -204,6 +205,23 @@ def scale_tail(sweeps: pd.DataFrame, engine: str = "fused") -> Figure | None:
         _log_y(ax)
     handles, labels = axes[0].get_legend_handles_labels()
     _legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=4, fontsize=6)
+    return fig
+
+
+def request_time_by_class(table: pd.DataFrame) -> Figure | None:
+    """Part 12: each kernel class's GPU time per request at capacity beside what the ceiling
+    prices its work at (nothing for the classes it does not price), one bar pair per class."""
+    if not len(table):
+        return None
+    fig, (ax,) = _fig(height=3.2)
+    num = lambda col: pd.to_numeric(table[col], errors="coerce").fillna(0.0)  # noqa: E731  ("-": unpriced)
+    y = np.arange(len(table))
+    ax.barh(y + 0.2, num("per request (ms)"), height=0.4, color="#1f77b4", label="spent per request")
+    ax.barh(y - 0.2, num("ceiling's price (ms)"), height=0.4, color="0.7", label="the ceiling's price")
+    ax.set_yticks(y, table["class"], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel="GPU time per request (ms)")
+    _legend(ax, handlelength=1.5, loc="lower right")
     return fig
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-EXPERIMENTS = ("gates", "census", "attention", "capacity", "peer", "scale")
+EXPERIMENTS = ("gates", "census", "attention", "capacity", "peer", "scale", "kernels", "soak")
 PARTS = ("part7", "part8", "part9", "part10")
 WEIGHT_BYTES = 3.087e9
 LAYERS = 28
@@ -43,10 +43,11 @@ def _base(experiment: str, i: int, **fields) -> dict:
 
 def gates_rows() -> list[dict]:
     rows, i = [], 0
-    for config in (*PARTS, "part11"):
+    for config in (*PARTS, "part11", "part12"):
         for gate in ("flip_tolerance", "mixed_step", "tiny_pool", "poisoning"):
             i += 1
-            rows.append(_base("gates", i, config=config, gate=gate, passed=True,
+            size = {"part11": dict(max_batch=256, chunk_tokens=8192), "part12": dict(max_batch=256, chunk_tokens=2048)}
+            rows.append(_base("gates", i, config=config, gate=gate, passed=True, **size.get(config, {}),
                               detail="ok", max_logit_gap=0.0, tolerance=0.02, n_tokens=4096))
     return rows
 
@@ -183,10 +184,64 @@ def peer_rows(rng: np.random.Generator, rounds: int = 3) -> list[dict]:
     return rows
 
 
+def part12_capacity_rows(rng: np.random.Generator, rounds: int = 5) -> list[dict]:
+    """Part 12: part 11's best setting with the new kernels, its sweep then pairs at 190/s."""
+    rows, i = [], 1000
+    for rnd, rate in [(0, r) for r in (76.0, 95.0, 119.0, 142.0, 190.0)] + [(r, 190.0) for r in range(1, rounds)]:
+        draw = float(rng.normal(1.0, 0.03)) if rnd else 1.0
+        for engine, cap in (("fused", 84.0 * draw), ("chunked", 77.0 * draw)):
+            i += 1
+            row = _capacity_row("capacity", i, rng, "part12", engine, cap, rate, rnd, rnd, 256, 2048, 1500)
+            row.update(steady_rate=row["served_rate"], steady_fraction=0.83, saturated=rate > cap)
+            rows.append(row)
+    return rows
+
+
+def part12_census_rows() -> list[dict]:
+    """A saturated census of part 12: 40 steps, GPU time by class (CUDA events' window 0.7 s)."""
+    share = {"gemm": 0.46, "lm_head": 0.013, "prompt_attention": 0.19, "decode_attention": 0.30,
+             "norm_rotary_act": 0.10, "other": 0.002, "idle": 0.02}
+    rate = {"gemm": (650.0, None), "lm_head": (520.0, None), "prompt_attention": (160.0, None),
+            "decode_attention": (None, 1.6)}
+    return [_base("census", 2000 + j, config="part12", engine="fused", record="steady_class", kernel_class=name,
+                  rate=190.0, max_batch=256, chunk_tokens=2048, window_s=1.5, window_gpu_s=0.7, window_steps=40,
+                  completed_before_window=500, gpu_s=0.7 * f, share=f, tflops=rate.get(name, (None,))[0],
+                  tb_s=rate.get(name, (None, None))[1], copy_bw_Bps=4.27e12, gemm_tflops=620.0)
+            for j, (name, f) in enumerate(share.items())]
+
+
+def kernels_rows() -> list[dict]:
+    rows, i = [], 3000
+    for tiles, default, scale in (("128x128-w8s2", True, 1.0), ("32x64-w4s2", False, 0.55)):
+        for context, prefix, tf, sdpa, backend in ((2048, 0, 220.0, 270.0, "cudnn"), (4096, 0, 305.0, 400.0, "cudnn"),
+                                                   (8192, 0, 375.0, 530.0, "cudnn"), (4096, 2048, 277.0, 194.0, "flash")):
+            i += 1
+            rows.append(_base("kernels", i, kernel="prompt", tiles=tiles, default_tiles=default, context=context,
+                              prefix=prefix, tflops=tf * scale, sdpa_tflops=sdpa, sdpa_backend=backend,
+                              max_abs_err=1e-3))
+    for n_rows, context, frac in ((32, 1024, 0.53), (256, 1024, 0.66), (256, 4096, 0.75)):
+        i += 1
+        kv = n_rows * context * KV_BYTES_PER_TOKEN / LAYERS
+        rows.append(_base("kernels", i, kernel="decode", rows=n_rows, context=context, kv_bytes=kv,
+                          copy_us=kv / 3.0e12 * 1e6, gpu_us=kv / 3.0e12 * 1e6 / frac, fraction_of_copy=frac))
+    for layer, n, k, frac in (("qkv", 2048, 1536, 1.0), ("gate_up", 17920, 1536, 0.81), ("down", 1536, 8960, 1.0)):
+        i += 1
+        rows.append(_base("kernels", i, kernel="gemm", layer=layer, m=2303, n=n, k=k, calls_cublas=True,
+                          tflops=600.0 * frac, matmul_tflops=600.0, fraction_of_matmul=frac))
+    return rows
+
+
+def soak_rows() -> list[dict]:
+    return [_base("soak", 4000, config="part12", engine="fused", max_batch=256, chunk_tokens=2048, rate=190.0,
+                  n_requests=10000, steady_rate=90.0, n_lost=0, pool_free_after=True, peak_mem_1k_bytes=4.0e10,
+                  peak_mem_end_bytes=4.0e10, kernels_compiled_after_construction=0)]
+
+
 def generate(seed: int = 0, rounds: int = 5) -> dict[str, list[dict]]:
     rng = np.random.default_rng(seed)
-    return {"gates": gates_rows(), "census": census_rows(rng), "attention": attention_rows(),
-            "capacity": capacity_rows(rng, rounds), "peer": peer_rows(rng), "scale": scale_rows(rng, rounds)}
+    return {"gates": gates_rows(), "census": census_rows(rng) + part12_census_rows(), "attention": attention_rows(),
+            "capacity": capacity_rows(rng, rounds) + part12_capacity_rows(rng, rounds), "peer": peer_rows(rng),
+            "scale": scale_rows(rng, rounds), "kernels": kernels_rows(), "soak": soak_rows()}
 
 
 def write(folder: Path, seed: int = 0, rounds: int = 5, experiments=EXPERIMENTS) -> Path:

@@ -137,7 +137,7 @@ def test_synthetic_values_are_the_ones_built_in(rows):
         100 * v["hw_copy_bw"].value / 4.8e12, rel=1e-9)
     assert v["att_frac_triton"].text == "30% to 36%"
     series, _ = intro.series(d=rows)
-    assert len(series) == 5 and not series.isna().any().any()
+    assert len(series) == 6 and not series.isna().any().any()
 
 
 def test_datasheet_is_the_measuring_cards_and_an_unknown_card_is_refused(tmp_path):
@@ -280,3 +280,35 @@ def test_the_committed_newest_open_loop_rows_are_steady_and_long_enough(experime
     assert short.empty, short[["config", "engine", "max_batch", "rate", "n_requests"]]
     read = data.newest(experiment, data.STATIC)
     assert set(read[read["code_version"] == newest_version]["config"]) == set(new["config"])
+
+
+def test_part12_conclusions_follow_its_rows(tmp_path):
+    """Part 12's verdicts are chosen from its figures: move the soak inside the pairs' interval,
+    lose a request, or fall short of a target, and the words change with them."""
+    import json
+
+    from fusedlib.bench.figures import part12
+
+    folder = synthetic_rows.write(tmp_path / "rows")
+    v = part12.figures(folder)[1]
+    pairs = v["p12_best_fused_steady_rate"]
+    assert v["p12_soak_vs_pairs"].text.startswith("above") and "do not" in v["p12_soak_caveat"].text
+    assert v["p12_soak_verdict"].text.endswith("nothing lost at scale.")
+    assert "short of the four fifths" in v["p12_ceiling_verdict"].text
+    assert "short of the target of 320 TFLOP/s" in v["p12_prompt_verdict"].text
+    assert v["p12_gemm_verdict"].text.startswith("gate_up runs below")
+    assert v["p12_distance"].text.startswith("prompt attention") or v["p12_distance"].text.startswith("decode attention")
+    soak = folder / "soak.jsonl"
+    row = json.loads(soak.read_text())
+    row.update(steady_rate=pairs.value, n_lost=3, time_utc="2026-12-07T00:00:00+00:00")
+    soak.write_text(json.dumps(row) + "\n")
+    kernels = folder / "kernels.jsonl"
+    rows = [json.loads(line) for line in kernels.read_text().splitlines()]
+    for r in rows:
+        if r["kernel"] == "prompt" and r["default_tiles"]:
+            r["tflops"] *= 1.5
+    kernels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    v = part12.figures(folder)[1]
+    assert v["p12_soak_vs_pairs"].text.startswith("inside") and "agree" in v["p12_soak_caveat"].text
+    assert v["p12_soak_verdict"].text.endswith("the soak failed.")
+    assert "at or above the target of 320 TFLOP/s" in v["p12_prompt_verdict"].text

@@ -10,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from fusedlib.bench import plots as P
-from fusedlib.bench.figures import chapter, data, part08, part10, part11
+from fusedlib.bench.figures import chapter, data, part08, part10, part11, part12
 from tests.bench import synthetic_rows
 
 
@@ -29,6 +29,7 @@ def figures(d):
         "attention": P.attention_vs_copy(part08.attention_table(d)),
         "scale": P.scale_capacity(part11.scale_settings(d)),
         "tail": P.scale_tail(part11.scale_sweeps(d)),
+        "request_time": P.request_time_by_class(part12.census(d=d)[0]),
     }
 
 

@@ -4,7 +4,7 @@ imported from its page's module. numpy, pandas and yaml only: no torch.
 
   data.py      the rows folder as DataFrames, the model's shape, the card's datasheet
   chapter.py   what every chapter of parts 7-10 shows for its part: steps and capacity
-  intro.py part07.py ... part11.py   one per page that glues values (`PAGES`)
+  intro.py part07.py ... part12.py   one per page that glues values (`PAGES`)
   not_kept.py provenance.py          the appendices' tables, which their pages show directly
   glue.py      how a page glues its values and shows its tables
 """
@@ -13,10 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..stats import Value
-from . import intro, part07, part08, part09, part10, part11
+from . import intro, part07, part08, part09, part10, part11, part12
 from .data import collect
 
-PAGES = {"intro": intro, "part07": part07, "part08": part08, "part09": part09, "part10": part10, "part11": part11}
+PAGES = {"intro": intro, "part07": part07, "part08": part08, "part09": part09, "part10": part10, "part11": part11,
+         "part12": part12}
 
 
 def values(data: str | Path | None = None) -> dict[str, Value]:

@@ -19,10 +19,11 @@ from .. import rows
 REPO = Path(__file__).resolve().parents[3]
 STATIC = REPO / "data"  # frozen inputs (reference figures, predictions, not-kept table): always the repo's
 # The book's experiments: the files a page reads. A missing file renders "no rows yet".
-EXPERIMENTS = ("gates", "census", "attention", "capacity", "peer", "scale")
+EXPERIMENTS = ("gates", "census", "attention", "capacity", "peer", "scale", "soak", "kernels")
 PARTS = ("part7", "part8", "part9", "part10")  # the parts measured at the reference's size
 LABEL = {"part7": "7: one forward per step", "part8": "8: split-KV decode", "part9": "9: CUDA graphs",
-         "part10": "10: fused ops, whole graphs", "part11": "11: batch 256, budgets to 8k"}
+         "part10": "10: fused ops, whole graphs", "part11": "11: batch 256, budgets to 8k",
+         "part12": "12: Hopper-shaped prompt tiles"}
 
 
 def rows_dir(d: str | Path | None = None) -> Path:

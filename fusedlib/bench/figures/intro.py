@@ -9,7 +9,7 @@ import yaml
 
 from ..stats import Value, fixed, ratio, short_gain
 from ..text import cell, pct, rate, shorter, sig, times
-from . import chapter, part07, part11
+from . import chapter, part07, part11, part12
 from .data import LABEL, PARTS, STATIC, collect, method, newest, per_rows
 
 
@@ -47,8 +47,16 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                  "capacity fused / chunked (req/s)": "-" if best.value is None else f"{sig(best.value)} / {_num(chunk)}",
                  "runs × arrivals": _runs(best, sc["p11_n_requests"], method(newest("scale", d))),
                  "fusion's gain": short_gain(sc["p11_fusion_gain_best"])})
+    p12, runs12 = part12.capacity(d=d)[1], newest("capacity", d)
+    best = p12["p12_best_fused_steady_rate"]
+    rows.append({"part": LABEL["part12"] + (f" ({sc['p11_best_setting'].text})" if best.value else ""),
+                 "capacity fused / chunked (req/s)": "-" if best.value is None else
+                 f"{sig(best.value)} / {_num(p12['p12_capacity_chunked'])}",
+                 "runs × arrivals": _runs(best, p12["p12_n_requests"],
+                                          method(runs12[runs12["config"] == "part12"]) if len(runs12) else "-"),
+                 "fusion's gain": short_gain(p12["p12_fusion_gain_best"])})
     v = {"series_decode_speedup": fixed(ratio(vals["p07_decode_wall"].value, vals["p10_decode_wall"].value), shorter)}
-    return pd.DataFrame(rows).fillna("-"), v  # part 11 has no step census at the reference's shapes
+    return pd.DataFrame(rows).fillna("-"), v  # parts 11-12 have no step census at the reference's shapes
 
 
 def reference_figures() -> dict[str, dict]:

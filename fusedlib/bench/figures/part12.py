@@ -1,0 +1,300 @@
+"""Part 12's page: the kernels beside the card's anchors (prompt attention beside SDPA's fastest
+backend, decode attention beside a copy, each linear layer beside `torch.matmul`), a saturated
+run's GPU time by kernel class, the capacity at part 11's best setting, and the soak."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..stats import MISSING, Value, fixed, gain_span, median, ratio
+from ..text import cell, ms, pct, rate, sig, times
+from . import chapter, part11
+from .data import collect, devices, load, newest, per_rows, rates
+
+CONFIG = "part12"
+# The part's targets, set before its kernels were written: prompt attention on a fresh
+# 4,096-token prompt at >= 320 TFLOP/s and >= 0.8x SDPA's fastest backend, a chunk after a
+# prefix within 10% of the fresh prompt's rate; decode attention at 256 rows at >= 80% of a
+# copy; each GEMM at >= 0.9x torch.matmul; capacity at >= 80% of the ceiling.
+TARGET = {"prompt_tflops": 320.0, "prompt_vs_sdpa": 0.8, "chunk_vs_fresh": 0.9, "decode_copy": 0.8, "gemm": 0.9,
+          "ceiling_share": 0.8}
+CLASS_NAME = {"gemm": "linear-layer GEMMs", "lm_head": "LM head", "prompt_attention": "prompt attention",
+              "decode_attention": "decode attention", "norm_rotary_act": "norms, rotary, activations",
+              "other": "copies and sampling", "idle": "GPU idle between kernels"}
+tflops = lambda x: f"{sig(x)} TFLOP/s"  # noqa: E731
+
+
+def _kernels(d: Path, kind: str) -> pd.DataFrame:
+    k = load("kernels", d)
+    if not len(k):
+        return k
+    k = k[k["code_version"] == k.sort_values("time_utc")["code_version"].iloc[-1]]
+    return k[k["kernel"] == kind].reset_index(drop=True)
+
+
+def _versus(value: float | None, target: float, what: str, f) -> str:
+    """A measured figure against its target, in words chosen from the two."""
+    if value is None:
+        return f"(no rows to hold against the target of {f(target)})"
+    return f"{'at or above' if value >= target else 'short of'} the target of {f(target)} {what}".rstrip()
+
+
+@per_rows
+def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """Prompt attention per case: the engine's tiles, part 11's tile shape, SDPA's fastest backend."""
+    names = ("p12_prompt_tflops_4k", "p12_prompt_tflops_2k", "p12_prompt_tflops_8k", "p12_prompt_sdpa_4k",
+             "p12_prompt_vs_sdpa_4k", "p12_prompt_chunk_tflops", "p12_prompt_chunk_over_fresh",
+             "p12_prompt_small_tiles_4k", "p12_prompt_tiles_gain_4k", "p12_prompt_verdict", "p12_kernel_device")
+    v = dict.fromkeys(names, MISSING)
+    k = _kernels(d, "prompt")
+    if not len(k):
+        return pd.DataFrame(), v
+    v["p12_kernel_device"] = Value(None, devices(k))
+    ours, small = k[k["default_tiles"].astype(bool)], k[~k["default_tiles"].astype(bool)]
+    at = lambda df, ctx, pre=0: df[(df["context"] == ctx) & (df["prefix"] == pre)]  # noqa: E731
+    one = lambda df, col: float(df[col].iloc[0]) if len(df) else None  # noqa: E731
+    fresh4 = at(ours, 4096)
+    for ctx, name in ((2048, "2k"), (4096, "4k"), (8192, "8k")):
+        v[f"p12_prompt_tflops_{name}"] = fixed(one(at(ours, ctx), "tflops"), tflops)
+    sdpa = one(fresh4, "sdpa_tflops")
+    if sdpa is not None:
+        v["p12_prompt_sdpa_4k"] = Value(sdpa, f"{fresh4['sdpa_backend'].iloc[0]}, {tflops(sdpa)}")
+    vs = ratio(v["p12_prompt_tflops_4k"].value, sdpa)
+    v["p12_prompt_vs_sdpa_4k"] = fixed(vs, times)
+    chunk = at(ours, 4096, 2048)
+    v["p12_prompt_chunk_tflops"] = fixed(one(chunk, "tflops"), tflops)
+    over = ratio(v["p12_prompt_chunk_tflops"].value, v["p12_prompt_tflops_4k"].value)
+    v["p12_prompt_chunk_over_fresh"] = fixed(over, times)
+    v["p12_prompt_small_tiles_4k"] = fixed(one(at(small, 4096), "tflops"), tflops)
+    v["p12_prompt_tiles_gain_4k"] = fixed(ratio(v["p12_prompt_tflops_4k"].value, v["p12_prompt_small_tiles_4k"].value),
+                                          times)
+    v["p12_prompt_verdict"] = Value(None, "; ".join([
+        f"the fresh 4,096-token prompt is {_versus(v['p12_prompt_tflops_4k'].value, TARGET['prompt_tflops'], '', tflops)}",
+        f"{_versus(vs, TARGET['prompt_vs_sdpa'], 'of the fastest backend', times)}",
+        f"the chunk after a prefix is {_versus(over, TARGET['chunk_vs_fresh'], 'of the fresh rate', times)}"]) + ".")
+    table = pd.DataFrame({
+        "prompt (tokens)": [f"{c - p:,} after {p:,}" if p else f"{c:,} fresh"
+                            for c, p in zip(ours["context"].astype(int), ours["prefix"].astype(int))],
+        "128×128 tiles (TFLOP/s)": ours["tflops"].map(sig),
+        "32×64 tiles (TFLOP/s)": [cell(one(at(small, c, p), "tflops")) for c, p in zip(ours["context"], ours["prefix"])],
+        "SDPA's fastest (TFLOP/s)": [f"{sig(t)} ({b})" for t, b in zip(ours["sdpa_tflops"], ours["sdpa_backend"])],
+        "ours / SDPA": (ours["tflops"] / ours["sdpa_tflops"]).map(lambda x: cell(x, times)),
+        "largest error": ours["max_abs_err"].map(lambda x: f"{x:.1e}")})
+    return table, v
+
+
+@per_rows
+def decode(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """Decode attention's speed as a share of a copy of the same bytes, per rows and context."""
+    v = dict.fromkeys(("p12_decode_copy_256_1k", "p12_decode_copy_256_4k", "p12_decode_copy_32_1k",
+                       "p12_decode_verdict"), MISSING)
+    k = _kernels(d, "decode")
+    if not len(k):
+        return pd.DataFrame(), v
+    frac = {(int(r), int(c)): f for r, c, f in zip(k["rows"], k["context"], k["fraction_of_copy"])}
+    for (r, c), name in (((256, 1024), "256_1k"), ((256, 4096), "256_4k"), ((32, 1024), "32_1k")):
+        v[f"p12_decode_copy_{name}"] = fixed(frac.get((r, c)) and 100 * frac[(r, c)], pct)
+    low = min((frac[k_] for k_ in frac if k_[0] == 256), default=None)
+    v["p12_decode_verdict"] = Value(None, "at 256 rows it is " + _versus(
+        low and 100 * low, 100 * TARGET["decode_copy"], "of a copy at both contexts" if low and low >= TARGET["decode_copy"]
+        else "of a copy at the shorter context", pct))
+    table = pd.DataFrame({"rows": k["rows"].astype(int), "context (tokens)": k["context"].map(lambda x: f"{x:,.0f}"),
+                          "KV read (MB)": (k["kv_bytes"] / 1e6).map(sig), "kernel (µs)": k["gpu_us"].map(sig),
+                          "copy (µs)": k["copy_us"].map(sig), "share of copy speed": (100 * k["fraction_of_copy"]).map(pct)})
+    return table, v
+
+
+@per_rows
+def gemms(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """Each linear layer at the mixed step's shapes beside `torch.matmul` on the same shapes."""
+    v = dict.fromkeys(("p12_gemm_lowest", "p12_gemm_verdict"), MISSING)
+    k = _kernels(d, "gemm")
+    if not len(k):
+        return pd.DataFrame(), v
+    low = k.loc[k["fraction_of_matmul"].idxmin()]
+    v["p12_gemm_lowest"] = Value(float(low["fraction_of_matmul"]), f"{low['layer']} at {times(low['fraction_of_matmul'])}")
+    below = k[k["fraction_of_matmul"] < TARGET["gemm"]]
+    v["p12_gemm_verdict"] = Value(None, (
+        f"every layer runs at or above {times(TARGET['gemm'])} of torch.matmul" if not len(below) else
+        f"{', '.join(below['layer'])} {'runs' if len(below) == 1 else 'run'} below {times(TARGET['gemm'])} of "
+        "torch.matmul" + (", all through cuBLAS" if below["calls_cublas"].astype(bool).all() else "")))
+    table = pd.DataFrame({"layer": k["layer"], "M × N × K": [f"{m:,.0f} × {n:,.0f} × {kk:,.0f}" for m, n, kk in zip(k["m"], k["n"], k["k"])],
+                          "ours (TFLOP/s)": k["tflops"].map(sig), "torch.matmul (TFLOP/s)": k["matmul_tflops"].map(sig),
+                          "ours / matmul": k["fraction_of_matmul"].map(times),
+                          "cuBLAS": k["calls_cublas"].map(lambda x: "yes" if x else "no")})
+    return table, v
+
+
+@per_rows
+def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """Capacity and fusion's gain at part 11's best setting with part 12's kernels, beside part 11's."""
+    c = chapter.capacity(CONFIG, d=d)[1]
+    v = {k.replace("p12_capacity_fused", "p12_best_fused_steady_rate").replace("p12_fusion_gain", "p12_fusion_gain_best"): x
+         for k, x in c.items()}
+    p11 = part11.scale(d=d)[1]
+    up = ratio(v["p12_best_fused_steady_rate"].value, p11["p11_best_fused_rate"].value)
+    v["p12_vs_part11"] = fixed(up and 100 * (up - 1), lambda x: pct(x, True))
+    ceiling = part11.ceiling(d=d)[1]["p11_ceiling_rate"].value
+    share = ratio(v["p12_best_fused_steady_rate"].value, ceiling)
+    v["p12_ceiling_share"] = fixed(share and 100 * share, pct)
+    v["p12_ceiling_verdict"] = Value(None, "these rows set no ceiling" if share is None else (
+        f"{'at or above' if share >= TARGET['ceiling_share'] else 'short of'} the four fifths "
+        f"({rate(TARGET['ceiling_share'] * ceiling)}) the part aimed at"))
+    runs = newest("capacity", d)
+    s, p = runs[runs["config"] == CONFIG] if len(runs) else runs, newest("scale", d)
+    best = (p11["p11_best_batch"].value, p11["p11_best_budget"].value)
+    before = p[(p["engine"] == "fused") & (p["max_batch"] == best[0]) & (p["chunk_tokens"] == best[1])] if len(p) else p
+    after = s[s["engine"] == "fused"] if len(s) else s
+    for name, df in (("p12_mixed_gpu_before", before), ("p12_mixed_gpu_after", after)):
+        top = df[df["rate"] == df["rate"].max()] if len(df) else df
+        v[name] = median(top["mixed_step_gpu_s_p50"].astype(float) * 1e3, "ms") if len(top) else MISSING
+    small, big = p11["p11_fusion_gain_best"], v["p12_fusion_gain_best"]
+    if small.lo is None or big.lo is None:
+        trend = "These rows hold no paired gain at both kernels to compare."
+    elif big.lo > small.hi or big.hi < small.lo:
+        trend = (f"Fusion's gain {'rose' if big.lo > small.hi else 'fell'} from {gain_span(small)} with part 11's "
+                 f"kernels to {gain_span(big)}.")
+    else:
+        trend = (f"Fusion's gain went from {gain_span(small)} with part 11's kernels to {gain_span(big)}; the intervals "
+                 "overlap, so these rows do not say it changed.")
+    v["p12_fusion_trend"] = Value(None, trend)
+    return pd.DataFrame(), v
+
+
+@per_rows
+def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """A saturated run's GPU time by kernel class (the steps' GPU time by CUDA events, under a
+    profiler), each class's rate beside the card's, and its time per request beside the price
+    the ceiling puts on its work."""
+    v = dict.fromkeys(("p12_census_step_ms", "p12_census_slowdown", "p12_census_steps", "p12_census_after",
+                       "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
+                       "p12_request_ms", "p12_distance", "p12_census_overlap", "p12_census_idle"), MISSING)
+    c = newest("census", d)
+    c = c[(c["config"] == CONFIG) & (c["record"] == "steady_class")] if len(c) and "record" in c else c.iloc[:0]
+    cap = capacity(d=d)[1]["p12_best_fused_steady_rate"].value
+    bw, gemm = rates(d)
+    if not len(c) or c["window_gpu_s"].isna().any() or not (cap and bw and gemm):
+        return pd.DataFrame(), v
+    by = c.set_index("kernel_class")
+    steps, gpu = int(by["window_steps"].iloc[0]), float(by["window_gpu_s"].iloc[0])
+    v["p12_census_steps"] = fixed(steps, lambda x: f"{x:.0f}")
+    v["p12_census_after"] = fixed(float(by["completed_before_window"].iloc[0]), lambda x: f"{x:,.0f}")
+    v["p12_census_step_ms"] = fixed(gpu / steps * 1e3, ms)
+    v["p12_census_slowdown"] = fixed(float(by["window_s"].iloc[0]) / gpu, times)
+    v["p12_census_overlap"] = fixed(100 * (by["share"].sum() - 1), pct)
+    v["p12_census_idle"] = fixed(100 * by.at["idle", "share"], pct)
+    v["p12_engine_prompt_tflops"] = fixed(by.at["prompt_attention", "tflops"], tflops)
+    v["p12_engine_gemm_tflops"] = fixed(by.at["gemm", "tflops"], tflops)
+    v["p12_engine_decode_copy"] = fixed(100 * by.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
+    cost, request_s = part11.request_cost(), 1 / cap
+    v["p12_request_ms"] = fixed(request_s * 1e3, ms)
+    # What the ceiling charges each class for a request: its FLOPs at the GEMM rate, or its KV
+    # bytes at the copy rate; nothing for the classes it does not price.
+    price = {"gemm": cost["linear"] / gemm, "lm_head": cost["lm_head"] / gemm,
+             "prompt_attention": cost["prompt_attention"] / gemm, "decode_attention": cost["kv_bytes"] / bw}
+    rows, beyond = [], {}
+    for name in CLASS_NAME:
+        share = float(by.at[name, "share"])
+        spent, priced = share * request_s, price.get(name, 0.0)
+        beyond[name] = spent - priced
+        achieved = by.at[name, "tflops"] if name in ("gemm", "lm_head", "prompt_attention") else (
+            by.at[name, "tb_s"] if name == "decode_attention" else None)
+        card = gemm / 1e12 if name != "decode_attention" else bw / 1e12
+        rows.append({"class": CLASS_NAME[name], "GPU per step (ms)": sig(float(by.at[name, "gpu_s"]) / steps * 1e3),
+                     "share of step": pct(100 * share),
+                     "achieved": "-" if not achieved or pd.isna(achieved) else
+                     f"{sig(achieved)} {'TB/s' if name == 'decode_attention' else 'TFLOP/s'} ({pct(100 * achieved / card)})",
+                     "per request (ms)": sig(spent * 1e3), "ceiling's price (ms)": sig(priced * 1e3) if priced else "-",
+                     "beyond it (ms)": sig(beyond[name] * 1e3)})
+    top = sorted(beyond, key=beyond.get, reverse=True)[:3]
+    v["p12_distance"] = Value(None, ", ".join(f"{CLASS_NAME[n]} ({ms(beyond[n] * 1e3)})" for n in top))
+    return pd.DataFrame(rows), v
+
+
+@per_rows
+def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The soak: requests lost, the pool after, peak memory after 1,000 completions and at the
+    end, kernels compiled after construction, and its steady rate beside the pairs'."""
+    names = ("p12_soak_n", "p12_soak_rate", "p12_soak_verdict", "p12_soak_mem", "p12_soak_steady", "p12_soak_vs_pairs",
+             "p12_gates")
+    v = dict.fromkeys(names, MISSING)
+    g = load("gates", d)
+    g = g[g["config"].isin(("part11", CONFIG))] if len(g) and "chunk_tokens" in g else g.iloc[:0]
+    if len(g):  # each configuration's gates of its newest code version: part 12's budget and part 11's
+        g = pd.concat([x[x["code_version"] == x.sort_values("time_utc")["code_version"].iloc[-1]]
+                       for _, x in g.groupby("config")])
+        v["p12_gates"] = Value(None, "; ".join(f"{int(x['passed'].sum())} of {len(x)} pass at budget {b:,.0f}"
+                                               for b, x in g.groupby("chunk_tokens")))
+    s = load("soak", d)
+    if not len(s):
+        return pd.DataFrame(), v
+    r = s.sort_values("time_utc").iloc[-1]
+    v["p12_soak_n"] = fixed(float(r["n_requests"]), lambda x: f"{x:,.0f}")
+    v["p12_soak_rate"] = fixed(float(r["rate"]), rate)
+    clean = int(r["n_lost"]) == 0 and bool(r["pool_free_after"]) and int(r["kernels_compiled_after_construction"]) == 0
+    v["p12_soak_verdict"] = Value(None, (
+        f"{int(r['n_lost'])} admitted requests lost, the pool {'wholly free' if r['pool_free_after'] else 'not free'} "
+        f"after, {int(r['kernels_compiled_after_construction'])} kernels compiled after construction: "
+        + ("nothing lost at scale." if clean else "the soak failed.")))
+    change = ratio(r["peak_mem_end_bytes"] - r["peak_mem_1k_bytes"], r["peak_mem_1k_bytes"])
+    v["p12_soak_mem"] = Value(change, f"{r['peak_mem_1k_bytes'] / 2**30:.2f} GiB after 1,000 completions and "
+                                      f"{r['peak_mem_end_bytes'] / 2**30:.2f} GiB at the end ({100 * change:+.2f}%)")
+    v["p12_soak_steady"] = fixed(float(r["steady_rate"]), rate)
+    pairs = capacity(d=d)[1]["p12_best_fused_steady_rate"]
+    if pairs.value is not None and pairs.hi is not None:
+        where = "above" if r["steady_rate"] > pairs.hi else "below" if r["steady_rate"] < pairs.lo else "inside"
+        v["p12_soak_vs_pairs"] = Value(None, f"{where} the pairs' interval ({sig(pairs.lo)} to {sig(pairs.hi)})")
+    return pd.DataFrame(), v
+
+
+@per_rows
+def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """The page's conclusions and the ballpark's arithmetic, each chosen from its figures."""
+    pr, cen, cap, so = prompt(d=d)[1], census(d=d)[1], capacity(d=d)[1], soak(d=d)[1]
+    cost, p11 = part11.request_cost(), part11.scale(d=d)[1]["p11_best_fused_rate"].value
+    v = {"p12_prompt_target": fixed(TARGET["prompt_tflops"], tflops),
+         "p12_attn_ms_at_target": fixed(cost["prompt_attention"] / (TARGET["prompt_tflops"] * 1e12) * 1e3, ms),
+         "p12_request_ms_before": fixed(p11 and 1e3 / p11, ms)}
+    fresh, chunk = pr["p12_prompt_vs_sdpa_4k"].value, pr["p12_prompt_chunk_tflops"].value
+    sdpa_chunk = None
+    k = _kernels(d, "prompt")
+    if len(k):
+        c = k[(k["prefix"] > 0) & k["default_tiles"].astype(bool)]
+        sdpa_chunk = float(c["sdpa_tflops"].iloc[0]) if len(c) else None
+    v["p12_kernel_reading"] = MISSING if fresh is None else Value(None, (
+        f"A fresh 4,096-token prompt runs at {times(fresh)} SDPA's fastest backend; a chunk after a cached "
+        "prefix, the case a chunked-prefill engine runs most, "
+        + (f"beats every backend ({times(chunk / sdpa_chunk)} the fastest)." if chunk and sdpa_chunk and chunk > sdpa_chunk
+           else f"runs at {times(chunk / sdpa_chunk)} the fastest." if chunk and sdpa_chunk else "has no row.")))
+    inside = ratio(cen["p12_engine_prompt_tflops"].value, pr["p12_prompt_tflops_4k"].value)
+    v["p12_engine_over_bench"] = fixed(inside, times)
+    gained = cap["p12_vs_part11"]
+    v["p12_engine_reading"] = MISSING if gained.value is None else Value(None, (
+        f"The engine's capacity changed by {gained.text}" + (
+            f": inside it, prompt attention runs at {times(inside)} the rate of the fresh-prompt benchmark."
+            if inside is not None and inside < 0.75 else ".")))
+    s, pairs = so["p12_soak_steady"].value, cap["p12_best_fused_steady_rate"]
+    if s is None or pairs.hi is None:
+        v["p12_soak_caveat"] = Value(None, "These rows hold no soak and pairs to compare.")
+    elif s > pairs.hi:
+        v["p12_soak_caveat"] = Value(None, (
+            f"The soak's steady rate ({so['p12_soak_steady'].text}) is {so['p12_soak_vs_pairs'].text}, though both "
+            "were offered the same rate. The pairs' runs are shorter, and their window opens while the first batch, "
+            "admitted together, still moves in step. Which window is the engine's capacity these rows do not "
+            "resolve; the pairs' figure is the one graded."))
+    else:
+        v["p12_soak_caveat"] = Value(None, f"The soak's steady rate ({so['p12_soak_steady'].text}) is "
+                                           f"{so['p12_soak_vs_pairs'].text}: the long run and the pairs agree.")
+    return pd.DataFrame(), v
+
+
+def figures(d: str | Path | None = None):
+    return collect(prompt=prompt(d=d), decode=decode(d=d), gemms=gemms(d=d), capacity=capacity(d=d),
+                   census=census(d=d), soak=soak(d=d), readings=readings(d=d))
+
+
+def sweep(d: str | Path | None = None) -> pd.DataFrame:
+    """Part 12's sweep (offered rate -> capacity, both engines), medians over rounds."""
+    s = chapter.capacity_sweeps(d)
+    return s[s["config"] == CONFIG] if len(s) else s
