@@ -86,7 +86,7 @@ def test_an_unwritable_out_dir_is_refused_before_any_notebook(tmp_path):
 
 def test_an_unknown_configuration_is_refused_before_any_notebook(tmp_path):
     done = subprocess.run([sys.executable, "-m", "fusedlib.bench.runall", "--profile", "smoke", "--backend", "local",
-                           "--out-dir", str(tmp_path), "--configs", "part12", str(REPO / "notebooks" / "04_capacity.py")],
+                           "--out-dir", str(tmp_path), "--configs", "part13", str(REPO / "notebooks" / "04_capacity.py")],
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 2 and "config: must be one of" in done.stderr and "== 04_capacity" not in done.stdout
 

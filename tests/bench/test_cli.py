@@ -31,7 +31,7 @@ def test_out_folder_with_a_trailing_slash_gets_the_experiments_file(tmp_path, fa
 
 
 @pytest.mark.parametrize("argv,says", [
-    (["capacity", "--configs", "part12"], "config: must be one of"),
+    (["capacity", "--configs", "part13"], "config: must be one of"),
     (["capacity", "--rates", "fast"], "--rates"),
     (["census", "--rates", "4"], "--rates does not apply to census"),
 ])

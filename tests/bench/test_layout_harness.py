@@ -16,9 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "fusedlib" / "bench"
 # fusedlib/bench/ and scripts/ together, the book's modules included. 4,000 through part 11;
-# part 12 adds a chapter (its figures module, ~200 lines), the census's GPU-time denominator
-# and the peer's release of kept engines: 4,250.
-BUDGET = 4_250
+# part 12 adds a chapter (its figures module: ~270 lines for six tables and their verdicts), the
+# census's GPU-time denominator and the peer's release of kept engines: 4,350.
+BUDGET = 4_350
 PAGE_MODULES = tuple(f"figures.{p.stem}" for p in sorted((HARNESS / "figures").glob("*.py")))
 BOOK_MODULES = ("stats", "text", "plots", "predictions", *PAGE_MODULES)  # what the pages import
 
