@@ -25,7 +25,7 @@ def full(tmp_path_factory):
 # What a CPU run (the smoke profile) leaves out of its rows: CUDA events' times and the census's
 # byte and FLOP counts.
 GPU_ONLY = ("gpu_ms", "gpu_ms_min", "gpu_ms_max", "bytes", "flops", "decode_step_gpu_s_p50",
-            "mixed_step_gpu_s_p50", "step_gpu_ms_p50")
+            "mixed_step_gpu_s_p50", "step_gpu_ms_p50", "window_gpu_s", "peak_mem_1k_bytes", "peak_mem_end_bytes")
 
 
 @pytest.fixture(scope="module")

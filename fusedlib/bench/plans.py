@@ -50,8 +50,15 @@ DEFAULTS = {
         # 400 arrivals a run, the reference's count: at 32 rows the steady window holds all but
         # about one batch (~90%). Pairs: 5 at part 10's headline, 3 at the eager parts, whose
         # runs are ~15x longer (400 arrivals at ~5 req/s is 80 s). Part 12 runs 256 rows: 1,500
-        # arrivals (the steady window then holds ~80%), 5 pairs.
-        "capacity": dict(configs=SERIES + ("part12",), capacity=CAPACITY_ESTIMATES, multiples=MULTIPLES,
+        # arrivals (the steady window then holds ~80%), 5 pairs. The eager parts' sweep is their
+        # best engine's (the fused one; the chunked one runs at the top rate, the pairs' round 0)
+        # at three multiples, one below the estimate and two past it: all five multiples for both
+        # engines would be ~42 minutes of an H100 for parts 7-9, this plan ~22.
+        "capacity": dict(configs=SERIES + ("part12",), capacity=CAPACITY_ESTIMATES,
+                         multiples={**{c: (0.8, 1.25, 2.0) for c in ("part7", "part8", "part9")},
+                                    "part10": MULTIPLES, "part12": MULTIPLES},
+                         sweep_engines={**{c: ("fused",) for c in ("part7", "part8", "part9")},
+                                        "part10": ENGINES, "part12": ENGINES},
                          n_requests={**{c: 400 for c in SERIES}, "part12": 1500},
                          rounds={"part7": 3, "part8": 3, "part9": 3, "part10": 5, "part12": 5}),
         # The peer's closed workload: 48 requests (a batch and a half at part 10's 32 rows), 3
@@ -82,7 +89,8 @@ DEFAULTS = {
                                   for c in ("part11", "part12")}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
         "capacity": dict(configs=SERIES + ("part12",), capacity={c: 100.0 for c in SERIES + ("part12",)},
-                         multiples=(0.5, 2.0), n_requests=12, rounds={c: 2 for c in SERIES + ("part12",)}),
+                         multiples=(0.5, 2.0), sweep_engines=ENGINES, n_requests=12,
+                         rounds={c: 2 for c in SERIES + ("part12",)}),
         "peer": dict(configs=("part10", "part11"), n_requests=6, rounds=2),
         "scale": dict(batches=(2, 4), chunks=(16, 32), capacity={(b, c): 40.0 for b in (2, 4) for c in (16, 32)},
                       multiples=(0.5, 2.0), n_requests=12, rounds=2, sweep_engines=("fused",)),
@@ -188,20 +196,22 @@ def _estimate(estimates: dict, key, option: str, what: str) -> float:
 
 
 def capacity(profile: str, rounds=None, configs=None, rates=None, n_requests=None, rows=()) -> list[RunSpec]:
-    """Per configuration: both engines at each offered rate (round 0, seed 0), the top rate
-    last, then the paired rounds 1..rounds-1 at the top rate. `rates`: the profile's multiples
-    of the configuration's capacity estimate where None; else one list for every
-    configuration, or a dict by configuration. `rounds` and `n_requests` likewise: one value,
-    a dict by configuration, or None for the profile's."""
+    """Per configuration: the sweep's engines (the profile's, by configuration) at each offered
+    rate (round 0, seed 0), then both engines at the top rate (the pairs' round 0) and the
+    paired rounds 1..rounds-1 there. `rates`: the profile's multiples of the configuration's
+    capacity estimate where None; else one list for every configuration, or a dict by
+    configuration. `rounds` and `n_requests` likewise: one value, a dict by configuration, or
+    None for the profile's."""
     d, out = DEFAULTS[profile]["capacity"], []
     for c in _configs(configs, d["configs"]):
         sweep = sorted(_per_config(rates, c)) if rates is not None else \
-            offered_rates(_estimate(d["capacity"], c, "config", c), d["multiples"])
+            offered_rates(_estimate(d["capacity"], c, "config", c), _per_config(d["multiples"], c))
         n = _per_config(_default(profile, "capacity", "n_requests", n_requests), c)
 
         def spec(engine, r, rate=sweep[-1]):
             return RunSpec.build("capacity", profile, config=c, engine=engine, rate=rate, n_requests=n, seed=r, round=r)
-        out += [spec(e, 0, rate) for rate in sweep for e in ENGINES]
+        out += [spec(e, 0, rate) for rate in sweep[:-1] for e in _per_config(d["sweep_engines"], c)]
+        out += [spec(e, 0) for e in ENGINES]
         out += _pairs(_per_config(_default(profile, "capacity", "rounds", rounds), c), spec)
     return out
 

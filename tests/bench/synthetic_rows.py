@@ -233,7 +233,8 @@ def kernels_rows() -> list[dict]:
 
 def soak_rows() -> list[dict]:
     return [_base("soak", 4000, config="part12", engine="fused", max_batch=256, chunk_tokens=2048, rate=190.0,
-                  n_requests=10000, steady_rate=90.0, n_lost=0, pool_free_after=True, peak_mem_1k_bytes=4.0e10,
+                  n_requests=10000, steady_rate=90.0, n_lost=0, pool_free_after=True, mem_checkpoint_completions=1000,
+                  peak_mem_1k_bytes=4.0e10,
                   peak_mem_end_bytes=4.0e10, kernels_compiled_after_construction=0)]
 
 

@@ -92,7 +92,11 @@ def test_the_full_profile_meets_the_arrivals_and_pairs_minima():
     for config in SERIES:
         specs = [s for s in plans.capacity("full") if s.config == config]
         assert _pairs_at_top(specs) >= (5 if config == "part10" else 3), config
-        assert len({s.rate for s in specs}) >= 5  # a sweep that brackets the estimate
+        rates = sorted({s.rate for s in specs})  # a sweep that brackets the estimate: below it and past it
+        estimate = plans.CAPACITY_ESTIMATES[config]
+        assert len(rates) >= (5 if config == "part10" else 3) and rates[0] < estimate and rates[-2] > estimate
+        chunked = {s.rate for s in specs if s.engine == "chunked"}
+        assert chunked == {rates[-1]} if config != "part10" else chunked == set(rates), config
     scale = plans.foreseen("scale", "full", {})
     best = [s for s in scale if (s.max_batch, s.chunk_tokens) == (scale[-1].max_batch, scale[-1].chunk_tokens)]
     assert _pairs_at_top(best) >= 5 and len({s.rate for s in best}) >= 5

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain_span, median, ratio
-from ..text import cell, ms, pct, rate, sig, times
+from ..text import cell, finite, ms, pct, rate, sig, times
 from . import chapter, part11
 from .data import collect, devices, load, newest, per_rows, rates
 
@@ -26,7 +26,10 @@ tflops = lambda x: f"{sig(x)} TFLOP/s"  # noqa: E731
 
 
 def _kernels(d: Path, kind: str) -> pd.DataFrame:
+    """The newest code version's kernel rows of `kind`; none from a CPU, whose interpreter's
+    timings say nothing of a card."""
     k = load("kernels", d)
+    k = k[k["device_name"] != "cpu"] if len(k) else k
     if not len(k):
         return k
     k = k[k["code_version"] == k.sort_values("time_utc")["code_version"].iloc[-1]]
@@ -133,7 +136,11 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v = {k.replace("p12_capacity_fused", "p12_best_fused_steady_rate").replace("p12_fusion_gain", "p12_fusion_gain_best"): x
          for k, x in c.items()}
     p11 = part11.scale(d=d)[1]
-    up = ratio(v["p12_best_fused_steady_rate"].value, p11["p11_best_fused_rate"].value)
+    runs = newest("capacity", d)
+    s = runs[runs["config"] == CONFIG] if len(runs) else runs
+    best = (p11["p11_best_batch"].value, p11["p11_best_budget"].value)
+    same = len(s) and {(b, c) for b, c in zip(s["max_batch"], s["chunk_tokens"])} == {best}  # else no comparison
+    up = ratio(v["p12_best_fused_steady_rate"].value, p11["p11_best_fused_rate"].value) if same else None
     v["p12_vs_part11"] = fixed(up and 100 * (up - 1), lambda x: pct(x, True))
     ceiling = part11.ceiling(d=d)[1]["p11_ceiling_rate"].value
     share = ratio(v["p12_best_fused_steady_rate"].value, ceiling)
@@ -141,9 +148,7 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p12_ceiling_verdict"] = Value(None, "these rows set no ceiling" if share is None else (
         f"{'at or above' if share >= TARGET['ceiling_share'] else 'short of'} the four fifths "
         f"({rate(TARGET['ceiling_share'] * ceiling)}) the part aimed at"))
-    runs = newest("capacity", d)
-    s, p = runs[runs["config"] == CONFIG] if len(runs) else runs, newest("scale", d)
-    best = (p11["p11_best_batch"].value, p11["p11_best_budget"].value)
+    p = newest("scale", d)
     before = p[(p["engine"] == "fused") & (p["max_batch"] == best[0]) & (p["chunk_tokens"] == best[1])] if len(p) else p
     after = s[s["engine"] == "fused"] if len(s) else s
     for name, df in (("p12_mixed_gpu_before", before), ("p12_mixed_gpu_after", after)):
@@ -237,10 +242,12 @@ def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         f"{int(r['n_lost'])} admitted requests lost, the pool {'wholly free' if r['pool_free_after'] else 'not free'} "
         f"after, {int(r['kernels_compiled_after_construction'])} kernels compiled after construction: "
         + ("nothing lost at scale." if clean else "the soak failed.")))
-    change = ratio(r["peak_mem_end_bytes"] - r["peak_mem_1k_bytes"], r["peak_mem_1k_bytes"])
-    v["p12_soak_mem"] = Value(change, f"{r['peak_mem_1k_bytes'] / 2**30:.2f} GiB after 1,000 completions and "
-                                      f"{r['peak_mem_end_bytes'] / 2**30:.2f} GiB at the end ({100 * change:+.2f}%)")
-    v["p12_soak_steady"] = fixed(float(r["steady_rate"]), rate)
+    early, end = r["peak_mem_1k_bytes"], r["peak_mem_end_bytes"]
+    if finite(early) and finite(end):  # a CPU's run has no GPU memory to report
+        change = (end - early) / early
+        v["p12_soak_mem"] = Value(change, f"{early / 2**30:.2f} GiB after {r['mem_checkpoint_completions']:,.0f} "
+                                          f"completions and {end / 2**30:.2f} GiB at the end ({100 * change:+.2f}%)")
+    v["p12_soak_steady"] = fixed(r["steady_rate"], rate)
     pairs = capacity(d=d)[1]["p12_best_fused_steady_rate"]
     if pairs.value is not None and pairs.hi is not None:
         where = "above" if r["steady_rate"] > pairs.hi else "below" if r["steady_rate"] < pairs.lo else "inside"
@@ -285,7 +292,9 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
             "resolve; the pairs' figure is the one graded."))
     else:
         v["p12_soak_caveat"] = Value(None, f"The soak's steady rate ({so['p12_soak_steady'].text}) is "
-                                           f"{so['p12_soak_vs_pairs'].text}: the long run and the pairs agree.")
+                                           f"{so['p12_soak_vs_pairs'].text}" + (
+                                               ": the long run and the pairs agree." if s >= pairs.lo else
+                                               ", though both were offered the same rate; these rows do not say why."))
     return pd.DataFrame(), v
 
 
