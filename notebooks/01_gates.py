@@ -19,7 +19,7 @@
 # Every gate (fusedlib/bench/gates.py) per configuration: fused and chunked token for token
 # (a flip only at a logit tie), one mixed step equal to its two parts, a tiny pool, freed
 # blocks poisoned with NaN; in fp32 also both engines against transformers' greedy output.
-# In the full profile also part11 at max_batch 256 and chunk_tokens 8192.
+# In the full profile also part11 (max_batch 256, chunk_tokens 8192) and part12 (256, 2048).
 # Rows: `<out_dir>/gates.jsonl`; the runs: `plans.gates` in `fusedlib/bench/plans.py`.
 
 # %% tags=["parameters"]
@@ -29,7 +29,7 @@ profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model
 out_dir = "data-smoke"  # rows go to <out_dir>/gates.jsonl (relative to the repository root)
 rounds = 5  # not used here: the gates run once per configuration
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
-configs = None  # None: part7..part10 (and part11 in the full profile)
+configs = None  # None: part7..part10 (and part11, part12 in the full profile)
 
 # %%
 from fusedlib.bench import plans, runner

@@ -33,8 +33,8 @@ profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model
 out_dir = "data-smoke"  # rows go to <out_dir>/census.jsonl (relative to the repository root)
 rounds = 5  # not used here: each run times n steps
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
-configs = None  # None: part7..part10 (step census), part11 (saturated)
-engines = None  # None: fused and chunked (part11: fused)
+configs = None  # None: part7..part10 (step census), part11 and part12 (saturated)
+engines = None  # None: fused and chunked (part11, part12: fused)
 
 # %%
 from fusedlib.bench import plans, runner

@@ -17,8 +17,8 @@
 # # Capacity: open-loop arrivals
 #
 # Mixed requests arriving as a Poisson process while the engine works, per configuration and
-# engine: a sweep of offered rates around the configuration's capacity estimate (round 0),
-# then the paired comparison at the top rate, past capacity, fused and chunked alternating
+# engine: a sweep of offered rates around the configuration's capacity estimate (round 0; the
+# eager parts 7-9 sweep their fused engine only), then the paired comparison at the top rate, past capacity, fused and chunked alternating
 # ABBA, a new workload draw each pair. A run's capacity is its steady rate (completions per
 # second while the queue stays non-empty and the batch full, `metrics.steady`); the served
 # rate beside it is the drain rate (first arrival to last completion).
@@ -29,9 +29,9 @@ backend = "local"  # "modal": a Modal GPU of type `gpu`; "local": this machine's
 gpu = "H100"  # Modal's GPU type: the card of the rows in data/ ("A10": the reference's)
 profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model on the CPU
 out_dir = "data-smoke"  # rows go to <out_dir>/capacity.jsonl (relative to the repository root)
-rounds = None  # pairs at the top rate, seed = round (None: the profile's, full: 5 at part10, 3 at part7-9)
+rounds = None  # pairs at the top rate, seed = round (None: the profile's, full: 5 at part10 and part12, 3 at part7-9)
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
-configs = None  # None: part7..part10
+configs = None  # None: part7..part10 and part12
 rates = None  # None: multiples of each configuration's capacity estimate (plans.DEFAULTS; a list: for all)
 n_requests = None  # None: the profile's (full: 400 a run)
 

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Soak: nothing lost at scale
 #
-# One long run at part 11's best setting (256 rows, 2,048-token chunks, the fused engine):
+# One long run of part 12 (part 11's best setting, 256 rows and 2,048-token chunks, the fused engine):
 # 10,000 requests of the mixed workload offered at twice the setting's capacity estimate, on
 # an engine of its own. Its row: the requests lost (admitted but not finished with their whole
 # budget), whether the KV pool is wholly free after, peak GPU memory after 1,000 completions
