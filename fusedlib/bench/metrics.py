@@ -8,9 +8,6 @@ A record is one request: a dict or an object (the engine's Request) with `arriva
   itl        = every consecutive token gap, pooled over requests
   queue wait = admitted - arrival
 
-`request_times` keeps a run's times in a few numbers a request (what an open-loop row
-stores), and `steady_from_times` finds the steady rate from them, as `steady` does.
-
 `served_rate` is completed requests over the span from the first arrival to the last
 completion (vLLM's `request_throughput`): the drain rate, which counts the empty pipeline
 before the first completion and the batch emptying after the last arrival, so it is not a
@@ -105,8 +102,7 @@ def request_times(records) -> dict:
         return None if t is None else round(float(t) - first, TIME_DIGITS)
     return {"arrival": [since(field(r, "arrival")) for r in records],
             "admitted": [since(field(r, "admitted")) for r in records],
-            "finished": [since(field(r, "token_times")[-1]) if len(field(r, "token_times")) else None
-                         for r in records]}
+            "finished": [since(field(r, "token_times")[-1] if len(field(r, "token_times")) else None) for r in records]}
 
 
 def steady(records, max_batch: int) -> dict:
@@ -143,10 +139,9 @@ def steady_from_times(times: dict, max_batch: int, skip: int = 0) -> dict:
     from the first completion to the last completion at or before the last arrival, the
     same event-to-event count (it leaves out the pipeline's fill and the final drain).
 
-    `skip`, for judging where the window should start: the window of a saturated run leaves
-    out the stretch's first `skip` completions (0: the window above). Saturation is judged
-    on the whole stretch whatever `skip`, and an unsaturated run's window does not move; a
-    stretch of at most `skip` completions leaves an empty window (steady_rate None).
+    `skip`, to judge where the window should start: a saturated run's window leaves out the
+    stretch's first `skip` completions (none left: steady_rate None). Saturation is judged on
+    the whole stretch, and an unsaturated run's window does not move.
 
     Returns `steady_rate` (None where the window holds fewer than two completion instants),
     `steady_window_s` ([start, end], seconds after the first arrival; None when empty),

@@ -45,9 +45,8 @@ def step_fields(records: list, max_batch: int) -> dict:
 def run(spec: RunSpec) -> list[dict]:
     """A soak run (`soak`), or a capacity or scale run: `n_requests` of the mixed draw (seed `seed`) arriving as a Poisson process at `rate`/s.
     The same seed gives the same requests at every rate. One row: metrics.summarize's fields
-    (its served_rate is the drain rate), metrics.steady's (the steady rate) and step_fields'.
-    Open-loop rows (the soak's too) keep `request_times` (metrics.request_times), from which
-    metrics.steady_from_times gives the steady fields again, or those of a later window start."""
+    (its served_rate is the drain rate), metrics.steady's (the steady rate) and step_fields';
+    like the soak's, it keeps `request_times`, which metrics.steady_from_times reads again."""
     if spec.experiment == "soak":
         return soak(spec)
     engine = make_engine(spec)
