@@ -83,8 +83,36 @@ def summarize(records) -> dict:
 SATURATED_MIN_FRACTION = 0.5
 
 
+# Request times are kept to 1 us, not coarser: a completion frees a row that the next step
+# takes tens of microseconds later (the engine stamps `admitted` at the step's start); at
+# 0.1 ms the two often round to one instant, the waiting request counts as admitted when the
+# completion comes, and the window's end moves (by a few percent of the rate on a smoke run).
+TIME_DIGITS = 6
+REQUEST_TIMES = ("arrival", "admitted", "finished")
+
+
+def request_times(records) -> dict:
+    """Per request, in arrival order, seconds after the first arrival rounded to TIME_DIGITS:
+    `arrival`, `admitted` (None if never admitted) and `finished`, its last token's time (None
+    without tokens). What an open-loop row keeps, and what `steady` reads."""
+    records = sorted(records, key=lambda r: field(r, "arrival"))
+    first = min((float(field(r, "arrival")) for r in records), default=0.0)
+
+    def since(t):
+        return None if t is None else round(float(t) - first, TIME_DIGITS)
+    return {"arrival": [since(field(r, "arrival")) for r in records],
+            "admitted": [since(field(r, "admitted")) for r in records],
+            "finished": [since(field(r, "token_times")[-1] if len(field(r, "token_times")) else None) for r in records]}
+
+
 def steady(records, max_batch: int) -> dict:
-    """The steady rate: completions per second while the engine is backlogged.
+    """The steady rate of served records: `steady_from_times` on their `request_times`."""
+    return steady_from_times(request_times(records), max_batch)
+
+
+def steady_from_times(times: dict, max_batch: int, skip: int = 0) -> dict:
+    """The steady rate: completions per second while the engine is backlogged, from `times`
+    (`request_times`'s dict, as an open-loop row keeps it).
 
     The window. A completion is backlogged when, at its instant, a request that has arrived
     is still waiting (arrival <= t < admitted) and the batch is full (at least `max_batch`
@@ -105,29 +133,38 @@ def steady(records, max_batch: int) -> dict:
     instant, over its length (completions come in bursts at step ends; counting from one
     burst to another is exact for a steady period).
 
-    Saturation. `saturated` is True when the window holds at least SATURATED_MIN_FRACTION of
+    Saturation. `saturated` is True when the stretch holds at least SATURATED_MIN_FRACTION of
     the completions. Otherwise the queue never stayed non-empty (offered rate below
     capacity), and the steady rate is the served rate over the arrivals window instead:
     from the first completion to the last completion at or before the last arrival, the
     same event-to-event count (it leaves out the pipeline's fill and the final drain).
 
+    `skip`, to judge where the window should start: a saturated run's window leaves out the
+    stretch's first `skip` completions (none left: steady_rate None). Saturation is judged on
+    the whole stretch, and an unsaturated run's window does not move.
+
     Returns `steady_rate` (None where the window holds fewer than two completion instants),
-    `steady_window_s` ([start, end], seconds after the first arrival), `steady_fraction`
-    (completions inside the window over all completions) and `saturated`.
+    `steady_window_s` ([start, end], seconds after the first arrival; None when empty),
+    `steady_fraction` (completions inside the window over all completions) and `saturated`.
     """
-    done = [r for r in records if len(field(r, "token_times")) > 0]
-    if not done:
+    if not isinstance(skip, int) or skip < 0:
+        raise ValueError(f"skip must be a non-negative integer, got {skip!r}")
+    lengths = {k: len(times[k]) for k in REQUEST_TIMES if k in times}
+    if len(lengths) < len(REQUEST_TIMES) or len(set(lengths.values())) != 1:
+        raise ValueError(f"times must hold lists {', '.join(REQUEST_TIMES)} of one length, got lengths {lengths}")
+    finished = np.asarray(times["finished"], dtype=float)  # a request without tokens (None) reads as nan
+    done = ~np.isnan(finished)
+    if not done.any():
         return {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False}
-    first_arrival = min(float(field(r, "arrival")) for r in records)
-    arrival = np.sort([float(field(r, "arrival")) for r in done])
-    admitted = np.sort([float(field(r, "admitted")) for r in done])
-    finished = np.sort([float(field(r, "token_times")[-1]) for r in done])
+    first_arrival = min(times["arrival"])
+    arrival = np.sort(np.asarray(times["arrival"], dtype=float)[done])
+    admitted = np.sort(np.asarray(times["admitted"], dtype=float)[done])
+    finished = np.sort(finished[done])
     waiting = np.searchsorted(arrival, finished, "right") - np.searchsorted(admitted, finished, "right")
     in_batch = np.searchsorted(admitted, finished, "right") - np.searchsorted(finished, finished, "left")
     start, stop = _longest_run((waiting > 0) & (in_batch >= max_batch))
     saturated = stop - start >= SATURATED_MIN_FRACTION * len(finished)
-    if not saturated:
-        start, stop = 0, int(np.searchsorted(finished, arrival[-1], "right"))
+    start, stop = (start + skip, stop) if saturated else (0, int(np.searchsorted(finished, arrival[-1], "right")))
     window = finished[start:stop]
     rate = None
     if window.size and window[-1] > window[0]:

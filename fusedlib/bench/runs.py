@@ -45,7 +45,8 @@ def step_fields(records: list, max_batch: int) -> dict:
 def run(spec: RunSpec) -> list[dict]:
     """A soak run (`soak`), or a capacity or scale run: `n_requests` of the mixed draw (seed `seed`) arriving as a Poisson process at `rate`/s.
     The same seed gives the same requests at every rate. One row: metrics.summarize's fields
-    (its served_rate is the drain rate), metrics.steady's (the steady rate) and step_fields'."""
+    (its served_rate is the drain rate), metrics.steady's (the steady rate) and step_fields';
+    like the soak's, it keeps `request_times`, which metrics.steady_from_times reads again."""
     if spec.experiment == "soak":
         return soak(spec)
     engine = make_engine(spec)
@@ -54,6 +55,7 @@ def run(spec: RunSpec) -> list[dict]:
         served = serve_open_loop(engine, trace)
     return [{**machine(), **settings_fields(spec), **metrics.summarize(served),
              **metrics.steady(served, engine.config.max_batch), **step_fields(steps, engine.config.max_batch),
+             "request_times": metrics.request_times(served),
              "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}]
 
 
@@ -82,7 +84,8 @@ def soak(spec: RunSpec) -> list[dict]:
     lost = sum(r.error is not None or r.finished is None or len(r.output) != r.max_new_tokens for r in served)
     pool = engine.pool
     return [{**machine(), **settings_fields(spec), **metrics.steady(served, engine.config.max_batch),
-             "n_requests": len(served), "n_lost": lost, "n_steps": len(steps),
+             "request_times": metrics.request_times(served), "n_requests": len(served), "n_lost": lost,
+             "n_steps": len(steps),
              "pool_free_after": not engine.has_work() and pool.num_free_blocks == pool.num_blocks,
              "mem_checkpoint_completions": checkpoint, "peak_mem_1k_bytes": peak_at_checkpoint[0],
              "peak_mem_end_bytes": torch.cuda.max_memory_allocated() if on_gpu else None,

@@ -3,7 +3,7 @@ import heapq
 import numpy as np
 import pytest
 
-from fusedlib.bench.metrics import meets_slo, steady, summarize, token_gaps
+from fusedlib.bench.metrics import meets_slo, request_times, steady, steady_from_times, summarize, token_gaps
 from fusedlib.bench.workloads import arrival_times
 
 # A hand-built timeline, every expected value worked out below by hand.
@@ -132,3 +132,77 @@ def test_a_queue_held_back_by_something_other_than_full_rows_is_not_saturation()
 def test_steady_fields_without_completions():
     got = steady([{"arrival": 0.0, "admitted": None, "token_times": []}], 4)
     assert got == {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False}
+
+
+# ------------------------------------------------------------------------- request times
+def test_request_times_by_hand():
+    records = [  # out of arrival order; the run's first arrival is 100.0
+        {"arrival": 101.0, "admitted": 101.25, "token_times": [101.5, 102.0000004]},
+        {"arrival": 100.0, "admitted": 100.0, "token_times": [100.5]},
+        {"arrival": 102.0, "admitted": 102.5, "token_times": []},  # admitted, no token yet
+        {"arrival": 103.0, "admitted": None, "token_times": []},  # never admitted
+    ]
+    assert request_times(records) == {"arrival": [0.0, 1.0, 2.0, 3.0], "admitted": [0.0, 1.25, 2.5, None],
+                                      "finished": [0.5, 2.0, None, None]}
+
+
+def test_a_row_taken_microseconds_after_its_completion_keeps_the_queue_waiting():
+    # One row, a queue of exactly one: request i + 1 arrives while i is served and takes the
+    # row 30 us after i's last token, as the next step's start would. At every completion but
+    # the last, one request waits: a resolution of 0.1 ms would merge the two instants.
+    n, lag, records, t = 10, 30e-6, [], 0.0
+    for i in range(n):
+        records.append({"arrival": max(t - 0.5, 0.0), "admitted": t, "token_times": [t + 1.0]})
+        t += 1.0 + lag
+    times = request_times(records)
+    assert all(a > f for a, f in zip(times["admitted"][1:], times["finished"]))
+    got = steady(records, 1)
+    assert got["saturated"] and got["steady_fraction"] == pytest.approx((n - 1) / n)
+    assert got["steady_rate"] == pytest.approx(1 / (1 + lag), rel=1e-6)
+
+
+def _synthetic_runs():
+    rows, service = 32, np.random.default_rng(4).uniform(0.5, 1.5, 400)
+    return [(served_by_rows(poisson(400, rate, seed=4), service, rows), rows) for rate in (16.0, 32.0, 64.0)] + [
+        ([{"arrival": 0.0, "admitted": None, "token_times": []}], 4), (RECORDS, 1)]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_steady_is_steady_from_times_without_a_skip(case):
+    records, rows = _synthetic_runs()[case]
+    assert steady_from_times(request_times(records), rows, skip=0) == steady(records, rows)
+
+
+def test_a_skip_starts_the_window_later_by_as_many_completions():
+    rows, n = 32, 400
+    records = served_by_rows(poisson(n, 64.0, seed=5), [1.0] * n, rows)
+    times = request_times(records)
+    base = steady_from_times(times, rows)
+    later = steady_from_times(times, rows, skip=rows)
+    assert base["saturated"] and later["saturated"]
+    assert later["steady_window_s"][0] > base["steady_window_s"][0]
+    assert later["steady_window_s"][1] == base["steady_window_s"][1]
+    assert later["steady_fraction"] == pytest.approx(base["steady_fraction"] - rows / n)
+    assert later["steady_rate"] == pytest.approx(rows, rel=0.05)
+
+
+def test_a_skip_past_the_stretch_leaves_no_rate_and_an_unsaturated_window_stays():
+    rows, n = 32, 400
+    saturated = request_times(served_by_rows(poisson(n, 64.0, seed=6), [1.0] * n, rows))
+    for skip in (n, 10 * n):  # more completions than the stretch holds
+        assert steady_from_times(saturated, rows, skip=skip) == {
+            "steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": True}
+    below = request_times(served_by_rows(poisson(n, 16.0, seed=6), [1.0] * n, rows))
+    assert steady_from_times(below, rows, skip=50) == steady_from_times(below, rows) and \
+        not steady_from_times(below, rows)["saturated"]
+
+
+@pytest.mark.parametrize("times,skip,problem", [
+    ({"arrival": [0.0], "admitted": [0.0], "finished": [1.0]}, -1, "skip"),
+    ({"arrival": [0.0], "admitted": [0.0], "finished": [1.0]}, 1.5, "skip"),
+    ({"arrival": [0.0], "admitted": [0.0]}, 0, "finished"),
+    ({"arrival": [0.0, 1.0], "admitted": [0.0], "finished": [1.0]}, 0, "one length, got lengths"),
+])
+def test_steady_from_times_refuses_bad_input(times, skip, problem):
+    with pytest.raises(ValueError, match=problem):
+        steady_from_times(times, 4, skip=skip)

@@ -1,8 +1,10 @@
 """Each experiment's runs on the smoke profile (tiny model, CPU): plumbing and the row
 fields the book reads, not speed."""
+import json
+
 import pytest
 
-from fusedlib.bench import census, engines, runs, workloads
+from fusedlib.bench import census, engines, metrics, runs, workloads
 from fusedlib.bench.measure import run as measure_here
 from fusedlib.bench.spec import PROFILES, RunSpec
 from fusedlib.engine import Engine
@@ -70,6 +72,21 @@ def test_open_loop_row_has_the_capacity_fields():
                  "step_gpu_ms_p50", "device_name"):
         assert name in row, name
     assert row["kernels_compiled_after_construction"] == 0
+    assert_steady_from_its_times(row, spec.n_requests)
+
+
+STEADY = ("steady_rate", "steady_window_s", "steady_fraction", "saturated")
+
+
+def assert_steady_from_its_times(row: dict, n_requests: int) -> dict:
+    """The row's request_times, one entry per request, give its steady fields again once
+    stored (through JSON); returns those times."""
+    times = json.loads(json.dumps(row))["request_times"]
+    assert set(times) == {"arrival", "admitted", "finished"}
+    assert all(len(v) == n_requests for v in times.values())
+    assert times["arrival"] == sorted(times["arrival"]) and times["arrival"][0] == 0.0
+    assert metrics.steady_from_times(times, row["max_batch"]) == {k: row[k] for k in STEADY}
+    return times
 
 
 def test_a_burst_on_two_rows_is_saturated_and_its_steady_window_inside_the_run():
@@ -79,6 +96,26 @@ def test_a_burst_on_two_rows_is_saturated_and_its_steady_window_inside_the_run()
     assert row["saturated"] is True and row["steady_fraction"] >= 0.5 and row["steady_rate"] > 0
     start, end = row["steady_window_s"]
     assert 0 < start < end <= row["span_s"]
+    times = assert_steady_from_its_times(row, 12)
+    later = metrics.steady_from_times(times, 2, skip=2)
+    assert later["saturated"] and later["steady_window_s"][0] > start and later["steady_window_s"][1] == end
+    assert metrics.steady_from_times(times, 2, skip=12)["steady_rate"] is None  # more than the stretch holds
+
+
+def test_steady_from_a_smoke_runs_times_is_its_steady_at_the_clocks_resolution(tiny):
+    engine = Engine(tiny, kind="fused", chunk_tokens=32, max_batch=8)
+    served = engines.serve_open_loop(engine, _specs(40, seed=3, rate=2000.0))
+    times = metrics.request_times(served)
+    got = metrics.steady(served, 8)
+    assert got["saturated"] and metrics.steady_from_times(times, 8, skip=0) == got
+    # Kept to 1 us, the times order every admission, arrival and completion as the clock did.
+    first = min(r.arrival for r in served)
+    clock = {"arrival": [r.arrival - first for r in served], "admitted": [r.admitted - first for r in served],
+             "finished": [r.token_times[-1] - first for r in served]}
+    exact = metrics.steady_from_times(clock, 8)
+    assert (exact["saturated"], exact["steady_fraction"]) == (got["saturated"], got["steady_fraction"])
+    assert exact["steady_window_s"] == pytest.approx(got["steady_window_s"], abs=1e-6)
+    assert exact["steady_rate"] == pytest.approx(got["steady_rate"], rel=1e-4)
 
 
 def test_closed_rows_for_ours_and_transformers():
@@ -174,6 +211,7 @@ def test_soak_loses_nothing_and_leaves_the_pool_free():
     assert row["n_lost"] == 0 and row["pool_free_after"] is True
     assert row["kernels_compiled_after_construction"] == 0
     assert row["peak_mem_1k_bytes"] is None and row["peak_mem_end_bytes"] is None  # no GPU: no reading
+    assert_steady_from_its_times(row, spec.n_requests)
 
 
 def test_prompt_kernel_rows_beside_sdpa_checked_first():
