@@ -15,9 +15,12 @@ from tests import book_pages as B
 from tests.bench import synthetic_rows
 
 CHAPTERS = ("part07", "part08", "part09", "part10", "part11", "part12")
+# One worker runs this module, and its rows fixtures (every page's code run once, ~8 s each) live
+# for the session: the longest-first order interleaves modules, which would rebuild a module's.
+pytestmark = pytest.mark.xdist_group(name="book_render")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def full(tmp_path_factory):
     return B.run_pages(B.toc_pages(), synthetic_rows.write(tmp_path_factory.mktemp("rows")))
 
@@ -28,7 +31,7 @@ GPU_ONLY = ("gpu_ms", "gpu_ms_min", "gpu_ms_max", "bytes", "flops", "decode_step
             "mixed_step_gpu_s_p50", "step_gpu_ms_p50", "window_gpu_s", "peak_mem_1k_bytes", "peak_mem_end_bytes")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cpu(tmp_path_factory):
     """The synthetic rows as `make run-all PROFILE=smoke` writes them on a CPU."""
     folder = synthetic_rows.write(tmp_path_factory.mktemp("cpu"))
@@ -40,7 +43,7 @@ def cpu(tmp_path_factory):
     return B.run_pages(B.toc_pages(), folder)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def empty(tmp_path_factory):
     return B.run_pages(B.toc_pages(), tmp_path_factory.mktemp("none"))
 
