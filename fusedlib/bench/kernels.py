@@ -1,8 +1,9 @@
 """The engine's kernels alone beside the card's anchors, one kind a run (`spec.kernel`):
   prompt  causal prompt attention (the prompt kernel at the device's tiles and the earlier
-          32-row ones) per (cached prefix, chunk) case, K/V from a paged cache in shuffled
-          blocks, beside `scaled_dot_product_attention` under each of its flash, cuDNN and
-          efficient backends (one that errors is skipped and named) on the same causal shape;
+          32-row ones) per case, a packed chunk of pieces (cached prefix, chunk), K/V from a
+          paged cache in shuffled blocks; a one-piece case beside `scaled_dot_product_attention`
+          under each of its flash, cuDNN and efficient backends (one that errors is skipped and
+          named) on the same causal shape (SDPA has no packed form of several requests);
           every output checked against an fp32 SDPA first; timed by `timing.median_ms` (CUDA
           events around each call, after an L2 flush).
           TFLOP/s count causal FLOPs: 4 * heads * head_dim * pairs (`causal_pairs`).
@@ -27,10 +28,16 @@ from ..attention.base import PrefillMeta
 from ..attention.triton_backend import EARLIER_PROMPT_TILES, TritonAttention, _prompt_tiles
 from ..config import BLOCK_SIZE, PARTS, PRESETS
 
-KERNELS = {  # prompt cases (prefix, chunk); decode cases (rows, context); the mixed step (chunk, rows); calls
-    "full": dict(prompt=((0, 2048), (0, 4096), (0, 8192), (2048, 2048)), decode=((32, 1024), (256, 1024), (256, 4096)),
-                 step=(2048, 256), iters=100),
-    "smoke": dict(prompt=((0, 32), (0, 64), (32, 32)), decode=((4, 64), (16, 64)), step=(32, 4), iters=1),
+# A 2,048-token chunk as the engine packs one at saturation under the mixed workload: its prompt
+# tokens come 75% from 4,096-token prompts, 19% from 1,024, the rest from 256, 64 and 16, so
+# pieces of two long prompts (one after a 2,048-token prefix), the end of a 1,024-token one and
+# five short prompts whole.
+MIXED_CHUNK = ((2048, 1024), (0, 512), (640, 384), (0, 64), (0, 16), (0, 16), (0, 16), (0, 16))
+KERNELS = {  # prompt cases (pieces of (prefix, chunk)); decode cases (rows, context); the mixed step (chunk, rows)
+    "full": dict(prompt=(((0, 2048),), ((0, 4096),), ((0, 8192),), ((2048, 2048),), MIXED_CHUNK),
+                 decode=((32, 1024), (256, 1024), (256, 4096)), step=(2048, 256), iters=100),
+    "smoke": dict(prompt=(((0, 32),), ((0, 64),), ((32, 32),), ((32, 16), (0, 8), (0, 8))), decode=((4, 64), (16, 64)),
+                  step=(32, 4), iters=1),
 }
 TOLERANCE = {torch.float16: 1e-2, torch.float32: 1e-4}  # max abs error against the fp32 reference / matmul
 SDPA_BACKENDS = ("flash", "cudnn", "efficient")
@@ -43,23 +50,30 @@ def causal_pairs(prefix: int, chunk: int) -> int:
     return chunk * prefix + chunk * (chunk + 1) // 2
 
 
-def paged_case(prefix: int, chunk: int, cfg, device: str, gen: torch.Generator):
-    """(q, k, v) dense over the whole context [context, heads, d], fp16, and the chunk's paged
-    view (q_chunk, k_cache, v_cache, meta): position i in block table[i // 16], slot i % 16,
-    the blocks in shuffled order."""
-    context = prefix + chunk
-    need = math.ceil(context / BLOCK_SIZE)
-    q, k, v = (torch.randn(context, heads, cfg.head_dim, generator=gen, device=device).half()
-               for heads in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads))
-    table = torch.randperm(need + 3, generator=gen, device=device)[:need].to(torch.int32)
-    k_cache, v_cache = (torch.zeros(need + 3, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim, device=device,
+def paged_case(pieces, cfg, device: str, gen: torch.Generator):
+    """Per piece (prefix, chunk), (q, k, v) dense over its whole context [context, heads, d],
+    fp16; and the chunks packed as the engine packs a step's (q_chunk, k_cache, v_cache,
+    meta): position i of piece r in block table[r][i // 16], slot i % 16, blocks shuffled."""
+    need = [math.ceil((p + c) / BLOCK_SIZE) for p, c in pieces]
+    order = torch.randperm(sum(need) + 3, generator=gen, device=device).to(torch.int32)
+    k_cache, v_cache = (torch.zeros(sum(need) + 3, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim, device=device,
                                     dtype=torch.float16) for _ in range(2))
-    pos = torch.arange(context, device=device)
-    k_cache[table[pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = k
-    v_cache[table[pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = v
-    meta = PrefillMeta(chunk, table[None], torch.zeros(chunk, dtype=torch.int32, device=device),
-                       torch.arange(prefix, context, dtype=torch.int32, device=device))
-    return (q, k, v), (q[prefix:], k_cache, v_cache, meta)
+    tables = torch.zeros(len(pieces), max(need), dtype=torch.int32, device=device)
+    dense, seq, positions = [], [], []
+    for r, (prefix, chunk) in enumerate(pieces):
+        context = prefix + chunk
+        q, k, v = (torch.randn(context, heads, cfg.head_dim, generator=gen, device=device).half()
+                   for heads in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads))
+        tables[r, :need[r]] = order[sum(need[:r]):sum(need[:r + 1])]
+        pos = torch.arange(context, device=device)
+        k_cache[tables[r, pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = k
+        v_cache[tables[r, pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = v
+        dense.append((q, k, v))
+        seq.append(torch.full((chunk,), r, dtype=torch.int32, device=device))
+        positions.append(torch.arange(prefix, context, dtype=torch.int32, device=device))
+    q_chunk = torch.cat([q[p:] for (q, _, _), (p, _) in zip(dense, pieces)])
+    meta = PrefillMeta(q_chunk.shape[0], tables, torch.cat(seq), torch.cat(positions))
+    return dense, (q_chunk, k_cache, v_cache, meta)
 
 
 def sdpa_call(q, k, v, prefix: int, group: int, backend=None):
@@ -96,33 +110,36 @@ def prompt_rows(spec: RunSpec) -> list[dict]:
     tiles = [_prompt_tiles(torch.device(device))]
     tiles += [EARLIER_PROMPT_TILES] if device == "cuda" and EARLIER_PROMPT_TILES != tiles[0] else []
     out, flush = [], flush_buffer(device)
-    for prefix, chunk in sizes["prompt"]:
-        (q, k, v), (q_chunk, k_cache, v_cache, meta) = paged_case(prefix, chunk, cfg, device, gen)
-        reference = sdpa_call(q.float(), k.float(), v.float(), prefix, group)()
-        flops = 4 * cfg.num_heads * cfg.head_dim * causal_pairs(prefix, chunk)
+    for pieces in sizes["prompt"]:
+        dense, (q_chunk, k_cache, v_cache, meta) = paged_case(pieces, cfg, device, gen)
+        reference = torch.cat([sdpa_call(q.float(), k.float(), v.float(), p, group)()
+                               for (q, k, v), (p, _) in zip(dense, pieces)])
+        flops = 4 * cfg.num_heads * cfg.head_dim * sum(causal_pairs(p, c) for p, c in pieces)
         rate = lambda ms: flops / (ms / 1e3) / 1e12  # noqa: E731
         sdpa, skipped = {}, []
-        for name in SDPA_BACKENDS:
-            call = sdpa_call(q, k, v, prefix, group, name)
+        for name in SDPA_BACKENDS if len(pieces) == 1 else ():
+            call = sdpa_call(*dense[0], pieces[0][0], group, name)
             try:
                 _checked(call, reference)
                 sdpa[name] = rate(median_ms(call, device, sizes["iters"], flush)[0])
             except Exception as exc:  # a backend this card, build or shape lacks
                 skipped.append(f"{name}: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}")
         fastest = max(sdpa, key=sdpa.get, default=None)
+        one = pieces[0] if len(pieces) == 1 else (None, None)
         for t in tiles:
             backend = TritonAttention("balanced", prompt_tiles=t)
             call = lambda backend=backend: backend.prefill(q_chunk, k_cache, v_cache, meta, scale)  # noqa: E731
             err = _checked(call, reference)
             ms = median_ms(call, device, sizes["iters"], flush)[0]
             out.append({**machine(), "tiles": f"{t.block_m}x{t.block_n}-w{t.num_warps}s{t.num_stages}",
-                        "default_tiles": t == tiles[0], "context": prefix + chunk, "prefix": prefix, "chunk": chunk,
+                        "default_tiles": t == tiles[0], "pieces": [list(x) for x in pieces],
+                        "context": None if one[0] is None else sum(one), "prefix": one[0], "chunk": meta.num_tokens,
                         "heads": cfg.num_heads, "kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim,
                         "flops": flops, "gpu_us": ms * 1e3, "tflops": rate(ms), "max_abs_err": err,
                         "sdpa_backend": fastest, "sdpa_tflops": sdpa.get(fastest),
                         **{f"sdpa_{name}_tflops": sdpa.get(name) for name in SDPA_BACKENDS},
                         "sdpa_skipped": "; ".join(skipped) or None})
-        del q, k, v, q_chunk, k_cache, v_cache, reference
+        del dense, q_chunk, k_cache, v_cache, reference
     return out
 
 

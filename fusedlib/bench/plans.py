@@ -311,23 +311,21 @@ def foreseen(experiment: str, profile: str, params: dict, rows=()) -> list[RunSp
     return plan(experiment, profile, params, [*guessed, *rows])  # a measured row wins over its guess
 
 
-def setting_estimate(profile: str, config: str, setting: tuple[int, int]) -> float:
+def setting_estimate(profile: str, config: str, setting: tuple[int, int], experiment: str | None = None) -> float:
     """A configuration's capacity estimate (requests/s) at (max_batch, chunk_tokens): its own
-    where the capacity experiment has one (part12), else the scale grid's for the setting."""
-    by_config = DEFAULTS[profile]["capacity"]["capacity"]
-    return by_config[config] if config in by_config else DEFAULTS[profile]["scale"]["capacity"][setting]
+    where the capacity experiment has one (part12; the scale grid's runs go by setting alone),
+    else the grid's for the setting; where DEFAULTS has neither (a setting given by hand), the
+    profile's smallest, so a time estimate errs long."""
+    by_config, grid = DEFAULTS[profile]["capacity"]["capacity"], DEFAULTS[profile]["scale"]["capacity"]
+    if experiment != "scale" and config in by_config:
+        return by_config[config]
+    known = by_config if experiment == "capacity" else grid
+    return known.get(setting, min(known.values()))
 
 
 def capacity_estimate(spec: RunSpec) -> float:
-    """The capacity estimate (requests/s) of an open run's setting; where DEFAULTS has none
-    (a setting given by hand), the profile's smallest for the experiment, so a time
-    estimate errs long."""
-    by_config = DEFAULTS[spec.profile]["capacity"]["capacity"]
-    if spec.experiment != "scale" and spec.config in by_config:
-        return by_config[spec.config]
-    known = by_config if spec.experiment == "capacity" else DEFAULTS[spec.profile]["scale"]["capacity"]
-    return known.get(spec.config if spec.experiment == "capacity" else (spec.max_batch, spec.chunk_tokens),
-                     min(known.values()))
+    """The capacity estimate (requests/s) of an open run's setting (`setting_estimate`)."""
+    return setting_estimate(spec.profile, spec.config, (spec.max_batch, spec.chunk_tokens), spec.experiment)
 
 
 def run_seconds(spec: RunSpec) -> float:

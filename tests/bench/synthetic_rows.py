@@ -213,12 +213,15 @@ def part12_census_rows() -> list[dict]:
 def kernels_rows() -> list[dict]:
     rows, i = [], 3000
     for tiles, default, scale in (("128x128-w8s2", True, 1.0), ("32x64-w4s2", False, 0.55)):
-        for context, prefix, tf, sdpa, backend in ((2048, 0, 220.0, 270.0, "cudnn"), (4096, 0, 305.0, 400.0, "cudnn"),
-                                                   (8192, 0, 375.0, 530.0, "cudnn"), (4096, 2048, 277.0, 194.0, "flash")):
+        for pieces, tf, sdpa, backend in ((((0, 2048),), 220.0, 270.0, "cudnn"), (((0, 4096),), 305.0, 400.0, "cudnn"),
+                                          (((0, 8192),), 375.0, 530.0, "cudnn"), (((2048, 2048),), 277.0, 194.0, "flash"),
+                                          (((2048, 1024), (0, 512), (640, 384), (0, 128)), 200.0, None, None)):
             i += 1
-            rows.append(_base("kernels", i, kernel="prompt", tiles=tiles, default_tiles=default, context=context,
-                              prefix=prefix, tflops=tf * scale, sdpa_tflops=sdpa, sdpa_backend=backend,
-                              max_abs_err=1e-3))
+            one = pieces[0] if len(pieces) == 1 else (None, None)
+            rows.append(_base("kernels", i, kernel="prompt", tiles=tiles, default_tiles=default,
+                              pieces=[list(x) for x in pieces], context=None if one[0] is None else sum(one),
+                              prefix=one[0], chunk=sum(c for _, c in pieces), tflops=tf * scale, sdpa_tflops=sdpa,
+                              sdpa_backend=backend, max_abs_err=1e-3))
     for n_rows, context, frac in ((32, 1024, 0.53), (256, 1024, 0.66), (256, 4096, 0.75)):
         i += 1
         kv = n_rows * context * KV_BYTES_PER_TOKEN / LAYERS

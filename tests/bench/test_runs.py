@@ -218,11 +218,16 @@ def test_prompt_kernel_rows_beside_sdpa_checked_first():
     from fusedlib.bench import kernels
 
     got = measure_here(smoke("kernels", kernel="prompt"))
-    assert [(r["prefix"], r["prefix"] + r["chunk"]) for r in got] == \
-        [(p, p + c) for p, c in kernels.KERNELS["smoke"]["prompt"]] == [(r["prefix"], r["context"]) for r in got]
+    cases = kernels.KERNELS["smoke"]["prompt"]
+    assert [[tuple(x) for x in r["pieces"]] for r in got] == [list(c) for c in cases]
     for r in got:
         assert r["tflops"] > 0 and r["max_abs_err"] <= kernels.TOLERANCE[kernels.torch.float16]
-        assert r["flops"] == 4 * r["heads"] * r["head_dim"] * kernels.causal_pairs(r["prefix"], r["chunk"])
+        assert r["flops"] == 4 * r["heads"] * r["head_dim"] * sum(kernels.causal_pairs(p, c) for p, c in r["pieces"])
+        assert r["chunk"] == sum(c for _, c in r["pieces"])
+        if len(r["pieces"]) > 1:  # a packed chunk of several requests: no SDPA anchor, no single context
+            assert r["sdpa_tflops"] is r["context"] is r["prefix"] is None
+            continue
+        assert (r["prefix"], r["context"]) == (r["pieces"][0][0], sum(r["pieces"][0]))
         timed = {b: r[f"sdpa_{b}_tflops"] for b in kernels.SDPA_BACKENDS if r[f"sdpa_{b}_tflops"] is not None}
         skipped = [b for b in kernels.SDPA_BACKENDS if b not in timed]
         assert r["sdpa_tflops"] == max(timed.values(), default=None)

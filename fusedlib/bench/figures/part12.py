@@ -43,42 +43,57 @@ def _versus(value: float | None, target: float, what: str, f) -> str:
     return f"{'at or above' if value >= target else 'short of'} the target of {f(target)} {what}".rstrip()
 
 
+def _case(row) -> tuple:
+    """A prompt row's pieces ((prefix, chunk), ...): several for a packed chunk of requests."""
+    pieces = row.get("pieces")
+    return tuple(map(tuple, pieces)) if isinstance(pieces, list) else ((int(row["prefix"]), int(row["chunk"])),)
+
+
+def _label(case: tuple) -> str:
+    if len(case) > 1:
+        return f"{sum(c for _, c in case):,} packed, {len(case)} requests"
+    return f"{case[0][1]:,} after {case[0][0]:,}" if case[0][0] else f"{case[0][1]:,} fresh"
+
+
 @per_rows
 def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """Prompt attention per case: the engine's tiles, part 11's tile shape, SDPA's fastest backend."""
+    """Prompt attention per case: the engine's tiles, part 11's tile shape, SDPA's fastest backend
+    (none for a packed chunk of several requests, which SDPA has no form of)."""
     names = ("p12_prompt_tflops_4k", "p12_prompt_sdpa_4k", "p12_prompt_vs_sdpa_4k", "p12_prompt_chunk_tflops",
-             "p12_prompt_chunk_over_fresh", "p12_prompt_tiles_gain_4k", "p12_prompt_verdict", "p12_kernel_device")
+             "p12_prompt_chunk_over_fresh", "p12_prompt_tiles_gain_4k", "p12_prompt_verdict", "p12_kernel_device",
+             "p12_prompt_packed_tflops")
     v = dict.fromkeys(names, MISSING)
     k = _kernels(d, "prompt")
     if not len(k):
         return pd.DataFrame(), v
     v["p12_kernel_device"] = Value(None, devices(k))
+    k = k.assign(case=[_case(r) for r in k.to_dict("records")])
     ours, small = k[k["default_tiles"].astype(bool)], k[~k["default_tiles"].astype(bool)]
-    at = lambda df, ctx, pre=0: df[(df["context"] == ctx) & (df["prefix"] == pre)]  # noqa: E731
-    one = lambda df, col: float(df[col].iloc[0]) if len(df) else None  # noqa: E731
-    fresh4 = at(ours, 4096)
+    at = lambda df, case: df[df["case"] == case]  # noqa: E731
+    one = lambda df, col: float(df[col].iloc[0]) if len(df) and pd.notna(df[col].iloc[0]) else None  # noqa: E731
+    fresh4 = at(ours, ((0, 4096),))
     v["p12_prompt_tflops_4k"] = fixed(one(fresh4, "tflops"), tflops)
     sdpa = one(fresh4, "sdpa_tflops")
     if sdpa is not None:
         v["p12_prompt_sdpa_4k"] = Value(sdpa, f"{fresh4['sdpa_backend'].iloc[0]}, {tflops(sdpa)}")
     vs = ratio(v["p12_prompt_tflops_4k"].value, sdpa)
     v["p12_prompt_vs_sdpa_4k"] = fixed(vs, times)
-    chunk = at(ours, 4096, 2048)
-    v["p12_prompt_chunk_tflops"] = fixed(one(chunk, "tflops"), tflops)
+    v["p12_prompt_chunk_tflops"] = fixed(one(at(ours, ((2048, 2048),)), "tflops"), tflops)
     over = ratio(v["p12_prompt_chunk_tflops"].value, v["p12_prompt_tflops_4k"].value)
     v["p12_prompt_chunk_over_fresh"] = fixed(over, times)
-    v["p12_prompt_tiles_gain_4k"] = fixed(ratio(v["p12_prompt_tflops_4k"].value, one(at(small, 4096), "tflops")), times)
+    v["p12_prompt_tiles_gain_4k"] = fixed(ratio(v["p12_prompt_tflops_4k"].value, one(at(small, ((0, 4096),)), "tflops")),
+                                          times)
+    v["p12_prompt_packed_tflops"] = fixed(one(ours[ours["case"].map(len) > 1], "tflops"), tflops)
     v["p12_prompt_verdict"] = Value(None, "; ".join([
         f"the fresh 4,096-token prompt is {_versus(v['p12_prompt_tflops_4k'].value, TARGET['prompt_tflops'], '', tflops)}",
         f"{_versus(vs, TARGET['prompt_vs_sdpa'], 'of the fastest backend', times)}",
         f"the chunk after a prefix is {_versus(over, TARGET['chunk_vs_fresh'], 'of the fresh rate', times)}"]) + ".")
     table = pd.DataFrame({
-        "prompt (tokens)": [f"{c - p:,} after {p:,}" if p else f"{c:,} fresh"
-                            for c, p in zip(ours["context"].astype(int), ours["prefix"].astype(int))],
-        "128×128 tiles (TFLOP/s)": ours["tflops"].map(sig),
-        "32×64 tiles (TFLOP/s)": [cell(one(at(small, c, p), "tflops")) for c, p in zip(ours["context"], ours["prefix"])],
-        "SDPA's fastest (TFLOP/s)": [f"{sig(t)} ({b})" for t, b in zip(ours["sdpa_tflops"], ours["sdpa_backend"])],
-        "ours / SDPA": (ours["tflops"] / ours["sdpa_tflops"]).map(lambda x: cell(x, times)),
+        "prompt (tokens)": ours["case"].map(_label), "128×128 tiles (TFLOP/s)": ours["tflops"].map(sig),
+        "32×64 tiles (TFLOP/s)": [cell(one(at(small, c), "tflops")) for c in ours["case"]],
+        "SDPA's fastest (TFLOP/s)": [f"{sig(t)} ({b})" if isinstance(b, str) else "-"
+                                     for t, b in zip(ours["sdpa_tflops"], ours["sdpa_backend"])],
+        "ours / SDPA": (ours["tflops"] / ours["sdpa_tflops"].astype(float)).map(lambda x: cell(x, times)),
         "largest error": ours["max_abs_err"].map(lambda x: f"{x:.1e}")})
     return table, v
 
@@ -264,10 +279,12 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         + (f"beats every backend ({times(chunk / sdpa_chunk)} the fastest)." if chunk and sdpa_chunk and chunk > sdpa_chunk
            else f"runs at {times(chunk / sdpa_chunk)} the fastest." if chunk and sdpa_chunk else "has no row.")))
     inside = ratio(cen["p12_engine_prompt_tflops"].value, pr["p12_prompt_tflops_4k"].value)
+    packed = ratio(cen["p12_engine_prompt_tflops"].value, pr["p12_prompt_packed_tflops"].value)
     gained = cap["p12_vs_part11"]
     v["p12_engine_reading"] = MISSING if gained.value is None else Value(None, (
         f"The engine's capacity changed by {gained.text}" + (
-            f": inside it, prompt attention runs at {times(inside)} the rate of the fresh-prompt benchmark."
+            f": inside it, prompt attention runs at {times(inside)} the rate of the fresh-prompt benchmark"
+            + (f" and {times(packed)} that of a packed chunk like the engine's." if packed else ".")
             if inside is not None and inside < 0.75 else ".")))
     s, pairs = so["p12_soak_steady"].value, cap["p12_best_fused_steady_rate"]
     if s is None or pairs.hi is None:
