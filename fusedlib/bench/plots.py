@@ -220,7 +220,7 @@ def request_time_by_class(table: pd.DataFrame) -> Figure | None:
     ax.barh(y - 0.2, num("ceiling's price (ms)"), height=0.4, color="0.7", label="the ceiling's price")
     ax.set_yticks(y, table["class"], fontsize=8)
     ax.invert_yaxis()
-    ax.set(xlabel="GPU time per request (ms)")
+    ax.set(xlabel="time per request at capacity (ms; the two streams' classes overlap)")
     _legend(ax, handlelength=1.5, loc="lower right")
     return fig
 

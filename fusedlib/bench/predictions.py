@@ -114,7 +114,7 @@ def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
     counts = {v: sum(said(e.get("verdict")) == v for e in rest) for v in VERDICTS}
     cards = " and ".join(sorted({str(e["graded_on"]) for e in rest}))
     line = (f"The other {len(rest)} entries, on the {cards}: " + ", ".join(f"{n} {v}" for v, n in counts.items())
-            + "; each with its figure in `data/predictions.yaml`.") if rest else ""
+            + "; each with its figure in `data/predictions*.yaml`.") if rest else ""
     table = pd.DataFrame(rows, columns=["part", "claim", "measured", "verdict", "on"]).fillna("-")
     return table, line
 

@@ -43,7 +43,7 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                      "fusion's gain": short_gain(t("fusion_gain"))})
     sc = part11.scale(d=d)[1]
     best, chunk = sc["p11_best_fused_rate"], sc["p11_chunked_at_best"]
-    rows.append({"part": LABEL["part11"] + (f" ({sc['p11_best_setting'].text})" if best.value else ""),
+    rows.append({"part": LABEL["part11"] + (f" (best: {sc['p11_best_setting'].text})" if best.value else ""),
                  "capacity fused / chunked (req/s)": "-" if best.value is None else f"{sig(best.value)} / {_num(chunk)}",
                  "runs × arrivals": _runs(best, sc["p11_n_requests"], method(newest("scale", d))),
                  "fusion's gain": short_gain(sc["p11_fusion_gain_best"])})
