@@ -301,7 +301,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     gained = cap["p12_vs_part11"]
     v["p12_engine_reading"] = MISSING if gained.value is None else Value(None, (
         f"The engine's capacity changed by {gained.text}" + (
-            f": inside it, prompt attention runs at {times(inside)} the rate of the fresh-prompt benchmark"
+            f". Inside it, prompt attention runs at {times(inside)} the rate of the fresh-prompt benchmark"
             + (f" and {times(packed)} that of a packed chunk like the engine's." if packed else ".")
             if inside is not None and inside < 0.75 else ".")))
     s, pairs = so["p12_soak_steady"].value, cap["p12_best_fused_steady_rate"]
