@@ -116,11 +116,13 @@ def drain_grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     its arrivals at) with the steady rate beside it where the newest rows measured the setting;
     the drain method's reading at the best setting."""
     v = {k: MISSING for k in ("p11_drain_settings", "p11_drain_n_requests", "p11_drain_offered", "p11_drain_arrival_s",
-                              "p11_drain_rate", "p11_drain_gain")}
+                              "p11_drain_rate", "p11_drain_gain", "p11_drain_grid")}
     s, g = drain_rows(d), drain_settings(d)
     if not len(g):
         return pd.DataFrame(), v
     v["p11_drain_settings"] = fixed(float(len(g[["max_batch", "chunk_tokens"]].drop_duplicates())), lambda x: f"{x:.0f}")
+    v["p11_drain_grid"] = Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(g[c].unique())) + "}"
+                                                 for c in ("max_batch", "chunk_tokens")))
     v["p11_drain_n_requests"] = _arrivals(s)
     top = float(s["rate"].max())
     v["p11_drain_offered"] = fixed(top, rate)
