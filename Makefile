@@ -76,7 +76,7 @@ book: $(STAMP)
 
 # Two worker processes (pytest-xdist), longest tests first (tests/conftest.py).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # fusedlib.bench.runall checks every value first (a wrong one is named in one line), skips a
 # notebook whose planned runs all have rows, runs the others with papermill (or, without

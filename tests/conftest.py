@@ -22,11 +22,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Longest first. `make test` runs two xdist workers (--dist loadgroup); each takes the next
-    test in this order when it runs low (an xdist_group of several tests is queued ahead of
-    single tests), so the notebooks group and the book build start together, one on each
-    worker, and the short tests fill in behind them instead of one worker finishing a long
-    test alone at the end. The sort is stable: unmarked tests keep their order."""
+    """Longest first. `make test` runs two xdist workers with --dist loadfile: each test file
+    runs on one worker (its fixtures built once there), the files handed out as workers free
+    up, and within a worker the longest tests run first. The sort is stable: unmarked tests
+    keep their order."""
     def seconds(item):
         mark = item.get_closest_marker("slow")
         return mark.args[0] if mark else 0

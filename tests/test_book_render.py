@@ -15,9 +15,8 @@ from tests import book_pages as B
 from tests.bench import synthetic_rows
 
 CHAPTERS = ("part07", "part08", "part09", "part10", "part11", "part12")
-# One worker runs this module, and its rows fixtures (every page's code run once, ~8 s each) live
-# for the session: the longest-first order interleaves modules, which would rebuild a module's.
-pytestmark = pytest.mark.xdist_group(name="book_render")
+# The rows fixtures (every page's code run once, ~8 s each) live for the session: the
+# longest-first order interleaves modules, which would rebuild a module-scoped one.
 
 
 @pytest.fixture(scope="session")
