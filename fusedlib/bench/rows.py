@@ -46,14 +46,20 @@ def code_version(root: Path = CHECKOUT) -> str:
 
 
 @lru_cache(maxsize=1)
-def git_commit() -> str | None:
+def git_commit(root: Path = CHECKOUT) -> str | None:
+    """The checkout's commit, "+modified" where the sources that make rows differ from it (a
+    copy of the working tree whose history stayed behind names an older commit: the code
+    version, not the commit, then says what ran)."""
     if os.environ.get("FUSEDLIB_GIT_COMMIT"):
         return os.environ["FUSEDLIB_GIT_COMMIT"]
+    git = lambda *args: subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,  # noqa: E731
+                                       check=True).stdout.strip()
     try:
-        return subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip() or None
+        head = git("rev-parse", "--short=12", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "fusedlib", "notebooks")
     except (OSError, subprocess.CalledProcessError):
         return None
+    return f"{head}+modified" if head and changed else head or None
 
 
 def data_dir(profile: str) -> Path:

@@ -72,3 +72,28 @@ def test_data_dir_is_the_env_var_else_the_checkouts_folder_by_profile(monkeypatc
     assert rows.data_dir("full").name == "data" and rows.data_dir("smoke").name == "data-smoke"
     monkeypatch.setenv("FUSEDLIB_DATA", str(tmp_path))
     assert rows.data_dir("full") == tmp_path
+
+
+def test_the_commit_says_when_the_sources_differ_from_it(tmp_path, monkeypatch):
+    """A checkout whose row-making sources differ from its commit is named "<commit>+modified":
+    the commit alone would claim code that did not run."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("no git on this machine")
+    monkeypatch.delenv("FUSEDLIB_GIT_COMMIT", raising=False)
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
+    (tmp_path / "fusedlib").mkdir()
+    (tmp_path / "fusedlib" / "engine.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    rows.git_commit.cache_clear()
+    assert rows.git_commit(tmp_path) == head
+    (tmp_path / "fusedlib" / "engine.py").write_text("x = 2\n")
+    rows.git_commit.cache_clear()
+    assert rows.git_commit(tmp_path) == f"{head}+modified"
+    rows.git_commit.cache_clear()
