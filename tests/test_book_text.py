@@ -24,7 +24,7 @@ CHAPTERS = ("part07", "part08", "part09", "part10", "part11", "part12")
 SECTIONS = ("Question", "Hardware ballpark", "Predictions", "Method", "Results", "What it means", "Caveats",
             "Reproducing")
 CAPS = {"intro": 900, "predictions": 6000} | {c: 1800 for c in CHAPTERS}
-TOTAL = 20000  # 18,000 through part 11; part 12 adds a chapter (<= 1,800) and its predictions
+TOTAL = 18000
 SOURCE_MARGIN = 1.03
 # The project's own check (its before-stop hook) looks for these in the built pages.
 PROCESS = {"session": r"\bsessions?\b", "lease": r"\bleases?\b", "campaign N": r"\bcampaign \d",

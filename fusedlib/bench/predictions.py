@@ -36,7 +36,7 @@ CHAPTERS = {7: "Part 7: one forward per step", 8: "Part 8: split-KV decode", 9: 
             10: "Part 10: to the roofline", 11: "Part 11: a Hopper GPU's size",
             12: "Part 12: the kernels at Hopper's rates"}
 VERDICTS = ("held", "missed", "not resolved")
-NO_FIGURE = "no figure"
+NO_FIGURE = "-"  # the entry names no figure these rows compute
 
 
 def load(paths=None) -> list[dict]:
@@ -184,18 +184,17 @@ def opening(text: str, words: int = 12) -> str:
 
 
 def appendix(entries: list[dict] | None = None) -> None:
-    """One table per chapter: id, date, claim (in full for the deciding ones, else the title or
-    the opening words), measured, verdict."""
+    """One table per chapter: id, date, claim (its title or opening words: the chapters quote
+    their deciding ones in full), measured, verdict."""
     from IPython.display import Markdown, display
 
     entries = graded() if entries is None else entries
     if not entries:
         display(Markdown("No predictions recorded yet."))
         return
-    decide = {i for ids in DECIDING.values() for i in ids}
     out = []
     for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
-        rows = [e if e["id"] in decide else e | {"title": None, "text": e.get("title") or opening(e.get("text", ""))}
+        rows = [e | {"title": None, "text": e.get("title") or opening(e.get("text", ""), 6)}
                 for e in entries if str(e.get("chapter")) == chapter]
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
         out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))
