@@ -53,9 +53,10 @@ def run(spec: RunSpec) -> list[dict]:
     trace = workloads.poisson_arrivals(mixed_draw(spec, spec.n_requests, spec.seed), spec.rate, seed=spec.seed)
     with engine.record_steps() as steps:
         served = serve_open_loop(engine, trace)
+    times = metrics.request_times(served)
     return [{**machine(), **settings_fields(spec), **metrics.summarize(served),
-             **metrics.steady(served, engine.config.max_batch), **step_fields(steps, engine.config.max_batch),
-             "request_times": metrics.request_times(served),
+             **metrics.steady_from_times(times, engine.config.max_batch), **step_fields(steps, engine.config.max_batch),
+             "request_times": times,
              "kernels_compiled_after_construction": engine.kernels_compiled_since_construction()}]
 
 
@@ -83,9 +84,9 @@ def soak(spec: RunSpec) -> list[dict]:
         served = serve_open_loop(engine, trace, on_step=read_peak)
     lost = sum(r.error is not None or r.finished is None or len(r.output) != r.max_new_tokens for r in served)
     pool = engine.pool
-    return [{**machine(), **settings_fields(spec), **metrics.steady(served, engine.config.max_batch),
-             "request_times": metrics.request_times(served), "n_requests": len(served), "n_lost": lost,
-             "n_steps": len(steps),
+    times = metrics.request_times(served)
+    return [{**machine(), **settings_fields(spec), **metrics.steady_from_times(times, engine.config.max_batch),
+             "request_times": times, "n_requests": len(served), "n_lost": lost, "n_steps": len(steps),
              "pool_free_after": not engine.has_work() and pool.num_free_blocks == pool.num_blocks,
              "mem_checkpoint_completions": checkpoint, "peak_mem_1k_bytes": peak_at_checkpoint[0],
              "peak_mem_end_bytes": torch.cuda.max_memory_allocated() if on_gpu else None,

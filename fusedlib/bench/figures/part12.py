@@ -142,9 +142,9 @@ def gemms(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 @per_rows
 def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """Capacity and fusion's gain at part 11's best setting with part 12's kernels, beside part 11's."""
-    c = chapter.capacity(CONFIG, d=d)[1]
-    v = {k.replace("p12_capacity_fused", "p12_best_fused_steady_rate").replace("p12_fusion_gain", "p12_fusion_gain_best"): x
-         for k, x in c.items()}
+    # the names part 12's predictions grade (data/predictions_part12.yaml) for two of them
+    named = {"p12_capacity_fused": "p12_best_fused_steady_rate", "p12_fusion_gain": "p12_fusion_gain_best"}
+    v = {named.get(k, k): x for k, x in chapter.capacity(CONFIG, d=d)[1].items()}
     p11 = part11.scale(d=d)[1]
     runs = newest("capacity", d)
     s = runs[runs["config"] == CONFIG] if len(runs) else runs
