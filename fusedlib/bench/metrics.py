@@ -110,7 +110,7 @@ def steady(records, max_batch: int) -> dict:
     return steady_from_times(request_times(records), max_batch)
 
 
-def steady_from_times(times: dict, max_batch: int, skip: int = 0) -> dict:
+def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> dict:
     """The steady rate: completions per second while the engine is backlogged, from `times`
     (`request_times`'s dict, as an open-loop row keeps it).
 
@@ -118,16 +118,19 @@ def steady_from_times(times: dict, max_batch: int, skip: int = 0) -> dict:
     is still waiting (arrival <= t < admitted) and the batch is full (at least `max_batch`
     requests admitted and not finished before t, the completing one included): the row it
     frees is taken at the next step, so over a stretch of consecutive backlogged completions
-    the batch never empties and the queue never runs dry. The window runs from the first to
-    the last completion of the longest such stretch. It leaves out what makes the drain rate
-    (`served_rate`) low: the empty pipeline before the first completion and the tail after
-    the queue has emptied, where the last batch finishes with ever fewer rows (with all
-    requests arrived in the first seconds, that tail is most of a short run). Quartiles of
-    the completion times, another way to cut both ends, would hold at most half the
-    completions whatever the run's length; this window holds all but about one batch's worth
-    when the offered rate is past capacity. The batch bound is the rows, not the KV pool:
-    capacity runs size the pool to hold `max_batch` of the longest requests (runs.pool_gib),
-    so a waiting request meets a full batch, not a full pool.
+    the batch never empties and the queue never runs dry. The window is the longest such
+    stretch less its first `skip` completions (default: `max_batch`, one batch's worth). It
+    leaves out what makes the drain rate (`served_rate`) low: the empty pipeline before the
+    first completion and the tail after the queue has emptied, where the last batch finishes
+    with ever fewer rows. It also leaves out the first batch's turnover: past capacity the
+    batch fills within a few steps, its requests start together and finish in a wave whose
+    completions, spread by their budgets, come slower than the steady rate (a queue of
+    256 rows whose service times are uniform in 0.25..1.75 s, offered 4x its capacity,
+    reads 4-5% low from the stretch's first completion and within 3% after one batch's
+    worth; tests/bench/test_metrics.py). Past capacity the window holds all but about two
+    batches' worth of completions. The batch bound is the rows, not the KV pool: capacity
+    runs size the pool to hold `max_batch` of the longest requests (runs.pool_gib), so a
+    waiting request meets a full batch, not a full pool.
 
     The rate inside the window is event to event: the completions after the window's first
     instant, over its length (completions come in bursts at step ends; counting from one
@@ -137,16 +140,15 @@ def steady_from_times(times: dict, max_batch: int, skip: int = 0) -> dict:
     the completions. Otherwise the queue never stayed non-empty (offered rate below
     capacity), and the steady rate is the served rate over the arrivals window instead:
     from the first completion to the last completion at or before the last arrival, the
-    same event-to-event count (it leaves out the pipeline's fill and the final drain).
-
-    `skip`, to judge where the window should start: a saturated run's window leaves out the
-    stretch's first `skip` completions (none left: steady_rate None). Saturation is judged on
-    the whole stretch, and an unsaturated run's window does not move.
+    same event-to-event count (it leaves out the pipeline's fill and the final drain); an
+    unsaturated window skips nothing. Saturation is judged on the whole stretch.
 
     Returns `steady_rate` (None where the window holds fewer than two completion instants),
     `steady_window_s` ([start, end], seconds after the first arrival; None when empty),
-    `steady_fraction` (completions inside the window over all completions) and `saturated`.
+    `steady_fraction` (completions inside the window over all completions), `saturated`, and
+    `steady_skip` (the completions left out at the window's start).
     """
+    skip = max_batch if skip is None else skip
     if not isinstance(skip, int) or skip < 0:
         raise ValueError(f"skip must be a non-negative integer, got {skip!r}")
     lengths = {k: len(times[k]) for k in REQUEST_TIMES if k in times}
@@ -155,7 +157,8 @@ def steady_from_times(times: dict, max_batch: int, skip: int = 0) -> dict:
     finished = np.asarray(times["finished"], dtype=float)  # a request without tokens (None) reads as nan
     done = ~np.isnan(finished)
     if not done.any():
-        return {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False}
+        return {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False,
+                "steady_skip": 0}
     first_arrival = min(times["arrival"])
     arrival = np.sort(np.asarray(times["arrival"], dtype=float)[done])
     admitted = np.sort(np.asarray(times["admitted"], dtype=float)[done])
@@ -172,7 +175,8 @@ def steady_from_times(times: dict, max_batch: int, skip: int = 0) -> dict:
     return {"steady_rate": rate,
             "steady_window_s": [float(window[0] - first_arrival), float(window[-1] - first_arrival)] if window.size
             else None,
-            "steady_fraction": window.size / len(finished), "saturated": bool(saturated)}
+            "steady_fraction": window.size / len(finished), "saturated": bool(saturated),
+            "steady_skip": skip if saturated else 0}
 
 
 def _longest_run(flags: np.ndarray) -> tuple[int, int]:

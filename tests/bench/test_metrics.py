@@ -131,7 +131,8 @@ def test_a_queue_held_back_by_something_other_than_full_rows_is_not_saturation()
 
 def test_steady_fields_without_completions():
     got = steady([{"arrival": 0.0, "admitted": None, "token_times": []}], 4)
-    assert got == {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False}
+    assert got == {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False,
+                   "steady_skip": 0}
 
 
 # ------------------------------------------------------------------------- request times
@@ -157,7 +158,7 @@ def test_a_row_taken_microseconds_after_its_completion_keeps_the_queue_waiting()
     times = request_times(records)
     assert all(a > f for a, f in zip(times["admitted"][1:], times["finished"]))
     got = steady(records, 1)
-    assert got["saturated"] and got["steady_fraction"] == pytest.approx((n - 1) / n)
+    assert got["saturated"] and got["steady_fraction"] == pytest.approx((n - 2) / n)  # the stretch less one batch (1 row)
     assert got["steady_rate"] == pytest.approx(1 / (1 + lag), rel=1e-6)
 
 
@@ -168,17 +169,19 @@ def _synthetic_runs():
 
 
 @pytest.mark.parametrize("case", range(5))
-def test_steady_is_steady_from_times_without_a_skip(case):
+def test_steady_is_steady_from_times_skipping_one_batch(case):
     records, rows = _synthetic_runs()[case]
-    assert steady_from_times(request_times(records), rows, skip=0) == steady(records, rows)
+    got = steady(records, rows)
+    assert steady_from_times(request_times(records), rows, skip=rows) == got
+    assert got["steady_skip"] == (rows if got["saturated"] else 0)
 
 
 def test_a_skip_starts_the_window_later_by_as_many_completions():
     rows, n = 32, 400
     records = served_by_rows(poisson(n, 64.0, seed=5), [1.0] * n, rows)
     times = request_times(records)
-    base = steady_from_times(times, rows)
-    later = steady_from_times(times, rows, skip=rows)
+    base = steady_from_times(times, rows, skip=0)
+    later = steady_from_times(times, rows)
     assert base["saturated"] and later["saturated"]
     assert later["steady_window_s"][0] > base["steady_window_s"][0]
     assert later["steady_window_s"][1] == base["steady_window_s"][1]
@@ -191,10 +194,29 @@ def test_a_skip_past_the_stretch_leaves_no_rate_and_an_unsaturated_window_stays(
     saturated = request_times(served_by_rows(poisson(n, 64.0, seed=6), [1.0] * n, rows))
     for skip in (n, 10 * n):  # more completions than the stretch holds
         assert steady_from_times(saturated, rows, skip=skip) == {
-            "steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": True}
+            "steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": True,
+            "steady_skip": skip}
     below = request_times(served_by_rows(poisson(n, 16.0, seed=6), [1.0] * n, rows))
     assert steady_from_times(below, rows, skip=50) == steady_from_times(below, rows) and \
         not steady_from_times(below, rows)["saturated"]
+
+
+@pytest.mark.parametrize("multiple", [2.0, 4.0])
+def test_the_first_batchs_wave_reads_low_and_the_window_leaves_it_out(multiple):
+    # 256 rows, service times uniform in 0.25..1.75 s, 1,500 arrivals (part 12's shape). Past
+    # capacity the first batch is admitted at once and finishes in a wave of its budgets: from
+    # the stretch's first completion the rate reads low, the more so the higher the offered
+    # rate; after one batch's worth it reads the capacity, at 1.25x and at 4x alike.
+    rows, n = 256, 1500
+    service = np.random.default_rng(1).uniform(0.25, 1.75, n)
+    capacity = rows / service.mean()
+    times = request_times(served_by_rows(poisson(n, multiple * capacity, seed=1), service, rows))
+    near = request_times(served_by_rows(poisson(n, 1.25 * capacity, seed=1), service, rows))
+    got = steady_from_times(times, rows)
+    assert got["saturated"] and got["steady_fraction"] >= 0.6
+    assert got["steady_rate"] == pytest.approx(capacity, rel=0.02)
+    assert got["steady_rate"] == pytest.approx(steady_from_times(near, rows)["steady_rate"], rel=0.02)
+    assert steady_from_times(times, rows, skip=0)["steady_rate"] < 0.97 * capacity
 
 
 @pytest.mark.parametrize("times,skip,problem", [

@@ -75,7 +75,7 @@ def test_open_loop_row_has_the_capacity_fields():
     assert_steady_from_its_times(row, spec.n_requests)
 
 
-STEADY = ("steady_rate", "steady_window_s", "steady_fraction", "saturated")
+STEADY = ("steady_rate", "steady_window_s", "steady_fraction", "saturated", "steady_skip")
 
 
 def assert_steady_from_its_times(row: dict, n_requests: int) -> dict:
@@ -97,7 +97,7 @@ def test_a_burst_on_two_rows_is_saturated_and_its_steady_window_inside_the_run()
     start, end = row["steady_window_s"]
     assert 0 < start < end <= row["span_s"]
     times = assert_steady_from_its_times(row, 12)
-    later = metrics.steady_from_times(times, 2, skip=2)
+    later = metrics.steady_from_times(times, 2, skip=4)
     assert later["saturated"] and later["steady_window_s"][0] > start and later["steady_window_s"][1] == end
     assert metrics.steady_from_times(times, 2, skip=12)["steady_rate"] is None  # more than the stretch holds
 
@@ -107,7 +107,7 @@ def test_steady_from_a_smoke_runs_times_is_its_steady_at_the_clocks_resolution(t
     served = engines.serve_open_loop(engine, _specs(40, seed=3, rate=2000.0))
     times = metrics.request_times(served)
     got = metrics.steady(served, 8)
-    assert got["saturated"] and metrics.steady_from_times(times, 8, skip=0) == got
+    assert got["saturated"] and metrics.steady_from_times(times, 8) == got
     # Kept to 1 us, the times order every admission, arrival and completion as the clock did.
     first = min(r.arrival for r in served)
     clock = {"arrival": [r.arrival - first for r in served], "admitted": [r.admitted - first for r in served],

@@ -197,9 +197,16 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
                            "arrival to the last completion, the emptying batch included), not yet measured at steady "
                            "state.")
     share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
-    held = f", a stretch that holds {pct(100 * share)} of a run's completions here" if finite(share) else ""
+    held = f", a window that holds {pct(100 * share)} of a run's completions here" if finite(share) else ""
+    skipped = at_rate["steady_skip"] if "steady_skip" in at_rate else pd.Series(dtype=float)
+    if len(skipped) and skipped.notna().all():
+        start = f"less its first {sig(skipped.median())} completions (one batch's worth: the batch admitted at " \
+                "once at the start finishes in a wave that reads low)"
+    else:
+        start = "from its first completion (these rows predate the window that leaves out the first batch's " \
+                "wave, which reads a few percent low past capacity)"
     return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
-                       f"request waits and the batch is full{held}.")
+                       f"request waits and the batch is full, {start}{held}.")
 
 
 def offered(rates: pd.Series) -> Value:
