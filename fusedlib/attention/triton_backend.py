@@ -40,15 +40,16 @@ def _strides(q, out, k_cache, v_cache, block_tables) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class SplitKVConfig:
     """Launch shape of split-KV decode."""
-    # The default is the best over 1k, 2k and 4k contexts at 32 rows on the H200 (timed after an
-    # L2 flush, as in a decode step): 27.2 us at 2k against 28.9 at 64 keys and 8 programs per
-    # SM, the shape parts 8 and 9 were measured with (PART9_SPLITKV).
-    block_n: int = 32  # keys per inner iteration of a program
+    # The default is the best at 256 rows over 1k and 4k contexts on an H100 (benchmarks/
+    # decode_sweep.py, 73 shapes, three repeats; benchmarks/NOTES.md): 80% / 97% of a copy of
+    # the same bytes where 32 keys, 6 programs per SM and 2 stages read 67% / 77%, with 32 rows
+    # at 1k unchanged (53-54%). The deeper pipeline is most of it (2 -> 3 stages: 68% -> 78%).
+    block_n: int = 64  # keys per inner iteration of a program
     # Programs aimed at per SM. Below num_pairs / num_sms it gives one split per (request, KV
     # head): the decode kernel then normalises in place and no reduce launches.
-    programs_per_sm: float = 6
+    programs_per_sm: float = 4
     num_warps: int = 4
-    num_stages: int = 2
+    num_stages: int = 4
 
 
 PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)

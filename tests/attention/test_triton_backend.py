@@ -243,7 +243,7 @@ def test_splits_fall_where_the_plan_says(kernel, monkeypatch):
     monkeypatch.setattr(torch, "empty", nan_empty)
     q, k_cache, v_cache, meta = make_decode(contexts, 4, 2, torch.float32, seed=4)
     # Four SMs wherever it runs (the interpreter's count), so the premise below holds on a GPU too.
-    backend = TritonAttention(decode_kernel=kernel, num_sms=4, splitkv=SplitKVConfig(block_n=block_n))
+    backend = TritonAttention(decode_kernel=kernel, num_sms=4, splitkv=SplitKVConfig(block_n=block_n, programs_per_sm=6))
     out = backend.decode(q, k_cache, v_cache, meta, SCALE)
     assert_close(out, TorchAttention().decode(q, k_cache, v_cache, meta, SCALE), torch.float32)
     device, pairs = torch.device(DEVICE), len(contexts) * 2
