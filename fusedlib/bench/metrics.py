@@ -119,18 +119,13 @@ def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> d
     requests admitted and not finished before t, the completing one included): the row it
     frees is taken at the next step, so over a stretch of consecutive backlogged completions
     the batch never empties and the queue never runs dry. The window is the longest such
-    stretch less its first `skip` completions (default: `max_batch`, one batch's worth). It
-    leaves out what makes the drain rate (`served_rate`) low: the empty pipeline before the
-    first completion and the tail after the queue has emptied, where the last batch finishes
-    with ever fewer rows. It also leaves out the first batch's turnover: past capacity the
-    batch fills within a few steps, its requests start together and finish in a wave whose
-    completions, spread by their budgets, come slower than the steady rate (a queue of
-    256 rows whose service times are uniform in 0.25..1.75 s, offered 4x its capacity,
-    reads 4-5% low from the stretch's first completion and within 3% after one batch's
-    worth; tests/bench/test_metrics.py). Past capacity the window holds all but about two
-    batches' worth of completions. The batch bound is the rows, not the KV pool: capacity
-    runs size the pool to hold `max_batch` of the longest requests (runs.pool_gib), so a
-    waiting request meets a full batch, not a full pool.
+    stretch less its first `skip` completions (default `max_batch`). It leaves out the empty
+    pipeline before the first completion and the tail after the queue has emptied (what makes
+    the drain rate, `served_rate`, low), and the first batch's wave: past capacity the batch
+    fills at once and its requests finish together, spread by their budgets, slower than the
+    steady rate (tests/bench/test_metrics.py: a 256-row queue offered 4x reads 4-5% low
+    without the skip). The batch bound is the rows, not the KV pool: capacity runs size the
+    pool to hold `max_batch` of the longest requests (runs.pool_gib).
 
     The rate inside the window is event to event: the completions after the window's first
     instant, over its length (completions come in bursts at step ends; counting from one

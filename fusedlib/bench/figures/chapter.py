@@ -199,12 +199,8 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
     share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
     held = f", a window that holds {pct(100 * share)} of a run's completions here" if finite(share) else ""
     skipped = at_rate["steady_skip"] if "steady_skip" in at_rate else pd.Series(dtype=float)
-    if len(skipped) and skipped.notna().all():
-        start = f"less its first {sig(skipped.median())} completions (one batch's worth: the batch admitted at " \
-                "once at the start finishes in a wave that reads low)"
-    else:
-        start = "from its first completion (these rows predate the window that leaves out the first batch's " \
-                "wave, which reads a few percent low past capacity)"
+    start = f"less its first {sig(skipped.median())} completions (the wave of the batch admitted at the start)" \
+        if len(skipped) and skipped.notna().all() else "from its first completion"
     return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
                        f"request waits and the batch is full, {start}{held}.")
 
