@@ -114,34 +114,22 @@ def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> d
     """The steady rate: completions per second while the engine is backlogged, from `times`
     (`request_times`'s dict, as an open-loop row keeps it).
 
-    The window. A completion is backlogged when, at its instant, a request that has arrived
-    is still waiting (arrival <= t < admitted) and the batch is full (at least `max_batch`
-    requests admitted and not finished before t, the completing one included): the row it
-    frees is taken at the next step, so over a stretch of consecutive backlogged completions
-    the batch never empties and the queue never runs dry. The window is the longest such
-    stretch less its first `skip` completions (default `max_batch`). It leaves out the empty
-    pipeline before the first completion and the tail after the queue has emptied (what makes
-    the drain rate, `served_rate`, low), and the first batch's wave: past capacity the batch
-    fills at once and its requests finish together, spread by their budgets, slower than the
-    steady rate (tests/bench/test_metrics.py: a 256-row queue offered 4x reads 4-5% low
-    without the skip). The batch bound is the rows, not the KV pool: capacity runs size the
-    pool to hold `max_batch` of the longest requests (runs.pool_gib).
+    A completion is backlogged when, at its instant, an arrived request still waits and the
+    batch is full (at least `max_batch` requests admitted and not finished before it, itself
+    included): the row it frees is taken at the next step. The window is the longest stretch
+    of backlogged completions less its first `skip` (default `max_batch`). It leaves out the
+    pipeline's fill and the tail after the queue empties (what makes `served_rate`, the drain
+    rate, low), and the first batch's wave: past capacity the batch fills at once and its
+    requests finish together, spread by their budgets, slower than the steady rate (a 256-row
+    queue offered 4x reads 4-5% low without the skip: tests/bench/test_metrics.py). The rate
+    is event to event: completions after the window's first instant over its length. The
+    bound is the rows: capacity runs size the pool for `max_batch` of the longest requests.
 
-    The rate inside the window is event to event: the completions after the window's first
-    instant, over its length (completions come in bursts at step ends; counting from one
-    burst to another is exact for a steady period).
-
-    Saturation. `saturated` is True when the stretch holds at least SATURATED_MIN_FRACTION of
-    the completions. Otherwise the queue never stayed non-empty (offered rate below
-    capacity), and the steady rate is the served rate over the arrivals window instead:
-    from the first completion to the last completion at or before the last arrival, the
-    same event-to-event count (it leaves out the pipeline's fill and the final drain); an
-    unsaturated window skips nothing. Saturation is judged on the whole stretch.
-
-    Returns `steady_rate` (None where the window holds fewer than two completion instants),
-    `steady_window_s` ([start, end], seconds after the first arrival; None when empty),
-    `steady_fraction` (completions inside the window over all completions), `saturated`, and
-    `steady_skip` (the completions left out at the window's start).
+    `saturated`: the stretch holds at least SATURATED_MIN_FRACTION of the completions. If not
+    (offered below capacity), the window skips nothing and runs from the first completion to
+    the last one at or before the last arrival. Returns `steady_rate` (None with fewer than
+    two completion instants in the window), `steady_window_s` ([start, end] after the first
+    arrival, or None), `steady_fraction` (of all completions), `saturated` and `steady_skip`.
     """
     skip = max_batch if skip is None else skip
     if not isinstance(skip, int) or skip < 0:

@@ -129,19 +129,23 @@ def capacity_field(df: pd.DataFrame) -> str:
 
 def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Open-loop runs: per keys + rate, the median over rounds of each measured field, with
-    `capacity` (each config's capacity field) and `method` ("steady" or "drain") beside them."""
+    `capacity` (each config's capacity field), its rounds' `capacity_min` and `capacity_max`,
+    `saturated` (every round's; None for drain rows) and `method` ("steady" or "drain")."""
     if not len(df):
         return pd.DataFrame()
     fields = [c for c in ("served_rate", "steady_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s",
                           "e2e_p50_s", "goodput_rate", "host_share", "host_ms_per_step_p50", "step_gpu_ms_p50")
               if c in df]
-    out = df.groupby(keys + ["rate"], as_index=False)[fields].median()
-    out["n"] = df.groupby(keys + ["rate"]).size().values
-    out["capacity"], out["method"] = float("nan"), ""
-    for config, rows in (df.groupby("config") if "config" in keys else [(None, df)]):
-        at = out["config"] == config if config is not None else slice(None)
-        out.loc[at, "capacity"] = out.loc[at, capacity_field(rows)]
-        out.loc[at, "method"] = method(rows)
+    df = df.assign(capacity=float("nan"), method="")
+    for _, rows in (df.groupby("config") if "config" in keys else [(None, df)]):
+        df.loc[rows.index, "capacity"] = rows[capacity_field(rows)].astype(float)
+        df.loc[rows.index, "method"] = method(rows)
+    runs = df.groupby(keys + ["rate"])
+    out = runs[fields + ["capacity"]].median().reset_index()
+    out["n"], out["method"] = runs.size().values, runs["method"].first().values
+    out["capacity_min"], out["capacity_max"] = runs["capacity"].min().values, runs["capacity"].max().values
+    out["saturated"] = runs["saturated"].agg(lambda x: None if x.isna().all() else bool(x.eq(True).all())).values \
+        if "saturated" in df else None
     return out
 
 
@@ -199,7 +203,7 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
     share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
     held = f", a window that holds {pct(100 * share)} of a run's completions here" if finite(share) else ""
     skipped = at_rate["steady_skip"] if "steady_skip" in at_rate else pd.Series(dtype=float)
-    start = f"less its first {sig(skipped.median())} completions (the wave of the batch admitted at the start)" \
+    start = f"less its first {int(skipped.median()):,} completions (the wave of the batch admitted at the start)" \
         if len(skipped) and skipped.notna().all() else "from its first completion"
     return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
                        f"request waits and the batch is full, {start}{held}.")
