@@ -122,14 +122,13 @@ def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> d
     rate, low), and the first batch's wave: past capacity the batch fills at once and its
     requests finish together, spread by their budgets, slower than the steady rate (a 256-row
     queue offered 4x reads 4-5% low without the skip: tests/bench/test_metrics.py). The rate
-    is event to event: completions after the window's first instant over its length. The
-    bound is the rows: capacity runs size the pool for `max_batch` of the longest requests.
+    is event to event: completions after the window's first instant over its length. (Capacity
+    runs size the pool for `max_batch` of the longest requests: the bound is the rows.)
 
-    `saturated`: the stretch holds at least SATURATED_MIN_FRACTION of the completions. If not
-    (offered below capacity), the window skips nothing and runs from the first completion to
-    the last one at or before the last arrival. Returns `steady_rate` (None with fewer than
-    two completion instants in the window), `steady_window_s` ([start, end] after the first
-    arrival, or None), `steady_fraction` (of all completions), `saturated` and `steady_skip`.
+    `saturated`: the stretch holds SATURATED_MIN_FRACTION of the completions or more. If not,
+    the window runs from the first completion to the last at or before the last arrival. Returns
+    `steady_rate` (None under two completion instants), `steady_window_s` ([start, end] after
+    the first arrival, or None), `steady_fraction`, `saturated` and `steady_skip`.
     """
     skip = max_batch if skip is None else skip
     if not isinstance(skip, int) or skip < 0:
@@ -140,8 +139,7 @@ def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> d
     finished = np.asarray(times["finished"], dtype=float)  # a request without tokens (None) reads as nan
     done = ~np.isnan(finished)
     if not done.any():
-        return {"steady_rate": None, "steady_window_s": None, "steady_fraction": 0.0, "saturated": False,
-                "steady_skip": 0}
+        return dict(steady_rate=None, steady_window_s=None, steady_fraction=0.0, saturated=False, steady_skip=0)
     first_arrival = min(times["arrival"])
     arrival = np.sort(np.asarray(times["arrival"], dtype=float)[done])
     admitted = np.sort(np.asarray(times["admitted"], dtype=float)[done])

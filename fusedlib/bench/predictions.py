@@ -8,8 +8,8 @@ on the rows the book is built from, measured on their card; the verdicts (`VERDI
 
 - "held": every figure lies within its range;
 - "missed": a figure lies outside its range;
-- "not resolved": a figure's interval straddles a bound of its range, or the rows hold no value
-  for it, or the entry names no figure these rows compute (the reason stands in "measured").
+- "not resolved": an interval straddles a bound, the rows hold no value for a figure, the entry
+  names no figure they compute, or it `awaits` rows not yet taken (the reason is in "measured").
 
 Some entries keep the grade an earlier card's rows gave them (`measured`, `verdict`,
 `graded_on`): the provenance page shows those, labelled by that card (`earlier`).
@@ -62,6 +62,8 @@ def _listed(x) -> list:
 
 def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
     """(measured, verdict) for one entry from its figures (`figures`: glue name -> Value)."""
+    if entry.get("awaits"):  # the rows it names are not in the record yet; older rows would grade another engine
+        return f"awaits {entry['awaits']}", "not resolved"
     if not entry.get("figure"):
         return NO_FIGURE, "not resolved"
     names = _listed(entry["figure"])

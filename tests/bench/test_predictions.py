@@ -58,6 +58,12 @@ def test_several_figures_hold_only_together():
         P.grade(e | {"low": [70, None, 1]}, FIGS)
 
 
+def test_an_entry_awaiting_its_rows_is_not_graded_on_older_ones():
+    e = {"id": "W-1", "figure": "rate", "low": 70, "high": 80, "awaits": "rows with the new decode shape"}
+    assert P.grade(e, FIGS) == ("awaits rows with the new decode shape", "not resolved")
+    assert P.grade({k: v for k, v in e.items() if k != "awaits"}, FIGS) == ("95 requests/s", "missed")
+
+
 def test_an_unknown_figure_is_an_error(record):
     with pytest.raises(KeyError):
         P.grade(record[0] | {"figure": "nonesuch"}, FIGS)
