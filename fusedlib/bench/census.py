@@ -9,14 +9,12 @@ of a `context`-token prompt until every one decodes, then
      under torch.profiler;
   3. one more request of the same prompt joins, and `profiled` decode steps of all rows run
      under torch.profiler.
-Per step kind over the timed steps of exactly that shape (warm-ups discarded): the
-interval from the step's start to the next step's start (the serving loop's wall per step;
-without overlap each step ends in its readback, so it is the step with its sync), the GPU
-span of its forwards (CUDA events, `StepRecord.gpu_s`) and the host's time inside it
-(`StepRecord.host_s`): median, min and max. From the profiled steps: kernels per step and
-GPU time per kernel class (`kernel_class`), beside the class's bytes and FLOPs at the step's
-shapes (`step_model`). The profiler runs only after every timed step (its callbacks stay on
-every later launch of the process), so `run` runs each census in a process of its own
+Per step kind over its timed steps (warm-ups discarded): the interval from the step's start to
+the next one's (the loop's wall per step, its readback included), the GPU span of its forwards
+(CUDA events, `StepRecord.gpu_s`) and the host's time inside it (`StepRecord.host_s`): median,
+min and max. From the profiled steps: kernels per step and GPU time per kernel class
+(`kernel_class`) beside the class's bytes and FLOPs (`step_model`). The profiler's callbacks
+stay on every later launch, so each census runs in a process of its own
 (`python -m fusedlib.bench.census SPEC_JSON OUT_JSON`).
 
 `steady_census(spec)` (a census spec with an offered rate: part 11's): GPU time by kernel

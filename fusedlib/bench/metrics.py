@@ -9,12 +9,10 @@ A record is one request: a dict or an object (the engine's Request) with `arriva
   queue wait = admitted - arrival
 
 `served_rate` is completed requests over the span from the first arrival to the last
-completion (vLLM's `request_throughput`): the drain rate, which counts the empty pipeline
-before the first completion and the batch emptying after the last arrival, so it is not a
-capacity (`steady` is). `goodput_rate` counts only the requests that met both service
-levels, over the same span: TTFT <= `TTFT_SLO_S` (1 s) and their own p99 token
-gap <= `ITL_SLO_S` (50 ms; a request with one token has no gap and meets it). Percentiles are
-numpy's default (linear interpolation), as vLLM's.
+completion (vLLM's `request_throughput`): the drain rate, empty pipeline and emptying batch
+included, not a capacity (`steady` is). `goodput_rate` counts, over the same span, the
+requests with TTFT <= `TTFT_SLO_S` (1 s) and their own p99 token gap <= `ITL_SLO_S` (50 ms;
+one token: no gap, met). Percentiles are numpy's default (linear), as vLLM's.
 """
 from __future__ import annotations
 

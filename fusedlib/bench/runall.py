@@ -4,24 +4,17 @@
                                     [--rounds R] [--configs "C ..."] [--time-limit S]
                                     (--experiments "E ..." | NOTEBOOK.py ...)
 
-`--experiments` names them (`make run-all EXPERIMENTS=...`: notebooks/NN_<experiment>.py).
-A bad value, a profile or backend this machine cannot run, or a package an experiment needs
-missing stops it before any notebook, in one line (exit status 2).
-
-For each notebook (a jupytext percent .py named NN_<experiment>.py): its parameters cell's
-values, with backend, gpu, profile, out_dir, rounds, configs and time_limit_s replaced where
-the cell declares them and they are given, give its plan (plans.plan). Before any run, the
-device seconds each notebook's runs to go will take are printed with their sum
-(plans.estimate_seconds; scale's second stage at the setting the estimates put first). If
-every planned run has rows for this code version and profile (runner.missing), the
-notebook is skipped and the reason printed.
-Otherwise it runs: with papermill where papermill and jupytext import (jupytext makes the
-.ipynb, papermill injects the parameters and executes it into `--executed`), else as a
-plain script (`run_script`: its code cells in order, the parameters cell's values
-replaced), each in a process of its own. The time limit is for the whole call: each
-notebook gets what is left, and none starts with less than MIN_START_S. The header names
-the device the runs actually use; the last line, the notebooks with runs still to go. Exit
-status 1 if any notebook failed (the others still run).
+`--experiments` names them (notebooks/NN_<experiment>.py). A bad value, a profile or backend
+this machine cannot run, or a package an experiment needs stops it before any notebook, in one
+line (exit status 2). Each notebook's parameters cell, with the options given replaced, gives
+its plan (plans.plan); the device seconds of the runs to go are printed first
+(plans.estimate_seconds). A notebook whose planned runs all have rows for this code version
+and profile (runner.missing) is skipped, the reason printed; the others run, with papermill
+where papermill and jupytext import, else as a plain script (`run_script`: its code cells,
+parameters replaced), each in a process of its own. The time limit is for the whole call: a
+notebook gets what is left, none starts with less than MIN_START_S. The header names the
+device used; the last line, the notebooks with runs still to go. Exit status 1 if any
+notebook failed (the others still run).
 """
 from __future__ import annotations
 

@@ -3,11 +3,10 @@
 `execute(specs, out, backend=, gpu=, time_limit_s=)`:
   - refuses an unwritable `out` before any run (OSError naming the place);
   - takes a relative `out` as relative to the repository root (`place`);
-  - skips every planned run whose rows are already in `<out>/<experiment>.jsonl` for this
-    code version and profile (`missing`: the one definition of "done" that `make run-all`'s
-    skip check uses too);
-  - runs the rest in order, here (backend "local": the GPU if there is one, else the CPU) or
-    on Modal (backend "modal", GPU type `gpu`), appending each run's rows as it finishes;
+  - skips every planned run with rows in `<out>/<experiment>.jsonl` for this code version and
+    profile (`missing`, the one definition of "done", `make run-all`'s skip check's too);
+  - runs the rest in order, here (backend "local": the GPU if any, else the CPU) or on Modal
+    (backend "modal", GPU type `gpu`), appending each run's rows as it finishes;
   - with `time_limit_s`, starts no run once less time is left than the longest run so far
     took (so the next call resumes where this one stopped);
   - a run that raises is stored as one row with `error` (counted as done: delete the row to

@@ -7,9 +7,8 @@ workload" mean:
   full   Qwen2.5-1.5B's architecture with random weights, fp16 on CUDA, each configuration
          exactly as named, the series' workload (prompts of 16..4096 tokens, 64..256 new)
   smoke  the tiny preset, fp32 on CPU, every configuration as the eager torch reference
-         (`EngineConfig.eager`: no graphs, no Triton outside the attention notebook) and
-         small lengths,
-         so every experiment finishes in seconds; its numbers check plumbing, not speed.
+         (`EngineConfig.eager`: no graphs, no Triton outside the attention notebook), small
+         lengths: every experiment finishes in seconds; its numbers check plumbing, not speed.
 
 `RunSpec.build(experiment, profile, **options)` is the one place an option is checked: a
 bad value raises `SpecError` naming the option and what it allows. A spec's `key()` is what

@@ -1,10 +1,9 @@
 """Request workloads: the mixed draw and Poisson arrival traces.
 
-Every workload is a pure function of its arguments and a seed: each call builds its own
-`numpy.random.default_rng(seed)` and draws in a fixed order (prompt lengths, then budgets,
-then each prompt's token ids in request order), so the same call gives the same requests
-on a laptop, in CI and on the GPU box. Arrival traces use their own generator, so the
-same requests can be replayed at several rates.
+Every workload is a pure function of its arguments and a seed: its own
+`numpy.random.default_rng(seed)` draws prompt lengths, then budgets, then each prompt's token
+ids, so a call gives the same requests on a laptop, in CI and on the GPU box. Arrival traces
+use their own generator, so the same requests can be replayed at several rates.
 
 Defaults are the writeup's full-size workload (Qwen2.5's vocabulary, prompts of 16..4096
 tokens, budgets of 64..256). The tiny model's smoke profile passes smaller `lengths`,

@@ -312,3 +312,19 @@ def test_part12_conclusions_follow_its_rows(tmp_path):
     assert v["p12_soak_vs_pairs"].text.startswith("inside") and "agree" in v["p12_soak_caveat"].text
     assert v["p12_soak_verdict"].text.endswith("the soak failed.")
     assert "at or above the target of 320 TFLOP/s" in v["p12_prompt_verdict"].text
+
+
+@pytest.mark.parametrize("values,words", [
+    ({4.0: (3.9, False), 8.0: (7.0, True), 16.0: (7.3, True)}, "within 4.3% of each other, the plateau."),
+    ({4.0: (3.9, False), 8.0: (7.0, True), 16.0: (8.4, True)}, "within 20% of each other, more than the 10%"),
+    ({4.0: (3.9, False), 8.0: (7.0, True)}, "at 8.00 requests/s (it ran dry at 4.00 requests/s): the sweep shows "
+                                            "no plateau"),
+    ({4.0: (3.9, False)}, "at no rate (it ran dry at 4.00 requests/s): the sweep shows no plateau"),
+])
+def test_the_plateau_sentence_follows_the_sweeps_draw(values, words):
+    # round 0 is the sweep's draw; a later round at the top rate (another draw) is not in it
+    c = pd.DataFrame([{"config": "part7", "engine": "fused", "rate": r, "round": 0, "steady_rate": v, "saturated": sat}
+                      for r, (v, sat) in values.items()] +
+                     [{"config": "part7", "engine": "fused", "rate": max(values), "round": 1, "steady_rate": 99.0,
+                       "saturated": True}])
+    assert words in chapter.plateau(c).text

@@ -183,7 +183,7 @@ def gain_verdict(v: Value) -> Value:
 
 
 CAPACITY_NAMES = ("capacity_fused", "capacity_chunked", "fusion_gain", "fusion_verdict", "pair_rate", "n_requests",
-                  "offered_rates", "capacity_method", "ttft_p50_fused", "ttft_p50_chunked", "itl_p99_fused",
+                  "offered_rates", "capacity_method", "plateau", "ttft_p50_fused", "ttft_p50_chunked", "itl_p99_fused",
                   "itl_p99_chunked")
 
 
@@ -207,6 +207,21 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
         if len(skipped) and skipped.notna().all() else "from its first completion"
     return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
                        f"request waits and the batch is full, {start}{held}.")
+
+
+def plateau(c: pd.DataFrame, flat: float = 0.10) -> Value:
+    """Whether the fused engine's sweep (round 0: one draw at every rate) shows a plateau, chosen
+    from the rows: the rates that kept its queue non-empty, their steady rates within `flat`."""
+    s = sweep_table(c[(c["engine"] == "fused") & (c["round"] == 0)]) if {"saturated", "round"} <= set(c) else c[:0]
+    full, dry = s[s["saturated"].eq(True)] if len(s) else s, s[s["saturated"].eq(False)] if len(s) else s
+    head = "On the sweep's draw the fused engine's queue stayed non-empty " + \
+        (f"at {offered(full['rate']).text}" if len(full) else "at no rate") + \
+        (f" (it ran dry at {offered(dry['rate']).text})" if len(dry) else "")
+    if len(full) < 2:
+        return MISSING if not len(s) else Value(float(len(full)), f"{head}: the sweep shows no plateau.")
+    spread = full["capacity"].max() / full["capacity"].min() - 1
+    return Value(float(len(full)), f"{head}: its steady rates there lie within {pct(100 * spread)} of each other"
+                 + (", the plateau." if spread < flat else f", more than the {pct(100 * flat)} a plateau allows."))
 
 
 def offered(rates: pd.Series) -> Value:
@@ -233,6 +248,7 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
         names["offered_rates"] = offered(c["rate"])
         names["capacity_method"] = method_line(c, c[c["rate"] == r])
+        names["plateau"] = plateau(c)
         at = c[c["rate"] == r]
         for eng in ("fused", "chunked"):
             e = at[at["engine"] == eng]
