@@ -123,10 +123,9 @@ def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> d
     is event to event: completions after the window's first instant over its length. (Capacity
     runs size the pool for `max_batch` of the longest requests: the bound is the rows.)
 
-    `saturated`: the stretch holds SATURATED_MIN_FRACTION of the completions or more. If not,
-    the window runs from the first completion to the last at or before the last arrival. Returns
-    `steady_rate` (None under two completion instants), `steady_window_s` ([start, end] after
-    the first arrival, or None), `steady_fraction`, `saturated` and `steady_skip`.
+    `saturated`: the stretch holds SATURATED_MIN_FRACTION of the completions or more; if not, the
+    window runs from the first completion to the last at or before the last arrival. Returns
+    `steady_rate` (None under two instants), `steady_window_s` ([start, end] or None), the rest.
     """
     skip = max_batch if skip is None else skip
     if not isinstance(skip, int) or skip < 0:

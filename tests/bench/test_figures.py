@@ -308,6 +308,14 @@ def test_part12_conclusions_follow_its_rows(tmp_path):
         if r["kernel"] == "prompt" and r["default_tiles"]:
             r["tflops"] *= 1.5
     kernels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capacity = folder / "capacity.jsonl"
+    rows = [json.loads(line) for line in capacity.read_text().splitlines()]
+    for served, words in ((lambda x: 1e4 / x, "falls as"), (lambda x: 0.1 * x, "does not fall")):
+        for r in rows:  # the sweep's saturated rates serving less, then more, the more offered
+            if r["config"] == "part12" and r["engine"] == "fused" and r["round"] == 0 and r.get("saturated"):
+                r["steady_rate"] = served(r["rate"])
+        capacity.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        assert words in part12.figures(folder)[1]["p12_sweep_trend"].text
     v = part12.figures(folder)[1]
     assert v["p12_soak_vs_pairs"].text.startswith("inside") and "agree" in v["p12_soak_caveat"].text
     assert v["p12_soak_verdict"].text.endswith("the soak failed.")

@@ -1,6 +1,5 @@
-"""Part 12's page: the kernels beside the card's anchors (prompt attention beside SDPA's fastest
-backend, decode attention beside a copy, each linear layer beside `torch.matmul`), a saturated
-run's GPU time by kernel class, the capacity at part 11's best setting, and the soak."""
+"""Part 12's page: the kernels beside the card's anchors (SDPA's fastest backend, a copy,
+`torch.matmul`), a saturated run's GPU time by class, the capacity and the soak."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -178,12 +177,13 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         trend = (f"Fusion's gain went from {gain_span(small)} with part 11's kernels to {gain_span(big)}; the intervals "
                  "overlap, so these rows do not say it changed.")
     v["p12_fusion_trend"] = Value(None, trend)
-    # How the steady rate reads across offered rates past saturation, and how far apart in time
-    # each pair's two runs came.
+    # The steady rate across offered rates past saturation; how far apart each pair's runs came.
     f = s[(s["engine"] == "fused") & (s["round"] == 0)].sort_values("rate") if len(s) else s
     sat = f[f["saturated"].astype(bool)] if len(f) and "saturated" in f else f.iloc[:0]
-    v["p12_sweep_trend"] = MISSING if len(sat) < 2 else Value(None, ", ".join(
-        f"{sig(x)} at {sig(r)}" for x, r in zip(sat["steady_rate"], sat["rate"])) + " requests/s offered")
+    falls = len(sat) > 1 and (sat["steady_rate"].diff()[1:] < 0).all()
+    how = "falls as the offered rate rises" if falls else "does not fall at every step"
+    v["p12_sweep_trend"] = MISSING if len(sat) < 2 else Value(None, f"Past saturation the fused steady rate {how} (" + ", ".join(
+        f"{sig(x)} at {sig(r)}" for x, r in zip(sat["steady_rate"], sat["rate"])) + " requests/s offered).")
     v["p12_pair_note"] = MISSING
     if len(s):
         at = s[s["rate"] == s["rate"].max()].assign(t=lambda x: pd.to_datetime(x["time_utc"]))
