@@ -265,17 +265,13 @@ def step_census(spec: RunSpec) -> list[dict]:
 
 # ------------------------------------------------------------------------------ saturated census
 def steady_census(spec: RunSpec) -> list[dict]:
-    """A saturated run's GPU time by kernel class: once a fraction `STEADY[profile]["after"]` of
-    its requests have finished with a queue waiting, `steps` steps run under torch.profiler.
-    A row per class: GPU seconds, share of the window's step time (two streams overlap, so
-    shares need not sum to 1; "idle": no kernel running), FLOPs and bytes (`step_model`, the
-    chunks read from the requests' progress) and the rates they give.
-
-    The step time is the steps' GPU time by CUDA events (`window_gpu_s`; on a CPU, the wall
-    time), not the window's wall time (`window_s`): the profiler's per-launch callbacks slow the
-    host, so under it the GPU waits for the host between steps, a wait the unprofiled run does
-    not have (its steps' wall and GPU times agree). "idle" is what the profiler cannot add:
-    gaps between kernels inside the steps' GPU time."""
+    """A saturated run's GPU time by kernel class: once `STEADY[profile]["after"]` of its requests
+    finished with a queue waiting, `steps` steps run under torch.profiler. A row per class: GPU
+    seconds, share of the steps' time (streams overlap: shares need not sum to 1), FLOPs and bytes
+    (`step_model`) and their rates; "idle": gaps between kernels inside the steps' GPU time.
+    The steps' time is their CUDA-event GPU time (`window_gpu_s`; CPU: wall), not the window's
+    wall time (`window_s`): the profiler's callbacks slow the host, so under it the GPU waits
+    between steps, which the unprofiled run does not."""
     p, c = spec.profile_spec, STEADY[spec.profile]
     engine = make_engine(spec, cached=False)
     cfg, device = engine.model.config, p.device

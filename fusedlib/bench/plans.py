@@ -1,15 +1,12 @@
 """Each experiment's planned runs: one function per notebook, its keyword arguments the
-notebook's parameters (None: the profile's default, from `DEFAULTS`). A plan is a list of
-RunSpecs in the order they run; `runner.execute` runs those without rows yet, and an
-experiment is complete when every planned run has rows (`runner.missing`). The scale plan's
-second stage depends on measured rows (it runs at the best setting the first stage found),
-so every plan function takes the experiment's current rows. No torch here.
+notebook's parameters (None: the profile's default, `DEFAULTS`). A plan is the RunSpecs in run
+order; `runner.execute` runs those without rows yet (`runner.missing`). The scale plan's second
+stage runs at the best setting the first found, so every plan function takes the current rows.
 
-Capacity is measured in steady state (metrics.steady): open runs offer Poisson arrivals at
-multiples of a setting's capacity estimate, around it (the sweep shows where the steady rate
-stops following the offered rate) and past it (the top multiple: the paired rounds and the
-scale grid), with enough arrivals that the queue stays non-empty over most of a run.
-`estimate_seconds(plan)` is what a plan will take on the device, from the same estimates.
+Capacity is measured in steady state (metrics.steady): Poisson arrivals at multiples of a
+setting's capacity estimate, around it (the sweep) and past it (the top multiple: the paired
+rounds and the scale grid), enough that the queue stays non-empty over most of a run.
+`estimate_seconds(plan)` is the plan's device time, from the same estimates. No torch here.
 """
 from __future__ import annotations
 
@@ -196,12 +193,10 @@ def _estimate(estimates: dict, key, option: str, what: str) -> float:
 
 
 def capacity(profile: str, rounds=None, configs=None, rates=None, n_requests=None, rows=()) -> list[RunSpec]:
-    """Per configuration: the sweep's engines (the profile's, by configuration) at each offered
-    rate (round 0, seed 0), then both engines at the top rate (the pairs' round 0) and the
-    paired rounds 1..rounds-1 there. `rates`: the profile's multiples of the configuration's
-    capacity estimate where None; else one list for every configuration, or a dict by
-    configuration. `rounds` and `n_requests` likewise: one value, a dict by configuration, or
-    None for the profile's."""
+    """Per configuration: the sweep's engines at each offered rate (round 0, seed 0), both engines
+    at the top rate (the pairs' round 0), paired rounds 1..rounds-1 there. `rates` (None: the
+    multiples of the configuration's estimate), `rounds` and `n_requests`: one value (a list
+    for rates), a dict by configuration, or None for the profile's."""
     d, out = DEFAULTS[profile]["capacity"], []
     for c in _configs(configs, d["configs"]):
         sweep = sorted(_per_config(rates, c)) if rates is not None else \
@@ -243,13 +238,11 @@ def best_setting(rows, grid: dict) -> tuple[int, int] | None:
 
 def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_requests=None, sweep_rates=None,
           rows=()) -> list[RunSpec]:
-    """Part 11: configuration part11 at every max_batch x chunk_tokens (largest batch first:
-    a call that runs out of time leaves the settings part 11 is about), the sweep's engines
-    (full: the fused one) at `rate` (default: the top multiple of the cell's estimate, past
-    capacity), round 0. Then, once every cell has rows, at the fused engine's best setting:
-    the chunked engine at that rate, the paired rounds 1..rounds-1 there, then the sweep
-    (`sweep_rates`, default the profile's multiples of the cell's estimate), the sweep's
-    engines. A cell without an estimate where one is needed is refused before any run."""
+    """Part 11: every max_batch x chunk_tokens cell (largest batch first), the sweep's engines at
+    `rate` (default: the top multiple of the cell's estimate), round 0. Once every cell has rows,
+    at the fused engine's best cell: the chunked engine at that rate, paired rounds 1..rounds-1,
+    then the sweep (`sweep_rates`, default the multiples of the estimate). A cell without an
+    estimate where one is needed is refused before any run."""
     d = DEFAULTS[profile]["scale"]
     batches, chunks, n = batches or d["batches"], chunks or d["chunks"], n_requests or d["n_requests"]
     cells = [(b, c) for b in batches for c in chunks]
@@ -348,12 +341,10 @@ def run_seconds(spec: RunSpec) -> float:
 
 
 def estimate_seconds(specs: list[RunSpec]) -> float:
-    """A plan's device seconds, run in its order in one process: the model's load, each run
-    (`run_seconds`), and each engine built. runs.make_engine keeps the fused and chunked
-    engines of one setting (config, max_batch, chunk_tokens) and drops them at a run of
-    another; transformers' runs each build their own copy of the model. ValueError for a plan
-    of an experiment without an estimate (gates, attention, the step census).
-    Kernel runs and saturated census runs are charged by `run_seconds` alone."""
+    """A plan's device seconds, in its order in one process: the model's load, each run
+    (`run_seconds`), each engine built (runs.make_engine keeps one setting's two engines;
+    transformers' runs build their own model). ValueError for an experiment without an
+    estimate (gates, attention, the step census); kernel and saturated census runs: runs only."""
     if not specs:
         return 0.0
     costs = COSTS[specs[0].profile]

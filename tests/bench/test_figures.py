@@ -336,3 +336,15 @@ def test_the_plateau_sentence_follows_the_sweeps_draw(values, words):
                      [{"config": "part7", "engine": "fused", "rate": max(values), "round": 1, "steady_rate": 99.0,
                        "saturated": True}])
     assert words in chapter.plateau(c).text
+
+
+def test_part9_explains_an_unresolved_gain_by_the_serving_steps(tmp_path):
+    from fusedlib.bench.figures import part09
+    # three pairs at 30/s: the fused mixed step 10% shorter, mixed steps 50% of the chunked run
+    rows = [{"config": "part9", "engine": e, "rate": 30.0, "round": k, "seed": k, "n_requests": 400, "saturated": True,
+             "steady_rate": 10.0, "mixed_step_s_p50": 0.09 if e == "fused" else 0.10, "n_mixed_steps": 100,
+             "span_s": 20.0} for k in range(3) for e in ("fused", "chunked")]
+    (tmp_path / "capacity.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    saving, share = part09.serving_saving(tmp_path)
+    assert saving == pytest.approx(0.10) and share == pytest.approx(0.5)
+    assert part09.serving_saving(tmp_path / "none") is None
