@@ -61,10 +61,9 @@ def _part(config: str) -> str:
 
 
 def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figure | None:
-    """Capacity (the steady rate where the rows carry it, else the drain rate) against offered
-    rate, each part a colour, fused solid and chunked dashed, a hollow point where a run's queue
-    ran dry (below saturation), a bar over the rounds' range where a rate ran several; with
-    `highlight`, that part alone, on axes fitted to its own runs."""
+    """Capacity (steady, else drain) against offered rate on the sweep's draw, a colour a part,
+    fused solid, chunked dashed, hollow where the queue ran dry, the rounds' range and median
+    where several; with `highlight`, that part alone, on axes fitted to its own runs."""
     if len(sweeps) and highlight is not None:
         sweeps = sweeps[sweeps["config"] == highlight]
     if not len(sweeps):
@@ -77,15 +76,17 @@ def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figu
         if engine in ENGINE_STYLE:
             how = f" ({RATE_NAME[g['method'].iloc[0]]})" if mixed else ""
             color = PART_COLOR.get(config, "0.4")
-            ax.plot(g["rate"], g["capacity"], ENGINE_STYLE[engine], color=color, label=f"{_part(config)}, {engine}{how}")
+            y = g["capacity_sweep"]  # the sweep's draw at every rate; other rounds are other draws
+            ax.plot(g["rate"], y, ENGINE_STYLE[engine], color=color, label=f"{_part(config)}, {engine}{how}")
             for at, face in ((g["saturated"].ne(False), color), (g["saturated"].eq(False), "white")):
-                ax.plot(g["rate"][at], g["capacity"][at], "o", ms=4, mfc=face, color=color)
-            many = g["n"] > 1  # the rounds' spread where a rate ran several
+                ax.plot(g["rate"][at], y[at], "o", ms=4, mfc=face, color=color)
+            many = g["n"] > 1  # the rounds' range and median where a rate ran several
             ax.vlines(g["rate"][many], g["capacity_min"][many], g["capacity_max"][many], color=color, lw=1)
+            ax.plot(g["rate"][many], g["capacity"][many], "_", ms=9, mew=1.5, color=color)
     if sweeps["saturated"].eq(False).any():
         ax.plot([], [], "o", ms=4, mfc="white", color="0.4", label="queue ran dry (below saturation)")
     if (sweeps["n"] > 1).any():
-        ax.vlines([], [], [], color="0.4", lw=1, label="range over the rounds")
+        ax.vlines([], [], [], color="0.4", lw=1, label="range and median (tick) over the rounds")
     ax.set(xlabel="offered (requests/s)", ylabel=f"{_rate_name(sweeps)} (requests/s)", xlim=(0, None),
            ylim=(0, float(sweeps["capacity"].max()) * 1.15))
     _legend(ax, fontsize=8)

@@ -119,16 +119,17 @@ def test_a_highlighted_capacity_plot_is_fitted_to_its_part(rows):
 
 def test_the_capacity_plot_marks_runs_below_saturation_and_the_rounds_spread():
     c = pd.DataFrame([{"config": "part7", "engine": "fused", "rate": r, "round": k, "steady_rate": v, "saturated": sat,
-                       "served_rate": v} for r, k, v, sat in ((4.0, 0, 3.9, False), (8.0, 0, 7.0, True),
-                                                              (8.0, 1, 7.5, True), (8.0, 2, 6.5, True))])
+                       "served_rate": v} for r, k, v, sat in ((4.0, 0, 3.9, False), (8.0, 0, 6.5, True),
+                                                              (8.0, 1, 7.5, True), (8.0, 2, 7.0, True))])
     sweeps = chapter.sweep_table(c)
     assert sweeps[["capacity", "capacity_min", "capacity_max", "n"]].values.tolist() == [[3.9, 3.9, 3.9, 1],
                                                                                         [7.0, 6.5, 7.5, 3]]
     ax = P.capacity_vs_rate(sweeps, "part7").axes[0]
+    assert list(ax.lines[1].get_ydata()) == [3.9, 6.5]  # the sweep's line: round 0 at every rate, not the median
     hollow = [list(line.get_xdata()) for line in ax.lines
               if line.get_marker() == "o" and line.get_markerfacecolor() == "white" and len(line.get_xdata())]
     assert hollow == [[4.0]]
     bars = [s.tolist() for c in ax.collections for s in c.get_segments()]
     assert bars == [[[8.0, 6.5], [8.0, 7.5]]]
     labels = ax.get_legend_handles_labels()[1]
-    assert "queue ran dry (below saturation)" in labels and "range over the rounds" in labels
+    assert "queue ran dry (below saturation)" in labels and "range and median (tick) over the rounds" in labels

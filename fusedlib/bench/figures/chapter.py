@@ -128,8 +128,8 @@ def capacity_field(df: pd.DataFrame) -> str:
 
 
 def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Open-loop runs: per keys + rate, the median over rounds of each measured field, with
-    `capacity` (each config's capacity field), its rounds' `capacity_min` and `capacity_max`,
+    """Open-loop runs per keys + rate: each field's median over rounds; `capacity` (the config's
+    capacity field) with `_min`, `_max` and `_sweep` (round 0's: one draw at every rate),
     `saturated` (every round's; None for drain rows) and `method` ("steady" or "drain")."""
     if not len(df):
         return pd.DataFrame()
@@ -144,6 +144,7 @@ def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     out = runs[fields + ["capacity"]].median().reset_index()
     out["n"], out["method"] = runs.size().values, runs["method"].first().values
     out["capacity_min"], out["capacity_max"] = runs["capacity"].min().values, runs["capacity"].max().values
+    out["capacity_sweep"] = runs.apply(lambda g: g.sort_values("round")["capacity"].iloc[0]).values
     out["saturated"] = runs["saturated"].agg(lambda x: None if x.isna().all() else bool(x.eq(True).all())).values \
         if "saturated" in df else None
     return out

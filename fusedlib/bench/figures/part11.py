@@ -1,5 +1,4 @@
-"""Part 11's page: the sweep of batch sizes and budgets, the host's share at batch 256, the
-ceiling the request mix sets, and the transformers peer at batch 256."""
+"""Part 11's page: the batch and budget grid, the host at batch 256, the ceiling, the peer."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +34,7 @@ def scale_settings(d: str | Path | None = None, rows: pd.DataFrame | None = None
 
 
 def drain_rows(d: str | Path | None = None) -> pd.DataFrame:
-    """Part 11's rows measured by the drain method (no steady rate): the grid of batch sizes
-    and budgets that chose the setting the steady runs measure."""
+    """Part 11's drain-method rows (no steady rate): the grid that chose the steady runs' setting."""
     s = load("scale", d)
     return s[s["steady_rate"].isna()].reset_index(drop=True) if "steady_rate" in s else s
 
