@@ -1,14 +1,11 @@
 """What one step costs, and what decode attention reaches beside a copy of its bytes.
 
-`step_census(spec)`: one engine of the spec's configuration and kind serves `rows` requests
-of a `context`-token prompt until every one decodes, then
-  1. decode window: `warmups` + `n` steps of all rows decoding (shape (0, rows));
-  2. one request finishes; a queue of `chunk`-token prompts of one new token each follows,
-     so every step carries one whole fresh prompt beside rows - 1 decode rows (the mixed
-     step, shape (chunk, rows - 1)): `warmups` + `n` timed steps, then `profiled` steps
-     under torch.profiler;
-  3. one more request of the same prompt joins, and `profiled` decode steps of all rows run
-     under torch.profiler.
+`step_census(spec)`: one engine serves `rows` requests of a `context`-token prompt until all
+decode, then 1. `warmups` + `n` steps of all rows decoding (shape (0, rows)); 2. one request
+finishes and a queue of `chunk`-token prompts of one new token each follows, so every step is
+one fresh prompt beside rows - 1 decode rows (shape (chunk, rows - 1)): `warmups` + `n` timed
+steps, then `profiled` steps under torch.profiler; 3. one more request joins, and `profiled`
+decode steps of all rows run under torch.profiler.
 Per step kind over its timed steps (warm-ups discarded): the interval from the step's start to
 the next one's (the loop's wall per step, its readback included), the GPU span of its forwards
 (CUDA events, `StepRecord.gpu_s`) and the host's time inside it (`StepRecord.host_s`): median,
@@ -20,12 +17,10 @@ stay on every later launch, so each census runs in a process of its own
 `steady_census(spec)` (a census spec with an offered rate: part 11's): GPU time by kernel
 class over a profiler window in the middle of a saturated open-loop run (its docstring).
 
-`attention(spec)`: decode attention alone at `rows` rows of each context, for one backend,
-each call after an L2 flush (reading a 1 GiB buffer leaves L2 full of clean lines, as a step
-leaves it), CUDA-event timed, beside a device copy moving the same number of bytes.
-
-On the CPU (smoke) the same code runs on the tiny model: "kernels" are the aten ops the model
-calls (those under no other aten op) and the numbers mean nothing.
+`attention(spec)`: decode attention alone at `rows` rows of each context, one backend, each
+call after an L2 flush (a 1 GiB read leaves L2 full of clean lines, as a step does), timed by
+CUDA events beside a device copy of the same bytes. On the CPU (smoke) "kernels" are the aten
+ops the tiny model calls (under no other aten op) and the numbers mean nothing.
 """
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Part 7's page: the card and the model's ballpark, the correctness gates, and part 7's steps
-and capacity."""
+"""Part 7's page: the card and the model's ballpark, the gates, part 7's steps and capacity."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -108,15 +107,21 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         same = "These rows hold no decode step of both engines to compare."
     else:
         g = chapter._get
-        spans = [(g(r, "wall_ms_min"), g(r, "wall_ms_max")) for r in (fused, two)]
-        overlap = None not in (*spans[0], *spans[1]) and spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1]
-        spread = "" if None in (*spans[0], *spans[1]) else \
-            f" (their repeats span {span(*spans[0], ms)} and {span(*spans[1], ms)})"
+        lo_hi = [(g(r, "wall_ms_min"), g(r, "wall_ms_max")) for r in (fused, two)]
+        known = None not in (*lo_hi[0], *lo_hi[1])
+        within = known and all(lo <= g(b, "wall_ms") <= hi for (lo, hi), b in zip(lo_hi, (two, fused)))
+        c = newest("capacity", d)
+        c = c[(c["config"] == "part7") & (c["rate"] == c[c["config"] == "part7"]["rate"].max())] if len(c) else c
+        serving = c.groupby("engine")[["decode_step_s_p50", "n_decode_steps"]].median() if "n_decode_steps" in c else {}
         same = (f"The pure decode step is the same single forward in both engines; the census times it at "
-                f"{ms(g(fused, 'wall_ms'))} fused and {ms(g(two, 'wall_ms'))} chunked{spread}"
-                + (": eager steps set by the host vary from repeat to repeat, and the two medians differ within that "
-                   "spread, so fusion does not touch this step." if overlap else
-                   ": the spreads do not overlap, a difference these rows do not explain."))
+                f"{ms(g(fused, 'wall_ms'))} fused and {ms(g(two, 'wall_ms'))} chunked"
+                + (f" (repeats {span(*lo_hi[0], ms)} and {span(*lo_hi[1], ms)}), " if known else ", ")
+                + ("each median inside the other's repeats: eager steps set by the host vary." if within else
+                   "a median outside the other's repeats: one census ran the same code slower.")
+                + (f" In the capacity runs (about {serving['n_decode_steps'].median():,.0f} decode steps each, medians "
+                   f"over the pairs) they take {ms(1e3 * serving['decode_step_s_p50']['fused'])} fused and "
+                   f"{ms(1e3 * serving['decode_step_s_p50']['chunked'])} chunked."
+                   if len(serving) and {"fused", "chunked"} <= set(serving.index) else ""))
     v = {"p07_forward_cost": Value(grown, cost), "p07_decode_same": Value(None, same),
          "p07_capacity_reading": Value(None, capacity_reading(cap["p07_fusion_gain"]))}
     return pd.DataFrame(), v
