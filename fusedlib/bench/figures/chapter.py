@@ -88,7 +88,7 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
     host = ratio(g(dec, "host_ms"), g(dec, "wall_ms"))
     v["bottleneck"] = MISSING if dec is None else Value(host, bottleneck(host, share))
-    v["kernels_per_layer"] = fixed(g(dec, "kernels_per_layer"), lambda x: f"{x:.1f}")
+    v["kernels_per_layer"] = fixed(g(dec, "kernels_per_layer"), sig)
     v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
     per_kernel = ratio(g(dec, "host_ms"), g(dec, "n_kernels"))
     v["host_us_per_kernel"] = fixed(per_kernel and 1e3 * per_kernel, us)
