@@ -1,12 +1,10 @@
-"""The book's figures, one module per page: rows in, that page's tables and named values out
-(`figures(data)` -> (tables by figure, values by glue name)). A figure another page needs is
-imported from its page's module. numpy, pandas and yaml only: no torch.
+"""The book's figures, one module per page: rows in, tables and named values out (`figures(data)`
+-> (tables, values by glue name)); a figure another page needs comes from its page. No torch.
 
   data.py      the rows folder as DataFrames, the model's shape, the card's datasheet
   chapter.py   what every chapter of parts 7-10 shows for its part: steps and capacity
-  intro.py part07.py ... part12.py   one per page that glues values (`PAGES`)
-  not_kept.py provenance.py          the appendices' tables, which their pages show directly
-  glue.py      how a page glues its values and shows its tables
+  intro.py part07.py ... part12.py   one per page that glues values (`PAGES`); not_kept.py
+  provenance.py the appendices' tables; glue.py how a page glues its values and shows its tables
 """
 from __future__ import annotations
 

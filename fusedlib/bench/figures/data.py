@@ -155,9 +155,9 @@ SIZES = _model_sizes()
 # get, keyed by the name torch reports. The ballparks start from the datasheet of the card that
 # measured the census rows; the measured copy bandwidth and GEMM rate replace it where rows exist.
 DATASHEETS = {
-    "NVIDIA H200": {"card": "H200", "bandwidth_Bps": 4.8e12, "fp16_flops": 989e12},
-    "NVIDIA H100 80GB HBM3": {"card": "H100 SXM", "bandwidth_Bps": 3.35e12, "fp16_flops": 989e12},
-    "NVIDIA A10": {"card": "A10", "bandwidth_Bps": 600e9, "fp16_flops": 125e12},
+    "NVIDIA H200": {"card": "H200", "bandwidth_Bps": 4.8e12, "fp16_flops": 989e12, "sms": 132},
+    "NVIDIA H100 80GB HBM3": {"card": "H100 SXM", "bandwidth_Bps": 3.35e12, "fp16_flops": 989e12, "sms": 132},
+    "NVIDIA A10": {"card": "A10", "bandwidth_Bps": 600e9, "fp16_flops": 125e12, "sms": 72},
 }
 
 

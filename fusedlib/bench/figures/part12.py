@@ -9,7 +9,7 @@ import pandas as pd
 from ..stats import MISSING, Value, fixed, gain_span, median, ratio
 from ..text import cell, finite, ms, pct, rate, sig, times
 from . import chapter, part11
-from .data import collect, devices, load, newest, per_rows, rates
+from .data import DATASHEETS, collect, devices, load, newest, per_rows, rates
 
 CONFIG = "part12"
 # The part's targets, set before its kernels were written: prompt attention on a fresh
@@ -25,8 +25,7 @@ tflops = lambda x: f"{sig(x)} TFLOP/s"  # noqa: E731
 
 
 def _kernels(d: Path, kind: str) -> pd.DataFrame:
-    """The newest code version's kernel rows of `kind`; none from a CPU, whose interpreter's
-    timings say nothing of a card."""
+    """The newest code version's kernel rows of `kind`; none from a CPU (the interpreter's)."""
     k = load("kernels", d)
     k = k[k["device_name"] != "cpu"] if len(k) else k
     if not len(k):
@@ -36,8 +35,7 @@ def _kernels(d: Path, kind: str) -> pd.DataFrame:
 
 
 def _versus(value: float | None, target: float, what: str, f) -> str:
-    """A measured figure against its target, in words chosen from the two; within 2% of it, one
-    timed row does not say which side it is on."""
+    """A figure against its target in words; within 2%, one timed row does not say which side."""
     if value is None:
         return f"(no rows to hold against the target of {f(target)})"
     side = ("within 2% of, so not resolved against," if abs(value / target - 1) < 0.02 else
@@ -59,11 +57,10 @@ def _label(case: tuple) -> str:
 
 @per_rows
 def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """Prompt attention per case: the engine's tiles, part 11's tile shape, SDPA's fastest backend
-    (none for a packed chunk of several requests, which SDPA has no form of)."""
+    """Prompt attention per case: the engine's tiles, part 11's shape, SDPA's fastest (no packed form)."""
     names = ("p12_prompt_tflops_4k", "p12_prompt_sdpa_4k", "p12_prompt_vs_sdpa_4k", "p12_prompt_chunk_tflops",
              "p12_prompt_chunk_over_fresh", "p12_prompt_tiles_gain_4k", "p12_prompt_verdict", "p12_kernel_device",
-             "p12_prompt_packed_tflops")
+             "p12_prompt_packed_tflops", "p12_chunk_waves")
     v = dict.fromkeys(names, MISSING)
     k = _kernels(d, "prompt")
     if not len(k):
@@ -86,6 +83,12 @@ def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p12_prompt_tiles_gain_4k"] = fixed(ratio(v["p12_prompt_tflops_4k"].value, one(at(small, ((0, 4096),)), "tflops")),
                                           times)
     v["p12_prompt_packed_tflops"] = fixed(one(ours[ours["case"].map(len) > 1], "tflops"), tflops)
+    f2 = at(ours, ((0, 2048),))  # the engine's 2,048-token budget as one chunk
+    if len(f2) and {"heads", "tiles", "device_name"} <= set(f2) and (
+            sms := DATASHEETS.get(f2["device_name"].iloc[0], {}).get("sms")):
+        tiles, heads = -(-int(one(f2, "context")) // int(f2["tiles"].iloc[0].split("x")[0])), one(f2, "heads")
+        v["p12_chunk_waves"] = Value(None, f"a {one(f2, 'context'):,.0f}-token chunk's {tiles} query tiles by "
+                                           f"{heads:.0f} heads fill the card's {sms} multiprocessors {tiles * heads / sms:.2f} times over")
     v["p12_prompt_verdict"] = Value(None, "; ".join([
         f"the fresh 4,096-token prompt runs at {_versus(v['p12_prompt_tflops_4k'].value, TARGET['prompt_tflops'], '', tflops)}",
         f"against SDPA's fastest it runs at {_versus(vs, TARGET['prompt_vs_sdpa'], '', times)}",
@@ -195,9 +198,8 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 @per_rows
 def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """A saturated run's GPU time by kernel class (the steps' GPU time by CUDA events, under a
-    profiler), each class's rate beside the card's, and its time per request beside the price
-    the ceiling puts on its work."""
+    """A saturated run's GPU time by kernel class (CUDA events, under a profiler), each class's
+    rate beside the card's, its time per request beside the ceiling's price for its work."""
     v = dict.fromkeys(("p12_census_step_ms", "p12_census_slowdown", "p12_census_steps", "p12_census_after",
                        "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
                        "p12_request_ms", "p12_distance", "p12_census_overlap", "p12_census_idle"), MISSING)
@@ -245,8 +247,8 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 @per_rows
 def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The soak: requests lost, the pool after, peak memory after 1,000 completions and at the
-    end, kernels compiled after construction, and its steady rate beside the pairs'."""
+    """The soak: requests lost, the pool after, peak memory at 1,000 completions and at the end,
+    kernels compiled after construction; its steady rate beside the pairs'."""
     names = ("p12_soak_n", "p12_soak_rate", "p12_soak_verdict", "p12_soak_mem", "p12_soak_steady", "p12_soak_vs_pairs",
              "p12_gates")
     v = dict.fromkeys(names, MISSING)
