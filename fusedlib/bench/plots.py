@@ -80,9 +80,9 @@ def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figu
             ax.plot(g["rate"], y, ENGINE_STYLE[engine], color=color, label=f"{_part(config)}, {engine}{how}")
             for at, face in ((g["saturated"].ne(False), color), (g["saturated"].eq(False), "white")):
                 ax.plot(g["rate"][at], y[at], "o", ms=4, mfc=face, color=color)
-            many = g["n"] > 1  # the rounds' range and median where a rate ran several
-            ax.vlines(g["rate"][many], g["capacity_min"][many], g["capacity_max"][many], color=color, lw=1)
-            ax.plot(g["rate"][many], g["capacity"][many], "_", ms=9, mew=1.5, color=color)
+            many, x = g["n"] > 1, g["rate"] * (1.015 if engine == "chunked" else 1)  # side by side at one rate
+            ax.vlines(x[many], g["capacity_min"][many], g["capacity_max"][many], color=color, ls=ENGINE_STYLE[engine])
+            ax.plot(x[many], g["capacity"][many], "_", ms=9, mew=1.5, color=color)
     if sweeps["saturated"].eq(False).any():
         ax.plot([], [], "o", ms=4, mfc="white", color="0.4", label="queue ran dry (below saturation)")
     if (sweeps["n"] > 1).any():
