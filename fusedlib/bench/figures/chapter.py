@@ -202,7 +202,7 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
                            "arrival to the last completion, the emptying batch included), not yet measured at steady "
                            "state.")
     share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
-    held = f", a window that holds {pct(100 * share)} of a run's completions here" if finite(share) else ""
+    held = f", a window holding a median {pct(100 * share)} of a run's completions" if finite(share) else ""
     skipped = at_rate["steady_skip"] if "steady_skip" in at_rate else pd.Series(dtype=float)
     start = f"less its first {int(skipped.median()):,} completions (the wave of the batch admitted at the start)" \
         if len(skipped) and skipped.notna().all() else "from its first completion"
