@@ -136,10 +136,9 @@ def steps_vs_floor(steps: pd.DataFrame) -> Figure | None:
 
 
 def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) -> Figure | None:
-    """Part 10 on the card's roofline: arithmetic intensity (FLOP/byte) against attained FLOP/s,
-    log-log; the bandwidth roof at the measured copy rate, the compute roof at the measured GEMM
-    rate; each step and kernel class a point: its class a colour, its step a marker (named in the
-    legend, not beside the points, so no label covers another)."""
+    """Part 10 on the card's roofline, log-log: FLOP/byte against attained FLOP/s under the measured
+    copy and GEMM roofs; a point per step and kernel class, its class a colour, its step a marker
+    (mixed: hollow), named in the legend, not beside the points, so no label covers another."""
     if not len(points) or not copy_bw or not gemm:
         return None
     fig, (ax,) = _fig(height=4.2)
@@ -155,8 +154,9 @@ def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) ->
               "norm_rotary_act": ("#2ca02c", "norm, rotary, act"), "lm_head": ("#9467bd", "LM head")}
     for (kind, step), g in points.groupby(["kind", "step"], sort=False):
         color, name = styles.get(kind, ("0.5", kind))
-        ax.scatter(g["intensity"], g["attained"] / 1e12, marker=markers.get(step, "o"), s=40 if kind == "step" else 26,
-                   color=color, edgecolor="k" if kind == "step" else "none", zorder=3, label=f"{name}, {step}")
+        edge, face = ("k", color) if kind == "step" else (color, "none" if step == "mixed" else color)  # a hollow
+        ax.scatter(g["intensity"], g["attained"] / 1e12, marker=markers.get(step, "o"), s=40 if kind == "step" else 30,
+                   facecolors=face, edgecolors=edge, zorder=3, label=f"{name}, {step}")  # square shows a dot under it
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="attained (TFLOP/s)",
            ylim=(min(points["attained"].min() / 1e12 / 3, 1.0), gemm / 1e12 * 3))
     _legend(ax, loc="center left", bbox_to_anchor=(1.0, 0.5), handlelength=1.5)
