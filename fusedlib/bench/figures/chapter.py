@@ -150,25 +150,29 @@ def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out
 
 
-def pairs(df: pd.DataFrame) -> pd.DataFrame:
-    """The paired comparison in a set of open-loop rows of one setting: the rate with the most
-    rounds (the highest such rate), one row per round holding both engines: round, seed, fused,
-    chunked (their capacity field) and rate."""
-    empty = pd.DataFrame(columns=["round", "seed", "fused", "chunked"])
+def pair_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """The runs of the paired comparison in open-loop rows of one setting: at the rate with the
+    most rounds both engines ran (the highest such rate), those rounds' rows."""
     if not len(df) or not {"fused", "chunked"} <= set(df["engine"]):
-        return empty
+        return df.iloc[:0]
     both = df.groupby(["rate", "round"])["engine"].nunique()
-    both = both[both == 2].reset_index()
-    if not len(both):
-        return empty
+    if not len(both := both[both == 2].reset_index()):
+        return df.iloc[:0]
     counts = both.groupby("rate").size()
     r = float(max(counts[counts == counts.max()].index))
-    at = df[df["rate"] == r]
+    return df[(df["rate"] == r) & df["round"].isin(both[both["rate"] == r]["round"])]
+
+
+def pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """`pair_runs` as one row per round: round, seed, fused, chunked (capacity field) and rate."""
+    at = pair_runs(df)
+    if not len(at):
+        return pd.DataFrame(columns=["round", "seed", "fused", "chunked"])
     wide = at.pivot_table(index="round", columns="engine", values=capacity_field(df), aggfunc="last")
     seeds = at.groupby("round")["seed"].first() if "seed" in at else pd.Series(0, index=wide.index)
     out = wide[["fused", "chunked"]].dropna().reset_index()
     out["seed"] = out["round"].map(seeds)
-    out["rate"] = r
+    out["rate"] = float(at["rate"].iloc[0])
     return out
 
 

@@ -111,8 +111,8 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         known = None not in (*lo_hi[0], *lo_hi[1])
         within = known and all(lo <= g(b, "wall_ms") <= hi for (lo, hi), b in zip(lo_hi, (two, fused)))
         c = newest("capacity", d)
-        c = c[(c["config"] == "part7") & (c["rate"] == c[c["config"] == "part7"]["rate"].max())] if len(c) else c
-        serving = c.groupby("engine")[["decode_step_s_p50", "n_decode_steps"]].median() if "n_decode_steps" in c else {}
+        c = chapter.pair_runs(c[c["config"] == "part7"]) if "n_decode_steps" in c else c.iloc[:0]
+        serving = c.groupby("engine")[["decode_step_s_p50", "n_decode_steps"]].median() if len(c) else None
         same = (f"The pure decode step is the same single forward in both engines; the census times it at "
                 f"{ms(g(fused, 'wall_ms'))} fused and {ms(g(two, 'wall_ms'))} chunked"
                 + (f" (repeats {span(*lo_hi[0], ms)} and {span(*lo_hi[1], ms)}), " if known else ", ")
@@ -121,7 +121,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                 + (f" In the capacity runs (about {serving['n_decode_steps'].median():,.0f} decode steps each, medians "
                    f"over the pairs) they take {ms(1e3 * serving['decode_step_s_p50']['fused'])} fused and "
                    f"{ms(1e3 * serving['decode_step_s_p50']['chunked'])} chunked."
-                   if len(serving) and {"fused", "chunked"} <= set(serving.index) else ""))
+                   if serving is not None and {"fused", "chunked"} <= set(serving.index) else ""))
     v = {"p07_forward_cost": Value(grown, cost), "p07_decode_same": Value(None, same),
          "p07_capacity_reading": Value(None, capacity_reading(cap["p07_fusion_gain"]))}
     return pd.DataFrame(), v

@@ -15,11 +15,10 @@ def serving_saving(d: Path) -> tuple[float, float] | None:
     """Medians over the pairs: the fused mixed step's saving on the chunked one's (p50s), and the
     share of the chunked engine's run its mixed steps filled; None without pairs."""
     c = newest("capacity", d)
-    c = c[c["config"] == "part9"] if "n_mixed_steps" in c else c.iloc[:0]
-    if not len(pr := chapter.pairs(c)):
+    runs = chapter.pair_runs(c[c["config"] == "part9"]) if "n_mixed_steps" in c else c.iloc[:0]
+    if not len(runs):
         return None
-    w = c[(c["rate"] == pr["rate"].iloc[0]) & c["round"].isin(pr["round"])].pivot_table(
-        index="round", columns="engine", values=["mixed_step_s_p50", "n_mixed_steps", "span_s"])
+    w = runs.pivot_table(index="round", columns="engine", values=["mixed_step_s_p50", "n_mixed_steps", "span_s"])
     return (float((1 - w["mixed_step_s_p50"]["fused"] / w["mixed_step_s_p50"]["chunked"]).median()),
             float((w["n_mixed_steps"]["chunked"] * w["mixed_step_s_p50"]["chunked"] / w["span_s"]["chunked"]).median()))
 
@@ -45,9 +44,8 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if now is None or gain.value is None:
         cap = "These rows hold no mixed steps and paired capacity runs to set side by side."
     elif now > 0 and not gain.resolved:
-        cap, served = "The fused mixed step is still the shorter, yet in capacity neither engine is resolved ahead.", \
-            serving_saving(d)
-        if served is not None:
+        cap = "The fused mixed step is still the shorter, yet in capacity neither engine is resolved ahead."
+        if (served := serving_saving(d)) is not None:
             expect = 100 * (1 / (1 - served[0] * served[1]) - 1)
             cap += (f" Serving, it ran {pct(100 * served[0])} shorter (medians over the pairs) in mixed steps that filled "
                     f"{pct(100 * served[1])} of the chunked engine's run: about {pct(expect)} to gain, " +
