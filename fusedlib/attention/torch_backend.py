@@ -1,5 +1,5 @@
-"""Reference attention over the paged cache, slow and simple on purpose: each request's keys
-and values gathered through its block table, dense masked attention in fp32."""
+"""Reference attention over the paged cache, slow and simple on purpose."""
+# Each request's keys and values gathered through its block table, dense masked attention in fp32.
 from __future__ import annotations
 
 import torch

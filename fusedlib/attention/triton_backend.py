@@ -1,11 +1,11 @@
-"""Triton attention: the prompt kernel over packed chunks, and decode by one of three kernels
-(`decode_kernel`): "rows", the prompt kernel with one decode row per tile (part 7); "splitkv", flash-decoding
-cut at one split length the host sets from the step's longest context (parts 8, 9); "balanced",
-flash-decoding with each request cut by its own length on the device, so the grid depends on
-the row count alone (part 10).
-"""
-# Tile tables depend on the token count only and are cached; everything data dependent
-# (positions, context lengths, block tables) the kernels read from the metadata tensors.
+"""Triton attention: the prompt kernel over packed chunks cut into tiles of one request each,
+and decode by one of three kernels (`decode_kernel`): "rows", "splitkv" or "balanced"."""
+# "rows": the prompt kernel with one decode row per tile (part 7). "splitkv": flash-decoding cut
+# at one split length the host sets from the step's longest context (parts 8, 9). "balanced":
+# flash-decoding with each request cut by its own length on the device, so the grid depends on
+# the row count alone (part 10).
+# Launch grids depend on token and row counts only; everything data dependent (positions,
+# context lengths, block tables, the prompt tiles built from them) the kernels read from tensors.
 from __future__ import annotations
 
 import functools
@@ -84,11 +84,28 @@ def _prompt_tiles(device: torch.device) -> PromptTiles:
 
 
 @functools.lru_cache(maxsize=None)
-def _prompt_tile_table(num_tokens: int, height: int, device: torch.device) -> torch.Tensor:
-    # int32 [num_tiles, 2]: consecutive `height`-position ranges, the last first (in a prompt,
-    # later positions have longer causal spans).
-    starts = torch.arange(0, num_tokens, height, dtype=torch.int32).flip(0)
-    return torch.stack([starts, torch.clamp(starts + height, max=num_tokens)], dim=1).to(device)
+def _decode_row_tiles(num_rows: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, int]:
+    rows = torch.arange(num_rows + 1, dtype=torch.int32)
+    return torch.stack([rows[:-1], rows[1:]], dim=1).to(device), rows[-1:].to(device), num_rows
+
+
+def request_tiles(meta: PrefillMeta, height: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(int32 [P, 2] tile ranges, int32 [1] tile count, programs per head): each chunk cut into
+    `height`-position tiles of its own, those walking the most keys first; ranges past the count unused."""
+    # A tile spanning two requests would mask every key step and walk both requests' keys in
+    # turn (FlashAttention's varlen kernels cut per request too). Built on the device in fixed
+    # shapes from token_seq (ascending: chunks in pack order): no host sync, and a CUDA graph
+    # captures it. The grid depends on shapes alone: the per-request cut has at most
+    # ceil(P / height) + chunks - 1 tiles, and a graph's table has a row for every request a
+    # step could hold, so programs per head are capped at twice ceil(P / height); past that the
+    # lightest tiles share a program (each program walks tiles slot, slot + programs, ...).
+    seq, idx = meta.token_seq, torch.arange(meta.num_tokens, dtype=torch.int32, device=meta.token_seq.device)
+    starts = (idx - torch.searchsorted(seq, seq, out_int32=True)) % height == 0
+    ends = torch.minimum(idx + height, torch.searchsorted(seq, seq, right=True, out_int32=True))
+    order = torch.where(starts, meta.positions[ends.long() - 1], -1).argsort(descending=True)
+    consecutive = -(-meta.num_tokens // height)
+    return (torch.stack([idx, ends], dim=1)[order], starts.sum(dtype=torch.int32).reshape(1),
+            consecutive + min(meta.block_tables.shape[0] - 1, consecutive))
 
 
 class TritonAttention:
@@ -97,6 +114,7 @@ class TritonAttention:
     # tiles with the longest causal spans finish, and split-KV decode waits on memory: two
     # launches that can share the SMs (POD-Attention's observation, here as two kernels on two
     # streams). A CUDA graph captured from both streams keeps both branches.
+    tile_table = staticmethod(request_tiles)  # prefill's tiles: (ranges, count, programs per head)
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
                  splitkv: SplitKVConfig | None = None, concurrent: bool = False,
@@ -106,7 +124,7 @@ class TritonAttention:
         self.decode_kernel, self._num_sms, self.concurrent = decode_kernel, num_sms, concurrent
         self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
         self.prompt_tiles = prompt_tiles  # None: the device's (`_prompt_tiles`)
-        self._side_streams: dict[torch.device, torch.cuda.Stream] = {}
+        self._side_streams, self._step_tiles = {}, (None, None)  # per device; (a PrefillMeta, its tiles)
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
                 out: torch.Tensor | None = None) -> torch.Tensor:
@@ -143,14 +161,16 @@ class TritonAttention:
             return out
         decode_rows = isinstance(meta, DecodeMeta)
         cfg = EARLIER_PROMPT_TILES if decode_rows else self.prompt_tiles or _prompt_tiles(q.device)
-        tiles = _prompt_tile_table(q.shape[0], 1 if decode_rows else cfg.block_m, q.device)
+        if not decode_rows and self._step_tiles[0] is not meta:  # a step's first layer builds its tiles
+            self._step_tiles = (meta, self.tile_table(meta, cfg.block_m))  # and the other layers reuse them
+        tiles, count, programs = _decode_row_tiles(q.shape[0], q.device) if decode_rows else self._step_tiles[1]
         block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.
         token_seq, positions, context_lens = ((block_tables, block_tables, meta.context_lens) if decode_rows
                                               else (meta.token_seq, meta.positions, block_tables))
         num_heads, head_dim = q.shape[1], q.shape[2]
-        prompt_attention_kernel[(num_heads, tiles.shape[0])](
-            q, k_cache, v_cache, out, tiles, token_seq, positions, context_lens, block_tables,
+        prompt_attention_kernel[(num_heads, programs)](
+            q, k_cache, v_cache, out, tiles, count, token_seq, positions, context_lens, block_tables,
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
             KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows, DOT_PRECISION=_dot_precision(q.dtype),

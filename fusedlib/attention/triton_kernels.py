@@ -1,8 +1,8 @@
-"""Triton kernels for attention over the paged KV cache (layout: base.py): the prompt kernel,
-one program per (query head, query tile), a tile spanning one or several requests' positions
-or (part 7's decode) one decode row; and flash-decoding, one program per (request, KV head,
-KV split) over the GQA group's heads, with a reduce that merges the splits' partials (acc, max,
-sum)."""
+"""Triton kernels for attention over the paged KV cache (layout: base.py): the prompt kernel
+over query tiles, and flash-decoding over KV splits with a reduce that merges their partials."""
+# The prompt kernel: one program per (query head, slot of the tile table), a tile being one
+# request's positions or (part 7's decode) one decode row. Flash-decoding: one program per
+# (request, KV head, KV split) over the GQA group's heads; the partials are (acc, max, sum).
 # Softmax runs in base 2 (scores times scale * log2(e), then exp2). The running max starts at a
 # large *finite* negative number, so a row that sees only masked keys in an iteration computes
 # exp2(-inf - finite) = 0, never NaN. Varying ints (block-table row stride, split counts) are
@@ -60,11 +60,12 @@ def _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr
 
 @triton.jit(do_not_specialize=["stride_bt"])
 def prompt_attention_kernel(
-    # int32 tables: tile ranges [num_tiles, 2], packed positions [start, end) of each query tile;
-    # token_seq and positions [P], each packed position's request and key index (unused when
-    # DECODE_ROWS); context_lens [n] (read only when DECODE_ROWS); block tables [n, stride_bt].
+    # int32 tables: tile ranges [>= tile count, 2], packed positions [start, end) of each query
+    # tile, and the tile count [1]; token_seq and positions [P], each packed position's request and
+    # key index (unused when DECODE_ROWS); context_lens [n] (read only when DECODE_ROWS); block
+    # tables [n, stride_bt].
     q_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
-    tile_ranges_ptr, token_seq_ptr, positions_ptr, context_lens_ptr, block_tables_ptr,
+    tile_ranges_ptr, tile_count_ptr, token_seq_ptr, positions_ptr, context_lens_ptr, block_tables_ptr,
     qk_scale,  # softmax scale * log2(e)
     stride_q_tok, stride_q_head, stride_o_tok, stride_o_head,
     stride_k_block, stride_k_slot, stride_k_head, stride_v_block, stride_v_slot, stride_v_head, stride_bt,
@@ -73,61 +74,58 @@ def prompt_attention_kernel(
     DECODE_ROWS: tl.constexpr,  # packed position i is decode request i at context_lens[i]-1
     DOT_PRECISION: tl.constexpr,
 ):
-    # One program per (query head, query tile).
+    # One program per (query head, slot), walking tiles slot, slot + slots, ... of the table: the
+    # grid is the host's (fixed in a CUDA graph), the tile count the device's.
     # Heads vary fastest in launch order, so all heads of the longest tiles (the tile table's
     # first) start before any shorter tile: a causal prompt's long tiles do not finish last alone.
-    head, tile = tl.program_id(0), tl.program_id(1)
+    head, offs_d = tl.program_id(0), tl.arange(0, HEAD_DIM)
     kv_head = head // GROUP
-
-    tile_start = tl.load(tile_ranges_ptr + 2 * tile)
-    tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
-    offs_m = tile_start + tl.arange(0, BLOCK_M)
-    row_valid = offs_m < tile_end
-    if DECODE_ROWS:
-        row_seq = tl.where(row_valid, offs_m, -1)
-        row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
-        first_seq = tile_start
-        last_seq = tile_end - 1
-    else:
-        row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
-        row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
-        first_seq = tl.load(token_seq_ptr + tile_start)
-        last_seq = tl.load(token_seq_ptr + tile_end - 1)
-
-    offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
-                + offs_d[None, :], mask=row_valid[:, None], other=0.0)
-
-    m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     k_head_ptr = k_cache_ptr + kv_head * stride_k_head + offs_d[None, :]
     v_head_ptr = v_cache_ptr + kv_head * stride_v_head + offs_d[None, :]
+    for tile in range(tl.program_id(1), tl.load(tile_count_ptr), tl.num_programs(1)):
+        tile_start = tl.load(tile_ranges_ptr + 2 * tile)
+        tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
+        offs_m = tile_start + tl.arange(0, BLOCK_M)
+        row_valid = offs_m < tile_end
+        if DECODE_ROWS:
+            row_seq = tl.where(row_valid, offs_m, -1)
+            row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
+            first_seq, last_seq = tile_start, tile_end - 1
+        else:
+            row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
+            row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
+            first_seq, last_seq = tl.load(token_seq_ptr + tile_start), tl.load(token_seq_ptr + tile_end - 1)
+        q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
+                    + offs_d[None, :], mask=row_valid[:, None], other=0.0)
+        m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
 
-    # A tile of one request's positions (a long prompt's tiles all are) sees keys below its
-    # first position unmasked, then masks only the steps across its diagonal. A tile spanning
-    # several requests masks every step, one request after the other.
-    one_seq = first_seq == last_seq
-    for seq in range(first_seq, last_seq + 1):
-        in_seq = row_seq == seq
-        row_last_key = tl.where(in_seq, row_pos, -1)
-        kv_len = tl.max(row_last_key, axis=0) + 1
-        first_pos = tl.min(tl.where(in_seq, row_pos, kv_len), axis=0)
-        unmasked_end = tl.where(one_seq, (first_pos + 1) // BLOCK_N * BLOCK_N, 0)
-        block_row_ptr = block_tables_ptr + seq * stride_bt
-        for kv_start in range(0, unmasked_end, BLOCK_N):
-            acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr,
-                                         v_head_ptr, stride_k_block, stride_k_slot, stride_v_block, stride_v_slot,
-                                         qk_scale, BLOCK_N, KV_BLOCK_SIZE, False, DOT_PRECISION)
-        for kv_start in range(unmasked_end, kv_len, BLOCK_N):
-            acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr, k_head_ptr,
-                                         v_head_ptr, stride_k_block, stride_k_slot, stride_v_block, stride_v_slot,
-                                         qk_scale, BLOCK_N, KV_BLOCK_SIZE, True, DOT_PRECISION)
+        # A tile of one request's positions sees keys below its first position unmasked, then
+        # masks only the steps across its diagonal. A tile spanning several requests masks every
+        # step, one request after the other: the engine's tables cut none, and
+        # benchmarks/prompt_tiles_ab.py times the consecutive cut that did against them.
+        one_seq = first_seq == last_seq
+        for seq in range(first_seq, last_seq + 1):
+            in_seq = row_seq == seq
+            row_last_key = tl.where(in_seq, row_pos, -1)
+            kv_len = tl.max(row_last_key, axis=0) + 1
+            first_pos = tl.min(tl.where(in_seq, row_pos, kv_len), axis=0)
+            unmasked_end = tl.where(one_seq, (first_pos + 1) // BLOCK_N * BLOCK_N, 0)
+            block_row_ptr = block_tables_ptr + seq * stride_bt
+            for kv_start in range(0, unmasked_end, BLOCK_N):
+                acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr,
+                                             k_head_ptr, v_head_ptr, stride_k_block, stride_k_slot, stride_v_block,
+                                             stride_v_slot, qk_scale, BLOCK_N, KV_BLOCK_SIZE, False, DOT_PRECISION)
+            for kv_start in range(unmasked_end, kv_len, BLOCK_N):
+                acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr,
+                                             k_head_ptr, v_head_ptr, stride_k_block, stride_k_slot, stride_v_block,
+                                             stride_v_slot, qk_scale, BLOCK_N, KV_BLOCK_SIZE, True, DOT_PRECISION)
 
-    # Padding rows never saw a key (l_i == 0) or saw only unmasked ones; they are not stored.
-    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
-    tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
-             + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
+        # Padding rows never saw a key (l_i == 0) or saw only unmasked ones; they are not stored.
+        out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+        tl.store(out_ptr + offs_m[:, None].to(tl.int64) * stride_o_tok + head * stride_o_head
+                 + offs_d[None, :], out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
 
 
 @triton.jit

@@ -17,7 +17,7 @@ import torch
 from fusedlib.attention.base import DecodeMeta, PrefillMeta
 from fusedlib.attention.torch_backend import TorchAttention
 from fusedlib.attention.triton_backend import (INTERPRETER_PROMPT_TILES, PromptTiles, SplitKVConfig,
-                                               TritonAttention, _prompt_tile_table)
+                                               TritonAttention, request_tiles)
 from fusedlib.attention.triton_kernels import NEG_BIG
 
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
@@ -109,12 +109,38 @@ def test_prefill_over_many_key_steps(dtype):
     assert_close(TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
 
-def test_tiles_span_requests_in_these_cases():
-    """Guards the premise of the prefill cases: at the CPU's tiles, some tile covers several requests."""
-    for chunks in (MIXED_CHUNKS, TINY_CHUNKS):
-        _, _, _, meta = make_prefill(chunks, 4, 2, torch.float32)
-        tiles = _prompt_tile_table(meta.num_tokens, INTERPRETER_PROMPT_TILES.block_m, torch.device("cpu")).tolist()
-        assert max(len(set(meta.token_seq[s:e].tolist())) for s, e in tiles) >= 3
+@pytest.mark.parametrize("chunks", [MIXED_CHUNKS, TINY_CHUNKS], ids=["mixed", "tiny"])
+def test_prefill_tiles_cut_each_request_on_its_own(chunks):
+    """The backend's prefill tile table: every packed position in exactly one tile, no tile
+    spanning two requests, each chunk cut into as few tiles as its length allows, the tiles
+    walking the most keys (a request's prefix + its last row's position + 1) first. The
+    consecutive cut of the packed positions (the table before) has tiles of several requests
+    here, so it would fail; "tiny" has more tiles than the grid's programs, which then take
+    several (the prefill cases above check those outputs)."""
+    _, _, _, meta = make_prefill(chunks, 4, 2, torch.float32)
+    height, seq, pos = INTERPRETER_PROMPT_TILES.block_m, meta.token_seq.tolist(), meta.positions.tolist()
+    consecutive = [(s, min(s + height, meta.num_tokens)) for s in range(0, meta.num_tokens, height)]
+    assert max(len(set(seq[s:e])) for s, e in consecutive) >= 3
+    ranges, count, programs = TritonAttention.tile_table(meta, height)
+    tiles = ranges[:count.item()].tolist()
+    assert sorted(i for s, e in tiles for i in range(s, e)) == list(range(meta.num_tokens))
+    assert all(s < e and len(set(seq[s:e])) == 1 for s, e in tiles)
+    assert len(tiles) == sum(math.ceil(n / height) for _, n in chunks)
+    keys = [pos[e - 1] + 1 for _, e in tiles]
+    assert keys == sorted(keys, reverse=True) and keys[0] == max(c + n for c, n in chunks)
+    assert (programs < len(tiles)) == (chunks is TINY_CHUNKS)
+
+
+def test_prefill_tiles_are_built_once_per_step():
+    """A step's layers share its PrefillMeta: the first prefill builds the tiles, the others reuse
+    them; a new step's meta builds its own (a CUDA graph's capture must record the build)."""
+    q, k_cache, v_cache, meta = make_prefill([(0, 9), (20, 6)], 4, 2, torch.float32)
+    backend, built = TritonAttention(), []
+    backend.tile_table = lambda meta, height: built.append(meta) or request_tiles(meta, height)
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    for step in (meta, meta, dataclasses.replace(meta)):
+        assert_close(backend.prefill(q, k_cache, v_cache, step, SCALE), expected, torch.float32)
+    assert [m is meta for m in built] == [True, False]
 
 
 @pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
@@ -352,7 +378,7 @@ GPU_COMPILE = textwrap.dedent("""
 
     ARCH = int(sys.argv[1])
     SHARED_PER_BLOCK = {90: 227 * 1024, 86: 99 * 1024}  # H100/H200 and A10 opt-in maxima
-    INT_TABLES = {"tile_ranges_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
+    INT_TABLES = {"tile_ranges_ptr", "tile_count_ptr", "token_seq_ptr", "positions_ptr", "context_lens_ptr",
                   "block_tables_ptr", "rows_ptr", "tickets_ptr"}
     INT64 = {"slot_mapping_ptr"}
     FP32 = {"partials_ptr"}
