@@ -10,7 +10,8 @@ prompt (B must not be slower). Every output is checked against an fp32 SDPA per 
 B's once more from a CUDA graph that captures its table build. Then A and B alternate, ROUNDS
 rounds of `timing.median_ms` (ITERS calls, CUDA events around each, an L2 flush before each);
 TFLOP/s count causal FLOPs; B/A is paired per round (median, then the rounds' range).
-On an H100: `PYTHONPATH=$PWD python3 benchmarks/prompt_tiles_ab.py` (well under a minute)."""
+On an H100: `PYTHONPATH=$PWD python3 benchmarks/prompt_tiles_ab.py` (sized for under a minute, most of
+it the kernel's compile and the fp32 references)."""
 import dataclasses
 import statistics
 
