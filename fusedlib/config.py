@@ -51,7 +51,7 @@ ENGINE_KINDS = ("fused", "chunked")
 
 
 # What an unset (None) setting takes on a CUDA model: part 10's path. On CPU: the eager torch reference.
-CUDA_DEFAULTS = dict(attention="triton-parallel", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True)
+CUDA_DEFAULTS = dict(attention="triton-hopper", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True)
 CPU_DEFAULTS = dict(attention="torch", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
 
 
@@ -120,7 +120,7 @@ def check_count(name: str, value) -> None:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-# The series' parts (the book's chapters 7-11), each as the settings it measures. Every switch
+# The series' parts (the book's chapters 7-12), each as the settings it measures. Every switch
 # is named, so a part is the same on any device and under any future default.
 _PART7 = EngineConfig(attention="triton", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
 _PART10 = EngineConfig(attention="triton-parallel", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True)
@@ -130,7 +130,6 @@ PARTS: dict[str, EngineConfig] = {
     "part9": replace(_PART7, attention="triton-splitkv", cuda_graphs=True),  # decode forwards from CUDA graphs
     "part10": _PART10,  # fused ops and GEMMs, whole-step graphs, the host one step ahead
     "part11": replace(_PART10, max_batch=256, chunk_tokens=8192),  # part 10 at a Hopper GPU's size
-    # Part 11's best setting. Its switches are part 11's: what part 12 changed is the kernels'
-    # code (Hopper-shaped prompt tiles), so its rows carry a code version of their own.
-    "part12": replace(_PART10, max_batch=256, chunk_tokens=2048),
+    # Part 11's best setting with part 12's launch shapes for Hopper (attention/__init__.py).
+    "part12": replace(_PART10, attention="triton-hopper", max_batch=256, chunk_tokens=2048),
 }

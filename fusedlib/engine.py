@@ -151,8 +151,7 @@ class Engine:
                              f"{self.pool.num_blocks}: it could never be admitted")
         return prompt
 
-    def add_request(self, prompt: Sequence[int], max_new_tokens: int,
-                    arrival: float | None = None) -> Request:
+    def add_request(self, prompt: Sequence[int], max_new_tokens: int, arrival: float | None = None) -> Request:
         req = Request(self._next_rid, self.validate(prompt, max_new_tokens), max_new_tokens,
                       arrival=self.clock() if arrival is None else arrival)
         self._next_rid += 1

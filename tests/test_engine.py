@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
+from dataclasses import replace
 import torch
 
 from fusedlib.config import PARTS, PRESETS, EngineConfig
@@ -229,10 +230,13 @@ def test_whole_graphs_need_decode_graphs():
 
 
 def test_unset_settings_take_the_devices_path():
-    """Left unset, a GPU engine runs part 10's path and a CPU engine the eager torch reference;
-    whatever is set explicitly is kept, and graphs stay off where they cannot run."""
+    """Left unset, a GPU engine runs part 12's path (part 10's switches, part 12's kernels) and a
+    CPU engine the eager torch reference; whatever is set explicitly is kept, and graphs stay off
+    where they cannot run."""
     assert EngineConfig().for_device("cuda") == EngineConfig(
-        attention="triton-parallel", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True) == PARTS["part10"]
+        attention="triton-hopper", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True) == \
+        replace(PARTS["part12"], max_batch=32, chunk_tokens=512)
+    assert PARTS["part10"] == replace(PARTS["part12"], attention="triton-parallel", max_batch=32, chunk_tokens=512)
     assert EngineConfig().for_device("cpu") == EngineConfig(
         attention="torch", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
     assert Engine(tiny_model(), warmup=False).config == EngineConfig(warmup=False).for_device("cpu")

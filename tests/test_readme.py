@@ -34,7 +34,8 @@ def _switches(cell: str) -> dict:
 
 def test_readme_path_table_is_the_parts_the_experiments_run():
     """Each row of the README's table of paths, resolved for a GPU, is that part's preset in
-    fusedlib.config.PARTS (every part, nothing else), and part 10's row is the GPU default."""
+    fusedlib.config.PARTS (every part, nothing else); a row of "defaults" is what an Engine left
+    unset takes on a GPU."""
     from fusedlib.config import PARTS, EngineConfig
 
     section = (ROOT / "README.md").read_text().split("## Use the engine", 1)[1]

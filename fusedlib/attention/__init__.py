@@ -3,9 +3,12 @@
 # reads the names without importing torch or triton.
 from importlib import import_module
 
-# Each Triton backend's decode kernel (see triton_backend.py) and whether a mixed step's decode
-# rows run on a second stream beside its prompt chunks; prefill is the same kernel for all.
-TRITON = {"triton": ("rows", False), "triton-splitkv": ("splitkv", False), "triton-parallel": ("balanced", True)}
+# Each Triton backend's decode kernel (see triton_backend.py), whether a mixed step's decode rows
+# run on a second stream beside its prompt chunks, and whether it takes part 12's launch shapes
+# (Hopper-sized prompt tiles, a deeper split-KV pipeline) or the earlier ones parts 7-11 ran;
+# prefill is the same kernel for all. A part's rows then mean the same kernels on any later main.
+TRITON = {"triton": ("rows", False, False), "triton-splitkv": ("splitkv", False, False),
+          "triton-parallel": ("balanced", True, False), "triton-hopper": ("balanced", True, True)}
 BACKENDS = ("torch", *TRITON)
 
 
@@ -14,5 +17,5 @@ def make_backend(name: str):
         raise ValueError(f"unknown attention backend {name!r}; choose one of {BACKENDS}")
     if name == "torch":
         return import_module(".torch_backend", __name__).TorchAttention()
-    decode_kernel, concurrent = TRITON[name]
-    return import_module(".triton_backend", __name__).TritonAttention(decode_kernel, concurrent=concurrent)
+    kernel, concurrent, hopper = TRITON[name]
+    return import_module(".triton_backend", __name__).TritonAttention(kernel, concurrent=concurrent, hopper_shapes=hopper)

@@ -53,6 +53,7 @@ class SplitKVConfig:
 
 
 PART9_SPLITKV = SplitKVConfig(block_n=64, programs_per_sm=8)
+PART10_SPLITKV = SplitKVConfig(block_n=32, programs_per_sm=6, num_stages=2)  # parts 10-11's balanced kernel
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,11 @@ HOPPER_PROMPT_TILES = PromptTiles(block_m=128, block_n=128, num_warps=8, num_sta
 EARLIER_PROMPT_TILES = PromptTiles(block_m=32, block_n=64, num_warps=4, num_stages=2)
 
 
-def _prompt_tiles(device: torch.device) -> PromptTiles:
+def _prompt_tiles(device: torch.device, hopper_shapes: bool = True) -> PromptTiles:
     if device.type != "cuda":
         return INTERPRETER_PROMPT_TILES
-    return HOPPER_PROMPT_TILES if torch.cuda.get_device_capability(device)[0] == 9 else EARLIER_PROMPT_TILES
+    hopper = hopper_shapes and torch.cuda.get_device_capability(device)[0] == 9
+    return HOPPER_PROMPT_TILES if hopper else EARLIER_PROMPT_TILES
 
 
 @functools.lru_cache(maxsize=None)
@@ -118,12 +120,13 @@ class TritonAttention:
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
                  splitkv: SplitKVConfig | None = None, concurrent: bool = False,
-                 prompt_tiles: PromptTiles | None = None):
+                 prompt_tiles: PromptTiles | None = None, hopper_shapes: bool = True):
         if decode_kernel not in DECODE_KERNELS:
             raise ValueError(f"decode_kernel must be one of {DECODE_KERNELS}, got {decode_kernel!r}")
         self.decode_kernel, self._num_sms, self.concurrent = decode_kernel, num_sms, concurrent
-        self.splitkv = splitkv or (PART9_SPLITKV if decode_kernel == "splitkv" else SplitKVConfig())
-        self.prompt_tiles = prompt_tiles  # None: the device's (`_prompt_tiles`)
+        earlier = PART9_SPLITKV if decode_kernel == "splitkv" else PART10_SPLITKV  # the shape its part ran
+        self.splitkv = splitkv or (SplitKVConfig() if hopper_shapes else earlier)
+        self.prompt_tiles, self.hopper_shapes = prompt_tiles, hopper_shapes  # None: the device's (`_prompt_tiles`)
         self._side_streams, self._step_tiles = {}, (None, None)  # per device; (a PrefillMeta, its tiles)
 
     def prefill(self, q, k_cache, v_cache, meta: PrefillMeta, scale: float,
@@ -160,7 +163,7 @@ class TritonAttention:
         if q.shape[0] == 0:
             return out
         decode_rows = isinstance(meta, DecodeMeta)
-        cfg = EARLIER_PROMPT_TILES if decode_rows else self.prompt_tiles or _prompt_tiles(q.device)
+        cfg = EARLIER_PROMPT_TILES if decode_rows else self.prompt_tiles or _prompt_tiles(q.device, self.hopper_shapes)
         if not decode_rows and self._step_tiles[0] is not meta:  # a step's first layer builds its tiles
             self._step_tiles = (meta, self.tile_table(meta, cfg.block_m))  # and the other layers reuse them
         tiles, count, programs = _decode_row_tiles(q.shape[0], q.device) if decode_rows else self._step_tiles[1]
@@ -174,8 +177,7 @@ class TritonAttention:
             scale * LOG2E, *_strides(q, out, k_cache, v_cache, block_tables),
             GROUP=num_heads // k_cache.shape[2], HEAD_DIM=head_dim, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
             KV_BLOCK_SIZE=k_cache.shape[1], DECODE_ROWS=decode_rows, DOT_PRECISION=_dot_precision(q.dtype),
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        )
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         return out
 
     def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:
@@ -184,8 +186,7 @@ class TritonAttention:
         wanted = math.ceil(self.splitkv.programs_per_sm * self._sms(device) / num_pairs)
         return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / self.splitkv.block_n)))
 
-    def split_plan(self, max_context_len: int, num_pairs: int,
-                   device: torch.device) -> tuple[int, int]:
+    def split_plan(self, max_context_len: int, num_pairs: int, device: torch.device) -> tuple[int, int]:
         """(num_splits, split_len) of "splitkv": the longest context cut into whole BLOCK_N tiles."""
         block_n = self.splitkv.block_n
         splits = self.max_splits(max_context_len, num_pairs, device)

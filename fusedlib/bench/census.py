@@ -42,7 +42,7 @@ from .engines import cpu_threads, make_engine, mixed_draw, serve_open_loop, swit
 from .spec import RunSpec
 from .telemetry import machine, sync
 from .timing import copy_bandwidth, decode_rate, flush_buffer, gemm_tflops
-from ..attention import make_backend
+from ..attention import TRITON, make_backend
 from ..config import PARTS, PRESETS
 
 KERNEL_CLASSES = ("gemm", "attention", "norm_rotary_act", "lm_head", "other")
@@ -82,7 +82,7 @@ def attention(spec: RunSpec) -> list[dict]:
     p, sizes = spec.profile_spec, ATTENTION[spec.profile]
     cfg, device = PRESETS[p.model], p.device
     backend, flush = make_backend(spec.attention), flush_buffer(device)
-    longest = cfg.max_position_embeddings if spec.attention == "triton-parallel" else None
+    longest = cfg.max_position_embeddings if TRITON.get(spec.attention, ("",))[0] == "balanced" else None
     return [{**machine(), "config": PART.get(spec.attention), "backend": spec.attention,
              **decode_rate(backend, sizes["rows"], context, cfg, device, sizes["iters"], flush, longest)}
             for context in sizes["contexts"]]

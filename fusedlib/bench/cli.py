@@ -26,7 +26,7 @@ from ..config import PARTS
 PARAMS = {
     "configs": (str, True, f"configurations ({', '.join(PARTS)})"),
     "engines": (str, True, "engines (fused, chunked)"),
-    "backends": (str, True, "attention backends (triton, triton-splitkv, triton-parallel)"),
+    "backends": (str, True, "attention backends (triton, triton-splitkv, triton-parallel, triton-hopper)"),
     "kernels": (str, True, "kernel runs (prompt, decode, gemm)"),
     "rounds": (int, False, "rounds of the paired comparisons (fused and chunked in ABBA order, seed = round; "
                            "peer: each transformers then ours)"),

@@ -41,7 +41,7 @@ KERNELS = {  # prompt cases (pieces of (prefix, chunk)); decode cases (rows, con
 }
 TOLERANCE = {torch.float16: 1e-2, torch.float32: 1e-4}  # max abs error against the fp32 reference / matmul
 SDPA_BACKENDS = ("flash", "cudnn", "efficient")
-ENGINE_ATTENTION = PARTS["part11"].attention  # whose decode kernel and prompt kernel the engine runs
+ENGINE_ATTENTION = PARTS["part12"].attention  # whose decode kernel and prompt kernel the engine runs
 
 
 # ------------------------------------------------------------------------------ prompt
