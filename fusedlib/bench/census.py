@@ -60,19 +60,16 @@ _PATTERNS = [
     ("norm_rotary_act", ("norm", "rms", "rotary", "rope", "silu", "elementwise", "reduce_kernel", "aten::mul",
                          "aten::add", "aten::rsqrt", "aten::mean", "aten::pow", "aten::neg", "aten::cat")),
 ]
-STEADY = {  # the saturated census: completions (a fraction of the arrivals) before its window; steps in it
-    "full": dict(after=1 / 3, steps=40),
-    "smoke": dict(after=1 / 4, steps=4),
-}
+# The saturated census: completions (a fraction of the arrivals) before its window; steps in it.
+STEADY = {"full": dict(after=1 / 3, steps=40), "smoke": dict(after=1 / 4, steps=4)}
 CENSUS = {  # rows, context, chunk, warm-up steps, timed steps, profiled steps
     "full": dict(rows=32, context=1024, chunk=512, warmups=3, n=30, profiled=5),
     "smoke": dict(rows=4, context=24, chunk=16, warmups=1, n=4, profiled=2),
 }
 PART = {c.attention: name for name, c in reversed(PARTS.items())}  # backend -> the first part that runs it
-ATTENTION = {  # rows, contexts, timed calls per context
-    "full": dict(rows=32, contexts=(1024, 2048, 4096), iters=100),
-    "smoke": dict(rows=4, contexts=(32, 64), iters=1),
-}
+# The attention experiment: rows, contexts, timed calls per context.
+ATTENTION = {"full": dict(rows=32, contexts=(1024, 2048, 4096), iters=100),
+             "smoke": dict(rows=4, contexts=(32, 64), iters=1)}
 
 
 # ------------------------------------------------------------------------------ attention

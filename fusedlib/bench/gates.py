@@ -132,8 +132,7 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", fused_ops: bool
     atol = atol if atol is not None else (1e-4 if model.dtype == torch.float32 else 5e-2)
     return GateReport("mixed_step", err <= atol and not torch.isnan(fused).any().item(), {
         "attention": attention, **setup, "chunk_tokens": plan.num_chunk_tokens,
-        "decodes": len(plan.decodes),
-        "max_abs_err": err, "atol": atol})
+        "decodes": len(plan.decodes), "max_abs_err": err, "atol": atol})
 
 
 def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,

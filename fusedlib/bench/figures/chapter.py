@@ -199,6 +199,12 @@ def capacity_level(x, arrivals: float | None) -> Value:
     return median(x, "requests/s", what=what)
 
 
+def window_skip(rows: pd.DataFrame) -> int:
+    """Completions a run's steady window leaves out at its start (0: rows from before `steady_skip`)."""
+    known = len(rows) and "steady_skip" in rows and rows["steady_skip"].notna().all()
+    return int(rows["steady_skip"].median()) if known else 0
+
+
 def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
     """What the capacities of these rows are, in one sentence chosen from the rows' method."""
     if method(c) == "drain":
@@ -207,9 +213,9 @@ def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
                            "state.")
     share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
     held = f", a window holding a median {pct(100 * share)} of a run's completions" if finite(share) else ""
-    skipped = at_rate["steady_skip"] if "steady_skip" in at_rate else pd.Series(dtype=float)
-    start = f"less its first {int(skipped.median()):,} completions (the wave of the batch admitted at the start)" \
-        if len(skipped) and skipped.notna().all() else "from its first completion"
+    skip = window_skip(at_rate)
+    start = f"less its first {skip:,} completions (the wave of the batch admitted at the start)" if skip \
+        else "from its first completion"
     return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
                        f"request waits and the batch is full, {start}{held}.")
 

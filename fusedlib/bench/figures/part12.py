@@ -155,8 +155,10 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     up = ratio(v["p12_best_fused_steady_rate"].value, p11["p11_best_fused_rate"].value) if same else None
     a, b = p11["p11_best_fused_rate"], v["p12_best_fused_steady_rate"]
     apart = up is not None and None not in (a.hi, b.lo) and (b.lo > a.hi or b.hi < a.lo)
+    there, here = (chapter.window_skip(r) for r in (newest("scale", d), s))  # completions left out at the start
     v["p12_vs_part11"] = fixed(up and 100 * (up - 1), lambda x: pct(x, True) + (
         f" (offered {p11['p11_pair_rate'].text} there, {v['p12_pair_rate'].text} here"
+        + ("" if there == here else f"; windows left out {there:,} and {here:,} first completions, not one method")
         + ("" if apart else "; intervals overlap: not resolved") + ")"))
     ceiling = part11.ceiling(d=d)[1]["p11_ceiling_rate"].value
     share = ratio(v["p12_best_fused_steady_rate"].value, ceiling)
@@ -294,7 +296,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     sdpa_chunk = float(c["sdpa_tflops"].iloc[0]) if len(c) else None
     v["p12_kernel_reading"] = MISSING if fresh is None else Value(None, (
         f"A fresh 4,096-token prompt runs at {times(fresh)} SDPA's fastest backend; a chunk after a cached "
-        "prefix (what chunked prefill runs most) "
+        "prefix "
         + (f"at {times(chunk / sdpa_chunk)} SDPA's fastest, which takes an explicit mask there."
            if chunk and sdpa_chunk and chunk > sdpa_chunk
            else f"runs at {times(chunk / sdpa_chunk)} the fastest." if chunk and sdpa_chunk else "has no row.")))
@@ -302,7 +304,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     packed = ratio(cen["p12_engine_prompt_tflops"].value, pr["p12_prompt_packed_tflops"].value)
     gained = cap["p12_vs_part11"]
     v["p12_engine_reading"] = MISSING if gained.value is None else Value(None, (
-        f"The engine's capacity changed by {gained.text}" + (
+        f"The engine's capacity changed by {pct(gained.value, True)} over part 11's" + (
             f". Inside it, prompt attention runs at {times(inside)} the rate of the fresh-prompt benchmark"
             + (f" and {times(packed)} that of a packed chunk like the engine's." if packed else ".")
             if inside is not None and inside < 0.75 else ".")))
