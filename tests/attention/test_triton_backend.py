@@ -212,7 +212,7 @@ def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one(dtype):
     attn = Attention(dataclasses.replace(cfg, num_heads=4, num_kv_heads=2, head_dim=HEAD_DIM, hidden_size=4 * HEAD_DIM))
     gen = torch.Generator().manual_seed(10)
     q = torch.randn(sum(lengths) + len(contexts), 4, HEAD_DIM, generator=gen).to(dtype).to(DEVICE)
-    parallel, balanced = make_backend("triton-parallel"), TritonAttention(decode_kernel="balanced")
+    parallel, balanced = make_backend("triton-hopper"), TritonAttention(decode_kernel="balanced")
     assert (parallel.side_stream(q.device) is not None) == (DEVICE == "cuda")
     assert balanced.side_stream(q.device) is None
     out = attn.attend(q, k_cache, v_cache, meta, parallel)
@@ -464,3 +464,20 @@ def test_kernels_compile_for_gpu(arch):
     done = subprocess.run([sys.executable, "-c", GPU_COMPILE, str(arch)], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_each_backend_takes_its_parts_launch_shapes(monkeypatch):
+    """Parts 7-11's backends keep the launch shapes their rows ran; only "triton-hopper" (part 12)
+    takes Hopper's prompt tiles and the deeper split-KV pipeline, and only on a Hopper card."""
+    from fusedlib.attention import TRITON, make_backend
+    from fusedlib.attention.triton_backend import (EARLIER_PROMPT_TILES, HOPPER_PROMPT_TILES, PART9_SPLITKV,
+                                                   PART10_SPLITKV, _prompt_tiles)
+    shapes = {name: (make_backend(name).splitkv, make_backend(name).hopper_shapes) for name in TRITON}
+    assert shapes == {"triton": (PART10_SPLITKV, False),
+                      "triton-splitkv": (PART9_SPLITKV, False), "triton-parallel": (PART10_SPLITKV, False),
+                      "triton-hopper": (SplitKVConfig(), True)}
+    cuda = torch.device("cuda")
+    for capability, hopper in (((9, 0), HOPPER_PROMPT_TILES), ((8, 6), EARLIER_PROMPT_TILES)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device, c=capability: c)
+        assert _prompt_tiles(cuda, hopper_shapes=True) == hopper
+        assert _prompt_tiles(cuda, hopper_shapes=False) == EARLIER_PROMPT_TILES
