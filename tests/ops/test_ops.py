@@ -15,7 +15,9 @@ from fusedlib.ops.gemm import SMALL_M_MAX, GateUpConfig, SplitKConfig
 from fusedlib.model import RMSNorm, RotaryEmbedding, _rotate_half
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
-TOKENS = [1, 3, 17, 33, 100]
+# Each op launches one program per token, so counts past a few rows only lengthen the grid (and
+# the interpreter walks it program by program).
+TOKENS = [1, 3, 17]
 DTYPES = [torch.float32, torch.float16]
 # fp16: a value is rounded once where the reference rounds two or three times.
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3}
