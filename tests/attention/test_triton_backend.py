@@ -153,12 +153,17 @@ def test_prefill_gqa_grouping(num_heads, num_kv_heads):
 
 
 # The prompt kernel's shapes: tiles of 16 and 32 positions, keys one and two cache blocks a step.
-PROMPT_TILES = [PromptTiles(16, 32, 4, 1), PromptTiles(32, 16, 4, 1)]
+TILES_16x32, TILES_32x16 = PromptTiles(16, 32, 4, 1), PromptTiles(32, 16, 4, 1)
+# Every pair of launch shape, GQA grouping and dtype appears (all twelve combinations took ~14 s
+# on the interpreter for no case a pair misses).
+PROMPT_CASES = [(TILES_16x32, 4, 2, torch.float32), (TILES_32x16, 4, 2, torch.float16),
+                (TILES_16x32, 12, 2, torch.float16), (TILES_32x16, 12, 2, torch.float32),
+                (TILES_16x32, 2, 2, torch.float32), (TILES_32x16, 2, 2, torch.float16)]
 
 
-@pytest.mark.parametrize("tiles", PROMPT_TILES, ids=["16x32", "32x16"])
-@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2), (2, 2)])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("tiles,num_heads,num_kv_heads,dtype", PROMPT_CASES,
+                         ids=lambda v: f"{v.block_m}x{v.block_n}" if isinstance(v, PromptTiles) else
+                         str(v).removeprefix("torch.") if isinstance(v, torch.dtype) else None)
 def test_prompt_tiles_match_torch(tiles, num_heads, num_kv_heads, dtype):
     """Each launch shape and GQA grouping over a packed step: a fresh prompt whose causal span
     takes several unmasked steps before its diagonal; a chunk after a cached prefix that ends
@@ -174,8 +179,10 @@ def test_prompt_tiles_match_torch(tiles, num_heads, num_kv_heads, dtype):
 DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 2), (12, 2)])
+# The padded GQA group (12 / 2: 6 heads in a 16-row tile) in fp16 only: fp32's tighter check
+# of the same kernels is the 4 / 2 case's.
+@pytest.mark.parametrize("num_heads,num_kv_heads,dtype", [(4, 2, torch.float32), (4, 2, torch.float16),
+                                                          (12, 2, torch.float16)])
 def test_decode_kernels_match_torch(num_heads, num_kv_heads, dtype):
     q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS, num_heads, num_kv_heads, dtype)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
@@ -184,12 +191,13 @@ def test_decode_kernels_match_torch(num_heads, num_kv_heads, dtype):
         assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one(dtype):
+def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one():
     """"triton-parallel" runs a mixed step's decode rows on a second stream beside its chunks
     (on CUDA; on the CPU there is one stream and it runs them in order): the same kernels on
     the same inputs, so the output is bit-identical to balanced decode on one stream, and both
-    match the reference. Chunks and decode rows share one cache, as in a step."""
+    match the reference. Chunks and decode rows share one cache, as in a step. One dtype: the
+    kernels' dtypes are checked above; this is about which launches run where."""
+    dtype = torch.float32
     from fusedlib.attention import make_backend
     from fusedlib.attention.base import AttentionMetadata
     from fusedlib.config import PRESETS
@@ -235,14 +243,14 @@ def test_splitkv_any_split_count(num_sms):
     assert_close(actual, expected, torch.float32)
 
 
-@pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (64, 16), (64, 64)])
+@pytest.mark.parametrize("num_sms,block_n", [(1, 16), (3, 32), (32, 16), (64, 64)])
 def test_balanced_any_split_count(num_sms, block_n):
     """One split per request (normalised in the decode kernel, no reduce), a few, and more
     splits than a short request has tiles (those store a partial that must weigh nothing in
     the reduce); tiles of one and several cache blocks.
-    The 600-key request at block_n 16 on 64 SMs uses 19 splits: more than the reduce
+    The 600-key request at block_n 16 on 32 SMs uses 19 splits: more than the reduce
     merges per iteration."""
-    q, k_cache, v_cache, meta = make_decode(DECODE_CONTEXTS + [600], 4, 2, torch.float32, seed=5)
+    q, k_cache, v_cache, meta = make_decode([1, 16, 17, 33, 600], 4, 2, torch.float32, seed=5)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
     backend = TritonAttention(decode_kernel="balanced", num_sms=num_sms,  # 8 per SM: the counts above
                               splitkv=SplitKVConfig(block_n=block_n, programs_per_sm=8))
@@ -309,14 +317,16 @@ def test_out_argument_is_written_in_place():
         assert not wide[0].any() and not wide[3].any()
 
 
-@pytest.mark.slow(20)
+@pytest.mark.slow(8)
 def test_decode_at_the_largest_batch():
-    """256 decode rows (the largest max_batch), each kernel: the rows layout's 256 tiles and
-    split-KV's grid over 256 requests."""
+    """256 decode rows (the largest max_batch): the rows layout's 256 tiles and split-KV's grid
+    over 256 requests. "splitkv" is left out: with every context under one 64-key tile both plans
+    give one split, so it would launch the balanced case's kernel on the same grid again. One KV
+    head of two query heads: every program runs one after another on the interpreter."""
     contexts = [(37 * i) % 40 + 1 for i in range(256)]  # short: the point is 256 rows, not long walks
-    q, k_cache, v_cache, meta = make_decode(contexts, 4, 2, torch.float32, seed=7)
+    q, k_cache, v_cache, meta = make_decode(contexts, 2, 1, torch.float32, seed=7)
     expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
-    for name in ("rows", "splitkv", "balanced"):
+    for name in ("rows", "balanced"):
         assert_close(TritonAttention(decode_kernel=name).decode(q, k_cache, v_cache, meta, SCALE), expected,
                      torch.float32)
 
