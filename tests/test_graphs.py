@@ -57,26 +57,29 @@ CPU_TRITON = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 
 @pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
                                                       pytest.param("fused", True, "triton-parallel",
-                                                                   marks=[CPU_TRITON, pytest.mark.slow(50)])])
+                                                                   marks=[CPU_TRITON, pytest.mark.slow(6)])])
 def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward through WholeGraphs' two padded parts, attention included (chunk
-    positions padded to a chunk bucket beside all 8 decode rows for the fused engine, none for
-    the chunked one, or decode rows alone): token for token what the plain engine generates."""
-    prompts, budgets = _prompts(11, seed=1), [2 + i % 7 for i in range(11)]
-    plain = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8).generate(prompts, budgets)
-    engine = Engine(tiny_model(), kind=kind, chunk_tokens=32, max_batch=8, attention=attention, fused_ops=fused_ops)
+    positions padded to a chunk bucket beside all 4 decode rows for the fused engine, none for
+    the chunked one, or decode rows alone): token for token what the plain engine generates.
+    Four requests are enough for both chunk buckets, padded decode rows beside chunks and
+    decode-only forwards; each forward's rows cost seconds on the interpreter."""
+    prompts, budgets = _prompts(4, seed=1), [2, 3, 4, 5]
+    settings = dict(kind=kind, chunk_tokens=16, max_batch=4, warmup=False)
+    plain = Engine(tiny_model(), **settings).generate(prompts, budgets)
+    engine = Engine(tiny_model(), **settings, attention=attention, fused_ops=fused_ops)
     engine.pool.poison_freed = True
-    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 8, 32, capture=False,
-                                mixed=kind == "fused", chunk_buckets=(28,), fused_ops=fused_ops)
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 4, 16, capture=False,
+                                mixed=kind == "fused", chunk_buckets=(12,), fused_ops=fused_ops)
     used = []
     real_run = engine.graphs.run
     engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
     with engine.record_steps() as steps:
         assert engine.generate(prompts, budgets) == plain
     assert len(used) == sum(r.n_forwards for r in steps)  # every forward went through a graph
-    beside = 8 if kind == "fused" else 0
-    assert [b for b in engine.graphs.buckets if b[0]] == [(28, beside), (32, beside)]
-    assert {(28, beside), (32, beside)} <= set(used) and any(b[0] == 0 for b in used)
+    beside = 4 if kind == "fused" else 0
+    assert [b for b in engine.graphs.buckets if b[0]] == [(12, beside), (16, beside)]
+    assert {(12, beside), (16, beside)} <= set(used) and any(b[0] == 0 for b in used)
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 
