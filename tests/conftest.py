@@ -11,9 +11,17 @@ from fusedlib.bench import use_interpreter_without_gpu
 
 use_interpreter_without_gpu(always=os.environ.get("FUSEDLIB_GPU_TESTS") != "1")
 
+from fusedlib import pool  # noqa: E402  (fusedlib after the interpreter is chosen)
+
 # The tiny model's ops are too small to split across threads; on a busy 2-core machine
 # intra-op threads made it ~30x slower.
 torch.set_num_threads(1)
+
+# A CPU engine's default KV pool (0.25 GiB) is zeroed when the engine is built and freed after:
+# ~0.2 s an engine, some 15 s over the suite's engines. A tenth of that (3,276 blocks of the tiny
+# model) holds the largest batches here (256 requests of at most 7 blocks); tests about pool
+# sizes pass num_blocks or pool_gib. Subprocesses (notebooks, the census) keep the default.
+pool.CPU_DEFAULT_GIB /= 10
 
 
 def pytest_configure(config):
