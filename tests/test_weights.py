@@ -3,15 +3,16 @@ import json
 import pytest
 import torch
 from safetensors.torch import save_file
-from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from fusedlib.bench.hf import to_hf_config
+from fusedlib.bench.hf import to_hf_config, transformers_classes
 from fusedlib.config import PRESETS, ModelConfig
 from fusedlib.engine import Engine
 from fusedlib.weights import load_model
 
 
 def _tiny_hf(tmp_path, tie: bool, shards: int, rope_style: str):
+    # transformers on first use, not at collection: each xdist worker collects every file
+    Qwen2Config, Qwen2ForCausalLM = transformers_classes("Qwen2Config", "Qwen2ForCausalLM")
     cfg = PRESETS["tiny"]
     d = to_hf_config(cfg) | {"tie_word_embeddings": tie}
     torch.manual_seed(0)
