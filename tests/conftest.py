@@ -26,16 +26,26 @@ pool.CPU_DEFAULT_GIB /= 10
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow(seconds): a long test and its rough CPU seconds here; the "
-                                       "longest run first (see pytest_collection_modifyitems)")
+                                       "longest files run first (see pytest_collection_modifyitems)")
+    # xdist's --dist loadfile hands out files by how many tests each has (most first) unless
+    # told to keep the collection's order: ours, longest files first.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):
-    """Longest first. `make test` runs two xdist workers with --dist loadfile: each test file
-    runs on one worker (its fixtures built once there), the files handed out as workers free
-    up, and within a worker the longest tests run first. The sort is stable: unmarked tests
-    keep their order."""
+    """Longest files first, and in each file its longest tests first. `make test` runs two xdist
+    workers with --dist loadfile: each test file runs on one worker (its fixtures built once
+    there), the files handed out in this order as workers free up, so the long ones start early
+    and the short ones fill in at the end. A file's length is the sum of its tests' `slow`
+    seconds (unmarked: 0; a fixture's cost marked on the test that builds it). The sort is
+    stable: unmarked files and tests keep their order."""
     def seconds(item):
         mark = item.get_closest_marker("slow")
         return mark.args[0] if mark else 0
 
-    items.sort(key=seconds, reverse=True)
+    by_file, first = {}, {}
+    for i, item in enumerate(items):
+        by_file[item.path] = by_file.get(item.path, 0) + seconds(item)
+        first.setdefault(item.path, i)
+    items.sort(key=lambda item: (-by_file[item.path], first[item.path], -seconds(item)))

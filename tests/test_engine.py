@@ -29,7 +29,7 @@ def test_both_engines_generate_the_same_tokens_and_budgets():
     assert [len(o) for o in outs["fused"]] == budgets
 
 
-@pytest.mark.slow(10)
+@pytest.mark.slow(1)
 def test_both_engines_agree_at_the_largest_batch_and_budget():
     """max_batch 256 and chunk_tokens 8192: a mixed step carries thousands of prompt positions
     beside hundreds of decode rows, and the two engines still generate the same tokens."""
@@ -155,6 +155,7 @@ for settings in ({"attention": "triton"}, {"attention": "triton-splitkv"}, {"att
 """
 
 
+@pytest.mark.slow(2)
 def test_triton_on_a_cpu_model_without_the_interpreter_is_refused_in_one_line():
     """The tests run Triton on its interpreter; a user who did not set TRITON_INTERPRET has
     kernels built for a GPU, and a CPU engine with Triton attention or fused ops is refused at

@@ -57,7 +57,7 @@ CPU_TRITON = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 
 @pytest.mark.parametrize("kind,fused_ops,attention", [("fused", False, "torch"), ("chunked", False, "torch"),
                                                       pytest.param("fused", True, "triton-parallel",
-                                                                   marks=[CPU_TRITON, pytest.mark.slow(6)])])
+                                                                   marks=[CPU_TRITON, pytest.mark.slow(7)])])
 def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
     """Every forward through WholeGraphs' two padded parts, attention included (chunk
     positions padded to a chunk bucket beside all 4 decode rows for the fused engine, none for
@@ -83,7 +83,7 @@ def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 
-@pytest.mark.slow(20)
+@pytest.mark.slow(1)
 @pytest.mark.parametrize("kind", ["fused", "chunked"])
 def test_static_path_at_the_largest_sizes(kind):
     """256 rows and an 8192-token budget: every forward through the graphs' buffers (decode

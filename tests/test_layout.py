@@ -11,6 +11,8 @@ import io
 import tokenize
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "fusedlib"
 # 1,750 until part 12: the doors (a model that is not one, Triton without a GPU), the whole-step
@@ -81,6 +83,7 @@ def test_the_engine_imports_nothing_from_the_harness():
     assert "fusedlib.bench.rows" in _imported_modules(ENGINE / "attention" / "x.py", "from ..bench import rows")
 
 
+@pytest.mark.slow(3)
 def test_the_engine_serves_with_the_harness_dependencies_absent():
     # A fresh interpreter in which pandas, matplotlib, modal and transformers cannot be
     # imported (nor the harness itself): the README's engine example still runs.

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow(5)
 def test_readme_engine_example_runs():
     text = (ROOT / "README.md").read_text()
     section = text.split("## Use the engine", 1)[1]

@@ -57,7 +57,7 @@ def test_papermill_runs_a_notebook_its_rows_have_the_header_and_a_rerun_skips_it
     assert "skip 04_capacity: all 4 planned runs have rows" in _run_all(tmp_path, nb, args=("--configs", "part10"))
 
 
-@pytest.mark.slow(8)
+@pytest.mark.slow(7)
 def test_without_papermill_a_notebook_runs_as_a_script(tmp_path):
     blocked = tmp_path / "blocked"
     (blocked / "papermill").mkdir(parents=True)

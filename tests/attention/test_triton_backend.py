@@ -100,6 +100,7 @@ def test_prefill_matches_torch(chunks, dtype):
     assert_close(actual, expected, dtype)
 
 
+@pytest.mark.slow(2)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_prefill_over_many_key_steps(dtype):
     """Chunks whose causal spans take many key steps, unmasked then across the diagonal, and
@@ -181,6 +182,7 @@ DECODE_CONTEXTS = [1, 16, 17, 33, 64, 100, 7, 129, 48, 2]
 
 # The padded GQA group (12 / 2: 6 heads in a 16-row tile) in fp16 only: fp32's tighter check
 # of the same kernels is the 4 / 2 case's.
+@pytest.mark.slow(3)
 @pytest.mark.parametrize("num_heads,num_kv_heads,dtype", [(4, 2, torch.float32), (4, 2, torch.float16),
                                                           (12, 2, torch.float16)])
 def test_decode_kernels_match_torch(num_heads, num_kv_heads, dtype):
@@ -191,6 +193,7 @@ def test_decode_kernels_match_torch(num_heads, num_kv_heads, dtype):
         assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, dtype)
 
 
+@pytest.mark.slow(2)
 def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one():
     """"triton-parallel" runs a mixed step's decode rows on a second stream beside its chunks
     (on CUDA; on the CPU there is one stream and it runs them in order): the same kernels on
@@ -317,7 +320,7 @@ def test_out_argument_is_written_in_place():
         assert not wide[0].any() and not wide[3].any()
 
 
-@pytest.mark.slow(4)
+@pytest.mark.slow(6)
 def test_decode_at_the_largest_batch():
     """256 decode rows (the largest max_batch): the rows layout's 256 tiles and split-KV's grid
     over 256 requests. "splitkv" is left out: with every context under one 64-key tile both plans
@@ -464,6 +467,7 @@ GPU_COMPILE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow(3)
 @pytest.mark.parametrize("arch", [90, 86], ids=["sm_90", "sm_86"])
 def test_kernels_compile_for_gpu(arch):
     import triton.backends

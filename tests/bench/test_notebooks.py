@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fusedlib.bench import plans
 from fusedlib.bench.runall import parameters
 
@@ -37,6 +39,7 @@ def test_a_notebooks_rows_folder_is_relative_to_the_repository_not_to_where_it_r
     assert ignored.returncode == 0
 
 
+@pytest.mark.slow(3)
 def test_jupytext_sync_leaves_the_sources_unchanged(tmp_path):
     for path in NOTEBOOKS:
         shutil.copy(path, tmp_path / path.name)
@@ -47,6 +50,7 @@ def test_jupytext_sync_leaves_the_sources_unchanged(tmp_path):
     assert not changed, f"jupytext --sync rewrites {changed}: run it and commit the result"
 
 
+@pytest.mark.slow(5)
 def test_the_transformers_peer_in_a_notebook_kernel_prints_no_tqdm_warning():
     # In a notebook's kernel without ipywidgets, importing transformers (through tqdm.auto)
     # warned "TqdmWarning: IProgress not found" into the peer's cells.

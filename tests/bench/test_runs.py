@@ -127,6 +127,7 @@ def test_closed_rows_for_ours_and_transformers():
     assert theirs["attention"] == "transformers"
 
 
+@pytest.mark.slow(4)
 def test_census_in_its_own_process_rows():
     got = measure_here(smoke("census", config="part7", engine="chunked"))
     steps = {r["step"]: r for r in got if r["record"] == "step"}
@@ -174,6 +175,7 @@ def test_steady_kernel_classes_split_attention_and_idle_is_the_gaps():
     assert census.busy_us([("a", 0.0, 6.0), ("b", 4.0, 6.0), ("c", 1.0, 2.0), ("d", 12.0, 1.0)]) == 11.0
 
 
+@pytest.mark.slow(5)
 def test_saturated_census_rows_by_class():
     from fusedlib.bench import plans
 
@@ -214,6 +216,7 @@ def test_soak_loses_nothing_and_leaves_the_pool_free():
     assert_steady_from_its_times(row, spec.n_requests)
 
 
+@pytest.mark.slow(2)
 def test_prompt_kernel_rows_beside_sdpa_checked_first():
     from fusedlib.bench import kernels
 
@@ -240,6 +243,7 @@ def test_causal_pairs_by_hand():
     assert causal_pairs(0, 4) == 1 + 2 + 3 + 4 and causal_pairs(2, 2) == 3 + 4
 
 
+@pytest.mark.slow(2)
 def test_decode_and_gemm_kernel_rows():
     from fusedlib.bench import kernels
 
