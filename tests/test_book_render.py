@@ -47,7 +47,7 @@ def empty(tmp_path_factory):
     return B.run_pages(B.toc_pages(), tmp_path_factory.mktemp("none"))
 
 
-@pytest.mark.slow(11)
+@pytest.mark.slow(10)
 def test_pages_run_and_show_their_figures_on_rows(full):
     assert not {p: r["error"] for p, r in full.items() if r["error"]}
     for page in ("intro", *CHAPTERS):
@@ -55,7 +55,7 @@ def test_pages_run_and_show_their_figures_on_rows(full):
         assert not any("No rows yet" in m for m in full[page]["markdown"]), page
 
 
-@pytest.mark.slow(10)
+@pytest.mark.slow(7)
 def test_pages_run_on_a_cpu_runs_rows(cpu):
     assert not {p: r["error"] for p, r in cpu.items() if r["error"]}
     for page in CHAPTERS:  # the intro's only figure sets steps against floors, which a CPU's rows lack
@@ -63,7 +63,7 @@ def test_pages_run_on_a_cpu_runs_rows(cpu):
     assert cpu["part07"]["glued"]["p07_bottleneck"] == "unknown: these rows carry no GPU time"
 
 
-@pytest.mark.slow(6)
+@pytest.mark.slow(5)
 def test_pages_run_without_rows_and_say_so(empty):
     assert not {p: r["error"] for p, r in empty.items() if r["error"]}
     for page in CHAPTERS:

@@ -75,7 +75,7 @@ def test_the_toc_builds_exactly_the_pages_in_book(pages):
     assert pages[0] == "intro" and set(CHAPTERS) <= set(pages)
 
 
-@pytest.mark.slow(12)
+@pytest.mark.slow(9)
 def test_word_caps_per_page_and_in_total(reader):
     how, _, counts = reader
     over = {p: (n, CAPS[p]) for p, n in counts.items() if p in CAPS and n > CAPS[p]}

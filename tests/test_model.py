@@ -6,7 +6,7 @@ from fusedlib.bench.hf import to_transformers
 from tests.helpers import tiny_model
 
 
-@pytest.mark.slow(2)
+@pytest.mark.slow(3)
 @pytest.mark.parametrize("fused_ops,attention", [(False, "torch"), (True, "torch"),
                                                   (True, "triton-parallel")])
 def test_logits_match_transformers_fp32(fused_ops, attention):
@@ -47,7 +47,7 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
         assert torch.equal(back[name], tensor), name
 
 
-@pytest.mark.slow(7)
+@pytest.mark.slow(6)
 def test_fused_ops_and_reference_generate_the_same_tokens():
     """A whole generation (prompt chunks, mixed and decode steps, both engines' step kinds)
     with the fused ops (the Triton GEMMs too: every step here has at most 64 rows) and balanced
@@ -79,7 +79,7 @@ def test_fused_ops_switch_reaches_every_layer(monkeypatch):
         assert len(calls) == (2 * model.config.num_layers if fused else 0)
 
 
-@pytest.mark.slow(7)
+@pytest.mark.slow(5)
 def test_fused_ops_take_triton_gemms_for_small_batches_only(monkeypatch):
     """A forward of at most SMALL_M_MAX rows runs, in every layer, the one-kernel gate_up +
     activation and its three other projections split over K (one launch each); a larger one

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow(5)
+@pytest.mark.slow(3)
 def test_readme_engine_example_runs():
     text = (ROOT / "README.md").read_text()
     section = text.split("## Use the engine", 1)[1]

@@ -40,7 +40,7 @@ def _run_all(tmp_path, *notebooks, env=None, args=()):
     return done.stdout
 
 
-@pytest.mark.slow(15)
+@pytest.mark.slow(13)
 def test_papermill_runs_a_notebook_its_rows_have_the_header_and_a_rerun_skips_it(tmp_path):
     nb = _notebook(tmp_path, "04_capacity.py", rates=[500.0], n_requests=3)
     out = _run_all(tmp_path, nb, args=("--configs", "part10"))  # `make run-all CONFIGS=part10`

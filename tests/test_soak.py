@@ -73,7 +73,7 @@ def _serve(engine: Engine, n: int, seed: int, clock: list[float]) -> int:
     return ok
 
 
-@pytest.mark.slow(9)
+@pytest.mark.slow(8)
 def test_ten_thousand_requests_leave_nothing_behind(one_thread):
     clock = [0.0]
     engine = Engine(tiny_model(), kind="fused", max_batch=32, chunk_tokens=64, num_blocks=24)

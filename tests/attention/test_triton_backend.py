@@ -320,7 +320,7 @@ def test_out_argument_is_written_in_place():
         assert not wide[0].any() and not wide[3].any()
 
 
-@pytest.mark.slow(6)
+@pytest.mark.slow(5)
 def test_decode_at_the_largest_batch():
     """256 decode rows (the largest max_batch): the rows layout's 256 tiles and split-KV's grid
     over 256 requests. "splitkv" is left out: with every context under one 64-key tile both plans

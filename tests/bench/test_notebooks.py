@@ -39,7 +39,7 @@ def test_a_notebooks_rows_folder_is_relative_to_the_repository_not_to_where_it_r
     assert ignored.returncode == 0
 
 
-@pytest.mark.slow(3)
+@pytest.mark.slow(2)
 def test_jupytext_sync_leaves_the_sources_unchanged(tmp_path):
     for path in NOTEBOOKS:
         shutil.copy(path, tmp_path / path.name)

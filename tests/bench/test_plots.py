@@ -92,7 +92,7 @@ def cpu_rows(rows, tmp_path_factory):
     return folder
 
 
-@pytest.mark.slow(4)
+@pytest.mark.slow(3)
 def test_no_figure_has_overlapping_tick_labels_or_an_empty_axis(rows, cpu_rows):
     for d in (rows, cpu_rows, data.REPO / "data"):
         for name, fig in figures(d).items():

@@ -175,7 +175,7 @@ def test_steady_kernel_classes_split_attention_and_idle_is_the_gaps():
     assert census.busy_us([("a", 0.0, 6.0), ("b", 4.0, 6.0), ("c", 1.0, 2.0), ("d", 12.0, 1.0)]) == 11.0
 
 
-@pytest.mark.slow(5)
+@pytest.mark.slow(4)
 def test_saturated_census_rows_by_class():
     from fusedlib.bench import plans
 
