@@ -155,8 +155,8 @@ def test_prefill_gqa_grouping(num_heads, num_kv_heads):
 
 # The prompt kernel's shapes: tiles of 16 and 32 positions, keys one and two cache blocks a step.
 TILES_16x32, TILES_32x16 = PromptTiles(16, 32, 4, 1), PromptTiles(32, 16, 4, 1)
-# Every pair of launch shape, GQA grouping and dtype appears (all twelve combinations took ~14 s
-# on the interpreter for no case a pair misses).
+# Each pair of a launch shape, a GQA grouping and a dtype is in some case: six cases where all
+# twelve combinations (~14 s on the interpreter) cover no pair more.
 PROMPT_CASES = [(TILES_16x32, 4, 2, torch.float32), (TILES_32x16, 4, 2, torch.float16),
                 (TILES_16x32, 12, 2, torch.float16), (TILES_32x16, 12, 2, torch.float32),
                 (TILES_16x32, 2, 2, torch.float32), (TILES_32x16, 2, 2, torch.float16)]
@@ -200,11 +200,12 @@ def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one():
     the same inputs, so the output is bit-identical to balanced decode on one stream, and both
     match the reference. Chunks and decode rows share one cache, as in a step. One dtype: the
     kernels' dtypes are checked above; this is about which launches run where."""
-    dtype = torch.float32
     from fusedlib.attention import make_backend
     from fusedlib.attention.base import AttentionMetadata
     from fusedlib.config import PRESETS
     from fusedlib.model import Attention
+
+    dtype = torch.float32
 
     chunks, contexts = MIXED_CHUNKS, DECODE_CONTEXTS
     k_cache, v_cache, tables = make_cache([c + n for c, n in chunks] + contexts, 2, dtype, seed=9)
