@@ -46,7 +46,8 @@ def load(paths=None) -> list[dict]:
     for path in [Path(p) for p in (paths or (env.split(os.pathsep) if env else PATHS))]:
         if not path.exists():
             continue
-        doc = yaml.safe_load(path.read_text()) or []
+        # The C loader where PyYAML has it: the record is ~3k lines, read by every page that grades.
+        doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
         entries = doc.get("predictions", []) if isinstance(doc, dict) else doc
         for e in entries:
             if e.get("id") in seen:
