@@ -195,8 +195,8 @@ def test_decode_kernels_match_torch(num_heads, num_kv_heads, dtype):
 
 @pytest.mark.slow(2)
 def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one():
-    """"triton-parallel" runs a mixed step's decode rows on a second stream beside its chunks
-    (on CUDA; on the CPU there is one stream and it runs them in order): the same kernels on
+    """"triton-hopper" (like "triton-parallel") runs a mixed step's decode rows on a second stream
+    beside its chunks (on CUDA; on the CPU there is one stream and it runs them in order): the same kernels on
     the same inputs, so the output is bit-identical to balanced decode on one stream, and both
     match the reference. Chunks and decode rows share one cache, as in a step. One dtype: the
     kernels' dtypes are checked above; this is about which launches run where."""
