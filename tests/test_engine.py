@@ -147,7 +147,7 @@ TRITON_ON_CPU = """
 from fusedlib.engine import Engine
 from fusedlib.weights import load_model
 for settings in ({"attention": "triton"}, {"attention": "triton-splitkv"}, {"attention": "triton-parallel"},
-                 {"fused_ops": True}):
+                 {"attention": "triton-hopper"}, {"fused_ops": True}):
     try:
         Engine(load_model("tiny"), **settings)
     except ValueError as error:
@@ -169,7 +169,7 @@ def test_triton_on_a_cpu_model_without_the_interpreter_is_refused_in_one_line():
         f"{setting} on a cpu model needs Triton's interpreter: set TRITON_INTERPRET=1 before importing fusedlib "
         "(or leave it unset: eager torch)"
         for setting in ("attention='triton'", "attention='triton-splitkv'", "attention='triton-parallel'",
-                        "fused_ops=True")]
+                        "attention='triton-hopper'", "fused_ops=True")]
 
 
 def test_step_records_count_the_kv_positions_attention_reads():
