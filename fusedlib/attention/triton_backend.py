@@ -94,13 +94,13 @@ def _decode_row_tiles(num_rows: int, device: torch.device) -> tuple[torch.Tensor
 def request_tiles(meta: PrefillMeta, height: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     """(int32 [P, 2] tile ranges, int32 [1] tile count, programs per head): each chunk cut into
     `height`-position tiles of its own, those walking the most keys first; ranges past the count unused."""
-    # A tile spanning two requests would mask every key step and walk both requests' keys in
-    # turn (FlashAttention's varlen kernels cut per request too). Built on the device in fixed
-    # shapes from token_seq (ascending: chunks in pack order): no host sync, and a CUDA graph
-    # captures it. The grid depends on shapes alone: the per-request cut has at most
-    # ceil(P / height) + chunks - 1 tiles, and a graph's table has a row for every request a
-    # step could hold, so programs per head are capped at twice ceil(P / height); past that the
-    # lightest tiles share a program (each program walks tiles slot, slot + programs, ...).
+    # The kernel takes tiles of one request each: a tile spanning two would mask every key step
+    # and walk both requests' keys in turn (FlashAttention's varlen kernels cut per request too).
+    # Built on the device in fixed shapes from token_seq (ascending: chunks in pack order): no
+    # host sync, and a CUDA graph captures it. The grid depends on shapes alone: the per-request
+    # cut has at most ceil(P / height) + chunks - 1 tiles, and a graph's table has a row for every
+    # request a step could hold, so programs per head are capped at twice ceil(P / height); past
+    # that the lightest tiles share a program (each program walks tiles slot, slot + programs, ...).
     seq, idx = meta.token_seq, torch.arange(meta.num_tokens, dtype=torch.int32, device=meta.token_seq.device)
     starts = (idx - torch.searchsorted(seq, seq, out_int32=True)) % height == 0
     ends = torch.minimum(idx + height, torch.searchsorted(seq, seq, right=True, out_int32=True))
@@ -116,7 +116,6 @@ class TritonAttention:
     # tiles with the longest causal spans finish, and split-KV decode waits on memory: two
     # launches that can share the SMs (POD-Attention's observation, here as two kernels on two
     # streams). A CUDA graph captured from both streams keeps both branches.
-    tile_table = staticmethod(request_tiles)  # prefill's tiles: (ranges, count, programs per head)
 
     def __init__(self, decode_kernel: str = "rows", num_sms: int | None = None,
                  splitkv: SplitKVConfig | None = None, concurrent: bool = False,
@@ -165,7 +164,7 @@ class TritonAttention:
         decode_rows = isinstance(meta, DecodeMeta)
         cfg = EARLIER_PROMPT_TILES if decode_rows else self.prompt_tiles or _prompt_tiles(q.device, self.hopper_shapes)
         if not decode_rows and self._step_tiles[0] is not meta:  # a step's first layer builds its tiles
-            self._step_tiles = (meta, self.tile_table(meta, cfg.block_m))  # and the other layers reuse them
+            self._step_tiles = (meta, request_tiles(meta, cfg.block_m))  # and the other layers reuse them
         tiles, count, programs = _decode_row_tiles(q.shape[0], q.device) if decode_rows else self._step_tiles[1]
         block_tables = meta.block_tables
         # Unused pointer arguments still need a tensor; pass one that is there anyway.

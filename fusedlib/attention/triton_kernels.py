@@ -87,40 +87,34 @@ def prompt_attention_kernel(
         tile_end = tl.load(tile_ranges_ptr + 2 * tile + 1)
         offs_m = tile_start + tl.arange(0, BLOCK_M)
         row_valid = offs_m < tile_end
-        if DECODE_ROWS:
-            row_seq = tl.where(row_valid, offs_m, -1)
+        if DECODE_ROWS:  # the tile's one row is decode request tile_start, at its last position
+            seq = tile_start
             row_pos = tl.load(context_lens_ptr + offs_m, mask=row_valid, other=0) - 1
-            first_seq, last_seq = tile_start, tile_end - 1
         else:
-            row_seq = tl.load(token_seq_ptr + offs_m, mask=row_valid, other=-1)
+            seq = tl.load(token_seq_ptr + tile_start)
             row_pos = tl.load(positions_ptr + offs_m, mask=row_valid, other=-1)
-            first_seq, last_seq = tl.load(token_seq_ptr + tile_start), tl.load(token_seq_ptr + tile_end - 1)
         q = tl.load(q_ptr + offs_m[:, None].to(tl.int64) * stride_q_tok + head * stride_q_head
                     + offs_d[None, :], mask=row_valid[:, None], other=0.0)
         m_i = tl.full([BLOCK_M], NEG_BIG, tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
 
-        # A tile of one request's positions sees keys below its first position unmasked, then
-        # masks only the steps across its diagonal. A tile spanning several requests masks every
-        # step, one request after the other: the engine's tables cut none, and
-        # benchmarks/prompt_tiles_ab.py times the consecutive cut that did against them.
-        one_seq = first_seq == last_seq
-        for seq in range(first_seq, last_seq + 1):
-            in_seq = row_seq == seq
-            row_last_key = tl.where(in_seq, row_pos, -1)
-            kv_len = tl.max(row_last_key, axis=0) + 1
-            first_pos = tl.min(tl.where(in_seq, row_pos, kv_len), axis=0)
-            unmasked_end = tl.where(one_seq, (first_pos + 1) // BLOCK_N * BLOCK_N, 0)
-            block_row_ptr = block_tables_ptr + seq * stride_bt
-            for kv_start in range(0, unmasked_end, BLOCK_N):
-                acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr,
-                                             k_head_ptr, v_head_ptr, stride_k_block, stride_k_slot, stride_v_block,
-                                             stride_v_slot, qk_scale, BLOCK_N, KV_BLOCK_SIZE, False, DOT_PRECISION)
-            for kv_start in range(unmasked_end, kv_len, BLOCK_N):
-                acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr,
-                                             k_head_ptr, v_head_ptr, stride_k_block, stride_k_slot, stride_v_block,
-                                             stride_v_slot, qk_scale, BLOCK_N, KV_BLOCK_SIZE, True, DOT_PRECISION)
+        # Every tile holds one request's positions (the host's tables cut no tile across two): it
+        # sees the keys below its first position unmasked, then masks only the steps across its
+        # diagonal.
+        row_last_key = tl.where(row_valid, row_pos, -1)
+        kv_len = tl.max(row_last_key, axis=0) + 1
+        first_pos = tl.min(tl.where(row_valid, row_pos, kv_len), axis=0)
+        unmasked_end = (first_pos + 1) // BLOCK_N * BLOCK_N
+        block_row_ptr = block_tables_ptr + seq * stride_bt
+        for kv_start in range(0, unmasked_end, BLOCK_N):
+            acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr,
+                                         k_head_ptr, v_head_ptr, stride_k_block, stride_k_slot, stride_v_block,
+                                         stride_v_slot, qk_scale, BLOCK_N, KV_BLOCK_SIZE, False, DOT_PRECISION)
+        for kv_start in range(unmasked_end, kv_len, BLOCK_N):
+            acc, l_i, m_i = _prompt_step(q, acc, l_i, m_i, kv_start, kv_len, row_last_key, block_row_ptr,
+                                         k_head_ptr, v_head_ptr, stride_k_block, stride_k_slot, stride_v_block,
+                                         stride_v_slot, qk_scale, BLOCK_N, KV_BLOCK_SIZE, True, DOT_PRECISION)
 
         # Padding rows never saw a key (l_i == 0) or saw only unmasked ones; they are not stored.
         out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]

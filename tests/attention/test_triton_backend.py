@@ -122,7 +122,7 @@ def test_prefill_tiles_cut_each_request_on_its_own(chunks):
     height, seq, pos = INTERPRETER_PROMPT_TILES.block_m, meta.token_seq.tolist(), meta.positions.tolist()
     consecutive = [(s, min(s + height, meta.num_tokens)) for s in range(0, meta.num_tokens, height)]
     assert max(len(set(seq[s:e])) for s, e in consecutive) >= 3
-    ranges, count, programs = TritonAttention.tile_table(meta, height)
+    ranges, count, programs = request_tiles(meta, height)
     tiles = ranges[:count.item()].tolist()
     assert sorted(i for s, e in tiles for i in range(s, e)) == list(range(meta.num_tokens))
     assert all(s < e and len(set(seq[s:e])) == 1 for s, e in tiles)
@@ -132,12 +132,15 @@ def test_prefill_tiles_cut_each_request_on_its_own(chunks):
     assert (programs < len(tiles)) == (chunks is TINY_CHUNKS)
 
 
-def test_prefill_tiles_are_built_once_per_step():
+def test_prefill_tiles_are_built_once_per_step(monkeypatch):
     """A step's layers share its PrefillMeta: the first prefill builds the tiles, the others reuse
     them; a new step's meta builds its own (a CUDA graph's capture must record the build)."""
+    from fusedlib.attention import triton_backend
+
     q, k_cache, v_cache, meta = make_prefill([(0, 9), (20, 6)], 4, 2, torch.float32)
     backend, built = TritonAttention(), []
-    backend.tile_table = lambda meta, height: built.append(meta) or request_tiles(meta, height)
+    monkeypatch.setattr(triton_backend, "request_tiles",
+                        lambda meta, height: built.append(meta) or request_tiles(meta, height))
     expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
     for step in (meta, meta, dataclasses.replace(meta)):
         assert_close(backend.prefill(q, k_cache, v_cache, step, SCALE), expected, torch.float32)
