@@ -21,8 +21,7 @@ def _runs(capacity: Value, arrivals: Value, rows: pd.DataFrame) -> str:
     """A capacity's n for a table cell: runs × arrivals per run, and its method (and window) from `rows`."""
     if capacity.value is None or not len(rows):
         return "-"
-    skip = chapter.window_skip(rows)
-    how = method(rows) + (f" after {skip:,}" if skip else "")
+    how = method(rows) + (f" after {skip:,}" if (skip := chapter.window_skip(rows)) else "")
     return f"{capacity.n or 1} × {arrivals.value:,.0f}, {how}" if arrivals.value is not None else f"{capacity.n or 1}, {how}"
 
 
