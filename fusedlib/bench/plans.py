@@ -65,16 +65,15 @@ DEFAULTS = {
         # rounds; transformers' runs are the slow ones (~16 s a pass on an H100, two passes a
         # run), and the device time for them is short.
         "peer": dict(configs=("part10", "part11"), n_requests=48, rounds=3),
-        # The grid: 256 rows x 2,048- and 8,192-token chunks, the fused engine at 2x each cell's
-        # estimate. The drain grid ranked 256 rows first at every chunk budget, 128 rows 12-18%
-        # below and 64 or 32 rows a third to a half below; a drain undercounts large batches
-        # most (theirs is the longest tail), so the steady method is unlikely to close that gap.
-        # Which chunk budget wins at 256 rows (11% apart by drain, whose burst start is all
-        # prefill) is the open question, so that is the grid. The best cell then gets the
-        # sweep (the fused engine) and 5 pairs. 1,500 arrivals a run: at 256 rows the steady
-        # window holds ~80% of the completions.
-        "scale": dict(batches=(256,), chunks=(2048, 8192), capacity=SCALE_ESTIMATES, multiples=MULTIPLES,
-                      n_requests=1500, rounds=5, sweep_engines=("fused",)),
+        # The grid: every max batch x chunk budget, the fused engine at 2x each cell's estimate.
+        # Which setting wins is the open question (the drain grid ranked 256 rows first, 11%
+        # apart over its chunk budgets, but a drain undercounts large batches most: theirs is the
+        # longest tail). The best cell then gets the sweep (the fused engine) and 5 pairs.
+        # Arrivals per run: 1,500 from 64 rows up (the steady window then holds ~80% at 256),
+        # 600 at 32 rows (~90%), so the grid's 12 cells take about 6 minutes of an H100.
+        "scale": dict(batches=(256, 128, 64, 32), chunks=(2048, 8192, 512), capacity=SCALE_ESTIMATES,
+                      multiples=MULTIPLES, n_requests={32: 600, 256: 1500}, rounds=5,
+                      sweep_engines=("fused",)),
         # Part 12 (part 11's best setting, 256 rows x 2,048-token chunks) offered twice its
         # estimate: 10,000 arrivals, served at capacity (~95 req/s: under 2 minutes).
         "soak": dict(config="part12", multiple=2.0, n_requests=10_000),
@@ -239,6 +238,14 @@ def best_setting(rows, grid: dict) -> tuple[int, int] | None:
     return max(grid, key=lambda cell: steady[cell])
 
 
+def _arrivals(n, max_batch: int) -> int:
+    """Arrivals a run: `n`, or where it is {largest max_batch: arrivals} the first entry whose
+    batch is at least `max_batch` (the last entry beyond them all)."""
+    if not isinstance(n, dict):
+        return n
+    return next((count for batch, count in sorted(n.items()) if max_batch <= batch), n[max(n)])
+
+
 def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_requests=None, sweep_rates=None,
           rows=()) -> list[RunSpec]:
     """Part 11: every max_batch x chunk_tokens cell (largest batch first), the sweep's engines at
@@ -255,7 +262,7 @@ def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_req
 
     def spec(cell, engine, r, at):
         return RunSpec.build("scale", profile, config="part11", engine=engine, max_batch=cell[0], chunk_tokens=cell[1],
-                             rate=at, n_requests=n, seed=r, round=r)
+                             rate=at, n_requests=_arrivals(n, cell[0]), seed=r, round=r)
     out = [spec(cell, e, 0, at) for cell, at in grid.items() for e in d["sweep_engines"]]
     best = best_setting(rows, grid)
     if best is not None:

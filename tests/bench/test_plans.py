@@ -67,10 +67,12 @@ def test_scale_plans_its_second_stage_from_the_grids_steady_rates():
 
 def test_foreseen_plans_scales_second_stage_at_the_estimates_best_until_rows_choose():
     grid = plans.scale("full")
-    assert {(s.max_batch, s.chunk_tokens) for s in grid} == {(256, 2048), (256, 8192)}
+    assert {(s.max_batch, s.chunk_tokens) for s in grid} == {(b, c) for b in (32, 64, 128, 256)
+                                                              for c in (512, 2048, 8192)}
+    assert {(s.max_batch, s.n_requests) for s in grid} == {(32, 600), (64, 1500), (128, 1500), (256, 1500)}
     ahead = plans.foreseen("scale", "full", {})
     assert {(s.max_batch, s.chunk_tokens) for s in ahead[len(grid):]} == {(256, 2048)}  # the larger estimate
-    measured = _grid_rows(grid, lambda s: 100.0 if s.chunk_tokens == 8192 else 90.0)
+    measured = _grid_rows(grid, lambda s: 100.0 if (s.max_batch, s.chunk_tokens) == (256, 8192) else 90.0)
     chosen = plans.foreseen("scale", "full", {}, rows=measured)
     assert {(s.max_batch, s.chunk_tokens) for s in chosen[len(grid):]} == {(256, 8192)}
 
