@@ -103,14 +103,18 @@ def test_fused_ops_take_triton_gemms_for_small_batches_only(monkeypatch):
         assert (len(split_launches), len(gate_up_launches)) == ((3 * layers, layers) if small else (0, 0)), prompt_len
 
 
-@pytest.mark.slow(2)
-def test_splitkv_decode_attention_generates_the_reference_tokens():
+@pytest.mark.slow(4)
+@pytest.mark.parametrize("attention", ["triton-splitkv", "triton-parallel"])
+def test_splitkv_decode_attention_generates_the_reference_tokens(attention):
     """The engine with split-KV decode attention (Triton, on the interpreter here) against
-    torch attention: prompt chunks, mixed and decode steps, token for token."""
+    torch attention: prompt chunks, mixed and decode steps, token for token, with the longest
+    context cut into several splits (so the reduce merges partials)."""
     g = torch.Generator().manual_seed(2)
-    prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (3, 20, 45)]
+    prompts = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (3, 20, 140)]
     budgets = [5, 3, 6]
-    settings = dict(kind="fused", chunk_tokens=24, max_batch=4, warmup=False)
+    settings = dict(kind="fused", chunk_tokens=48, max_batch=4, warmup=False)
     ref = Engine(tiny_model(), **settings).generate(prompts, budgets)
-    got = Engine(tiny_model(), **settings, attention="triton-splitkv").generate(prompts, budgets)
-    assert got == ref
+    engine = Engine(tiny_model(), **settings, attention=attention)
+    pairs = len(prompts) * engine.model.config.num_kv_heads
+    assert engine.backend.max_splits(max(map(len, prompts)) + 1, pairs, torch.device("cpu")) > 1
+    assert engine.generate(prompts, budgets) == ref
