@@ -108,42 +108,54 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     return pd.DataFrame(), v
 
 
+def _cells(t: pd.DataFrame) -> Value:
+    """A grid's batches x budgets, in words."""
+    return Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(t[c].unique())) + "}"
+                                  for c in ("max_batch", "chunk_tokens")))
+
+
 @per_rows
-def drain_grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """The drain grid (every batch x budget at one offered rate, the rate each setting drained
-    its arrivals at) with the steady rate beside it where the newest rows measured the setting;
+def grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
+    """Every batch x budget's fused steady rate (the newest rows), beside both engines' drain
+    rates where the drain grid ran the setting; the grid's offered rate over the drain rate, and
     the drain method's reading at the best setting."""
-    v = {k: MISSING for k in ("p11_drain_settings", "p11_drain_n_requests", "p11_drain_offered", "p11_drain_arrival_s",
-                              "p11_drain_rate", "p11_drain_gain", "p11_drain_grid")}
-    s, g = drain_rows(d), drain_settings(d)
-    if not len(g):
-        return pd.DataFrame(), v
-    v["p11_drain_settings"] = fixed(float(len(g[["max_batch", "chunk_tokens"]].drop_duplicates())), lambda x: f"{x:.0f}")
-    v["p11_drain_grid"] = Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(g[c].unique())) + "}"
-                                                 for c in ("max_batch", "chunk_tokens")))
-    v["p11_drain_n_requests"] = _arrivals(s)
-    top = float(s["rate"].max())
-    v["p11_drain_offered"] = fixed(top, rate)
-    at_top = s[s["rate"] == top]
-    v["p11_drain_arrival_s"] = fixed(float((at_top["n_requests"] / at_top["rate"]).max()), lambda x: f"{x:.1f} s")
-    sc = scale(d=d)[1]
-    b, t = sc["p11_best_batch"].value, sc["p11_best_budget"].value
-    if b is not None:
-        best = at_top[(at_top["max_batch"] == b) & (at_top["chunk_tokens"] == t)]
-        v["p11_drain_rate"] = chapter.capacity_level(best[best["engine"] == "fused"]["served_rate"],
-                                                     best["n_requests"].median())
-        pr = chapter.pairs(best)
-        v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
-    table = g.pivot_table(index=["max_batch", "chunk_tokens"], columns="engine", values="capacity").reset_index()
-    out = pd.DataFrame({"batch": table["max_batch"].astype(int), "budget (tokens)": table["chunk_tokens"].astype(int)})
-    for eng in ("fused", "chunked"):
-        if eng in table:
-            out[f"{eng}, drain (req/s)"] = table[eng].map(sig)
+    v = {k: MISSING for k in ("p11_grid", "p11_grid_settings", "p11_grid_over_drain", "p11_drain_n_requests",
+                              "p11_drain_offered", "p11_drain_arrival_s", "p11_drain_rate", "p11_drain_gain")}
     steady = scale_settings(d)
-    if len(steady) and set(steady["method"]) == {"steady"}:
-        f = steady[steady["engine"] == "fused"].set_index(["max_batch", "chunk_tokens"])["capacity"]
-        out["fused, steady (req/s)"] = [sig(f.get((b_, t_))) if (b_, t_) in f.index else "-"
-                                        for b_, t_ in zip(table["max_batch"], table["chunk_tokens"])]
+    steady = steady[(steady["engine"] == "fused") & (steady["method"] == "steady")] if len(steady) else steady
+    s, g = drain_rows(d), drain_settings(d)
+    cells = pd.concat([t[["max_batch", "chunk_tokens"]] for t in (steady, g) if len(t)]).drop_duplicates() \
+        if len(steady) or len(g) else pd.DataFrame()
+    if not len(cells):
+        return pd.DataFrame(), v
+    out = pd.DataFrame({"batch": cells["max_batch"].astype(int), "budget (tokens)": cells["chunk_tokens"].astype(int)})
+    out = out.sort_values(["batch", "budget (tokens)"]).reset_index(drop=True)
+    key = list(zip(out["batch"], out["budget (tokens)"]))
+    if len(steady):
+        v["p11_grid"], v["p11_grid_settings"] = _cells(steady), fixed(float(len(steady)), lambda x: f"{x:.0f}")
+        f = steady.set_index(["max_batch", "chunk_tokens"])
+        out["fused, steady (req/s)"] = [sig(f["capacity"].get(k)) if k in f.index else "-" for k in key]
+    if len(g):
+        v["p11_drain_n_requests"] = _arrivals(s)
+        top = float(s["rate"].max())
+        v["p11_drain_offered"] = fixed(top, rate)
+        at_top = s[s["rate"] == top]
+        v["p11_drain_arrival_s"] = fixed(float((at_top["n_requests"] / at_top["rate"]).max()), lambda x: f"{x:.1f} s")
+        table = g.set_index(["engine", "max_batch", "chunk_tokens"])["capacity"]
+        for eng in ("fused", "chunked"):
+            out[f"{eng}, drain (req/s)"] = [sig(table.get((eng, *k))) if (eng, *k) in table.index else "-" for k in key]
+        if len(steady):
+            drained = g[g["engine"] == "fused"].set_index(["max_batch", "chunk_tokens"])["capacity"]
+            over = (steady.set_index(["max_batch", "chunk_tokens"])["rate"] / drained).dropna()
+            v["p11_grid_over_drain"] = fixed(float(over.median()) if len(over) else None, times)
+        sc = scale(d=d)[1]
+        b, t = sc["p11_best_batch"].value, sc["p11_best_budget"].value
+        if b is not None:
+            best = at_top[(at_top["max_batch"] == b) & (at_top["chunk_tokens"] == t)]
+            v["p11_drain_rate"] = chapter.capacity_level(best[best["engine"] == "fused"]["served_rate"],
+                                                         best["n_requests"].median())
+            pr = chapter.pairs(best)
+            v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
     return out, v
 
 
@@ -317,6 +329,6 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 
 def figures(d: str | Path | None = None):
-    return collect(ceiling=ceiling(d=d), scale=scale(d=d), drain=drain_grid(d=d), host=host(d=d),
+    return collect(ceiling=ceiling(d=d), scale=scale(d=d), grid=grid(d=d), host=host(d=d),
                    peer=part10.peer("part11", d=d),
                    readings=readings(d=d))

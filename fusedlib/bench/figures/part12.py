@@ -198,20 +198,28 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     return pd.DataFrame(), v
 
 
+def _census_classes(c: pd.DataFrame, config: str) -> pd.DataFrame | None:
+    """One configuration's census rows by kernel class, or None where it has none with GPU time."""
+    c = c[(c["config"] == config) & (c["record"] == "steady_class")] if len(c) and "record" in c else c.iloc[:0]
+    return None if not len(c) or c["window_gpu_s"].isna().any() else c.set_index("kernel_class")
+
+
 @per_rows
 def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """A saturated run's GPU time by kernel class (CUDA events, under a profiler), each class's
-    rate beside the card's, its time per request beside the ceiling's price for its work."""
+    """A saturated run's GPU time by kernel class (CUDA events, under a profiler), part 11's engine
+    (before) beside part 12's (after), each class's rate beside the card's; after, its time per
+    request beside the ceiling's price for its work."""
     v = dict.fromkeys(("p12_census_step_ms", "p12_census_slowdown", "p12_census_steps", "p12_census_after",
                        "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
-                       "p12_request_ms", "p12_distance", "p12_census_overlap", "p12_census_idle"), MISSING)
+                       "p12_request_ms", "p12_distance", "p12_census_overlap", "p12_census_idle",
+                       "p12_census_step_ms_before", "p12_engine_prompt_tflops_before",
+                       "p12_engine_decode_copy_before"), MISSING)
     c = newest("census", d)
-    c = c[(c["config"] == CONFIG) & (c["record"] == "steady_class")] if len(c) and "record" in c else c.iloc[:0]
+    by, before = _census_classes(c, CONFIG), _census_classes(c, "part11")
     cap = capacity(d=d)[1]["p12_best_fused_steady_rate"].value
     bw, gemm = rates(d)
-    if not len(c) or c["window_gpu_s"].isna().any() or not (cap and bw and gemm):
+    if by is None or not (cap and bw and gemm):
         return pd.DataFrame(), v
-    by = c.set_index("kernel_class")
     steps, gpu = int(by["window_steps"].iloc[0]), float(by["window_gpu_s"].iloc[0])
     count = lambda x: f"{x:,.0f}"  # noqa: E731
     v["p12_census_steps"], v["p12_census_after"] = fixed(steps, count), fixed(by["completed_before_window"].iloc[0], count)
@@ -222,24 +230,34 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p12_engine_prompt_tflops"] = fixed(by.at["prompt_attention", "tflops"], tflops)
     v["p12_engine_gemm_tflops"] = fixed(by.at["gemm", "tflops"], tflops)
     v["p12_engine_decode_copy"] = fixed(100 * by.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
+    if before is not None:
+        v["p12_census_step_ms_before"] = fixed(float(before["window_gpu_s"].iloc[0])
+                                               / float(before["window_steps"].iloc[0]) * 1e3, ms)
+        v["p12_engine_prompt_tflops_before"] = fixed(before.at["prompt_attention", "tflops"], tflops)
+        v["p12_engine_decode_copy_before"] = fixed(100 * before.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
     cost, request_s = part11.request_cost(), 1 / cap
     v["p12_request_ms"] = fixed(request_s * 1e3, ms)
     # What the ceiling charges each class for a request: its FLOPs at the GEMM rate, or its KV
     # bytes at the copy rate; nothing for the classes it does not price.
     price = {"gemm": cost["linear"] / gemm, "lm_head": cost["lm_head"] / gemm,
              "prompt_attention": cost["prompt_attention"] / gemm, "decode_attention": cost["kv_bytes"] / bw}
+
+    def step(t: pd.DataFrame, name: str) -> str:  # GPU time a step (share of the step), and the class's rate
+        ms_step = float(t.at[name, "gpu_s"]) / float(t["window_steps"].iloc[0]) * 1e3
+        achieved = t.at[name, "tflops"] if name in ("gemm", "lm_head", "prompt_attention") else (
+            t.at[name, "tb_s"] if name == "decode_attention" else None)
+        card = gemm / 1e12 if name != "decode_attention" else bw / 1e12
+        rate_ = "" if not achieved or pd.isna(achieved) else \
+            f", {sig(achieved)} {'TB/s' if name == 'decode_attention' else 'TFLOP/s'} ({pct(100 * achieved / card)})"
+        return f"{sig(ms_step)} ({pct(100 * float(t.at[name, 'share']))}){rate_}"
+
     rows, beyond = [], {}
     for name in CLASS_NAME:
-        share = float(by.at[name, "share"])
-        spent, priced = share * request_s, price.get(name, 0.0)
+        spent, priced = float(by.at[name, "share"]) * request_s, price.get(name, 0.0)
         beyond[name] = spent - priced
-        achieved = by.at[name, "tflops"] if name in ("gemm", "lm_head", "prompt_attention") else (
-            by.at[name, "tb_s"] if name == "decode_attention" else None)
-        card = gemm / 1e12 if name != "decode_attention" else bw / 1e12
-        rows.append({"class": CLASS_NAME[name], "GPU per step (ms)": sig(float(by.at[name, "gpu_s"]) / steps * 1e3),
-                     "share of step": pct(100 * share),
-                     "achieved": "-" if not achieved or pd.isna(achieved) else
-                     f"{sig(achieved)} {'TB/s' if name == 'decode_attention' else 'TFLOP/s'} ({pct(100 * achieved / card)})",
+        rows.append({"class": CLASS_NAME[name],
+                     "before: ms a step (share), rate": step(before, name) if before is not None else "-",
+                     "after: ms a step (share), rate": step(by, name),
                      "per request (ms)": sig(spent * 1e3), "ceiling's price (ms)": sig(priced * 1e3) if priced else "-",
                      "beyond it (ms)": sig(beyond[name] * 1e3)})
     top = sorted(beyond, key=beyond.get, reverse=True)[:3]
