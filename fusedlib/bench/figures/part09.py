@@ -47,8 +47,9 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         cap = "The fused mixed step is still the shorter, yet in capacity neither engine is resolved ahead."
         if (served := serving_saving(d)) is not None:
             expect = 100 * (1 / (1 - served[0] * served[1]) - 1)
-            cap += (f" Serving, it ran {pct(100 * served[0])} shorter (medians over the pairs) in mixed steps that filled "
-                    f"{pct(100 * served[1])} of the chunked engine's run: about {pct(expect)} to gain, " +
+            cap += (f" Serving, it ran {pct(abs(100 * served[0]))} {'shorter' if served[0] >= 0 else 'longer'} "
+                    f"(medians over the pairs) in mixed steps that filled {pct(100 * served[1])} of the chunked "
+                    f"engine's run: about {pct(abs(expect))} to {'gain' if expect >= 0 else 'lose'}, " +
                     ("inside the pairs' interval." if gain.lo <= expect <= gain.hi else "outside the pairs' interval."))
     elif now > 0 and gain.lo > 0:
         cap = "The fused mixed step is still the shorter, and in capacity the fused engine serves more."
