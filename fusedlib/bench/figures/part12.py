@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..stats import MISSING, Value, fixed, gain_span, median, ratio
+from ..stats import MISSING, Value, fixed, gain_span, ratio
 from ..text import cell, finite, ms, pct, rate, sig, times
 from . import chapter, part11
 from .data import DATASHEETS, collect, devices, load, newest, per_rows, rates
@@ -166,12 +166,6 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p12_ceiling_verdict"] = Value(None, "these rows set no ceiling" if share is None else (
         f"{'at or above' if share >= TARGET['ceiling_share'] else 'short of'} the four fifths "
         f"({rate(TARGET['ceiling_share'] * ceiling)}) the part aimed at"))
-    p = newest("scale", d)
-    before = p[(p["engine"] == "fused") & (p["max_batch"] == best[0]) & (p["chunk_tokens"] == best[1])] if len(p) else p
-    after = s[s["engine"] == "fused"] if len(s) else s
-    for name, df in (("p12_mixed_gpu_before", before), ("p12_mixed_gpu_after", after)):
-        top = df[df["rate"] == df["rate"].max()] if len(df) else df
-        v[name] = median(top["mixed_step_gpu_s_p50"].astype(float) * 1e3, "ms") if len(top) else MISSING
     small, big = p11["p11_fusion_gain_best"], v["p12_fusion_gain_best"]
     if small.lo is None or big.lo is None:
         trend = "These rows hold no paired gain at both kernels to compare."
