@@ -45,7 +45,7 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     best, chunk = sc["p11_best_fused_rate"], sc["p11_chunked_at_best"]
     rows.append({"part": LABEL["part11"] + (f" (best: {sc['p11_best_setting'].text})" if best.value else ""),
                  "capacity fused / chunked (req/s)": "-" if best.value is None else f"{sig(best.value)} / {_num(chunk)}",
-                 "runs × arrivals": _runs(best, sc["p11_n_requests"], newest("scale", d)),
+                 "runs × arrivals": _runs(best, sc["p11_best_n_requests"], part11.best_rows(d)),
                  "fusion's gain": short_gain(sc["p11_fusion_gain_best"])})
     p12, runs12 = part12.capacity(d=d)[1], newest("capacity", d)
     best = p12["p12_best_fused_steady_rate"]

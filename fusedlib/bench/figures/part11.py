@@ -57,6 +57,19 @@ def best_sweep(d: str | Path | None = None) -> pd.DataFrame:
     return s[(s["max_batch"] == b[0]) & (s["chunk_tokens"] == b[1])] if b[0] is not None else s.iloc[:0]
 
 
+def best_rows(d: str | Path | None = None) -> pd.DataFrame:
+    """Part 11's newest rows at the fused engine's best setting (none until it has one)."""
+    v, s = scale(d=d)[1], newest("scale", d)
+    b, t = v["p11_best_batch"].value, v["p11_best_budget"].value
+    return s[(s["max_batch"] == b) & (s["chunk_tokens"] == t)] if b is not None else s.iloc[:0]
+
+
+def fused_settings(d: str | Path | None = None) -> pd.DataFrame:
+    """`scale_settings` of the fused engine: the grid's steady rates."""
+    t = scale_settings(d)
+    return t[t["engine"] == "fused"] if len(t) else t
+
+
 def _arrivals(s: pd.DataFrame) -> Value:
     """The arrivals per run of a set of part 11's rows, by batch size, in words."""
     arrivals = s.groupby("max_batch")["n_requests"].median() if len(s) and "n_requests" in s else pd.Series(dtype=float)
@@ -70,7 +83,7 @@ def _arrivals(s: pd.DataFrame) -> Value:
 @per_rows
 def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The fused engine's best setting on the newest rows, its capacity and fusion's gain there."""
-    v = dict.fromkeys(("p11_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch",
+    v = dict.fromkeys(("p11_n_requests", "p11_best_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch",
                        "p11_best_budget", "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict",
                        "p11_vs_small", "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best",
                        "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"), MISSING)
@@ -87,6 +100,7 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         b = f.loc[f["capacity"].idxmax()]
         at = s[(s["max_batch"] == b["max_batch"]) & (s["chunk_tokens"] == b["chunk_tokens"])]
         arrivals = at["n_requests"].median() if "n_requests" in at else None
+        v["p11_best_n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
         field = chapter.capacity_field(at)
         here = at[at["rate"] == b["rate"]]
         v["p11_best_fused_rate"] = chapter.capacity_level(here[here["engine"] == "fused"][field], arrivals)
