@@ -110,23 +110,20 @@ def steady(records, max_batch: int) -> dict:
 
 def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> dict:
     """The steady rate: completions per second while the engine is backlogged, from `times`
-    (`request_times`'s dict, as an open-loop row keeps it).
-
-    A completion is backlogged when, at its instant, an arrived request still waits and the
-    batch is full (at least `max_batch` requests admitted and not finished before it, itself
-    included): the row it frees is taken at the next step. The window is the longest stretch
-    of backlogged completions less its first `skip` (default `max_batch`). It leaves out the
-    pipeline's fill and the tail after the queue empties (what makes `served_rate`, the drain
-    rate, low), and the first batch's wave: past capacity the batch fills at once and its
-    requests finish together, spread by their budgets, slower than the steady rate (a 256-row
-    queue offered 4x reads 4-5% low without the skip: tests/bench/test_metrics.py). The rate
-    is event to event: completions after the window's first instant over its length. (Capacity
-    runs size the pool for `max_batch` of the longest requests: the bound is the rows.)
-
-    `saturated`: the stretch holds SATURATED_MIN_FRACTION of the completions or more; if not, the
-    window runs from the first completion to the last at or before the last arrival. Returns
-    `steady_rate` (None under two instants), `steady_window_s` ([start, end] or None), the rest.
-    """
+    (`request_times`'s dict, as an open-loop row keeps it). `saturated`: the backlogged stretch
+    holds SATURATED_MIN_FRACTION of the completions or more; if not, the window runs from the
+    first completion to the last at or before the last arrival. Returns `steady_rate` (None
+    under two instants), `steady_window_s` ([start, end] or None), the rest."""
+    # A completion is backlogged when, at its instant, an arrived request still waits and the
+    # batch is full (at least `max_batch` requests admitted and not finished before it, itself
+    # included): the row it frees is taken at the next step. The window is the longest stretch
+    # of backlogged completions less its first `skip` (default `max_batch`). It leaves out the
+    # pipeline's fill and the tail after the queue empties (what makes `served_rate`, the drain
+    # rate, low), and the first batch's wave: past capacity the batch fills at once and its
+    # requests finish together, spread by their budgets, slower than the steady rate (a 256-row
+    # queue offered 4x reads 4-5% low without the skip: tests/bench/test_metrics.py). The rate
+    # is event to event: completions after the window's first instant over its length. (Capacity
+    # runs size the pool for `max_batch` of the longest requests: the bound is the rows.)
     skip = max_batch if skip is None else skip
     if not isinstance(skip, int) or skip < 0:
         raise ValueError(f"skip must be a non-negative integer, got {skip!r}")

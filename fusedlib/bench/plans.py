@@ -239,8 +239,7 @@ def best_setting(rows, grid: dict) -> tuple[int, int] | None:
 
 
 def _arrivals(n, max_batch: int) -> int:
-    """Arrivals a run: `n`, or where it is {largest max_batch: arrivals} the first entry whose
-    batch is at least `max_batch` (the last entry beyond them all)."""
+    """Arrivals a run: `n`, or from {largest max_batch: arrivals} the first entry covering `max_batch`."""
     if not isinstance(n, dict):
         return n
     return next((count for batch, count in sorted(n.items()) if max_batch <= batch), n[max(n)])

@@ -39,11 +39,6 @@ def drain_rows(d: str | Path | None = None) -> pd.DataFrame:
     return s[s["steady_rate"].isna()].reset_index(drop=True) if "steady_rate" in s else s
 
 
-def drain_settings(d: str | Path | None = None) -> pd.DataFrame:
-    """`scale_settings` of the drain grid."""
-    return scale_settings(rows=drain_rows(d))
-
-
 def scale_sweeps(d: str | Path | None = None) -> pd.DataFrame:
     """Part 11's newest open-loop runs, medians over rounds per engine, setting and offered rate."""
     return chapter.sweep_table(newest("scale", d))
@@ -122,50 +117,30 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     return pd.DataFrame(), v
 
 
-def _cells(t: pd.DataFrame) -> Value:
-    """A grid's batches x budgets, in words."""
-    return Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(t[c].unique())) + "}"
-                                  for c in ("max_batch", "chunk_tokens")))
-
-
 @per_rows
 def grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """Every batch x budget's fused steady rate (the newest rows), beside both engines' drain
-    rates where the drain grid ran the setting; the grid's offered rate over the drain rate, and
-    the drain method's reading at the best setting."""
-    v = {k: MISSING for k in ("p11_grid", "p11_grid_settings", "p11_grid_over_drain", "p11_drain_n_requests",
-                              "p11_drain_offered", "p11_drain_arrival_s", "p11_drain_rate", "p11_drain_gain")}
-    steady = scale_settings(d)
-    steady = steady[(steady["engine"] == "fused") & (steady["method"] == "steady")] if len(steady) else steady
-    s, g = drain_rows(d), drain_settings(d)
-    cells = pd.concat([t[["max_batch", "chunk_tokens"]] for t in (steady, g) if len(t)]).drop_duplicates() \
-        if len(steady) or len(g) else pd.DataFrame()
-    if not len(cells):
+    """Each batch x budget's fused steady rate beside both engines' drain rates; the drain's reading at the best setting."""
+    v = dict.fromkeys(("p11_grid", "p11_grid_settings", "p11_grid_over_drain", "p11_drain_n_requests",
+                       "p11_drain_offered", "p11_drain_arrival_s", "p11_drain_rate", "p11_drain_gain"), MISSING)
+    steady, s = fused_settings(d), drain_rows(d)
+    drained = scale_settings(rows=s)
+    parts = [t.assign(column=t["engine"] + ", " + t["method"] + " (req/s)") for t in (steady, drained) if len(t)]
+    if not parts:
         return pd.DataFrame(), v
-    out = pd.DataFrame({"batch": cells["max_batch"].astype(int), "budget (tokens)": cells["chunk_tokens"].astype(int)})
-    out = out.sort_values(["batch", "budget (tokens)"]).reset_index(drop=True)
-    key = list(zip(out["batch"], out["budget (tokens)"]))
+    table = pd.concat(parts).pivot_table(index=["max_batch", "chunk_tokens"], columns="column", values="capacity")
+    out = table.map(sig).fillna("-").reset_index().rename(columns={"max_batch": "batch", "chunk_tokens": "budget (tokens)"})
     if len(steady):
-        v["p11_grid"], v["p11_grid_settings"] = _cells(steady), fixed(float(len(steady)), lambda x: f"{x:.0f}")
-        f = steady.set_index(["max_batch", "chunk_tokens"])
-        out["fused, steady (req/s)"] = [sig(f["capacity"].get(k)) if k in f.index else "-" for k in key]
-    if len(g):
-        v["p11_drain_n_requests"] = _arrivals(s)
-        top = float(s["rate"].max())
-        v["p11_drain_offered"] = fixed(top, rate)
-        at_top = s[s["rate"] == top]
+        v["p11_grid"] = Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(steady[c].unique())) + "}"
+                                               for c in ("max_batch", "chunk_tokens")))
+        v["p11_grid_settings"] = fixed(float(len(steady)), lambda x: f"{x:.0f}")
+    if len(s):
+        v["p11_drain_n_requests"], top = _arrivals(s), float(s["rate"].max())
+        v["p11_drain_offered"], at_top = fixed(top, rate), s[s["rate"] == top]
         v["p11_drain_arrival_s"] = fixed(float((at_top["n_requests"] / at_top["rate"]).max()), lambda x: f"{x:.1f} s")
-        table = g.set_index(["engine", "max_batch", "chunk_tokens"])["capacity"]
-        for eng in ("fused", "chunked"):
-            out[f"{eng}, drain (req/s)"] = [sig(table.get((eng, *k))) if (eng, *k) in table.index else "-" for k in key]
-        if len(steady):
-            drained = g[g["engine"] == "fused"].set_index(["max_batch", "chunk_tokens"])["capacity"]
-            over = (steady.set_index(["max_batch", "chunk_tokens"])["rate"] / drained).dropna()
-            v["p11_grid_over_drain"] = fixed(float(over.median()) if len(over) else None, times)
-        sc = scale(d=d)[1]
-        b, t = sc["p11_best_batch"].value, sc["p11_best_budget"].value
-        if b is not None:
-            best = at_top[(at_top["max_batch"] == b) & (at_top["chunk_tokens"] == t)]
+        both = steady.merge(drained[drained["engine"] == "fused"], on=["max_batch", "chunk_tokens"], suffixes=("", "_d"))
+        v["p11_grid_over_drain"] = fixed(float((both["rate"] / both["capacity_d"]).median()) if len(both) else None, times)
+        best = at_top.merge(best_rows(d)[["max_batch", "chunk_tokens"]].drop_duplicates())
+        if len(best):
             v["p11_drain_rate"] = chapter.capacity_level(best[best["engine"] == "fused"]["served_rate"],
                                                          best["n_requests"].median())
             pr = chapter.pairs(best)

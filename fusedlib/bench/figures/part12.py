@@ -193,16 +193,14 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 
 def _census_classes(c: pd.DataFrame, config: str) -> pd.DataFrame | None:
-    """One configuration's census rows by kernel class, or None where it has none with GPU time."""
     c = c[(c["config"] == config) & (c["record"] == "steady_class")] if len(c) and "record" in c else c.iloc[:0]
-    return None if not len(c) or c["window_gpu_s"].isna().any() else c.set_index("kernel_class")
+    return None if not len(c) or c["window_gpu_s"].isna().any() else c.set_index("kernel_class")  # None: no GPU time
 
 
 @per_rows
 def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """A saturated run's GPU time by kernel class (CUDA events, under a profiler), part 11's engine
-    (before) beside part 12's (after), each class's rate beside the card's; after, its time per
-    request beside the ceiling's price for its work."""
+    """A saturated run's GPU time by kernel class and rate, part 11's engine (before) beside part 12's (after);
+    after, each class's time per request beside the ceiling's price for its work."""
     v = dict.fromkeys(("p12_census_step_ms", "p12_census_slowdown", "p12_census_steps", "p12_census_after",
                        "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
                        "p12_request_ms", "p12_distance", "p12_census_overlap", "p12_census_idle",
@@ -225,8 +223,8 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p12_engine_gemm_tflops"] = fixed(by.at["gemm", "tflops"], tflops)
     v["p12_engine_decode_copy"] = fixed(100 * by.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
     if before is not None:
-        v["p12_census_step_ms_before"] = fixed(float(before["window_gpu_s"].iloc[0])
-                                               / float(before["window_steps"].iloc[0]) * 1e3, ms)
+        step_ms = float(before["window_gpu_s"].iloc[0]) / float(before["window_steps"].iloc[0]) * 1e3
+        v["p12_census_step_ms_before"] = fixed(step_ms, ms)
         v["p12_engine_prompt_tflops_before"] = fixed(before.at["prompt_attention", "tflops"], tflops)
         v["p12_engine_decode_copy_before"] = fixed(100 * before.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
     cost, request_s = part11.request_cost(), 1 / cap
@@ -237,13 +235,12 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
              "prompt_attention": cost["prompt_attention"] / gemm, "decode_attention": cost["kv_bytes"] / bw}
 
     def step(t: pd.DataFrame, name: str) -> str:  # GPU time a step (share of the step), and the class's rate
-        ms_step = float(t.at[name, "gpu_s"]) / float(t["window_steps"].iloc[0]) * 1e3
-        achieved = t.at[name, "tflops"] if name in ("gemm", "lm_head", "prompt_attention") else (
-            t.at[name, "tb_s"] if name == "decode_attention" else None)
-        card = gemm / 1e12 if name != "decode_attention" else bw / 1e12
-        rate_ = "" if not achieved or pd.isna(achieved) else \
-            f", {sig(achieved)} {'TB/s' if name == 'decode_attention' else 'TFLOP/s'} ({pct(100 * achieved / card)})"
-        return f"{sig(ms_step)} ({pct(100 * float(t.at[name, 'share']))}){rate_}"
+        ms_step, decode = float(t.at[name, "gpu_s"]) / float(t["window_steps"].iloc[0]) * 1e3, name == "decode_attention"
+        out = f"{sig(ms_step)} ({pct(100 * float(t.at[name, 'share']))})"
+        if name not in price:
+            return out
+        achieved = t.at[name, "tb_s" if decode else "tflops"]
+        return out + f", {sig(achieved)} {'TB/s' if decode else 'TFLOP/s'} ({pct(1e14 * achieved / (bw if decode else gemm))})"
 
     rows, beyond = [], {}
     for name in CLASS_NAME:
