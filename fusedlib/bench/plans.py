@@ -70,7 +70,7 @@ DEFAULTS = {
         # apart over its chunk budgets, but a drain undercounts large batches most: theirs is the
         # longest tail). The best cell then gets the sweep (the fused engine) and 5 pairs.
         # Arrivals per run: 1,500 from 64 rows up (the steady window then holds ~80% at 256),
-        # 600 at 32 rows (~90%), so the grid's 12 cells take about 6 minutes of an H100.
+        # 600 at 32 rows (~90%): the grid's 12 cells ran in under 5 minutes of an H100.
         "scale": dict(batches=(256, 128, 64, 32), chunks=(2048, 8192, 512), capacity=SCALE_ESTIMATES,
                       multiples=MULTIPLES, n_requests={32: 600, 256: 1500}, rounds=5,
                       sweep_engines=("fused",)),

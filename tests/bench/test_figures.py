@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fusedlib.bench import figures as F, stats as S
+from fusedlib.bench import figures as F, plans, stats as S
 from fusedlib.bench.figures import chapter, data, intro, part10, part11
 from tests.bench import synthetic_rows
 
@@ -260,6 +260,18 @@ def test_every_capacity_says_its_runs_and_arrivals(rows):
         n = data.newest("capacity", rows).query("config == @config")["n_requests"].median()
         assert f"runs of {n:,.0f} arrivals" in v.text, v.text
     assert "arrivals" in part11.scale(d=rows)[1]["p11_best_fused_rate"].text
+
+
+def test_part11s_grid_reads_every_planned_cell_steady_beside_its_drain():
+    """The committed grid: a steady rate for each cell the plan runs, offered the plan's top
+    multiple of the cell's estimate (the drain rate), the drain columns beside it."""
+    table, v = part11.grid()
+    d = plans.DEFAULTS["full"]["scale"]
+    cells = {(b, c) for b in d["batches"] for c in d["chunks"]}
+    steady = table.set_index(["batch", "budget (tokens)"])["fused, steady (req/s)"]
+    assert {k for k, x in steady.items() if x != "-"} == cells
+    assert {"fused, drain (req/s)", "chunked, drain (req/s)"} <= set(table.columns)
+    assert v["p11_grid_over_drain"].value == pytest.approx(max(d["multiples"]), rel=0.02)
 
 
 def test_the_drain_grid_is_the_rows_without_a_steady_rate():
