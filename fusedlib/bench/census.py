@@ -260,10 +260,10 @@ def steady_census(spec: RunSpec) -> list[dict]:
     """A saturated run's GPU time by kernel class: once `STEADY[profile]["after"]` of its requests
     finished with a queue waiting, `steps` steps run under torch.profiler. A row per class: GPU
     seconds, share of the steps' time (streams overlap: shares need not sum to 1), FLOPs and bytes
-    (`step_model`) and their rates; "idle": gaps between kernels inside the steps' GPU time.
-    The steps' time is their CUDA-event GPU time (`window_gpu_s`; CPU: wall), not the window's
-    wall time (`window_s`): the profiler's callbacks slow the host, so under it the GPU waits
-    between steps, which the unprofiled run does not."""
+    (`step_model`) and their rates; "idle": gaps between kernels inside the steps' GPU time."""
+    # The steps' time is their CUDA-event GPU time (`window_gpu_s`; CPU: wall), not the window's
+    # wall time (`window_s`): the profiler's callbacks slow the host, so under it the GPU waits
+    # between steps, which the unprofiled run does not.
     p, c = spec.profile_spec, STEADY[spec.profile]
     engine = make_engine(spec, cached=False)
     cfg, device = engine.model.config, p.device

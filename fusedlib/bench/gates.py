@@ -199,11 +199,11 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
 
 def run_all(model: Qwen2Model, attention: str = "torch", max_batch: int | None = None,
             chunk_tokens: int | None = None, **switches) -> list[GateReport]:
-    """Gates 1-4, then gate 5, which runs only for an fp32 model (in fp16 transformers and we
-    round differently, and greedy tokens drift apart without a bug). `switches` (cuda_graphs,
-    whole_graphs, fused_ops, overlap), `max_batch` and `chunk_tokens` (where given) go to every
-    engine the gates build, so a configuration is gated as itself; the mixed-step gate calls the
-    model directly, so of those only fused_ops applies to it."""
+    """Gates 1-4, then gate 5 for an fp32 model only. `switches` (cuda_graphs, whole_graphs,
+    fused_ops, overlap), `max_batch` and `chunk_tokens` (where given) go to every engine built."""
+    # Gate 5 needs fp32: in fp16 transformers and we round differently, and greedy tokens drift
+    # apart without a bug. Every engine takes the switches, so a configuration is gated as
+    # itself; the mixed-step gate calls the model directly, so of them only fused_ops applies.
     sizes = {k: v for k, v in (("max_batch", max_batch), ("chunk_tokens", chunk_tokens)) if v}
     reports = [gate_fused_vs_chunked(model, attention=attention, **sizes, **switches),
                gate_mixed_step(model, attention=attention, fused_ops=switches.get("fused_ops", False)),

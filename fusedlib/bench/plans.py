@@ -314,10 +314,10 @@ def foreseen(experiment: str, profile: str, params: dict, rows=()) -> list[RunSp
 
 
 def setting_estimate(profile: str, config: str, setting: tuple[int, int], experiment: str | None = None) -> float:
-    """A configuration's capacity estimate (requests/s) at (max_batch, chunk_tokens): its own
-    where the capacity experiment has one (part12; the scale grid's runs go by setting alone),
-    else the grid's for the setting; where DEFAULTS has neither (a setting given by hand), the
-    profile's smallest, so a time estimate errs long."""
+    """A configuration's capacity estimate (requests/s) at (max_batch, chunk_tokens)."""
+    # Its own where the capacity experiment has one (part12; the scale grid's runs go by setting
+    # alone), else the grid's for the setting; where DEFAULTS has neither (a setting given by
+    # hand), the profile's smallest, so a time estimate errs long.
     by_config, grid = DEFAULTS[profile]["capacity"]["capacity"], DEFAULTS[profile]["scale"]["capacity"]
     if experiment != "scale" and config in by_config:
         return by_config[config]
@@ -331,10 +331,10 @@ def capacity_estimate(spec: RunSpec) -> float:
 
 
 def run_seconds(spec: RunSpec) -> float:
-    """One run's device seconds, engine builds and model load aside. Open runs: arrivals at
-    the offered rate served at most at capacity, then the last batch's time in the engine
-    (Little's law at a full batch: max_batch / capacity). Closed runs: two passes of the
-    workload's tokens at the engine's token rate."""
+    """One run's device seconds, engine builds and model load aside."""
+    # Open runs: arrivals at the offered rate served at most at capacity, then the last batch's
+    # time in the engine (Little's law at a full batch: max_batch / capacity). Closed runs: two
+    # passes of the workload's tokens at the engine's token rate.
     costs = COSTS[spec.profile]
     if spec.experiment == "peer":
         tokens = spec.n_requests * PROFILES[spec.profile].peer_new_tokens

@@ -218,6 +218,21 @@ def scale_tail(sweeps: pd.DataFrame, engine: str = "fused") -> Figure | None:
     return fig
 
 
+def census_stacked(steps: pd.DataFrame) -> Figure | None:
+    """Part 12: a step's GPU time stacked by kernel class, one bar per engine (`census_steps`)."""
+    if not len(steps):
+        return None
+    fig, (ax,) = _fig(height=2.8)
+    left = np.zeros(len(steps.columns))
+    for name, ms in steps.fillna(0.0).iterrows():
+        ax.barh(list(steps.columns), ms.values, left=left, height=0.6, label=name)
+        left += ms.values
+    ax.invert_yaxis()
+    ax.set(xlabel="GPU time a step (ms; the two streams' classes overlap, so they sum past the step)")
+    _legend(ax, ncol=3, handlelength=1.5, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+    return fig
+
+
 def request_time_by_class(table: pd.DataFrame) -> Figure | None:
     """Part 12: each kernel class's GPU time per request at capacity beside what the ceiling
     prices its work at (nothing for the classes it does not price), one bar pair per class."""

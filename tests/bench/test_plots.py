@@ -30,6 +30,7 @@ def figures(d):
         "scale": P.scale_capacity(part11.scale_settings(d)),
         "tail": P.scale_tail(part11.scale_sweeps(d)),
         "request_time": P.request_time_by_class(part12.census(d=d)[0]),
+        "census": P.census_stacked(part12.census_steps(d)),
     }
 
 

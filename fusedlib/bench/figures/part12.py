@@ -197,6 +197,15 @@ def _census_classes(c: pd.DataFrame, config: str) -> pd.DataFrame | None:
     return None if not len(c) or c["window_gpu_s"].isna().any() else c.set_index("kernel_class")  # None: no GPU time
 
 
+def census_steps(d: str | Path | None = None) -> pd.DataFrame:
+    """GPU ms a step by kernel class (rows), part 11's engine and part 12's (columns)."""
+    c, out = newest("census", d), {}
+    for name, config in (("part 11's kernels", "part11"), ("part 12's", CONFIG)):
+        if (t := _census_classes(c, config)) is not None:
+            out[name] = t["gpu_s"] / float(t["window_steps"].iloc[0]) * 1e3
+    return pd.DataFrame(out).reindex(CLASS_NAME).rename(index=CLASS_NAME).dropna(how="all") if out else pd.DataFrame()
+
+
 @per_rows
 def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """A saturated run's GPU time by kernel class and rate, part 11's engine (before) beside part 12's (after);
