@@ -248,10 +248,10 @@ def _arrivals(n, max_batch: int) -> int:
 def scale(profile: str, rounds=None, batches=None, chunks=None, rate=None, n_requests=None, sweep_rates=None,
           rows=()) -> list[RunSpec]:
     """Part 11: every max_batch x chunk_tokens cell (largest batch first), the sweep's engines at
-    `rate` (default: the top multiple of the cell's estimate), round 0. Once every cell has rows,
-    at the fused engine's best cell: the chunked engine at that rate, paired rounds 1..rounds-1,
-    then the sweep (`sweep_rates`, default the multiples of the estimate). A cell without an
-    estimate where one is needed is refused before any run."""
+    `rate` (default: the top multiple of the cell's estimate), round 0; once every cell has rows,
+    at the fused engine's best cell the chunked engine at that rate, pairs, then the sweep."""
+    # Pairs: rounds 1..rounds-1; the sweep: `sweep_rates`, default the multiples of the
+    # estimate. A cell without an estimate where one is needed is refused before any run.
     d = DEFAULTS[profile]["scale"]
     batches, chunks, n = batches or d["batches"], chunks or d["chunks"], n_requests or d["n_requests"]
     cells = [(b, c) for b in batches for c in chunks]
@@ -351,9 +351,10 @@ def run_seconds(spec: RunSpec) -> float:
 
 def estimate_seconds(specs: list[RunSpec]) -> float:
     """A plan's device seconds, in its order in one process: the model's load, each run
-    (`run_seconds`), each engine built (runs.make_engine keeps one setting's two engines;
-    transformers' runs build their own model). ValueError for an experiment without an
-    estimate (gates, attention, the step census); kernel and saturated census runs: runs only."""
+    (`run_seconds`), each engine built. ValueError for an experiment without an estimate."""
+    # runs.make_engine keeps one setting's two engines; transformers' runs build their own
+    # model; gates, attention and the step census have no estimate; kernel and saturated census
+    # runs count their runs only.
     if not specs:
         return 0.0
     costs = COSTS[specs[0].profile]

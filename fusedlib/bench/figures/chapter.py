@@ -54,9 +54,9 @@ def _one(s: pd.DataFrame, config: str, engine: str, step: str) -> dict | None:
 
 def bottleneck(host: float | None, share: float | None) -> str:
     """What sets a step's length, from the host's busy time and the GPU events' span, each as a
-    share of the step's wall time. The events' span counts the GPU's waits for the next launch,
-    so it bounds the GPU's work from above; a host busy for nearly the whole step is what sets
-    an eager step's length."""
+    share of the step's wall time."""
+    # The events' span counts the GPU's waits for the next launch, so it bounds the GPU's work
+    # from above; a host busy for nearly the whole step is what sets an eager step's length.
     if host is None or share is None:
         return "unknown: these rows carry no GPU time"
     if host >= 0.9:

@@ -205,10 +205,10 @@ def ceiling(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 @per_rows
 def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """At each max_batch, the fused runs whose decode steps filled the batch (at lower offered
-    rates, or a budget too small to keep it full, the steps stay smaller): medians over those
-    runs of the host's share of the loop, the host's and the GPU's time per full decode step,
-    and a decode step's wall over its GPU time (1.00: the host's work is hidden behind the GPU's)."""
+    """At each max_batch, medians over the fused runs whose decode steps filled the batch of the
+    host's share of the loop, host and GPU time a full decode step, and its wall over GPU time."""
+    # At lower offered rates, or a budget too small to keep the batch full, the steps stay
+    # smaller. A wall over GPU time of 1.00: the host's work is hidden behind the GPU's.
     names = dict.fromkeys(("p11_host_share_b256", "p11_host_ms_b256", "p11_step_gpu_b256", "p11_decode_wall_over_gpu_b256",
                            "p11_decode_gpu_over_floor", "p11_host_over_step_b256"), MISSING)
     s = newest("scale", d)
