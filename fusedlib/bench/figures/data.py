@@ -75,9 +75,10 @@ def load(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
 
 def newest(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
     """The rows a page's figures read from `experiment`: per config, those of the newest code
-    version that measured it (the code version of its latest row). A config measured again by a
-    newer method (capacity by its steady rate) reads only its new rows; one not measured again
-    keeps its earlier rows. The one rule for every open-loop and peer figure."""
+    version that measured it (the code version of its latest row)."""
+    # A config measured again by a newer method (capacity by its steady rate) reads only its new
+    # rows; one not measured again keeps its earlier rows. The one rule for every open-loop and
+    # peer figure.
     df = load(experiment, d)
     if not len(df) or not {"config", "code_version", "time_utc"} <= set(df.columns):
         return df

@@ -274,15 +274,18 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p11_host_over_step_verdict"] = Value(None, "not measured by these rows" if where is None else
                                             f"{'straddling' if where == 'straddles' else where} that bound, read per "
                                             "decode step")
-    w = hs["p11_decode_wall_over_gpu_b256"]
-    hidden = None if w.value is None else (w.hi if w.hi is not None else w.value) <= 1.05
+    w, hides = hs["p11_decode_wall_over_gpu_b256"], 1.05  # wall within 5% of GPU time: the host is hidden
+    lo, hi = (w.value, w.value) if w.lo is None else (w.lo, w.hi)
+    hidden = None if w.value is None else True if hi <= hides else False if lo > hides else "straddles"
     v["p11_host_sets"] = Value(None, {
         True: "with the host one step ahead, its work runs under the GPU's, and the GPU, not the host, sets the step",
         False: "the host's work does not all hide under the GPU's, so the host sets part of the step",
+        "straddles": "its interval does not resolve whether the host's work hides under the GPU's",
         None: "these rows hold no GPU time to compare it with"}[hidden])
     v["p11_host_limit"] = Value(None, {
         True: "The host is not the limit: its work is hidden under the GPU's.",
         False: "The host is part of the limit: its work does not all hide under the GPU's.",
+        "straddles": "Whether the host is part of the limit, these rows do not resolve.",
         None: "These rows do not say whether the host is the limit."}[hidden])
     target, ceil = TARGET_RATE, ce["p11_ceiling_rate"].value
     v["p11_target_verdict"] = Value(None, (
