@@ -16,8 +16,8 @@ from .spec import CHECKS, ENGINES, KERNEL_KINDS, PROFILES, SERIES, RunSpec, Spec
 from ..config import PARTS
 
 # Capacity estimates, requests/s, from the drain rates (served_rate) past saturation of the
-# fused engine in the rows committed before the steady method (data/capacity.jsonl and
-# data/scale.jsonl, H100): parts 7-10 at 32 rows and 512-token chunks (60-240 arrivals at
+# fused engine in the rows committed before the steady method (H100; those rows are in git
+# history, the drain grid's reading in data/not_kept.csv): parts 7-10 at 32 rows and 512-token chunks (60-240 arrivals at
 # 40-160/s), part 11's grid (200-768 arrivals at 400/s; 256 x 2048 from its paired rounds).
 # A drain reads low (part 10: 48 over 240 arrivals, ~50 over 2,000), so the steady rate sits
 # at or above 1x and the multiples from 1.25x up are past it; the chunked engine's capacity

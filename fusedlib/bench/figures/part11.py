@@ -33,12 +33,6 @@ def scale_settings(d: str | Path | None = None, rows: pd.DataFrame | None = None
     return best.sort_values(SETTING).reset_index(drop=True)
 
 
-def drain_rows(d: str | Path | None = None) -> pd.DataFrame:
-    """Part 11's drain-method rows (no steady rate): the grid that chose the steady runs' setting."""
-    s = load("scale", d)
-    return s[s["steady_rate"].isna()].reset_index(drop=True) if "steady_rate" in s else s
-
-
 def scale_sweeps(d: str | Path | None = None) -> pd.DataFrame:
     """Part 11's newest open-loop runs, medians over rounds per engine, setting and offered rate."""
     return chapter.sweep_table(newest("scale", d))
@@ -119,33 +113,18 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 @per_rows
 def grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """Each batch x budget's fused steady rate beside both engines' drain rates; the drain's reading at the best setting."""
-    v = dict.fromkeys(("p11_grid", "p11_grid_settings", "p11_grid_over_drain", "p11_drain_n_requests",
-                       "p11_drain_offered", "p11_drain_arrival_s", "p11_drain_rate", "p11_drain_gain"), MISSING)
-    steady, s = fused_settings(d), drain_rows(d)
-    drained = scale_settings(rows=s)
-    parts = [t.assign(column=t["engine"] + ", " + t["method"] + " (req/s)") for t in (steady, drained) if len(t)]
-    if not parts:
+    """Each batch x budget's fused steady rate beside the rate offered it."""
+    v = dict.fromkeys(("p11_grid", "p11_grid_settings", "p11_grid_over_steady"), MISSING)
+    t = fused_settings(d)
+    if not len(t):
         return pd.DataFrame(), v
-    table = pd.concat(parts).pivot_table(index=["max_batch", "chunk_tokens"], columns="column", values="capacity")
-    out = table.map(sig).fillna("-").reset_index().rename(columns={"max_batch": "batch", "chunk_tokens": "budget (tokens)"})
-    if len(steady):
-        v["p11_grid"] = Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(steady[c].unique())) + "}"
-                                               for c in ("max_batch", "chunk_tokens")))
-        v["p11_grid_settings"] = fixed(float(len(steady)), lambda x: f"{x:.0f}")
-    if len(s):
-        v["p11_drain_n_requests"], top = _arrivals(s), float(s["rate"].max())
-        v["p11_drain_offered"], at_top = fixed(top, rate), s[s["rate"] == top]
-        v["p11_drain_arrival_s"] = fixed(float((at_top["n_requests"] / at_top["rate"]).max()), lambda x: f"{x:.1f} s")
-        both = steady.merge(drained[drained["engine"] == "fused"], on=["max_batch", "chunk_tokens"], suffixes=("", "_d"))
-        v["p11_grid_over_drain"] = fixed(float((both["rate"] / both["capacity_d"]).median()) if len(both) else None, times)
-        best = at_top.merge(best_rows(d)[["max_batch", "chunk_tokens"]].drop_duplicates())
-        if len(best):
-            v["p11_drain_rate"] = chapter.capacity_level(best[best["engine"] == "fused"]["served_rate"],
-                                                         best["n_requests"].median())
-            pr = chapter.pairs(best)
-            v["p11_drain_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
-    return out, v
+    v["p11_grid"] = Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(t[c].unique())) + "}"
+                                           for c in ("max_batch", "chunk_tokens")))
+    v["p11_grid_settings"] = fixed(float(len(t)), lambda x: f"{x:.0f}")
+    v["p11_grid_over_steady"] = fixed(float((t["rate"] / t["capacity"]).median()), times)
+    return pd.DataFrame({"batch": t["max_batch"].astype(int), "budget (tokens)": t["chunk_tokens"].astype(int),
+                         "offered (req/s)": t["rate"].map(sig),
+                         f"fused, {t['method'].iloc[0]} (req/s)": t["capacity"].map(sig)}), v
 
 
 def request_cost() -> dict[str, float]:
