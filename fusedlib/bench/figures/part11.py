@@ -40,10 +40,7 @@ def scale_sweeps(d: str | Path | None = None) -> pd.DataFrame:
 
 def best_sweep(d: str | Path | None = None) -> pd.DataFrame:
     """The sweep (offered rate -> capacity, both engines) at the fused engine's best setting."""
-    t, v = scale(d=d)
-    b = v["p11_best_batch"].value, v["p11_best_budget"].value
-    s = scale_sweeps(d)
-    return s[(s["max_batch"] == b[0]) & (s["chunk_tokens"] == b[1])] if b[0] is not None else s.iloc[:0]
+    return chapter.sweep_table(best_rows(d))
 
 
 def best_rows(d: str | Path | None = None) -> pd.DataFrame:
