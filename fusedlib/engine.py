@@ -62,7 +62,7 @@ class StepRecord:
 
 def gpu_kernels() -> list[triton.runtime.JITFunction]:
     """The engine's Triton kernels built for a GPU: none if TRITON_INTERPRET=1 when they were imported."""
-    return [k for module in (triton_kernels, ops.activation, ops.gemm, ops.norm, ops.rotary)
+    return [k for module in (triton_kernels, ops.gemm, ops.norm, ops.rotary)
             for k in vars(module).values() if isinstance(k, triton.runtime.JITFunction)]
 
 

@@ -100,8 +100,8 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        gate, up = ops.split_gate_up(self.gate_up_proj(x))  # gate_up's rows are interleaved (ops/gemm.py)
+        return self.down_proj((F.silu(gate) * up).flatten(-2))
 
 
 class DecoderLayer(nn.Module):
@@ -129,9 +129,10 @@ class DecoderLayer(nn.Module):
                                 attn.num_heads, attn.num_kv_heads)
         o = ops.linear(attn.attend(q, k_cache, v_cache, meta, backend), attn.o_proj.weight, ops.O_PROJ_SPLIT_K)
         # The attention output joins the stream inside the norm; SiLU(gate) * up is the gate_up
-        # GEMM's epilogue (or one kernel after cuBLAS's GEMM).
+        # GEMM's epilogue (or one kernel after cuBLAS's GEMM); part 12's shapes take the large-batch one.
         x, residual = ops.add_rms_norm(o, residual, norm2.weight, norm2.eps)
-        return ops.linear(ops.gate_up_silu(x, mlp.gate_up_proj.weight), mlp.down_proj.weight, ops.DOWN_SPLIT_K), residual
+        act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, backend.hopper_shapes)
+        return ops.linear(act, mlp.down_proj.weight, ops.DOWN_SPLIT_K), residual
 
 
 class Qwen2Model(nn.Module):

@@ -9,7 +9,9 @@
           TFLOP/s count causal FLOPs: 4 * heads * head_dim * pairs (`causal_pairs`).
   decode  part 11's decode attention per (rows, context) beside a copy of its bytes.
   gemm    each linear layer at a mixed step's rows through the engine's call (gate_up's with
-          its SiLU * up) beside `torch.matmul`, outputs checked first, after an L2 flush.
+          its SiLU * up, by the kernels part 12's engine runs at those rows: `calls_cublas`
+          says whether that is cuBLAS) beside `torch.matmul`, outputs checked first, after an
+          L2 flush.
 Full: Qwen2.5-1.5B's shapes in fp16; smoke: the tiny model's on the CPU (plumbing only)."""
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from .spec import RunSpec
 from .telemetry import machine
 from .timing import decode_rate, flush_buffer, median_ms
 from .. import ops
-from ..ops.gemm import SMALL_M_MAX
+from ..ops.gemm import SMALL_M_MAX, gate_up_path
 from ..attention import make_backend
 from ..attention.base import PrefillMeta
 from ..attention.triton_backend import EARLIER_PROMPT_TILES, TritonAttention, _prompt_tiles
@@ -163,10 +165,10 @@ def layer_shapes(cfg, chunk: int, rows: int) -> list[tuple[str, int, int, int]]:
             cfg.intermediate_size), ("lm_head", rows, cfg.vocab_size, cfg.hidden_size)]
 
 
-def engine_call(layer: str, x: torch.Tensor, w: torch.Tensor):
+def engine_call(layer: str, x: torch.Tensor, w: torch.Tensor, epilogue: bool):
     """(the engine's call for `layer`, its output as the GEMM's [M, N] or its activation)."""
     if layer == "gate_up":
-        return lambda: ops.gate_up_silu(x, w)
+        return lambda: ops.gate_up_silu(x, w, epilogue)
     if layer == "lm_head":
         return lambda: F.linear(x, w)
     split = {"qkv": ops.QKV_SPLIT_K, "o_proj": ops.O_PROJ_SPLIT_K, "down": ops.DOWN_SPLIT_K}[layer]
@@ -177,16 +179,17 @@ def gemm_rows(spec: RunSpec) -> list[dict]:
     p, sizes = spec.profile_spec, KERNELS[spec.profile]
     cfg, device, dtype = PRESETS[p.model], p.device, getattr(torch, p.dtype)
     flush, gen = flush_buffer(device), torch.Generator(device=device).manual_seed(0)
+    epilogue = make_backend(ENGINE_ATTENTION).hopper_shapes  # gate_up's large-batch kernel, where it runs
     out = []
     for layer, m, n, k in layer_shapes(cfg, *sizes["step"]):
         x = torch.randn(m, k, generator=gen, device=device).to(dtype)
         w = (torch.randn(n, k, generator=gen, device=device) * k ** -0.5).to(dtype)
         matmul = lambda x=x, w=w: torch.matmul(x, w.T)  # noqa: E731
-        ours = engine_call(layer, x, w)
+        ours = engine_call(layer, x, w, epilogue)
         want = matmul().float()
-        if layer == "gate_up":
-            gate, up = want.chunk(2, dim=-1)
-            want = F.silu(gate) * up
+        if layer == "gate_up":  # w's rows read as gate and up interleaved, as the engine stores them
+            gate, up = ops.split_gate_up(want)
+            want = (F.silu(gate) * up).flatten(-2)
         got = ours().float()
         got = got.sum(0) if got.dim() == 3 else got  # split-K partials, summed as their reader does
         err = (got - want).abs().max().item()
@@ -195,7 +198,8 @@ def gemm_rows(spec: RunSpec) -> list[dict]:
         ours_ms, matmul_ms = (median_ms(f, device, sizes["iters"], flush)[0] for f in (ours, matmul))
         flops = 2 * m * n * k
         out.append({**machine(), "layer": layer, "m": m, "n": n, "k": k, "flops": flops,
-                    "calls_cublas": layer == "lm_head" or m > SMALL_M_MAX,
+                    "calls_cublas": (gate_up_path(x, epilogue) == "cublas" if layer == "gate_up"
+                                     else layer == "lm_head" or m > SMALL_M_MAX),
                     "gpu_us": ours_ms * 1e3, "tflops": flops / ours_ms / 1e9,
                     "matmul_us": matmul_ms * 1e3, "matmul_tflops": flops / matmul_ms / 1e9,
                     "fraction_of_matmul": matmul_ms / ours_ms, "max_abs_err": err})
