@@ -76,8 +76,8 @@ def from_hf_state_dict(hf: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[st
         for kind in ("weight", "bias"):
             sd[dst + f"self_attn.qkv_proj.{kind}"] = torch.cat(
                 [hf[src + f"self_attn.{p}_proj.{kind}"] for p in ("q", "k", "v")], dim=0)
-        sd[dst + "mlp.gate_up_proj.weight"] = interleave_gate_up(hf[src + "mlp.gate_proj.weight"],
-                                                                 hf[src + "mlp.up_proj.weight"])
+        gate_up = [hf[src + f"mlp.{p}_proj.weight"] for p in ("gate", "up")]
+        sd[dst + "mlp.gate_up_proj.weight"] = interleave_gate_up(*gate_up)
         for name in ("self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"):
             sd[dst + f"{name}.weight"] = hf[src + f"{name}.weight"]  # the same name, less "model."
     return sd

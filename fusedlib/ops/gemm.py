@@ -39,18 +39,18 @@ class EpilogueShape:
     num_stages: int
 
 
-# The best of 12 shapes on an H100 (benchmarks/gateup_epilogue.py: K 1536, I 8960, 7 alternated
-# rounds), in time over cuBLAS's GEMM and the activation kernel: 0.93 at 1,024 rows, 0.83 at
-# 2,303 (a mixed step at batch 256 / budget 2,048) and at 4,096; at 256 rows 1.42, where no
-# shape beat cuBLAS (best 1.23), so below EPILOGUE_MIN_ROWS cuBLAS stays.
+# Of 10 launch shapes on an H100 (benchmarks/gateup_epilogue.py: K 1536, I 8960, 7 alternated
+# rounds), the fastest at 2,303 rows (a mixed step at batch 256 / budget 2,048) and 4,096: 0.83
+# of the time of cuBLAS's GEMM and the activation kernel (688 TFLOP/s against 568 at 2,303); at
+# 1,024 rows 0.93 (64-row tiles: 0.92); at 256 rows 1.42, where no shape beat cuBLAS (the best
+# 1.23): below EPILOGUE_MIN_ROWS cuBLAS stays.
 GATE_UP_EPILOGUE = EpilogueShape(block_m=128, block_n=128, block_k=64, num_warps=8, num_stages=3)
 EPILOGUE_MIN_ROWS = 1024
 GATE_UP_BLOCK = GATE_UP_EPILOGUE.block_n
 
 
 def interleave_gate_up(gate: torch.Tensor, up: torch.Tensor, block: int = GATE_UP_BLOCK) -> torch.Tensor:
-    """The gate_up weight [2I, K] from gate's and up's [I, K]: `block` rows of gate, the same
-    rows of up, the next `block` of gate, and so on."""
+    """gate_up's weight [2I, K] from gate's and up's [I, K]: `block` rows of gate, the same of up, and so on."""
     if gate.dim() != 2 or gate.shape != up.shape or gate.shape[0] % block:
         raise ValueError(f"gate {tuple(gate.shape)} and up {tuple(up.shape)} must be [I, K] alike, "
                          f"I a multiple of {block}")
@@ -58,8 +58,7 @@ def interleave_gate_up(gate: torch.Tensor, up: torch.Tensor, block: int = GATE_U
 
 
 def split_gate_up(t: torch.Tensor, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gate, up): views of a gate_up weight (dim 0) or projection (dim -1), `dim` cut into
-    [I / GATE_UP_BLOCK, GATE_UP_BLOCK] (flatten those two for [I])."""
+    """(gate, up) views of a gate_up weight (dim 0) or output (dim -1), `dim` as [I / GATE_UP_BLOCK, GATE_UP_BLOCK]."""
     return t.unflatten(dim, (-1, 2, GATE_UP_BLOCK)).unbind(dim + 1 if dim >= 0 else dim - 1)
 
 
@@ -134,8 +133,7 @@ def gate_up_silu_kernel(
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
     offs_k = tl.arange(0, BLOCK_K)
-    n_valid = offs_n < intermediate
-    m_valid = offs_m < num_rows
+    n_valid, m_valid = offs_n < intermediate, offs_m < num_rows
     x_rows = x_ptr + offs_m[:, None].to(tl.int64) * stride_x
     gate_rows = w_ptr + _gate_index(offs_n, LAYOUT_BLOCK)[:, None].to(tl.int64) * stride_w
     up_rows = gate_rows + LAYOUT_BLOCK * stride_w
@@ -155,13 +153,8 @@ def gate_up_silu_kernel(
 
 
 @triton.jit(do_not_specialize=["M"])
-def gate_up_silu_tma_kernel(
-    x_ptr,  # [M, K]
-    w_ptr,  # [2I, K], interleaved by BLOCK_N rows
-    out_ptr,  # [M, I]
-    M, I, K,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_SMS: tl.constexpr,
-):
+def gate_up_silu_tma_kernel(x_ptr, w_ptr, out_ptr, M, I, K,  # x [M, K], w [2I, K] (interleaved by BLOCK_N), out [M, I]
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_SMS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     # Descriptors made on the device (as the tutorial does), in scratch that each launch asks for.
     x_desc = tl.make_tensor_descriptor(x_ptr, [M, K], [K, 1], [BLOCK_M, BLOCK_K])  # rows past M read as 0
@@ -182,8 +175,7 @@ def gate_up_silu_tma_kernel(
 
 
 def gate_up_path(x: torch.Tensor, epilogue: bool) -> str:
-    """Which kernels `gate_up_silu` runs for x: "small-m" (`gate_up_silu_kernel`), "tma"
-    (`gate_up_silu_tma_kernel`) or "cublas" (cuBLAS's GEMM, then `silu_mul_kernel`)."""
+    """What `gate_up_silu` runs for x: "small-m" or "tma" (its gate_up_silu_* kernel), or "cublas" (then silu_mul)."""
     if x.shape[0] <= SMALL_M_MAX:
         return "small-m"
     # The TMA kernel where it was measured: on Hopper (on the interpreter: anywhere), 16-bit
@@ -212,9 +204,9 @@ def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, epilogue: bool = False,
 
 def gate_up_silu_tma(x: torch.Tensor, weight: torch.Tensor, shape: EpilogueShape = GATE_UP_EPILOGUE) -> torch.Tensor:
     """`gate_up_silu` by `gate_up_silu_tma_kernel` at `shape`, the weight interleaved by shape.block_n rows."""
+    fits = x.is_contiguous() and weight.is_contiguous() and weight.stride(0) * weight.element_size() % 16 == 0
     _check(x, weight, "gate_up", f"[2 * intermediate, K], intermediate a multiple of {shape.block_n}; both "
-           "contiguous, rows a multiple of 16 bytes (TMA)", weight.shape[0] % (2 * shape.block_n) == 0
-           and x.is_contiguous() and weight.is_contiguous() and weight.stride(0) * weight.element_size() % 16 == 0)
+           "contiguous, rows of 16-byte multiples (TMA)", fits and weight.shape[0] % (2 * shape.block_n) == 0)
     (rows, k), n2 = x.shape, weight.shape[0]
     out = torch.empty(rows, n2 // 2, dtype=x.dtype, device=x.device)
     if rows:
