@@ -8,10 +8,8 @@
           events around each call, after an L2 flush).
           TFLOP/s count causal FLOPs: 4 * heads * head_dim * pairs (`causal_pairs`).
   decode  part 11's decode attention per (rows, context) beside a copy of its bytes.
-  gemm    each linear layer at a mixed step's rows through the engine's call (gate_up's with
-          its SiLU * up, by the kernels part 12's engine runs at those rows: `calls_cublas`
-          says whether that is cuBLAS) beside `torch.matmul`, outputs checked first, after an
-          L2 flush.
+  gemm    each linear layer at a mixed step's rows through part 12's engine's call (gate_up's with
+          its SiLU * up) beside `torch.matmul`, outputs checked first, after an L2 flush.
 Full: Qwen2.5-1.5B's shapes in fp16; smoke: the tiny model's on the CPU (plumbing only)."""
 from __future__ import annotations
 
@@ -165,29 +163,30 @@ def layer_shapes(cfg, chunk: int, rows: int) -> list[tuple[str, int, int, int]]:
             cfg.intermediate_size), ("lm_head", rows, cfg.vocab_size, cfg.hidden_size)]
 
 
-def engine_call(layer: str, x: torch.Tensor, w: torch.Tensor, epilogue: bool):
-    """(the engine's call for `layer`, its output as the GEMM's [M, N] or its activation)."""
+def engine_call(layer: str, x: torch.Tensor, w: torch.Tensor):
+    """(part 12's engine's call for `layer`, its output the GEMM's [M, N] or activation; whether it calls cuBLAS)."""
+    # gate_up's weight is read as the engine stores it: gate and up interleaved (ops/gemm.py).
     if layer == "gate_up":
-        return lambda: ops.gate_up_silu(x, w, epilogue)
+        epilogue = make_backend(ENGINE_ATTENTION).hopper_shapes  # its large-batch kernel, where it runs
+        return (lambda: ops.gate_up_silu(x, w, epilogue)), gate_up_path(x, epilogue) == "cublas"
     if layer == "lm_head":
-        return lambda: F.linear(x, w)
+        return (lambda: F.linear(x, w)), True
     split = {"qkv": ops.QKV_SPLIT_K, "o_proj": ops.O_PROJ_SPLIT_K, "down": ops.DOWN_SPLIT_K}[layer]
-    return lambda: ops.linear(x, w, split)
+    return (lambda: ops.linear(x, w, split)), x.shape[0] > SMALL_M_MAX
 
 
 def gemm_rows(spec: RunSpec) -> list[dict]:
     p, sizes = spec.profile_spec, KERNELS[spec.profile]
     cfg, device, dtype = PRESETS[p.model], p.device, getattr(torch, p.dtype)
     flush, gen = flush_buffer(device), torch.Generator(device=device).manual_seed(0)
-    epilogue = make_backend(ENGINE_ATTENTION).hopper_shapes  # gate_up's large-batch kernel, where it runs
     out = []
     for layer, m, n, k in layer_shapes(cfg, *sizes["step"]):
         x = torch.randn(m, k, generator=gen, device=device).to(dtype)
         w = (torch.randn(n, k, generator=gen, device=device) * k ** -0.5).to(dtype)
         matmul = lambda x=x, w=w: torch.matmul(x, w.T)  # noqa: E731
-        ours = engine_call(layer, x, w, epilogue)
+        ours, calls_cublas = engine_call(layer, x, w)
         want = matmul().float()
-        if layer == "gate_up":  # w's rows read as gate and up interleaved, as the engine stores them
+        if layer == "gate_up":
             gate, up = ops.split_gate_up(want)
             want = (F.silu(gate) * up).flatten(-2)
         got = ours().float()
@@ -198,8 +197,7 @@ def gemm_rows(spec: RunSpec) -> list[dict]:
         ours_ms, matmul_ms = (median_ms(f, device, sizes["iters"], flush)[0] for f in (ours, matmul))
         flops = 2 * m * n * k
         out.append({**machine(), "layer": layer, "m": m, "n": n, "k": k, "flops": flops,
-                    "calls_cublas": (gate_up_path(x, epilogue) == "cublas" if layer == "gate_up"
-                                     else layer == "lm_head" or m > SMALL_M_MAX),
+                    "calls_cublas": calls_cublas,
                     "gpu_us": ours_ms * 1e3, "tflops": flops / ours_ms / 1e9,
                     "matmul_us": matmul_ms * 1e3, "matmul_tflops": flops / matmul_ms / 1e9,
                     "fraction_of_matmul": matmul_ms / ours_ms, "max_abs_err": err})
