@@ -169,12 +169,13 @@ class Engine:
         if plan.empty:
             return None
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
+        decode_kv = sum(len(r.prompt) + r.num_generated for r in plan.decodes)  # each row's position + 1
         # The fused engine's one forward; the chunked engine's chunks, then its decode rows.
         split = [(plan.chunks, []), ([], plan.decodes)] if self.config.kind == "chunked" else [(plan.chunks, plan.decodes)]
         forwards = [(chunks, decodes) for chunks, decodes in split if chunks or decodes]
         first = self._event()
         run = self._run_overlapped if self.config.overlap else self._run_in_order
-        last, waited, decode_kv = run(plan, forwards)
+        last, waited = run(plan, forwards)
         host_s, end = time.perf_counter() - host_start - waited, self.clock()
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards), start, end - start,
                             decode_kv, chunk_kv, host_s, (first, last))
@@ -182,31 +183,26 @@ class Engine:
             observe(record)
         return record
 
-    def _run_in_order(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float, int]:
-        """Each forward's tokens committed before the next: (the step's closing event, seconds waited,
-        KV positions its decode rows read)."""
-        waited, row, decode_kv = 0.0, 0, 0
+    def _run_in_order(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
+        """Each forward's tokens committed before the next: (the step's closing event, seconds waited)."""
+        waited, row = 0.0, 0
         try:
             for chunks, decodes in forwards:
-                batch = self._pack(chunks, decodes)
-                decode_kv += batch.decode_kv_tokens
-                samplers, tokens = self._forward(batch, row)
+                samplers, tokens = self._forward(self._pack(chunks, decodes), row)
                 row += len(samplers)
                 waited += self._receive(self._send_to_host(plan, samplers, tokens))
         except Exception as error:
             raise self._failure([plan], error) from error
         last = self._event()
         self.scheduler.advance(plan)
-        return last, waited, decode_kv
+        return last, waited
 
-    def _run_overlapped(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float, int]:
+    def _run_overlapped(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
         """Launch this step, then commit the previous one's tokens (read by this one on the device); as `_run_in_order`."""
-        requests, sampled, decode_kv = [], [], 0
+        requests, sampled = [], []
         try:
             for chunks, decodes in forwards:
-                batch = self._pack(chunks, decodes)
-                decode_kv += batch.decode_kv_tokens
-                samplers, tokens = self._forward(batch, len(requests))
+                samplers, tokens = self._forward(self._pack(chunks, decodes), len(requests))
                 requests += samplers
                 sampled.append(tokens)
         except Exception as error:
@@ -220,7 +216,7 @@ class Engine:
         if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
             current, self._in_flight = self._in_flight, None
             waited += self._commit(current, [plan])
-        return last, waited, decode_kv
+        return last, waited
 
     def run_until_done(self) -> None:
         while self.has_work():
