@@ -102,18 +102,22 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class GateUpConfig:
-    """Launch shape of `gate_up_silu_kernel`."""
-    # The best on the H200 at 32 rows: 18.0 us (72% of the copy rate) against 19.8 us for cuBLAS
-    # and the activation kernel.
-    block_n: int = 64  # columns of SiLU(gate) * up per program: 2 * block_n weight rows
-    block_k: int = 64
+class SmallMConfig:
+    """Launch shape of `gate_up_silu_kernel` or `split_k_kernel` (which cuts K into `splits` slices)."""
+    block_n: int  # gate_up: columns of SiLU(gate) * up per program, 2 * block_n weight rows
+    block_k: int
+    splits: int = 1
     num_warps: int = 4
-    num_stages: int = 5  # on Hopper; see `stages_for`
-    sm86_stages: int = 3
+    num_stages: int = 4  # on Hopper; see `stages_for`
+    sm86_stages: int = 2  # a 64-row batch's 128-deep K tiles take 32 KB a stage
 
 
-def stages_for(major: int, cfg: GateUpConfig | SplitKConfig) -> int:
+# The best on the H200 at 32 rows: 18.0 us (72% of the copy rate) against 19.8 us for cuBLAS
+# and the activation kernel.
+GATE_UP_SMALL_M = SmallMConfig(block_n=64, block_k=64, num_stages=5, sm86_stages=3)
+
+
+def stages_for(major: int, cfg: SmallMConfig) -> int:
     """Pipeline stages on compute capability `major`."""
     # Five stages of a 64-row batch's gate_up tiles take 144 KB of shared memory, which Hopper
     # has and an A10 (sm_86, 99 KB) has not.
@@ -185,7 +189,7 @@ def gate_up_path(x: torch.Tensor, epilogue: bool) -> str:
 
 
 def gate_up_silu(x: torch.Tensor, weight: torch.Tensor, epilogue: bool = False,
-                 cfg: GateUpConfig = GateUpConfig()) -> torch.Tensor:
+                 cfg: SmallMConfig = GATE_UP_SMALL_M) -> torch.Tensor:
     """F.silu(gate) * up of the gate_up projection x @ weight.T, its weight interleaved
     (`interleave_gate_up`); `epilogue`: the TMA kernel for large batches (part 12's shapes)."""
     path = gate_up_path(x, epilogue)
@@ -238,23 +242,12 @@ def _launch(x: torch.Tensor, cfg) -> dict:
                 num_warps=cfg.num_warps, num_stages=stages_for(_major(x), cfg))
 
 
-@dataclass(frozen=True)
-class SplitKConfig:
-    """Launch shape of `split_k_kernel`: block_n-column tiles, K cut into `splits` slices."""
-    block_n: int = 64
-    block_k: int = 128
-    splits: int = 5
-    num_warps: int = 4
-    num_stages: int = 4  # on Hopper; see `stages_for`
-    sm86_stages: int = 2  # a 64-row batch's 128-deep K tiles: 32 KB a stage
-
-
 # Per projection of the 1.5B at 32 rows, the best on the H200, as graph replays: qkv [2048, 1536] 4.4 us and o_proj [1536, 1536] 4.2 us against
 # cuBLAS's 5.6 and 5.4 (one kernel each, about 30 SMs busy); down [1536, 8960] 9.8 us against
 # 12.3, where 256-deep K tiles gained 1% (64 KB a stage: one stage on an A10).
-QKV_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=4)  # 32 column tiles x 4 = 128 programs
-O_PROJ_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=4)  # 24 x 4 = 96
-DOWN_SPLIT_K = SplitKConfig(block_n=64, block_k=128, splits=5)  # 24 x 5 = 120
+QKV_SPLIT_K = SmallMConfig(block_n=64, block_k=128, splits=4)  # 32 column tiles x 4 = 128 programs
+O_PROJ_SPLIT_K = SmallMConfig(block_n=64, block_k=128, splits=4)  # 24 x 4 = 96
+DOWN_SPLIT_K = SmallMConfig(block_n=64, block_k=128, splits=5)  # 24 x 5 = 120
 
 
 @triton.jit(do_not_specialize=["num_rows"])
@@ -308,7 +301,7 @@ def split_layout(x: torch.Tensor) -> tuple[int, int]:
     return 0, 0
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, cfg: SplitKConfig) -> torch.Tensor:
+def linear(x: torch.Tensor, weight: torch.Tensor, cfg: SmallMConfig) -> torch.Tensor:
     """x @ weight.T for `load_projection`: fp32 [splits, M, N] partials, or past SMALL_M_MAX rows [M, N]."""
     if x.shape[0] > SMALL_M_MAX:
         return F.linear(x, weight)

@@ -439,7 +439,7 @@ GPU_COMPILE = textwrap.dedent("""
                 SPLITS=splits, HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
                 HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4, fp32={"x_ptr"} if splits else ())
         compile_for_arch(gemm.silu_mul_kernel, dtype, dict(BLOCK=gemm.SILU_MUL_BLOCK, LAYOUT_BLOCK=gemm.GATE_UP_BLOCK), 4)
-        gate_up = gemm.GateUpConfig()
+        gate_up = gemm.GATE_UP_SMALL_M
         for rows in (16, 32, 64):
             compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
                 BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, LAYOUT_BLOCK=gemm.GATE_UP_BLOCK,

@@ -4,6 +4,7 @@ interpreter (the same cases run on the GPU with FUSEDLIB_GPU_TESTS=1).
 Ragged token counts, fp32 and fp16. bf16 is not tested here: its arithmetic is broken in
 the interpreter (TOOLCHAIN.md); the GPU script checks the model dtype there."""
 import os
+from dataclasses import replace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch.nn.functional as F
 
 from fusedlib import ops
 from fusedlib.ops import gemm
-from fusedlib.ops.gemm import GATE_UP_BLOCK, SMALL_M_MAX, GateUpConfig, SplitKConfig
+from fusedlib.ops.gemm import GATE_UP_BLOCK, GATE_UP_SMALL_M, SMALL_M_MAX, SmallMConfig
 from fusedlib.model import RMSNorm, RotaryEmbedding, _rotate_half
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -113,8 +114,8 @@ def test_rotary_to_cache(tokens, dtype, heads, kv_heads, head_dim):
 
 
 GATE_UP_CONFIGS = {  # the default tile; a narrow one with K in several short steps
-    "default": GateUpConfig(),
-    "narrow": GateUpConfig(block_n=16, block_k=32),
+    "default": GATE_UP_SMALL_M,
+    "narrow": replace(GATE_UP_SMALL_M, block_n=16, block_k=32),
 }
 
 
@@ -137,8 +138,8 @@ SPLIT_K_CONFIGS = {  # the three projections'; narrow tiles over short K steps; 
     "down": ops.DOWN_SPLIT_K,
     "qkv": ops.QKV_SPLIT_K,
     "o_proj": ops.O_PROJ_SPLIT_K,
-    "narrow": SplitKConfig(block_n=16, block_k=32, splits=3),
-    "empty splits": SplitKConfig(block_n=32, block_k=64, splits=8),
+    "narrow": SmallMConfig(block_n=16, block_k=32, splits=3),
+    "empty splits": SmallMConfig(block_n=32, block_k=64, splits=8),
 }
 
 
