@@ -454,7 +454,7 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
-                KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
+                KV_BLOCK_SIZE=16, SPLITS=splits), 4, fp32={"qkv_ptr"} if splits else ())
         # Prefill at the arch's tiles (the A10 gets the earlier ones), part 7's decode rows.
         for tiles, decode_rows in ((HOPPER_PROMPT_TILES if ARCH == 90 else EARLIER_PROMPT_TILES, False),
                                    (EARLIER_PROMPT_TILES, True)):
