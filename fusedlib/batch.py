@@ -44,7 +44,6 @@ class Batch:
     device: torch.device
     in_transit: InTransit | None = None  # where pending rows' tokens are (fed_rows)
 
-    num_tokens = property(lambda self: len(self.host.input_ids))
     num_decode = property(lambda self: len(self.host.decode_requests))
     num_logits = property(lambda self: len(self.host.logit_indices))
     input_ids = property(lambda self: self._tensors[0])  # int64 [T]

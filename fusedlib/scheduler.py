@@ -33,7 +33,6 @@ class Request:
     num_generated: int = 0
     token_row: int = 0  # where its newest sampled token is in its step's tokens
 
-    prompt_len = property(lambda self: len(self.prompt))
     prefilling = property(lambda self: self.num_cached < len(self.prompt))
     pending = property(lambda self: self.num_generated - len(self.output))  # sampled, not read yet (0 or 1)
     # The last generated token is never fed back, so its K/V is never stored.

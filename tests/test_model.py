@@ -36,7 +36,7 @@ def test_logits_match_transformers_fp32(fused_ops, attention):
     assert plan.kind == "chunk" and len(plan.chunks) == len(prompts)
     batch = engine._pack(plan.chunks, [])
     # logits at every packed position, not only the sampled ones
-    every = torch.arange(batch.num_tokens)
+    every = torch.arange(len(batch.input_ids))
     ours = model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend, every, fused_ops)
     start = 0
     worst = 0.0
