@@ -1,11 +1,10 @@
-"""The serving loop, and the one thing the two engines disagree on.
-
-`Engine.step()` asks the scheduler for a StepPlan, turns it into forwards, samples greedily
-and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards: prompt
-chunks, then decode tokens, each with its own sampling and readback. The *fused* engine packs
-both into one sequence: one forward, one sampling call, one readback. Everything else is
-shared, so a comparison measures exactly that change.
-"""
+"""The serving loop, and the one thing the two engines disagree on."""
+# `Engine.step()` asks the scheduler for a StepPlan, turns it into forwards, samples greedily
+# and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards: prompt
+# chunks, then decode tokens, each with its own sampling and readback. The *fused* engine packs
+# both into one sequence: one forward, one sampling call, one readback. Everything else is
+# shared, so a comparison measures exactly that change.
+#
 # With `overlap` the host does not wait for a step's tokens before starting the next (vLLM V1's
 # async scheduling, SGLang's overlap scheduler). Requests finish by budget only, so which
 # requests decode, which chunks run and which blocks are reserved depend on token counts, never
