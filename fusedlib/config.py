@@ -105,8 +105,8 @@ class EngineConfig:
         return replace(self, **chosen)
 
     def eager(self) -> "EngineConfig":
-        """These sizes on the eager torch reference, every switch at its CPU value (what a
-        CPU runs in seconds: the smoke profile runs every part this way)."""
+        """These sizes on the eager torch reference, every switch at its CPU value."""
+        # What a CPU runs in seconds: the smoke profile runs every part this way.
         return replace(self, **CPU_DEFAULTS)
 
     @classmethod

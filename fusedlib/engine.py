@@ -320,8 +320,8 @@ class Engine:
         return num_compiled() - self._compiled_at_construction
 
     def _warmup(self) -> None:
-        """Real forwards through every step kind (chunk-only with a continuing chunk, mixed,
-        decode-only), so kernels compile here and not in a measured step; then forgotten."""
+        """Real forwards through every step kind (chunk-only with a continuing chunk, mixed, decode-only), then forgotten."""
+        # So kernels compile here and not in a measured step.
         # Longer than one chunk, so a chunk continues an earlier one; small enough to fit alone
         # in the pool (the tiny-pool gate builds pools of a few dozen blocks).
         n = min(self.config.chunk_tokens + 3, self.pool.num_blocks * self.pool.block_size - 2,
