@@ -162,12 +162,8 @@ class Qwen2Model(nn.Module):
         for i, layer in enumerate(self.layers):  # .forward: no module hooks, less host time
             hidden, residual = layer.forward(hidden, residual, cos, sin, kv_cache[i, 0], kv_cache[i, 1], meta,
                                              backend, fused_ops)
-        return self.head(hidden, residual, logit_indices, fused_ops)
-
-    def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor,
-             fused_ops: bool) -> torch.Tensor:
-        # Only the logit rows reach the vocabulary projection, the largest matmul. Fused, the last
-        # residual add, the gather of the logit rows and the final norm are one kernel.
+        # The head. Only the logit rows reach the vocabulary projection, the largest matmul. Fused,
+        # the last residual add, the gather of the logit rows and the final norm are one kernel.
         x = (ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices) if fused_ops
              else self.norm((hidden + residual)[logit_indices]))
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
