@@ -17,7 +17,7 @@ from __future__ import annotations
 import operator
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Iterator, Sequence
 
 import torch
@@ -89,9 +89,10 @@ class Engine:
             raise TypeError(f"model must be a Qwen2Model (fusedlib.load_model), got {type(model).__name__}")
         if config is not None and not isinstance(config, EngineConfig):
             raise ValueError(f"config must be an EngineConfig, got {type(config).__name__}")
-        unknown = sorted(set(settings) - set(EngineConfig.names()))
+        names = tuple(f.name for f in fields(EngineConfig))
+        unknown = sorted(set(settings) - set(names))
         if unknown:
-            raise ValueError(f"unknown engine setting {unknown[0]!r}; settings are {EngineConfig.names()}")
+            raise ValueError(f"unknown engine setting {unknown[0]!r}; settings are {names}")
         # Settings left None take the model's device's defaults (EngineConfig.for_device), so
         # `config` says what this engine runs.
         self.config = config = replace(config or EngineConfig(), **settings).for_device(model.device.type)
