@@ -94,10 +94,9 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
                          f"multiple of {GATE_UP_BLOCK}, got {tuple(gate_up.shape)}")
     tokens, intermediate = gate_up.shape[0], gate_up.shape[1] // 2
     out = torch.empty(tokens, intermediate, dtype=gate_up.dtype, device=gate_up.device)
-    if tokens:
-        silu_mul_kernel[(tokens, triton.cdiv(intermediate, SILU_MUL_BLOCK))](
-            gate_up, out, intermediate, gate_up.stride(0), out.stride(0), BLOCK=SILU_MUL_BLOCK,
-            LAYOUT_BLOCK=GATE_UP_BLOCK, num_warps=4)
+    silu_mul_kernel[(tokens, triton.cdiv(intermediate, SILU_MUL_BLOCK))](  # no tokens: an empty grid, no launch
+        gate_up, out, intermediate, gate_up.stride(0), out.stride(0), BLOCK=SILU_MUL_BLOCK,
+        LAYOUT_BLOCK=GATE_UP_BLOCK, num_warps=4)
     return out
 
 
@@ -213,14 +212,13 @@ def gate_up_silu_tma(x: torch.Tensor, weight: torch.Tensor, shape: EpilogueShape
            "contiguous, rows of 16-byte multiples (TMA)", fits and weight.shape[0] % (2 * shape.block_n) == 0)
     (rows, k), n2 = x.shape, weight.shape[0]
     out = torch.empty(rows, n2 // 2, dtype=x.dtype, device=x.device)
-    if rows:
-        # The descriptors' scratch from torch's caching allocator: inside a CUDA graph's capture, its pool.
-        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=x.device))
-        # One program per SM (on the interpreter, 4: several tiles each).
-        num_sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
-        gate_up_silu_tma_kernel[(min(num_sms, triton.cdiv(rows, shape.block_m) * (n2 // 2 // shape.block_n)),)](
-            x, weight, out, rows, n2 // 2, k, BLOCK_M=shape.block_m, BLOCK_N=shape.block_n, BLOCK_K=shape.block_k,
-            NUM_SMS=num_sms, num_warps=shape.num_warps, num_stages=shape.num_stages)
+    # The descriptors' scratch from torch's caching allocator: inside a CUDA graph's capture, its pool.
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=x.device))
+    # One program per SM (on the interpreter, 4: several tiles each); no rows: an empty grid, no launch.
+    num_sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
+    gate_up_silu_tma_kernel[(min(num_sms, triton.cdiv(rows, shape.block_m) * (n2 // 2 // shape.block_n)),)](
+        x, weight, out, rows, n2 // 2, k, BLOCK_M=shape.block_m, BLOCK_N=shape.block_n, BLOCK_K=shape.block_k,
+        NUM_SMS=num_sms, num_warps=shape.num_warps, num_stages=shape.num_stages)
     return out
 
 

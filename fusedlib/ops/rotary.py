@@ -86,9 +86,7 @@ def rotary_to_cache(qkv: torch.Tensor, bias: torch.Tensor, cos: torch.Tensor,
         raise ValueError(f"qkv must be [tokens, {width}] of the caches' {dtype}, got {tuple(qkv.shape)} {qkv.dtype}")
     cos, sin = cos.reshape(tokens, head_dim), sin.reshape(tokens, head_dim)
     q = torch.empty(tokens, num_heads, head_dim, dtype=dtype, device=qkv.device)
-    if tokens == 0:
-        return q
-    rotary_to_cache_kernel[(tokens,)](
+    rotary_to_cache_kernel[(tokens,)](  # no tokens: an empty grid, no launch
         qkv, bias, cos, sin, slot_mapping, q, k_cache, v_cache,
         qkv.stride(-2), splits[1], cos.stride(0), sin.stride(0), q.stride(0),
         *k_cache.stride()[:3], *v_cache.stride()[:3],
