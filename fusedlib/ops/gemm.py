@@ -132,7 +132,6 @@ def gate_up_silu_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, LAYOUT_BLOCK: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
 ):
-    dtype = out_ptr.dtype.element_ty
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
     offs_k = tl.arange(0, BLOCK_K)
@@ -151,8 +150,8 @@ def gate_up_silu_kernel(
                       input_precision=DOT_PRECISION)
         up = tl.dot(tl.load(up_rows + ks[None, :], mask=w_mask, other=0.0), tl.trans(x), up,
                     input_precision=DOT_PRECISION)
-    tl.store(out_ptr + offs_m[None, :].to(tl.int64) * stride_out + offs_n[:, None], _silu_times(gate, up, dtype),
-             mask=n_valid[:, None] & m_valid[None, :])
+    tl.store(out_ptr + offs_m[None, :].to(tl.int64) * stride_out + offs_n[:, None],
+             _silu_times(gate, up, out_ptr.dtype.element_ty), mask=n_valid[:, None] & m_valid[None, :])
 
 
 @triton.jit(do_not_specialize=["M"])
