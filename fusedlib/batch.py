@@ -44,12 +44,8 @@ class Batch:
     device: torch.device
     in_transit: InTransit | None = None  # where pending rows' tokens are (fed_rows)
 
-    num_tokens = property(lambda self: len(self.host.input_ids))
     num_decode = property(lambda self: len(self.host.decode_requests))
     num_logits = property(lambda self: len(self.host.logit_indices))
-    # KV positions the decode rows read: each row's position + 1, summed over the packed array.
-    decode_kv_tokens = property(lambda self: int(self.host.positions[len(self.host.token_seq):].sum())
-                                + self.num_decode)
     input_ids = property(lambda self: self._tensors[0])  # int64 [T]
     positions = property(lambda self: self._tensors[1])  # int64 [T]
     meta = property(lambda self: self._tensors[2])  # AttentionMetadata

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from .attention import BACKENDS
 
@@ -105,13 +105,9 @@ class EngineConfig:
         return replace(self, **chosen)
 
     def eager(self) -> "EngineConfig":
-        """These sizes on the eager torch reference, every switch at its CPU value (what a
-        CPU runs in seconds: the smoke profile runs every part this way)."""
+        """These sizes on the eager torch reference, every switch at its CPU value."""
+        # What a CPU runs in seconds: the smoke profile runs every part this way.
         return replace(self, **CPU_DEFAULTS)
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
 
 
 def check_count(name: str, value) -> None:

@@ -1,11 +1,10 @@
-"""The serving loop, and the one thing the two engines disagree on.
-
-`Engine.step()` asks the scheduler for a StepPlan, turns it into forwards, samples greedily
-and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards: prompt
-chunks, then decode tokens, each with its own sampling and readback. The *fused* engine packs
-both into one sequence: one forward, one sampling call, one readback. Everything else is
-shared, so a comparison measures exactly that change.
-"""
+"""The serving loop, and the one thing the two engines disagree on."""
+# `Engine.step()` asks the scheduler for a StepPlan, turns it into forwards, samples greedily
+# and commits. The *chunked* engine (the baseline) runs the plan as up to two forwards: prompt
+# chunks, then decode tokens, each with its own sampling and readback. The *fused* engine packs
+# both into one sequence: one forward, one sampling call, one readback. Everything else is
+# shared, so a comparison measures exactly that change.
+#
 # With `overlap` the host does not wait for a step's tokens before starting the next (vLLM V1's
 # async scheduling, SGLang's overlap scheduler). Requests finish by budget only, so which
 # requests decode, which chunks run and which blocks are reserved depend on token counts, never
@@ -18,7 +17,7 @@ from __future__ import annotations
 import operator
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Iterator, Sequence
 
 import torch
@@ -62,7 +61,7 @@ class StepRecord:
 
 def gpu_kernels() -> list[triton.runtime.JITFunction]:
     """The engine's Triton kernels built for a GPU: none if TRITON_INTERPRET=1 when they were imported."""
-    return [k for module in (triton_kernels, ops.activation, ops.gemm, ops.norm, ops.rotary)
+    return [k for module in (triton_kernels, ops.gemm, ops.norm, ops.rotary)
             for k in vars(module).values() if isinstance(k, triton.runtime.JITFunction)]
 
 
@@ -90,9 +89,10 @@ class Engine:
             raise TypeError(f"model must be a Qwen2Model (fusedlib.load_model), got {type(model).__name__}")
         if config is not None and not isinstance(config, EngineConfig):
             raise ValueError(f"config must be an EngineConfig, got {type(config).__name__}")
-        unknown = sorted(set(settings) - set(EngineConfig.names()))
+        names = tuple(f.name for f in fields(EngineConfig))
+        unknown = sorted(set(settings) - set(names))
         if unknown:
-            raise ValueError(f"unknown engine setting {unknown[0]!r}; settings are {EngineConfig.names()}")
+            raise ValueError(f"unknown engine setting {unknown[0]!r}; settings are {names}")
         # Settings left None take the model's device's defaults (EngineConfig.for_device), so
         # `config` says what this engine runs.
         self.config = config = replace(config or EngineConfig(), **settings).for_device(model.device.type)
@@ -169,12 +169,13 @@ class Engine:
         if plan.empty:
             return None
         chunk_kv = sum(c.start + c.length for c in plan.chunks)
+        decode_kv = sum(len(r.prompt) + r.num_generated for r in plan.decodes)  # each row's position + 1
         # The fused engine's one forward; the chunked engine's chunks, then its decode rows.
         split = [(plan.chunks, []), ([], plan.decodes)] if self.config.kind == "chunked" else [(plan.chunks, plan.decodes)]
         forwards = [(chunks, decodes) for chunks, decodes in split if chunks or decodes]
         first = self._event()
         run = self._run_overlapped if self.config.overlap else self._run_in_order
-        last, waited, decode_kv = run(plan, forwards)
+        last, waited = run(plan, forwards)
         host_s, end = time.perf_counter() - host_start - waited, self.clock()
         record = StepRecord(plan.kind, plan.num_chunk_tokens, len(plan.decodes), len(forwards), start, end - start,
                             decode_kv, chunk_kv, host_s, (first, last))
@@ -182,31 +183,26 @@ class Engine:
             observe(record)
         return record
 
-    def _run_in_order(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float, int]:
-        """Each forward's tokens committed before the next: (the step's closing event, seconds waited,
-        KV positions its decode rows read)."""
-        waited, row, decode_kv = 0.0, 0, 0
+    def _run_in_order(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
+        """Each forward's tokens committed before the next: (the step's closing event, seconds waited)."""
+        waited, row = 0.0, 0
         try:
             for chunks, decodes in forwards:
-                batch = self._pack(chunks, decodes)
-                decode_kv += batch.decode_kv_tokens
-                samplers, tokens = self._forward(batch, row)
+                samplers, tokens = self._forward(self._pack(chunks, decodes), row)
                 row += len(samplers)
                 waited += self._receive(self._send_to_host(plan, samplers, tokens))
         except Exception as error:
             raise self._failure([plan], error) from error
         last = self._event()
         self.scheduler.advance(plan)
-        return last, waited, decode_kv
+        return last, waited
 
-    def _run_overlapped(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float, int]:
+    def _run_overlapped(self, plan: StepPlan, forwards: list) -> tuple[torch.cuda.Event | None, float]:
         """Launch this step, then commit the previous one's tokens (read by this one on the device); as `_run_in_order`."""
-        requests, sampled, decode_kv = [], [], 0
+        requests, sampled = [], []
         try:
             for chunks, decodes in forwards:
-                batch = self._pack(chunks, decodes)
-                decode_kv += batch.decode_kv_tokens
-                samplers, tokens = self._forward(batch, len(requests))
+                samplers, tokens = self._forward(self._pack(chunks, decodes), len(requests))
                 requests += samplers
                 sampled.append(tokens)
         except Exception as error:
@@ -220,7 +216,7 @@ class Engine:
         if not self.scheduler.has_work():  # no step follows to overlap with: the tokens are due now
             current, self._in_flight = self._in_flight, None
             waited += self._commit(current, [plan])
-        return last, waited, decode_kv
+        return last, waited
 
     def run_until_done(self) -> None:
         while self.has_work():
@@ -325,8 +321,8 @@ class Engine:
         return num_compiled() - self._compiled_at_construction
 
     def _warmup(self) -> None:
-        """Real forwards through every step kind (chunk-only with a continuing chunk, mixed,
-        decode-only), so kernels compile here and not in a measured step; then forgotten."""
+        """Real forwards through every step kind (chunk-only with a continuing chunk, mixed, decode-only), then forgotten."""
+        # So kernels compile here and not in a measured step.
         # Longer than one chunk, so a chunk continues an earlier one; small enough to fit alone
         # in the pool (the tiny-pool gate builds pools of a few dozen blocks).
         n = min(self.config.chunk_tokens + 3, self.pool.num_blocks * self.pool.block_size - 2,

@@ -56,11 +56,11 @@ def by_dtype(buffer: np.ndarray | torch.Tensor) -> dict:
 
 
 class WholeGraphs:
-    """One graph per (chunk positions, decode rows) bucket: prompt-chunk positions first, padded
-    to a chunk bucket (none in a decode-only forward), then decode rows, padded to a decode bucket
-    (beside chunks: all `max_batch` rows if `mixed`, the fused engine's case, else none). With
-    `chunk_tokens` 0 only decode-only forwards are graphed. `capture=False` keeps every buffer
-    and padding rule but runs eagerly (the CPU tests check the static path with it)."""
+    """One graph per (chunk positions, decode rows) bucket: prompt-chunk positions first, padded to a chunk
+    bucket (none in a decode-only forward), then decode rows, padded to a decode bucket (beside chunks: all
+    `max_batch` rows if `mixed`, the fused engine's case, else none). With `chunk_tokens` 0 only decode-only
+    forwards are graphed. `capture=False` keeps every buffer and padding rule but runs eagerly."""
+    # The CPU tests check the static path with capture=False.
     # Both attention launches have a fixed grid per bucket, and what they read that changes from
     # step to step sits in static buffers. Padding chunk positions form one extra chunk (index
     # max_batch) on the scratch block; padding decode rows read the one key they wrote there.

@@ -1,11 +1,10 @@
-"""Qwen2, read top to bottom: embedding, decoder layers, final norm, head.
-
-The model runs one *packed, unpadded* sequence of T positions, prompt chunks first (the first
-`meta.prefill.num_tokens`), then decode rows. Every linear, norm and MLP sees all T at once; only
-attention splits (`Attention.attend`): that is the whole difference between one forward per
-step and two. The forward's `fused_ops` picks the fused Triton ops of `fusedlib.ops` or the plain
-PyTorch reference (parts 7-9); both do the same arithmetic.
-"""
+"""Qwen2, read top to bottom: embedding, decoder layers, final norm, head."""
+# The model runs one *packed, unpadded* sequence of T positions, prompt chunks first (the first
+# `meta.prefill.num_tokens`), then decode rows. Every linear, norm and MLP sees all T at once; only
+# attention splits (`Attention.attend`): that is the whole difference between one forward per
+# step and two. The forward's `fused_ops` picks the fused Triton ops of `fusedlib.ops` or the plain
+# PyTorch reference (parts 7-9); both do the same arithmetic.
+#
 # q/k/v are one matmul and gate/up are one (as in gpt-fast): 4 GEMMs a layer instead of 7.
 # The residual stream travels as two tensors, `hidden` (the last sub-layer's output) and
 # `residual` (the sum so far, None before the first layer), so the add that merges them can
@@ -100,8 +99,8 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        gate, up = ops.split_gate_up(self.gate_up_proj(x))  # gate_up's rows are interleaved (ops/gemm.py)
+        return self.down_proj((F.silu(gate) * up).flatten(-2))
 
 
 class DecoderLayer(nn.Module):
@@ -129,9 +128,10 @@ class DecoderLayer(nn.Module):
                                 attn.num_heads, attn.num_kv_heads)
         o = ops.linear(attn.attend(q, k_cache, v_cache, meta, backend), attn.o_proj.weight, ops.O_PROJ_SPLIT_K)
         # The attention output joins the stream inside the norm; SiLU(gate) * up is the gate_up
-        # GEMM's epilogue (or one kernel after cuBLAS's GEMM).
+        # GEMM's epilogue (or one kernel after cuBLAS's GEMM); part 12's shapes take the large-batch one.
         x, residual = ops.add_rms_norm(o, residual, norm2.weight, norm2.eps)
-        return ops.linear(ops.gate_up_silu(x, mlp.gate_up_proj.weight), mlp.down_proj.weight, ops.DOWN_SPLIT_K), residual
+        act = ops.gate_up_silu(x, mlp.gate_up_proj.weight, backend.hopper_shapes)
+        return ops.linear(act, mlp.down_proj.weight, ops.DOWN_SPLIT_K), residual
 
 
 class Qwen2Model(nn.Module):
@@ -156,17 +156,14 @@ class Qwen2Model(nn.Module):
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata,
                 kv_cache: torch.Tensor, backend: AttentionBackend, logit_indices: torch.Tensor,
                 fused_ops: bool) -> torch.Tensor:
-        """Logits (fp32) at `logit_indices` only: the vocabulary projection is the largest matmul."""
+        """Logits (fp32) at `logit_indices` of one packed sequence (prompt-chunk positions, then decode rows)."""
         hidden, residual = self.embed_tokens(input_ids), None
         cos, sin = self.rotary(positions, hidden.dtype)
         for i, layer in enumerate(self.layers):  # .forward: no module hooks, less host time
             hidden, residual = layer.forward(hidden, residual, cos, sin, kv_cache[i, 0], kv_cache[i, 1], meta,
                                              backend, fused_ops)
-        return self.head(hidden, residual, logit_indices, fused_ops)
-
-    def head(self, hidden: torch.Tensor, residual: torch.Tensor, logit_indices: torch.Tensor,
-             fused_ops: bool) -> torch.Tensor:
-        # Fused, the last residual add, the gather of the logit rows and the final norm are one kernel.
+        # The head. Only the logit rows reach the vocabulary projection, the largest matmul. Fused,
+        # the last residual add, the gather of the logit rows and the final norm are one kernel.
         x = (ops.rms_norm_rows(hidden, residual, self.norm.weight, self.norm.eps, logit_indices) if fused_ops
              else self.norm((hidden + residual)[logit_indices]))
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight

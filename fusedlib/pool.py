@@ -46,10 +46,6 @@ class KVPool:
     def num_free_blocks(self) -> int:
         return len(self._free)
 
-    @property
-    def gib(self) -> float:
-        return self.num_blocks * self.bytes_per_block / 2**30
-
     def blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 

@@ -1,10 +1,9 @@
-"""Requests, strict FCFS admission and the StepPlan.
-
-Per step the scheduler (1) admits from the head of the queue while a batch row is free and the
-head's blocks fit (strict FCFS: the head blocks everyone behind it), (2) gives one decode
-token to every running request past its prompt, and (3) fills a budget of `chunk_tokens`
-prompt positions FCFS across requests still prefilling.
-"""
+"""Requests, strict FCFS admission and the StepPlan."""
+# Per step the scheduler (1) admits from the head of the queue while a batch row is free and the
+# head's blocks fit (strict FCFS: the head blocks everyone behind it), (2) gives one decode
+# token to every running request past its prompt, and (3) fills a budget of `chunk_tokens`
+# prompt positions FCFS across requests still prefilling.
+#
 # Once a step is launched, `advance` moves every request on by counts alone; `record` writes
 # the token values when the host has them, which with overlap is during the next step.
 from __future__ import annotations
@@ -33,7 +32,6 @@ class Request:
     num_generated: int = 0
     token_row: int = 0  # where its newest sampled token is in its step's tokens
 
-    prompt_len = property(lambda self: len(self.prompt))
     prefilling = property(lambda self: self.num_cached < len(self.prompt))
     pending = property(lambda self: self.num_generated - len(self.output))  # sampled, not read yet (0 or 1)
     # The last generated token is never fed back, so its K/V is never stored.
@@ -110,8 +108,8 @@ class Scheduler:
         return finished
 
     def advance(self, plan: StepPlan) -> None:
-        """After the plan's launch: prefill progress, new decode rows, and requests with their whole
-        budget sampled retired (`record` stamps `finished` when the last token arrives)."""
+        """After the plan's launch: prefill progress, new decode rows, requests with their whole budget sampled retired."""
+        # `record` stamps `finished` when the last token arrives.
         # Blocks go back now: the device runs in launch order, so a later step that reuses them
         # writes them after this step's reads.
         for c in plan.chunks:

@@ -1,5 +1,5 @@
 """A Qwen2Model from a preset (seeded random weights: timing does not depend on their values)
-or a Hugging Face checkpoint (its q/k/v and gate/up concatenated into the fused projections)."""
+or a Hugging Face checkpoint (its q/k/v concatenated and gate/up interleaved into the fused projections)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 
 from .config import PRESETS, ModelConfig
 from .model import Qwen2Model, RotaryEmbedding
+from .ops import interleave_gate_up
 
 
 def load_model(name_or_path: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
@@ -66,7 +67,7 @@ def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def from_hf_state_dict(hf: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch.Tensor]:
-    """Map transformers' Qwen2ForCausalLM names onto ours (fusing q/k/v and gate/up)."""
+    """Map transformers' Qwen2ForCausalLM names onto ours (fusing q/k/v, and gate/up interleaved)."""
     sd = {"embed_tokens.weight": hf["model.embed_tokens.weight"], "norm.weight": hf["model.norm.weight"]}
     if not cfg.tie_word_embeddings:
         sd["lm_head.weight"] = hf["lm_head.weight"]
@@ -75,7 +76,8 @@ def from_hf_state_dict(hf: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[st
         for kind in ("weight", "bias"):
             sd[dst + f"self_attn.qkv_proj.{kind}"] = torch.cat(
                 [hf[src + f"self_attn.{p}_proj.{kind}"] for p in ("q", "k", "v")], dim=0)
-        sd[dst + "mlp.gate_up_proj.weight"] = torch.cat([hf[src + f"mlp.{p}_proj.weight"] for p in ("gate", "up")])
+        gate_up = [hf[src + f"mlp.{p}_proj.weight"] for p in ("gate", "up")]
+        sd[dst + "mlp.gate_up_proj.weight"] = interleave_gate_up(*gate_up)
         for name in ("self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"):
             sd[dst + f"{name}.weight"] = hf[src + f"{name}.weight"]  # the same name, less "model."
     return sd

@@ -1,9 +1,20 @@
+from dataclasses import replace
+
 import pytest
 import torch
 
+from fusedlib.config import PRESETS
 from fusedlib.engine import Engine
 from fusedlib.bench.hf import to_transformers
+from fusedlib.ops.gemm import GATE_UP_BLOCK
+from fusedlib.weights import random_model
 from tests.helpers import tiny_model
+
+
+def three_block_model():
+    """The tiny model with an MLP of three gate_up layout blocks: the tiny one's single block reads
+    the same interleaved or stacked, so a layout read wrongly would not show there."""
+    return random_model(replace(PRESETS["tiny"], intermediate_size=3 * GATE_UP_BLOCK), init_std=0.2)
 
 
 @pytest.mark.slow(3)
@@ -12,7 +23,7 @@ from tests.helpers import tiny_model
 def test_logits_match_transformers_fp32(fused_ops, attention):
     """Our packed forward over several prompts vs transformers on each prompt alone, with
     the PyTorch reference ops and with the fused Triton ops (on the interpreter here)."""
-    model = tiny_model()
+    model = three_block_model()
     hf = to_transformers(model)
     engine = Engine(model, kind="fused", chunk_tokens=1024, warmup=False, attention=attention, fused_ops=fused_ops)
     g = torch.Generator().manual_seed(0)
@@ -25,7 +36,7 @@ def test_logits_match_transformers_fp32(fused_ops, attention):
     assert plan.kind == "chunk" and len(plan.chunks) == len(prompts)
     batch = engine._pack(plan.chunks, [])
     # logits at every packed position, not only the sampled ones
-    every = torch.arange(batch.num_tokens)
+    every = torch.arange(len(batch.input_ids))
     ours = model(batch.input_ids, batch.positions, batch.meta, engine.pool.kv, engine.backend, every, fused_ops)
     start = 0
     worst = 0.0
@@ -41,7 +52,7 @@ def test_qkv_and_gate_up_round_trip_through_hf_names():
     from fusedlib.bench.hf import to_hf_state_dict
     from fusedlib.weights import from_hf_state_dict
 
-    model = tiny_model()
+    model = three_block_model()
     back = from_hf_state_dict(to_hf_state_dict(model), model.config)
     for name, tensor in model.state_dict().items():
         assert torch.equal(back[name], tensor), name
@@ -79,6 +90,19 @@ def test_fused_ops_switch_reaches_every_layer(monkeypatch):
         assert len(calls) == (2 * model.config.num_layers if fused else 0)
 
 
+@pytest.mark.parametrize("attention,epilogue", [("triton-hopper", True), ("triton-parallel", False), ("torch", False)])
+def test_only_part12s_backend_asks_for_the_epilogue(monkeypatch, attention, epilogue):
+    """The engine's fused ops ask gate_up for its large-batch epilogue kernel under part 12's backend
+    only (the rows then decide: tests/ops/test_gateup_epilogue.py); parts 7-11's keep their kernels."""
+    from fusedlib import ops
+
+    asked, real = [], ops.gate_up_silu
+    monkeypatch.setattr(ops, "gate_up_silu", lambda x, w, epilogue: asked.append(epilogue) or real(x, w, epilogue))
+    model = tiny_model()
+    Engine(model, warmup=False, attention=attention, fused_ops=True).generate([[1, 2, 3]], 1)
+    assert asked == [epilogue] * model.config.num_layers
+
+
 @pytest.mark.slow(5)
 def test_fused_ops_take_triton_gemms_for_small_batches_only(monkeypatch):
     """A forward of at most SMALL_M_MAX rows runs, in every layer, the one-kernel gate_up +
@@ -88,7 +112,7 @@ def test_fused_ops_take_triton_gemms_for_small_batches_only(monkeypatch):
 
     launched, split_launches, gate_up_launches = [], [], []
     real_split, real_gate_up = gemm.split_k_kernel, gemm.gate_up_silu_kernel
-    monkeypatch.setattr(gemm.activation, "silu_mul", lambda t, real=gemm.activation.silu_mul: launched.append(1) or real(t))
+    monkeypatch.setattr(gemm, "silu_mul", lambda t, real=gemm.silu_mul: launched.append(1) or real(t))
     for name, real, calls in (("split_k_kernel", real_split, split_launches),
                               ("gate_up_silu_kernel", real_gate_up, gate_up_launches)):
         monkeypatch.setattr(gemm, name, type("Spy", (), {

@@ -36,6 +36,7 @@ class AttentionMetadata:
 
 class AttentionBackend(Protocol):
     """q is [n, num_heads, head_dim]; returns `out` (a view the caller owns), or a new tensor, like q."""
+    hopper_shapes: bool  # part 12's launch shapes: attention's (Triton) and gate_up's large-batch GEMM (model.py)
 
     def prefill(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 meta: PrefillMeta, scale: float, out: torch.Tensor | None = None) -> torch.Tensor: ...

@@ -182,7 +182,10 @@ class TritonAttention:
     def max_splits(self, max_context_len: int, num_pairs: int, device: torch.device) -> int:
         """Programs per (request, KV head): `programs_per_sm` per SM, at most the longest context's tiles."""
         # The graphs pass the pool's longest context, so "balanced" gets a grid fixed per row count.
-        wanted = math.ceil(self.splitkv.programs_per_sm * self._sms(device) / num_pairs)
+        if self._num_sms is None:  # the device's SM count, read on first use
+            self._num_sms = (torch.cuda.get_device_properties(device).multi_processor_count
+                             if device.type == "cuda" else INTERPRETER_SMS)
+        wanted = math.ceil(self.splitkv.programs_per_sm * self._num_sms / num_pairs)
         return max(1, min(MAX_SPLITS, wanted, math.ceil(max_context_len / self.splitkv.block_n)))
 
     def split_plan(self, max_context_len: int, num_pairs: int, device: torch.device) -> tuple[int, int]:
@@ -191,12 +194,6 @@ class TritonAttention:
         splits = self.max_splits(max_context_len, num_pairs, device)
         split_len = math.ceil(max_context_len / splits / block_n) * block_n
         return math.ceil(max_context_len / split_len), split_len
-
-    def _sms(self, device: torch.device) -> int:
-        if self._num_sms is None:
-            self._num_sms = (torch.cuda.get_device_properties(device).multi_processor_count
-                             if device.type == "cuda" else INTERPRETER_SMS)
-        return self._num_sms
 
     def _split_decode(self, q, k_cache, v_cache, meta: DecodeMeta, scale: float, out) -> torch.Tensor:
         """Split-KV decode, split by the host's `split_plan` ("splitkv") or on the device ("balanced")."""

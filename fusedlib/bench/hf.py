@@ -7,6 +7,7 @@ import torch
 
 from ..config import ModelConfig
 from ..model import Qwen2Model
+from ..ops import split_gate_up
 
 
 def transformers_classes(*names: str) -> tuple:
@@ -56,8 +57,8 @@ def to_hf_state_dict(model: Qwen2Model) -> dict[str, torch.Tensor]:
             qkv = ours[src + f"self_attn.qkv_proj.{kind}"]
             for name, part in zip("qkv", qkv.split([q, kv, kv], dim=0)):
                 hf[dst + f"self_attn.{name}_proj.{kind}"] = part
-        gate, up = ours[src + "mlp.gate_up_proj.weight"].chunk(2, dim=0)
-        hf[dst + "mlp.gate_proj.weight"], hf[dst + "mlp.up_proj.weight"] = gate, up
+        gate, up = split_gate_up(ours[src + "mlp.gate_up_proj.weight"], dim=0)
+        hf[dst + "mlp.gate_proj.weight"], hf[dst + "mlp.up_proj.weight"] = gate.flatten(0, 1), up.flatten(0, 1)
         for same in ("self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"):
             hf[dst + same + ".weight"] = ours[src + same + ".weight"]
     return hf

@@ -8,7 +8,7 @@
           events around each call, after an L2 flush).
           TFLOP/s count causal FLOPs: 4 * heads * head_dim * pairs (`causal_pairs`).
   decode  part 11's decode attention per (rows, context) beside a copy of its bytes.
-  gemm    each linear layer at a mixed step's rows through the engine's call (gate_up's with
+  gemm    each linear layer at a mixed step's rows through part 12's engine's call (gate_up's with
           its SiLU * up) beside `torch.matmul`, outputs checked first, after an L2 flush.
 Full: Qwen2.5-1.5B's shapes in fp16; smoke: the tiny model's on the CPU (plumbing only)."""
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .spec import RunSpec
 from .telemetry import machine
 from .timing import decode_rate, flush_buffer, median_ms
 from .. import ops
-from ..ops.gemm import SMALL_M_MAX
+from ..ops.gemm import SMALL_M_MAX, gate_up_path
 from ..attention import make_backend
 from ..attention.base import PrefillMeta
 from ..attention.triton_backend import EARLIER_PROMPT_TILES, TritonAttention, _prompt_tiles
@@ -164,13 +164,15 @@ def layer_shapes(cfg, chunk: int, rows: int) -> list[tuple[str, int, int, int]]:
 
 
 def engine_call(layer: str, x: torch.Tensor, w: torch.Tensor):
-    """(the engine's call for `layer`, its output as the GEMM's [M, N] or its activation)."""
+    """(part 12's engine's call for `layer`, its output the GEMM's [M, N] or activation; whether it calls cuBLAS)."""
+    # gate_up's weight is read as the engine stores it: gate and up interleaved (ops/gemm.py).
     if layer == "gate_up":
-        return lambda: ops.gate_up_silu(x, w)
+        epilogue = make_backend(ENGINE_ATTENTION).hopper_shapes  # its large-batch kernel, where it runs
+        return (lambda: ops.gate_up_silu(x, w, epilogue)), gate_up_path(x, epilogue) == "cublas"
     if layer == "lm_head":
-        return lambda: F.linear(x, w)
+        return (lambda: F.linear(x, w)), True
     split = {"qkv": ops.QKV_SPLIT_K, "o_proj": ops.O_PROJ_SPLIT_K, "down": ops.DOWN_SPLIT_K}[layer]
-    return lambda: ops.linear(x, w, split)
+    return (lambda: ops.linear(x, w, split)), x.shape[0] > SMALL_M_MAX
 
 
 def gemm_rows(spec: RunSpec) -> list[dict]:
@@ -182,11 +184,11 @@ def gemm_rows(spec: RunSpec) -> list[dict]:
         x = torch.randn(m, k, generator=gen, device=device).to(dtype)
         w = (torch.randn(n, k, generator=gen, device=device) * k ** -0.5).to(dtype)
         matmul = lambda x=x, w=w: torch.matmul(x, w.T)  # noqa: E731
-        ours = engine_call(layer, x, w)
+        ours, calls_cublas = engine_call(layer, x, w)
         want = matmul().float()
         if layer == "gate_up":
-            gate, up = want.chunk(2, dim=-1)
-            want = F.silu(gate) * up
+            gate, up = ops.split_gate_up(want)
+            want = (F.silu(gate) * up).flatten(-2)
         got = ours().float()
         got = got.sum(0) if got.dim() == 3 else got  # split-K partials, summed as their reader does
         err = (got - want).abs().max().item()
@@ -195,7 +197,7 @@ def gemm_rows(spec: RunSpec) -> list[dict]:
         ours_ms, matmul_ms = (median_ms(f, device, sizes["iters"], flush)[0] for f in (ours, matmul))
         flops = 2 * m * n * k
         out.append({**machine(), "layer": layer, "m": m, "n": n, "k": k, "flops": flops,
-                    "calls_cublas": layer == "lm_head" or m > SMALL_M_MAX,
+                    "calls_cublas": calls_cublas,
                     "gpu_us": ours_ms * 1e3, "tflops": flops / ours_ms / 1e9,
                     "matmul_us": matmul_ms * 1e3, "matmul_tflops": flops / matmul_ms / 1e9,
                     "fraction_of_matmul": matmul_ms / ours_ms, "max_abs_err": err})

@@ -391,7 +391,7 @@ GPU_COMPILE = textwrap.dedent("""
     from fusedlib.attention import triton_kernels as K
     from fusedlib.attention.triton_backend import (EARLIER_PROMPT_TILES, HOPPER_PROMPT_TILES, MIN_DOT_ROWS,
                                                    REDUCE_BLOCK_S, PART9_SPLITKV, SplitKVConfig)
-    from fusedlib.ops import activation, gemm, norm, rotary
+    from fusedlib.ops import gemm, norm, rotary
 
     ARCH = int(sys.argv[1])
     SHARED_PER_BLOCK = {90: 227 * 1024, 86: 99 * 1024}  # H100/H200 and A10 opt-in maxima
@@ -438,11 +438,12 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(norm.add_rms_norm_kernel, dtype, dict(
                 SPLITS=splits, HAS_RESIDUAL=has_residual, WRITE_RESIDUAL=has_residual and not rows,
                 HAS_ROWS=rows, BLOCK=triton.next_power_of_2(hidden)), 4, fp32={"x_ptr"} if splits else ())
-        compile_for_arch(activation.silu_mul_kernel, dtype, dict(BLOCK=activation.SILU_MUL_BLOCK), 4)
-        gate_up = gemm.GateUpConfig()
+        compile_for_arch(gemm.silu_mul_kernel, dtype, dict(BLOCK=gemm.SILU_MUL_BLOCK, LAYOUT_BLOCK=gemm.GATE_UP_BLOCK), 4)
+        gate_up = gemm.GATE_UP_SMALL_M
         for rows in (16, 32, 64):
             compile_for_arch(gemm.gate_up_silu_kernel, dtype, dict(
-                BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, DOT_PRECISION=precision),
+                BLOCK_M=rows, BLOCK_N=gate_up.block_n, BLOCK_K=gate_up.block_k, LAYOUT_BLOCK=gemm.GATE_UP_BLOCK,
+                DOT_PRECISION=precision),
                 gate_up.num_warps, gemm.stages_for(ARCH // 10, gate_up))
         for split_k in (gemm.QKV_SPLIT_K, gemm.O_PROJ_SPLIT_K, gemm.DOWN_SPLIT_K):
             for rows in (16, 32, 64):
@@ -453,7 +454,7 @@ GPU_COMPILE = textwrap.dedent("""
             compile_for_arch(rotary.rotary_to_cache_kernel, dtype, dict(
                 NUM_HEADS=heads, NUM_KV_HEADS=kv_heads, HEAD_DIM=head_dim,
                 BLOCK_HQ=triton.next_power_of_2(heads), BLOCK_HKV=triton.next_power_of_2(kv_heads),
-                KV_BLOCK_SIZE=16, SPLITS=splits, HAS_BIAS=True), 4, fp32={"qkv_ptr"} if splits else ())
+                KV_BLOCK_SIZE=16, SPLITS=splits), 4, fp32={"qkv_ptr"} if splits else ())
         # Prefill at the arch's tiles (the A10 gets the earlier ones), part 7's decode rows.
         for tiles, decode_rows in ((HOPPER_PROMPT_TILES if ARCH == 90 else EARLIER_PROMPT_TILES, False),
                                    (EARLIER_PROMPT_TILES, True)):

@@ -4,6 +4,7 @@ interpreter (the same cases run on the GPU with FUSEDLIB_GPU_TESTS=1).
 Ragged token counts, fp32 and fp16. bf16 is not tested here: its arithmetic is broken in
 the interpreter (TOOLCHAIN.md); the GPU script checks the model dtype there."""
 import os
+from dataclasses import replace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch.nn.functional as F
 
 from fusedlib import ops
 from fusedlib.ops import gemm
-from fusedlib.ops.gemm import SMALL_M_MAX, GateUpConfig, SplitKConfig
+from fusedlib.ops.gemm import GATE_UP_BLOCK, GATE_UP_SMALL_M, SMALL_M_MAX, SmallMConfig
 from fusedlib.model import RMSNorm, RotaryEmbedding, _rotate_half
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -69,8 +70,10 @@ def test_rms_norm_rows_gathers_the_logit_rows(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("tokens", TOKENS)
 def test_silu_mul(tokens, dtype):
-    gate_up = rand(tokens, 2 * 1100, dtype=dtype, seed=tokens)  # spans two column blocks
-    gate, up = gate_up.split(1100, dim=-1)
+    """The projection interleaved as the weight is: GATE_UP_BLOCK columns of gate, the same of up, ..."""
+    intermediate = 9 * GATE_UP_BLOCK  # spans two of the kernel's column blocks
+    gate, up = rand(tokens, intermediate, dtype=dtype, seed=tokens), rand(tokens, intermediate, dtype=dtype, seed=99)
+    gate_up = torch.stack([gate.unflatten(1, (-1, GATE_UP_BLOCK)), up.unflatten(1, (-1, GATE_UP_BLOCK))], 2).flatten(1)
     assert_close(ops.silu_mul(gate_up), F.silu(gate) * up, dtype, "silu_mul")
 
 
@@ -111,8 +114,8 @@ def test_rotary_to_cache(tokens, dtype, heads, kv_heads, head_dim):
 
 
 GATE_UP_CONFIGS = {  # the default tile; a narrow one with K in several short steps
-    "default": GateUpConfig(),
-    "narrow": GateUpConfig(block_n=16, block_k=32),
+    "default": GATE_UP_SMALL_M,
+    "narrow": replace(GATE_UP_SMALL_M, block_n=16, block_k=32),
 }
 
 
@@ -120,22 +123,23 @@ GATE_UP_CONFIGS = {  # the default tile; a narrow one with K in several short st
 @pytest.mark.parametrize("config", GATE_UP_CONFIGS)
 @pytest.mark.parametrize("tokens", [1, 17, 64])
 def test_gate_up_silu_matches_the_reference(tokens, config, dtype):
-    """Ragged rows (a 64-row tile holding 1 or 17), a ragged last column tile
-    (intermediate 100) and K not a multiple of block_k (300), against the reference's
-    gate_up projection, F.silu and product, each rounded to the model dtype."""
-    intermediate, k = 100, 300
+    """Ragged rows (a 64-row tile holding 1 or 17), two layout blocks (intermediate 256,
+    interleaved) and K not a multiple of block_k (300), against the reference's gate and up
+    projections, F.silu and product, each rounded to the model dtype."""
+    intermediate, k = 2 * GATE_UP_BLOCK, 300
     x = rand(tokens, k, dtype=dtype, seed=tokens)
-    weight = rand(2 * intermediate, k, dtype=dtype, seed=7, scale=0.1)
-    gate, up = F.linear(x, weight).chunk(2, dim=-1)
-    assert_close(ops.gate_up_silu(x, weight, GATE_UP_CONFIGS[config]), F.silu(gate) * up, dtype, config)
+    gate, up = rand(intermediate, k, dtype=dtype, seed=7, scale=0.1), rand(intermediate, k, dtype=dtype, seed=8, scale=0.1)
+    weight = ops.interleave_gate_up(gate, up)
+    assert_close(ops.gate_up_silu(x, weight, cfg=GATE_UP_CONFIGS[config]), F.silu(F.linear(x, gate)) * F.linear(x, up),
+                 dtype, config)
 
 
 SPLIT_K_CONFIGS = {  # the three projections'; narrow tiles over short K steps; more splits than K needs
     "down": ops.DOWN_SPLIT_K,
     "qkv": ops.QKV_SPLIT_K,
     "o_proj": ops.O_PROJ_SPLIT_K,
-    "narrow": SplitKConfig(block_n=16, block_k=32, splits=3),
-    "empty splits": SplitKConfig(block_n=32, block_k=64, splits=8),
+    "narrow": SmallMConfig(block_n=16, block_k=32, splits=3),
+    "empty splits": SmallMConfig(block_n=32, block_k=64, splits=8),
 }
 
 
@@ -196,8 +200,8 @@ def test_rotary_reads_partials_as_their_rounded_sum(dtype):
 
 
 def gate_up_silu_reference(x, weight):
-    gate, up = F.linear(x, weight).chunk(2, dim=-1)
-    return F.silu(gate) * up
+    gate, up = ops.split_gate_up(F.linear(x, weight))
+    return (F.silu(gate) * up).flatten(-2)
 
 
 def summed_linear(x, weight):
@@ -213,7 +217,7 @@ def test_triton_gemms_take_small_batches_only(monkeypatch, op, kernel, expected)
     real = getattr(gemm, kernel)
     monkeypatch.setattr(gemm, kernel, type("Spy", (), {
         "__getitem__": lambda self, grid: launches.append(grid) or real[grid]})())
-    weight = rand(16, 8, dtype=torch.float32, seed=1)
+    weight = rand(2 * GATE_UP_BLOCK, 8, dtype=torch.float32, seed=1)
     for rows in (SMALL_M_MAX, SMALL_M_MAX + 1, 256):
         x = rand(rows, 8, dtype=torch.float32, seed=rows)
         assert_close(op(x, weight), expected(x, weight), torch.float32, str(rows))

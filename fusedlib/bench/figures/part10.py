@@ -15,9 +15,9 @@ from .data import PARTS, collect, load, newest, per_rows, rates
 
 def roofline_points(d: str | Path | None = None, config: str = "part10", engine: str = "fused") -> pd.DataFrame:
     """Each step kind and each kernel class of `config`'s `engine` as a roofline point: FLOPs,
-    bytes, GPU time, arithmetic intensity (FLOP/byte) and attained FLOP/s. Kernel classes
-    without modelled bytes or FLOPs are left out; one engine's rows only, never an average
-    of two engines' kernels."""
+    bytes, GPU time, arithmetic intensity (FLOP/byte) and attained FLOP/s."""
+    # Kernel classes without modelled bytes or FLOPs are left out; one engine's rows only, never
+    # an average of two engines' kernels.
     c = load("census", d)
     if not len(c) or "record" not in c:
         return pd.DataFrame()
