@@ -22,13 +22,13 @@ from ..config import PARTS
 # A drain reads low (part 10: 48 over 240 arrivals, ~50 over 2,000), so the steady rate sits
 # at or above 1x and the multiples from 1.25x up are past it; the chunked engine's capacity
 # is lower still (the same multiples saturate it sooner).
-# Parts 7 and 9 since: their steady rates (fused 8.9 and 11.1 req/s, 400 arrivals, H100) put
-# the drain estimates' sweeps wrong, part 7's with one saturated rate of three and part 9's with
-# none below capacity; 9 and 11 put one rate below and two past each.
+# Parts 7-9 since, from their steady rates (fused, 400 arrivals, H100): part 7 11.4 and part 8
+# 10.2 req/s (the drain-based 9.0 and 8.0 put one swept rate of three past capacity: no
+# plateau), part 9 11.1; each now puts one rate below capacity and two past it.
 # Part 12 (part 11's best setting with Hopper-shaped prompt tiles): part 11's steady 80 req/s
 # there, plus the ~15% its ballpark (data/predictions_part12.yaml) expects from the prompt
 # kernel's ~2.3x.
-CAPACITY_ESTIMATES = {"part7": 9.0, "part8": 8.0, "part9": 11.0, "part10": 48.0, "part12": 95.0}
+CAPACITY_ESTIMATES = {"part7": 11.4, "part8": 10.2, "part9": 11.0, "part10": 48.0, "part12": 95.0}
 SCALE_ESTIMATES = {(256, 2048): 79.0, (256, 8192): 69.6, (256, 512): 50.5, (128, 2048): 65.2, (128, 8192): 61.5,
                    (128, 512): 58.1, (64, 2048): 50.8, (64, 8192): 47.5, (64, 512): 50.3, (32, 2048): 42.0,
                    (32, 8192): 40.6, (32, 512): 39.4}
