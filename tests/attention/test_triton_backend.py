@@ -240,6 +240,7 @@ def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one():
                                                               attn.scale), dtype)
 
 
+@pytest.mark.slow(1)
 def test_kernels_read_blocks_longer_than_their_key_steps():
     """Part 12's 128-token cache blocks read in key steps shorter than a block (the interpreter's
     16-key prompt tiles, decode's 64 keys): each step's keys lie in part of one block, and
