@@ -12,7 +12,7 @@ import torch
 
 from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
 from fusedlib.bench.timing import decode_rate, flush_buffer
-from fusedlib.config import PRESETS
+from fusedlib.config import PARTS, PRESETS
 
 cfg, t0 = PRESETS["qwen2.5-1.5b"], time.time()
 flush = flush_buffer("cuda")
@@ -29,7 +29,8 @@ for sk in shapes:
         break
     backend = TritonAttention("balanced", splitkv=sk)
     try:
-        fr = [decode_rate(backend, r, c, cfg, "cuda", 30, flush, cfg.max_position_embeddings)["fraction_of_copy"]
+        fr = [decode_rate(backend, r, c, cfg, "cuda", 30, flush, cfg.max_position_embeddings,
+                          block_size=PARTS["part12"].kv_block_size)["fraction_of_copy"]
               for r, c in cases]
     except Exception as e:  # a shape the kernel cannot launch (shared memory): say so, go on
         print(f"{sk}: {type(e).__name__} {str(e)[:80]}", flush=True)

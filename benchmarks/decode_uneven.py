@@ -15,9 +15,10 @@ import torch
 from fusedlib.attention.triton_backend import SplitKVConfig, TritonAttention
 from fusedlib.bench.timing import decode_case, flush_buffer, median_ms
 from fusedlib.bench.workloads import mixed
-from fusedlib.config import PRESETS
+from fusedlib.config import PARTS, PRESETS
 
 ROWS, ITERS, REPEATS = 256, 30, 3
+KV_BLOCK_SIZE = PARTS["part12"].kv_block_size  # the cache blocks part 12's engine reads
 cfg, device = PRESETS["qwen2.5-1.5b"], "cuda"
 SHAPES = {"default": SplitKVConfig(), "earlier (32 keys, 6/SM, 2 stages)":
           SplitKVConfig(block_n=32, programs_per_sm=6, num_warps=4, num_stages=2)}
@@ -30,7 +31,7 @@ def engine_contexts(seed: int) -> list[int]:
 
 
 def share_of_copy(backend, contexts: list[int], flush) -> float:
-    q, k, v, meta = decode_case(contexts, cfg, torch.float16, device, seed=len(contexts))
+    q, k, v, meta = decode_case(contexts, cfg, torch.float16, device, KV_BLOCK_SIZE, seed=len(contexts))
     meta = type(meta)(meta.num_tokens, meta.context_lens, meta.block_tables, cfg.max_position_embeddings)
     kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
     src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=device)

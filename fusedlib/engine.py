@@ -105,8 +105,8 @@ class Engine:
                              "TRITON_INTERPRET=1 before importing fusedlib (or leave it unset: eager torch)")
         self.model = model
         self.backend = make_backend(config.attention)
-        self.pool = KVPool(model.config, model.dtype, model.device, num_blocks=config.num_blocks,
-                           pool_gib=config.pool_gib)
+        self.pool = KVPool(model.config, model.dtype, model.device, config.kv_block_size,
+                           num_blocks=config.num_blocks, pool_gib=config.pool_gib)
         self.scheduler = Scheduler(self.pool, config.max_batch, config.chunk_tokens)
         self.clock: Callable[[], float] = time.perf_counter
         self.observers: list[Callable[[StepRecord], None]] = []  # each gets every StepRecord

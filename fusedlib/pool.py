@@ -1,5 +1,5 @@
 """The KV pool: fixed-size blocks in one preallocated tensor for all layers,
-[num_layers, 2 (K, V), num_blocks + 1, BLOCK_SIZE, num_kv_heads, head_dim]."""
+[num_layers, 2 (K, V), num_blocks + 1, block_size, num_kv_heads, head_dim]."""
 # A request reserves every block it can ever need when admitted (reserve-on-admit), so a
 # running request never waits for memory; its blocks return at the end of the step it finishes
 # in. With `poison_freed` (a debug setting) returned blocks are filled with NaN: a later read of
@@ -11,16 +11,15 @@ from collections import deque
 
 import torch
 
-from .config import BLOCK_SIZE, ModelConfig
+from .config import ModelConfig
 
 CPU_DEFAULT_GIB = 0.25  # on CPU the default is a small fixed pool, never "all of host memory"
 GPU_FREE_FRACTION = 0.5  # of free GPU memory after the model is loaded; leaves room for peers
 
 
 class KVPool:
-    def __init__(self, cfg: ModelConfig, dtype: torch.dtype, device: torch.device | str,
-                 num_blocks: int | None = None, pool_gib: float | None = None,
-                 poison_freed: bool = False, block_size: int = BLOCK_SIZE):
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype, device: torch.device | str, block_size: int,
+                 num_blocks: int | None = None, pool_gib: float | None = None, poison_freed: bool = False):
         device = torch.device(device)
         self.block_size = block_size
         self.bytes_per_block = (cfg.num_layers * 2 * block_size * cfg.num_kv_heads * cfg.head_dim

@@ -45,6 +45,23 @@ def test_both_engines_agree_at_the_largest_batch_and_budget():
     assert outs["fused"] == outs["chunked"] and [len(o) for o in outs["fused"]] == budgets
 
 
+@pytest.mark.parametrize("kind", ["fused", "chunked"])
+def test_128_token_kv_blocks_give_the_tokens_of_16_token_ones(kind):
+    """Part 12's KV blocks: prompts past one and two 128-token blocks, chunked across them, in a
+    pool of four such blocks (so requests wait for blocks; freed ones are NaN-filled and handed
+    out again) give the tokens of 16-token blocks, and every block is free after."""
+    prompts, budgets = _prompts(8, seed=5, lengths=(1, 130, 17, 250)), [3, 1, 8, 5, 2, 7, 4, 6]
+    settings = dict(kind=kind, chunk_tokens=48, max_batch=4, overlap=True)
+    at16 = Engine(tiny_model(), **settings).generate(prompts, budgets)
+    engine = Engine(tiny_model(), **settings, kv_block_size=128, num_blocks=4)
+    engine.pool.poison_freed = True
+    held = []  # steps after which a request waited with a batch row free: for blocks
+    engine.observers.append(lambda r: held.append(len(engine.scheduler.running) < 4 and bool(engine.scheduler.waiting)))
+    assert engine.generate(prompts, budgets) == at16
+    assert engine.pool.kv.shape[3] == 128 and engine.pool.num_free_blocks == engine.pool.num_blocks == 4
+    assert any(held)
+
+
 def test_fused_runs_one_forward_per_step_and_chunked_two_on_mixed_steps():
     for kind, mixed_forwards in (("fused", 1), ("chunked", 2)):
         engine = Engine(tiny_model(), kind=kind, chunk_tokens=16, max_batch=4)
@@ -188,6 +205,10 @@ def test_step_records_count_the_kv_positions_attention_reads():
     ("max_batch", True, "max_batch must be an integer"),
     ("chunk_tokens", "512", "chunk_tokens must be an integer >= 1, got '512'"),
     ("num_blocks", 0, "num_blocks must be an integer >= 1"),
+    ("kv_block_size", 0, "kv_block_size must be an integer >= 1, got 0"),
+    ("kv_block_size", 48, "kv_block_size must be a power of two, got 48"),
+    ("kv_block_size", True, "kv_block_size must be an integer >= 1, got True"),
+    ("kv_block_size", "16", "kv_block_size must be an integer >= 1, got '16'"),
     ("pool_gib", -1, "pool_gib must be a number > 0"),
     ("cuda_graphs", 1, "cuda_graphs must be True, False or None"),
     ("overlap", "yes", "overlap must be True, False or None"),
@@ -231,13 +252,15 @@ def test_whole_graphs_need_decode_graphs():
 
 
 def test_unset_settings_take_the_devices_path():
-    """Left unset, a GPU engine runs part 12's path (part 10's switches, part 12's kernels) and a
-    CPU engine the eager torch reference; whatever is set explicitly is kept, and graphs stay off
-    where they cannot run."""
+    """Left unset, a GPU engine runs part 12's path (part 10's switches, part 12's kernels) in the
+    default 16-token KV blocks (part 12 takes 128) and a CPU engine the eager torch reference;
+    whatever is set explicitly is kept, and graphs stay off where they cannot run."""
     assert EngineConfig().for_device("cuda") == EngineConfig(
         attention="triton-hopper", cuda_graphs=True, whole_graphs=True, fused_ops=True, overlap=True) == \
-        replace(PARTS["part12"], max_batch=32, chunk_tokens=512)
-    assert PARTS["part10"] == replace(PARTS["part12"], attention="triton-parallel", max_batch=32, chunk_tokens=512)
+        replace(PARTS["part12"], max_batch=32, chunk_tokens=512, kv_block_size=16)
+    assert PARTS["part10"] == replace(PARTS["part12"], attention="triton-parallel", max_batch=32, chunk_tokens=512,
+                                      kv_block_size=16)
+    assert [p.kv_block_size for p in PARTS.values()] == [16] * 5 + [128]
     assert EngineConfig().for_device("cpu") == EngineConfig(
         attention="torch", cuda_graphs=False, whole_graphs=False, fused_ops=False, overlap=False)
     assert Engine(tiny_model(), warmup=False).config == EngineConfig(warmup=False).for_device("cpu")

@@ -83,6 +83,30 @@ def test_static_whole_path_gives_the_same_tokens(kind, fused_ops, attention):
     assert engine.pool.num_free_blocks == engine.pool.num_blocks
 
 
+@pytest.mark.parametrize("attention", ["torch", pytest.param("triton-hopper", marks=[CPU_TRITON, pytest.mark.slow(4)])])
+def test_static_whole_path_over_128_token_blocks(attention):
+    """Part 12's KV blocks through WholeGraphs' buffers, under the torch reference and part 12's
+    attention kernels: a prompt past one 128-token block, chunked across it, then decode rows
+    beside padding rows (on the scratch block's first slot), gives the plain engine's tokens at
+    16-token blocks. (The fused ops' rotary kernel writing 128-token blocks is tests/ops'; through
+    a whole engine here it would cost seconds a step on the interpreter.)"""
+    g = torch.Generator().manual_seed(7)
+    prompts, budgets = [torch.randint(0, 512, (n,), generator=g).tolist() for n in (135, 4)], [3, 4]
+    settings = dict(kind="fused", chunk_tokens=64, max_batch=2, warmup=False)
+    plain = Engine(tiny_model(), **settings).generate(prompts, budgets)
+    engine = Engine(tiny_model(), **settings, attention=attention, kv_block_size=128, num_blocks=6)
+    engine.pool.poison_freed = True
+    engine.graphs = WholeGraphs(engine.model, engine.pool, engine.backend, 2, 64, capture=False, chunk_buckets=(32,))
+    assert (engine.graphs.pad_slot, engine.graphs.max_context_len) == (6 * 128, 6 * 128)  # scratch block 6
+    used = []
+    real_run = engine.graphs.run
+    engine.graphs.run = lambda batch: used.append(engine.graphs._bucket(batch)) or real_run(batch)
+    with engine.record_steps() as steps:
+        assert engine.generate(prompts, budgets) == plain
+    assert len(used) == sum(r.n_forwards for r in steps) and {(64, 2), (32, 2), (0, 1)} <= set(used)
+    assert engine.pool.num_free_blocks == engine.pool.num_blocks
+
+
 @pytest.mark.slow(1)
 @pytest.mark.parametrize("kind", ["fused", "chunked"])
 def test_static_path_at_the_largest_sizes(kind):

@@ -6,34 +6,32 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusedlib.config import BLOCK_SIZE
 from fusedlib.engine import Engine
 from tests.helpers import tiny_model
 
 VOCAB = 512  # the tiny preset's
 
 
-def _blocks_for(tokens: int) -> int:
-    return -(-tokens // BLOCK_SIZE)
-
-
 @st.composite
 def workloads(draw):
-    """Settings down to one row, one chunk token and a pool of one request's worth; prompts
-    from one token to past two chunks; and how many steps run before each request arrives."""
+    """Settings down to one row, one chunk token and a pool of one request's worth, in KV blocks
+    of 4, 16 or 128 tokens; prompts from one token to past two chunks; and how many steps run
+    before each request arrives."""
     chunk_tokens = draw(st.integers(1, 20))
+    kv_block_size = draw(st.sampled_from([4, 16, 128]))
     n = draw(st.integers(1, 6))
     lengths = draw(st.lists(st.integers(1, 2 * chunk_tokens + 3), min_size=n, max_size=n))
     seed = draw(st.integers(0, 2**16))
     g = torch.Generator().manual_seed(seed)
     requests = [(torch.randint(0, VOCAB, (length,), generator=g).tolist(), draw(st.integers(1, 5)))
                 for length in lengths]
-    one_request = max(_blocks_for(len(p) + b - 1) for p, b in requests)
+    one_request = max(-(-(len(p) + b - 1) // kv_block_size) for p, b in requests)
     return {
         "kind": draw(st.sampled_from(["fused", "chunked"])),
         "overlap": draw(st.booleans()),
         "max_batch": draw(st.integers(1, 4)),
         "chunk_tokens": chunk_tokens,
+        "kv_block_size": kv_block_size,
         "num_blocks": one_request + draw(st.integers(0, 2 * one_request)),
         "requests": requests,
         "steps_before": draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
@@ -62,7 +60,7 @@ def _check_step(engine, plan, added, max_batch, chunk_tokens):
     assert all(c.length >= 1 for c in plan.chunks)
     # Blocks: each running request owns what it can ever need; owned + free = the pool, no overlap.
     owned = [b for r in running for b in r.blocks]
-    assert all(len(r.blocks) == _blocks_for(r.kv_tokens_needed) for r in running)
+    assert all(len(r.blocks) == -(-r.kv_tokens_needed // pool.block_size) for r in running)
     assert len(set(owned)) == len(owned)
     free = list(pool._free)
     assert len(set(free)) == len(free) and not set(free) & set(owned)
@@ -76,7 +74,7 @@ def _check_step(engine, plan, added, max_batch, chunk_tokens):
 @given(workloads())
 def test_no_request_is_lost(w):
     engine = Engine(tiny_model(), kind=w["kind"], max_batch=w["max_batch"], chunk_tokens=w["chunk_tokens"],
-                    num_blocks=w["num_blocks"], overlap=w["overlap"], warmup=False)
+                    num_blocks=w["num_blocks"], kv_block_size=w["kv_block_size"], overlap=w["overlap"], warmup=False)
     plans = []
     plan = engine.scheduler.plan
     engine.scheduler.plan = lambda now: plans.append(plan(now)) or plans[-1]

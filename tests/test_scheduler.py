@@ -6,7 +6,8 @@ from fusedlib.scheduler import Request, Scheduler
 
 
 def _sched(num_blocks=64, max_batch=4, chunk_tokens=10):
-    return Scheduler(KVPool(PRESETS["tiny"], torch.float32, "cpu", num_blocks=num_blocks), max_batch, chunk_tokens)
+    pool = KVPool(PRESETS["tiny"], torch.float32, "cpu", block_size=16, num_blocks=num_blocks)
+    return Scheduler(pool, max_batch, chunk_tokens)
 
 
 def _req(rid, n, budget=4):

@@ -60,7 +60,7 @@ PART10_SPLITKV = SplitKVConfig(block_n=32, programs_per_sm=6, num_stages=2)  # p
 class PromptTiles:
     """Launch shape of the prompt kernel (`prompt_attention_kernel`)."""
     block_m: int  # query positions per tile
-    block_n: int  # keys per inner iteration: whole cache blocks
+    block_n: int  # keys per inner iteration (each key's block looked up: any cache block size)
     num_warps: int
     num_stages: int
 
@@ -204,9 +204,6 @@ class TritonAttention:
         num_kv_heads = k_cache.shape[2]
         group = num_heads // num_kv_heads
         cfg = self.splitkv
-        if cfg.block_n % k_cache.shape[1]:
-            raise ValueError(f"block_n {cfg.block_n} must be a multiple of the cache block size "
-                             f"{k_cache.shape[1]}")
         if self.decode_kernel == "splitkv":
             num_splits, split_len = self.split_plan(meta.max_context_len, num_reqs * num_kv_heads,
                                                     q.device)

@@ -149,7 +149,7 @@ def splitkv_decode_kernel(
     GROUP: tl.constexpr,
     HEAD_DIM: tl.constexpr,
     BLOCK_H: tl.constexpr,  # GROUP padded up to a tl.dot-legal tile height
-    BLOCK_N: tl.constexpr,  # keys per iteration: BLOCK_N / KV_BLOCK_SIZE whole cache blocks
+    BLOCK_N: tl.constexpr,  # keys per iteration, each through the block table (any KV_BLOCK_SIZE)
     KV_BLOCK_SIZE: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
     ONE_SPLIT: tl.constexpr,  # max_splits == 1: normalise and store the output, no reduce

@@ -43,7 +43,7 @@ from .spec import RunSpec
 from .telemetry import machine, sync
 from .timing import copy_bandwidth, decode_rate, flush_buffer, gemm_tflops
 from ..attention import TRITON, make_backend
-from ..config import PARTS, PRESETS
+from ..config import PARTS, PRESETS, EngineConfig
 
 KERNEL_CLASSES = ("gemm", "attention", "norm_rotary_act", "lm_head", "other")
 # The saturated census's classes: attention split, and the GPU idle between kernels. "other"
@@ -80,8 +80,10 @@ def attention(spec: RunSpec) -> list[dict]:
     cfg, device = PRESETS[p.model], p.device
     backend, flush = make_backend(spec.attention), flush_buffer(device)
     longest = cfg.max_position_embeddings if TRITON.get(spec.attention, ("",))[0] == "balanced" else None
+    blocks = (PARTS.get(PART.get(spec.attention)) or EngineConfig()).kv_block_size  # its part's (torch: the default)
     return [{**machine(), "config": PART.get(spec.attention), "backend": spec.attention,
-             **decode_rate(backend, sizes["rows"], context, cfg, device, sizes["iters"], flush, longest)}
+             **decode_rate(backend, sizes["rows"], context, cfg, device, sizes["iters"], flush, longest,
+                           block_size=blocks)}
             for context in sizes["contexts"]]
 
 

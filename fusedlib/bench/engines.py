@@ -22,7 +22,8 @@ from ..engine import Engine
 from ..weights import load_model
 
 SWITCHES = tuple(CPU_DEFAULTS)  # the settings that make a configuration (attention, graphs, ops, overlap)
-ROW_SETTINGS = SWITCHES + ("max_batch", "chunk_tokens")  # what each serving row records of its settings
+# What each serving row records of its settings.
+ROW_SETTINGS = SWITCHES + ("max_batch", "chunk_tokens", "kv_block_size")
 
 _engines: dict = {}  # EngineConfig -> Engine, of one configuration at a time
 

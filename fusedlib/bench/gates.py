@@ -20,7 +20,7 @@ from .engines import SWITCHES, forget_engines, model_for, switch_fields
 from .spec import RunSpec
 from .telemetry import machine
 from .workloads import RequestSpec, mixed
-from ..config import BLOCK_SIZE, CPU_DEFAULTS
+from ..config import CPU_DEFAULTS, EngineConfig
 from ..engine import Engine
 from ..model import Qwen2Model
 
@@ -39,7 +39,7 @@ class GateReport:
 
     def row(self) -> dict:
         """The gate's fields, and `detail`: its findings (all but the setup) as one line."""
-        setup = (*SWITCHES, "kind")
+        setup = (*SWITCHES, "kind", "kv_block_size")
         text = "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.detail.items() if k not in setup)
         return {"gate": self.gate, "passed": self.passed, "detail": text,
                 **{k: v for k, v in self.detail.items() if not isinstance(v, (list, dict))}}
@@ -107,11 +107,11 @@ def gate_fused_vs_chunked(model: Qwen2Model, specs=None, attention: str = "torch
 
 
 def gate_mixed_step(model: Qwen2Model, attention: str = "torch", fused_ops: bool = False,
-                    atol: float | None = None) -> GateReport:
+                    atol: float | None = None, kv_block_size: int = EngineConfig.kv_block_size) -> GateReport:
     """Drive a fused engine to a step that carries chunks and decodes, then run that plan
     three ways on the same cache: packed, chunks alone, decodes alone."""
     cfg = model.config
-    setup = {**EAGER, "fused_ops": fused_ops}
+    setup = {**EAGER, "fused_ops": fused_ops, "kv_block_size": kv_block_size}
     engine = Engine(model, kind="fused", attention=attention, chunk_tokens=32, max_batch=8, **setup)
     g = torch.Generator().manual_seed(1)
     for n in (5, 9, 3):
@@ -136,11 +136,11 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", fused_ops: bool
 
 
 def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
-                   max_batch: int = 8, **switches) -> GateReport:
+                   max_batch: int = 8, kv_block_size: int = EngineConfig.kv_block_size, **switches) -> GateReport:
     specs = gate_workload(model, n=10, seed=3)
-    switches = {**EAGER, **switches}
+    switches = {**EAGER, "kv_block_size": kv_block_size, **switches}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
-    blocks = 2 * -(-longest // BLOCK_SIZE)  # room for about two of the largest requests at once
+    blocks = 2 * -(-longest // kv_block_size)  # room for about two of the largest requests at once
     kw = dict(kind=kind, attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **switches)
     engine = Engine(model, num_blocks=blocks, **kw)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
@@ -161,11 +161,11 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
 
 
 def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
-                   max_batch: int = 8, **switches) -> GateReport:
+                   max_batch: int = 8, kv_block_size: int = EngineConfig.kv_block_size, **switches) -> GateReport:
     specs = gate_workload(model, n=10, seed=4)
-    switches = {**EAGER, **switches}
+    switches = {**EAGER, "kv_block_size": kv_block_size, **switches}
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
-    blocks = 3 * -(-longest // BLOCK_SIZE)  # small, so freed (poisoned) blocks are handed out again
+    blocks = 3 * -(-longest // kv_block_size)  # small, so freed (poisoned) blocks are handed out again
     kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=chunk_tokens, max_batch=max_batch,
               **switches)
     _, clean, _ = _run(model, specs, **kw)
@@ -198,15 +198,18 @@ def gate_transformers(model: Qwen2Model, attention: str = "torch") -> GateReport
 
 
 def run_all(model: Qwen2Model, attention: str = "torch", max_batch: int | None = None,
-            chunk_tokens: int | None = None, **switches) -> list[GateReport]:
+            chunk_tokens: int | None = None, kv_block_size: int = EngineConfig.kv_block_size,
+            **switches) -> list[GateReport]:
     """Gates 1-4, then gate 5 for an fp32 model only. `switches` (cuda_graphs, whole_graphs,
-    fused_ops, overlap), `max_batch` and `chunk_tokens` (where given) go to every engine built."""
+    fused_ops, overlap), `kv_block_size`, `max_batch` and `chunk_tokens` (where given) go to every engine built."""
     # Gate 5 needs fp32: in fp16 transformers and we round differently, and greedy tokens drift
     # apart without a bug. Every engine takes the switches, so a configuration is gated as
     # itself; the mixed-step gate calls the model directly, so of them only fused_ops applies.
     sizes = {k: v for k, v in (("max_batch", max_batch), ("chunk_tokens", chunk_tokens)) if v}
+    sizes["kv_block_size"] = kv_block_size
     reports = [gate_fused_vs_chunked(model, attention=attention, **sizes, **switches),
-               gate_mixed_step(model, attention=attention, fused_ops=switches.get("fused_ops", False)),
+               gate_mixed_step(model, attention=attention, fused_ops=switches.get("fused_ops", False),
+                               kv_block_size=kv_block_size),
                gate_tiny_pool(model, attention=attention, **sizes, **switches),
                gate_poisoning(model, attention=attention, **sizes, **switches)]
     if model.dtype == torch.float32:
@@ -219,5 +222,5 @@ def run(spec: RunSpec) -> list[dict]:
     where given, else the gates' small ones); one row per gate."""
     forget_engines()
     reports = run_all(model_for(spec), max_batch=spec.max_batch, chunk_tokens=spec.chunk_tokens,
-                      **switch_fields(spec.settings()))
+                      kv_block_size=spec.settings().kv_block_size, **switch_fields(spec.settings()))
     return [{**machine(), **r.row()} for r in reports]

@@ -26,7 +26,7 @@ from ..ops.gemm import SMALL_M_MAX, gate_up_path
 from ..attention import make_backend
 from ..attention.base import PrefillMeta
 from ..attention.triton_backend import EARLIER_PROMPT_TILES, TritonAttention, _prompt_tiles
-from ..config import BLOCK_SIZE, PARTS, PRESETS
+from ..config import PARTS, PRESETS
 
 # A 2,048-token chunk as the engine packs one at saturation under the mixed workload: its prompt
 # tokens come 75% from 4,096-token prompts, 19% from 1,024, the rest from 256, 64 and 16, so
@@ -42,6 +42,7 @@ KERNELS = {  # prompt cases (pieces of (prefix, chunk)); decode cases (rows, con
 TOLERANCE = {torch.float16: 1e-2, torch.float32: 1e-4}  # max abs error against the fp32 reference / matmul
 SDPA_BACKENDS = ("flash", "cudnn", "efficient")
 ENGINE_ATTENTION = PARTS["part12"].attention  # whose decode kernel and prompt kernel the engine runs
+KV_BLOCK_SIZE = PARTS["part12"].kv_block_size  # and the cache blocks they read there
 
 
 # ------------------------------------------------------------------------------ prompt
@@ -53,10 +54,11 @@ def causal_pairs(prefix: int, chunk: int) -> int:
 def paged_case(pieces, cfg, device: str, gen: torch.Generator):
     """Per piece (prefix, chunk), (q, k, v) dense over its whole context [context, heads, d],
     fp16; and the chunks packed as the engine packs a step's (q_chunk, k_cache, v_cache,
-    meta): position i of piece r in block table[r][i // 16], slot i % 16, blocks shuffled."""
-    need = [math.ceil((p + c) / BLOCK_SIZE) for p, c in pieces]
+    meta): position i of piece r in block tables[r][i // KV_BLOCK_SIZE], slot i % KV_BLOCK_SIZE,
+    blocks shuffled."""
+    need = [math.ceil((p + c) / KV_BLOCK_SIZE) for p, c in pieces]
     order = torch.randperm(sum(need) + 3, generator=gen, device=device).to(torch.int32)
-    k_cache, v_cache = (torch.zeros(sum(need) + 3, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim, device=device,
+    k_cache, v_cache = (torch.zeros(sum(need) + 3, KV_BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim, device=device,
                                     dtype=torch.float16) for _ in range(2))
     tables = torch.zeros(len(pieces), max(need), dtype=torch.int32, device=device)
     dense, seq, positions = [], [], []
@@ -66,8 +68,8 @@ def paged_case(pieces, cfg, device: str, gen: torch.Generator):
                    for heads in (cfg.num_heads, cfg.num_kv_heads, cfg.num_kv_heads))
         tables[r, :need[r]] = order[sum(need[:r]):sum(need[:r + 1])]
         pos = torch.arange(context, device=device)
-        k_cache[tables[r, pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = k
-        v_cache[tables[r, pos // BLOCK_SIZE].long(), pos % BLOCK_SIZE] = v
+        k_cache[tables[r, pos // KV_BLOCK_SIZE].long(), pos % KV_BLOCK_SIZE] = k
+        v_cache[tables[r, pos // KV_BLOCK_SIZE].long(), pos % KV_BLOCK_SIZE] = v
         dense.append((q, k, v))
         seq.append(torch.full((chunk,), r, dtype=torch.int32, device=device))
         positions.append(torch.arange(prefix, context, dtype=torch.int32, device=device))
@@ -135,6 +137,7 @@ def prompt_rows(spec: RunSpec) -> list[dict]:
                         "default_tiles": t == tiles[0], "pieces": [list(x) for x in pieces],
                         "context": None if one[0] is None else sum(one), "prefix": one[0], "chunk": meta.num_tokens,
                         "heads": cfg.num_heads, "kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim,
+                        "kv_block_size": KV_BLOCK_SIZE,
                         "flops": flops, "gpu_us": ms * 1e3, "tflops": rate(ms), "max_abs_err": err,
                         "sdpa_backend": fastest, "sdpa_tflops": sdpa.get(fastest),
                         **{f"sdpa_{name}_tflops": sdpa.get(name) for name in SDPA_BACKENDS},
@@ -149,7 +152,8 @@ def decode_rows(spec: RunSpec) -> list[dict]:
     cfg, device = PRESETS[p.model], p.device
     backend, flush = make_backend(ENGINE_ATTENTION), flush_buffer(device)
     return [{**machine(), "backend": ENGINE_ATTENTION,
-             **decode_rate(backend, n_rows, context, cfg, device, sizes["iters"], flush, cfg.max_position_embeddings)}
+             **decode_rate(backend, n_rows, context, cfg, device, sizes["iters"], flush, cfg.max_position_embeddings,
+                           block_size=KV_BLOCK_SIZE)}
             for n_rows, context in sizes["decode"]]
 
 

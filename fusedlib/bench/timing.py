@@ -9,7 +9,6 @@ import time
 import torch
 
 from ..attention.base import DecodeMeta
-from ..config import BLOCK_SIZE
 
 
 def flush_buffer(device: str) -> torch.Tensor | None:
@@ -57,13 +56,14 @@ def gemm_tflops(device: str) -> float:
     return 2 * n**3 / (median_ms(lambda: a @ b, device, 10)[0] / 1e3) / 1e12
 
 
-def decode_case(contexts: list[int], cfg, dtype, device: str, seed: int = 0):
+def decode_case(contexts: list[int], cfg, dtype, device: str, block_size: int, seed: int = 0):
     """(q, k_cache, v_cache, meta) for one decode call over `contexts`: random K/V in shuffled,
-    non-contiguous blocks; table entries past a row's last block point at others' blocks."""
+    non-contiguous blocks of `block_size` tokens; table entries past a row's last block point at
+    others' blocks."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    need = [math.ceil(n / BLOCK_SIZE) for n in contexts]
+    need = [math.ceil(n / block_size) for n in contexts]
     width, num_blocks = max(need) + 1, sum(need) + 1
-    shape = (num_blocks, BLOCK_SIZE, cfg.num_kv_heads, cfg.head_dim)
+    shape = (num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
     k, v = (torch.randn(shape, generator=gen, device=device).to(dtype) for _ in range(2))
     owner = torch.randperm(num_blocks, generator=gen, device=device)
     filler = torch.randint(0, num_blocks, (len(contexts), width), generator=gen, device=device)
@@ -78,12 +78,12 @@ def decode_case(contexts: list[int], cfg, dtype, device: str, seed: int = 0):
 
 
 def decode_rate(backend, n_rows: int, context: int, cfg, device: str, iters: int, flush,
-                longest_context: int | None = None) -> dict:
+                longest_context: int | None = None, *, block_size: int) -> dict:
     """Decode attention of `backend` at `n_rows` rows of `context` tokens (fp16 K/V in shuffled
-    blocks), each call after `flush`, beside a device copy moving the same bytes (read +
+    blocks of `block_size` tokens), each call after `flush`, beside a device copy moving the same bytes (read +
     written = the KV bytes). `longest_context`: split as the engine's graphs launch it (by the
     model's longest context), else by the call's own."""
-    q, k, v, meta = decode_case([context] * n_rows, cfg, torch.float16, device, seed=context)
+    q, k, v, meta = decode_case([context] * n_rows, cfg, torch.float16, device, block_size, seed=context)
     if longest_context is not None:
         meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, longest_context)
     kv_bytes = n_rows * context * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
@@ -91,5 +91,6 @@ def decode_rate(backend, n_rows: int, context: int, cfg, device: str, iters: int
     dst = torch.empty_like(src)
     copy_ms = median_ms(lambda: dst.copy_(src), device, iters, flush)[0]
     ms, lo, hi = median_ms(lambda: backend.decode(q, k, v, meta, cfg.head_dim ** -0.5), device, iters, flush)
-    return {"rows": n_rows, "context": context, "n": iters, "gpu_us": ms * 1e3, "gpu_us_min": lo * 1e3,
-            "gpu_us_max": hi * 1e3, "kv_bytes": kv_bytes, "copy_us": copy_ms * 1e3, "fraction_of_copy": copy_ms / ms}
+    return {"rows": n_rows, "context": context, "kv_block_size": block_size, "n": iters, "gpu_us": ms * 1e3,
+            "gpu_us_min": lo * 1e3, "gpu_us_max": hi * 1e3, "kv_bytes": kv_bytes, "copy_us": copy_ms * 1e3,
+            "fraction_of_copy": copy_ms / ms}

@@ -23,18 +23,18 @@ from fusedlib.attention.triton_kernels import NEG_BIG
 # The same cases run on the GPU with FUSEDLIB_GPU_TESTS=1 (see tests/conftest.py).
 ON_INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if ON_INTERPRETER else "cuda"
-BLOCK_SIZE = 16
+BLOCK_SIZE = 16  # the cache's tokens per block, unless a test names another
 HEAD_DIM = 16
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 4e-3}
 
 
-def make_cache(context_lens, num_kv_heads, dtype, seed):
-    """Random K/V caches and shuffled block tables covering `context_lens`."""
+def make_cache(context_lens, num_kv_heads, dtype, seed, block_size=BLOCK_SIZE):
+    """Random K/V caches of `block_size`-token blocks and shuffled block tables covering `context_lens`."""
     gen = torch.Generator().manual_seed(seed)
-    blocks_needed = [math.ceil(n / BLOCK_SIZE) for n in context_lens]
+    blocks_needed = [math.ceil(n / block_size) for n in context_lens]
     max_blocks = max(blocks_needed) + 1  # at least one padding entry per row
     num_blocks = sum(blocks_needed) + 8
-    shape = (num_blocks, BLOCK_SIZE, num_kv_heads, HEAD_DIM)
+    shape = (num_blocks, block_size, num_kv_heads, HEAD_DIM)
     k_cache = torch.randn(shape, generator=gen).to(dtype)
     v_cache = torch.randn(shape, generator=gen).to(dtype)
     owner = torch.randperm(num_blocks, generator=gen)
@@ -49,10 +49,10 @@ def make_cache(context_lens, num_kv_heads, dtype, seed):
             torch.stack(tables).to(torch.int32).to(DEVICE))
 
 
-def make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=0):
+def make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=0, block_size=BLOCK_SIZE):
     """chunks: (tokens cached before this chunk, chunk length) per request."""
     context_lens = [cached + length for cached, length in chunks]
-    k_cache, v_cache, block_tables = make_cache(context_lens, num_kv_heads, dtype, seed)
+    k_cache, v_cache, block_tables = make_cache(context_lens, num_kv_heads, dtype, seed, block_size)
     lengths = [length for _, length in chunks]
     token_seq = torch.cat([torch.full((n,), i, dtype=torch.int32) for i, n in enumerate(lengths)])
     positions = torch.cat([torch.arange(c, c + n, dtype=torch.int32) for c, n in chunks])
@@ -63,8 +63,8 @@ def make_prefill(chunks, num_heads, num_kv_heads, dtype, seed=0):
     return q, k_cache, v_cache, meta
 
 
-def make_decode(context_lens, num_heads, num_kv_heads, dtype, seed=0):
-    k_cache, v_cache, block_tables = make_cache(context_lens, num_kv_heads, dtype, seed)
+def make_decode(context_lens, num_heads, num_kv_heads, dtype, seed=0, block_size=BLOCK_SIZE):
+    k_cache, v_cache, block_tables = make_cache(context_lens, num_kv_heads, dtype, seed, block_size)
     meta = DecodeMeta(num_tokens=len(context_lens),
                       context_lens=torch.tensor(context_lens, dtype=torch.int32, device=DEVICE),
                       block_tables=block_tables, max_context_len=max(context_lens))
@@ -238,6 +238,21 @@ def test_parallel_backend_attends_a_mixed_step_as_the_balanced_one():
                                                                attn.scale), dtype)
     assert_close(heads[prefill.num_tokens:], reference.decode(q[prefill.num_tokens:], k_cache, v_cache, decode,
                                                               attn.scale), dtype)
+
+
+@pytest.mark.slow(1)
+def test_kernels_read_blocks_longer_than_their_key_steps():
+    """Part 12's 128-token cache blocks read in key steps shorter than a block (the interpreter's
+    16-key prompt tiles, decode's 64 keys): each step's keys lie in part of one block, and
+    contexts end inside a first block, at its end and in a second or third."""
+    q, k_cache, v_cache, meta = make_prefill([(0, 40), (120, 20), (0, 3)], 4, 2, torch.float32, 12, 128)
+    expected = TorchAttention().prefill(q, k_cache, v_cache, meta, SCALE)
+    assert_close(TritonAttention().prefill(q, k_cache, v_cache, meta, SCALE), expected, torch.float32)
+    q, k_cache, v_cache, meta = make_decode([1, 128, 129, 300], 4, 2, torch.float32, 6, 128)
+    expected = TorchAttention().decode(q, k_cache, v_cache, meta, SCALE)
+    for name in ("rows", "splitkv", "balanced"):  # split-KV's steps: SplitKVConfig's 64 keys
+        backend = TritonAttention(decode_kernel=name, num_sms=8)
+        assert_close(backend.decode(q, k_cache, v_cache, meta, SCALE), expected, torch.float32)
 
 
 @pytest.mark.parametrize("num_sms", [1, 3, 64])

@@ -38,3 +38,13 @@ def test_poisoning_gate_fails_when_freed_memory_is_read(monkeypatch):
 
     monkeypatch.setattr(torch_backend.TorchAttention, "decode", overread)
     assert not gates.gate_poisoning(tiny_model(), attention="torch").passed
+
+
+@pytest.mark.parametrize("gate", [gates.gate_mixed_step, gates.gate_tiny_pool, gates.gate_poisoning])
+def test_block_size_gates_pass_at_128_token_blocks(gate):
+    """Part 12's KV blocks reach the gate's engine (the pool gates size their pools in them: two
+    and three of the largest requests' blocks, one each here) and the gate passes."""
+    report = gate(tiny_model(), attention="torch", kv_block_size=128)
+    assert report.passed and report.row()["kv_block_size"] == 128, report.row()
+    if gate is not gates.gate_mixed_step:
+        assert report.detail["pool_blocks"] == (2 if gate is gates.gate_tiny_pool else 3)

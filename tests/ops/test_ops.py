@@ -91,9 +91,9 @@ def reference_rotary(qkv, bias, cos, sin, k_cache, v_cache, slots, heads, kv_hea
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("tokens", TOKENS)
-@pytest.mark.parametrize("heads,kv_heads,head_dim", [(4, 2, 16), (12, 2, 32)])
-def test_rotary_to_cache(tokens, dtype, heads, kv_heads, head_dim):
-    num_blocks, block_size = 16, 16
+# 16-token blocks (parts 7-11's) and 128 (part 12's): the same 256 slots.
+@pytest.mark.parametrize("heads,kv_heads,head_dim,num_blocks,block_size", [(4, 2, 16, 16, 16), (12, 2, 32, 2, 128)])
+def test_rotary_to_cache(tokens, dtype, heads, kv_heads, head_dim, num_blocks, block_size):
     qkv = rand(tokens, (heads + 2 * kv_heads) * head_dim, dtype=dtype, seed=tokens)
     bias = rand(qkv.shape[1], dtype=dtype, seed=1)
     rotary = RotaryEmbedding(head_dim, 4096, 10000.0).to(DEVICE)
