@@ -118,6 +118,7 @@ def _capacity_row(experiment, i, rng, config, engine, cap, rate, rnd, seed, batc
     ttft50 = 0.05 + 0.4 * load ** 4
     row = _base(experiment, i, config=config, engine=engine, max_batch=batch, chunk_tokens=budget,
                 rate=float(rate), n_requests=n_requests, seed=seed, round=rnd, served_rate=served,
+                steady_rate=served, steady_fraction=0.83, saturated=rate > cap,
                 ttft_p50_s=ttft50, ttft_p99_s=ttft50 * 3, itl_p50_s=0.004 + 0.004 * load,
                 itl_p99_s=0.02 + 0.03 * load, e2e_p50_s=ttft50 + 1.0,
                 goodput_rate=served * max(0.0, 1.2 - load), n_steps=5000,
@@ -191,9 +192,7 @@ def part12_capacity_rows(rng: np.random.Generator, rounds: int = 5) -> list[dict
         draw = float(rng.normal(1.0, 0.03)) if rnd else 1.0
         for engine, cap in (("fused", 84.0 * draw), ("chunked", 77.0 * draw)):
             i += 1
-            row = _capacity_row("capacity", i, rng, "part12", engine, cap, rate, rnd, rnd, 256, 2048, 1500)
-            row.update(steady_rate=row["served_rate"], steady_fraction=0.83, saturated=rate > cap)
-            rows.append(row)
+            rows.append(_capacity_row("capacity", i, rng, "part12", engine, cap, rate, rnd, rnd, 256, 2048, 1500))
     return rows
 
 
