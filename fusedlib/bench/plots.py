@@ -15,13 +15,6 @@ from .figures.data import PARTS
 PART_COLOR = {"part7": "#8c564b", "part8": "#ff7f0e", "part9": "#2ca02c", "part10": "#1f77b4", "part11": "#9467bd",
               "part12": "#d62728"}
 ENGINE_STYLE = {"fused": "-", "chunked": "--"}
-RATE_NAME = {"steady": "steady rate", "drain": "drain rate"}
-
-
-def _rate_name(rows: pd.DataFrame) -> str:
-    """The y label of a capacity axis: the method's rate where all rows share one."""
-    methods = set(rows["method"])
-    return f"capacity, {RATE_NAME[methods.pop()]}" if len(methods) == 1 else "capacity"
 
 
 def _fig(ncols: int = 1, width: float = 7.0, height: float = 3.4):
@@ -61,7 +54,7 @@ def _part(config: str) -> str:
 
 
 def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figure | None:
-    """Capacity (steady, else drain) against offered rate on the sweep's draw, a colour a part,
+    """Capacity (the steady rate) against offered rate on the sweep's draw, a colour a part,
     fused solid, chunked dashed, hollow where the queue ran dry, the rounds' range and median
     where several; with `highlight`, that part alone, on axes fitted to its own runs."""
     if len(sweeps) and highlight is not None:
@@ -70,14 +63,12 @@ def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figu
         return None
     fig, (ax,) = _fig()
     top = float(sweeps["rate"].max())
-    mixed = sweeps["method"].nunique() > 1
     ax.plot([0, top], [0, top], color="0.7", lw=0.8, label="served = offered")
     for (config, engine), g in sweeps.groupby(["config", "engine"], sort=False):
         if engine in ENGINE_STYLE:
-            how = f" ({RATE_NAME[g['method'].iloc[0]]})" if mixed else ""
             color = PART_COLOR.get(config, "0.4")
             y = g["capacity_sweep"]  # the sweep's draw at every rate; other rounds are other draws
-            ax.plot(g["rate"], y, ENGINE_STYLE[engine], color=color, label=f"{_part(config)}, {engine}{how}")
+            ax.plot(g["rate"], y, ENGINE_STYLE[engine], color=color, label=f"{_part(config)}, {engine}")
             for at, face in ((g["saturated"].ne(False), color), (g["saturated"].eq(False), "white")):
                 ax.plot(g["rate"][at], y[at], "o", ms=4, mfc=face, color=color)
             many, x = g["n"] > 1, g["rate"] * (1.015 if engine == "chunked" else 1)  # side by side at one rate
@@ -87,7 +78,7 @@ def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figu
         ax.plot([], [], "o", ms=4, mfc="white", color="0.4", label="queue ran dry (below saturation)")
     if (sweeps["n"] > 1).any():
         ax.vlines([], [], [], color="0.4", lw=1, label="range and median (tick) over the rounds")
-    ax.set(xlabel="offered (requests/s)", ylabel=f"{_rate_name(sweeps)} (requests/s)", xlim=(0, None),
+    ax.set(xlabel="offered (requests/s)", ylabel="capacity, steady rate (requests/s)", xlim=(0, None),
            ylim=(0, float(sweeps["capacity"].max()) * 1.15))
     _legend(ax, fontsize=8)
     return fig
@@ -191,7 +182,7 @@ def scale_capacity(settings: pd.DataFrame) -> Figure | None:
         g = g.sort_values("max_batch")
         ax.plot(g["max_batch"], g["capacity"], ENGINE_STYLE[engine], marker="o", ms=3, color=cmap.get(budget),
                 label=f"{engine}, budget {budget:,}")
-    ax.set(xlabel="max batch (decode rows)", ylabel=f"{_rate_name(settings)} (requests/s)", ylim=(0, None))
+    ax.set(xlabel="max batch (decode rows)", ylabel="capacity, steady rate (requests/s)", ylim=(0, None))
     _log_x_at(ax, settings["max_batch"].unique())
     _legend(ax, ncol=2)
     return fig

@@ -89,8 +89,8 @@ def test_pairs_use_the_rate_with_most_rounds_and_say_what_varied():
     rows = []
     for rnd in range(3):
         for eng, served in (("fused", 50 + rnd), ("chunked", 40 + rnd)):
-            rows.append({"engine": eng, "rate": 80.0, "round": rnd, "seed": rnd, "served_rate": float(served)})
-    rows += [{"engine": e, "rate": 40.0, "round": 0, "seed": 0, "served_rate": 39.0} for e in ("fused", "chunked")]
+            rows.append({"engine": eng, "rate": 80.0, "round": rnd, "seed": rnd, "steady_rate": float(served)})
+    rows += [{"engine": e, "rate": 40.0, "round": 0, "seed": 0, "steady_rate": 39.0} for e in ("fused", "chunked")]
     p = chapter.pairs(pd.DataFrame(rows))
     assert list(p["round"]) == [0, 1, 2] and set(p["rate"]) == {80.0}
     assert list(p["fused"]) == [50.0, 51.0, 52.0]
@@ -225,14 +225,13 @@ def test_part11_method_reads_its_own_arrivals(rows):
 
 
 def _older_and_newer(rows, tmp_path, newer_configs=("part10",)):
-    """The synthetic rows as an older, drain-method code version, plus `newer_configs`' capacity
-    rows again under a newer code version that carries steady rates 10% above their drain rates."""
+    """The synthetic rows as an older code version, plus `newer_configs`' capacity rows again
+    under a newer code version: runs of twice the arrivals (other runs, not the old ones
+    recorded again) whose steady rates are 10% above the older ones."""
     for path in rows.glob("*.jsonl"):
         old = [json.loads(line) | {"code_version": "0000000000aa"} for line in path.read_text().splitlines()]
-        for r in old:
-            r.pop("steady_rate", None)
         new = [r | {"code_version": "0000000000bb", "time_utc": "2026-12-07" + r["time_utc"][10:],
-                    "steady_rate": 1.1 * r["served_rate"]}
+                    "n_requests": 2 * r["n_requests"], "steady_rate": 1.1 * r["steady_rate"]}
                for r in old if path.stem == "capacity" and r["config"] in newer_configs]
         (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in old + new))
     return tmp_path
@@ -240,18 +239,29 @@ def _older_and_newer(rows, tmp_path, newer_configs=("part10",)):
 
 def test_each_config_reads_the_rows_of_its_newest_code_version(rows, tmp_path):
     d = _older_and_newer(rows, tmp_path)
+    assert set(data.load("capacity", d).query("config == 'part10'")["code_version"]) == {"0000000000aa", "0000000000bb"}
     c = data.newest("capacity", d)
     assert set(c[c["config"] == "part10"]["code_version"]) == {"0000000000bb"}
     assert set(c[c["config"] == "part7"]["code_version"]) == {"0000000000aa"}
-    steady, drain = chapter.capacity("part10", d=d)[1], chapter.capacity("part7", d=d)[1]
-    pr = chapter.pairs(c[c["config"] == "part10"])
-    assert steady["p10_capacity_fused"].value == pytest.approx(float(np.median(pr["fused"])))
-    assert steady["p10_capacity_fused"].value == pytest.approx(
-        1.1 * float(np.median(chapter.pairs(data.load("capacity", rows).query("config == 'part10'"))["fused"])))
-    assert "steady rate" in steady["p10_capacity_method"].text
-    assert "drain rates" in drain["p07_capacity_method"].text
-    sweeps = chapter.capacity_sweeps(d).set_index("config")
-    assert set(sweeps.loc["part10", "method"]) == {"steady"} and set(sweeps.loc["part7", "method"]) == {"drain"}
+    old = data.load("capacity", rows)
+    for config, scale in (("part10", 1.1), ("part7", 1.0)):
+        got = chapter.capacity(config, d=d)[1][f"{chapter.prefix(config)}_capacity_fused"].value
+        assert got == pytest.approx(scale * float(np.median(chapter.pairs(old[old["config"] == config])["fused"])))
+        sweep = chapter.capacity_sweeps(d).query("config == @config")["capacity"]
+        assert list(sweep) == pytest.approx([scale * x for x in chapter.capacity_sweeps(rows)
+                                             .query("config == @config")["capacity"]])
+
+
+def test_a_capacity_row_without_a_steady_rate_is_refused(rows, tmp_path):
+    lines = (rows / "capacity.jsonl").read_text().splitlines()
+    kept = json.loads(lines[0]) | {"steady_rate": None}  # a run with no steady stretch: read, its capacity unknown
+    (tmp_path / "capacity.jsonl").write_text(json.dumps(kept) + "\n" + "\n".join(lines[1:]) + "\n")
+    assert math.isnan(data.load("capacity", tmp_path)["steady_rate"].iloc[0])
+    drain = json.loads(lines[0])
+    drain.pop("steady_rate")  # its served_rate alone: a drain rate, not a capacity
+    (tmp_path / "capacity.jsonl").write_text(json.dumps(drain) + "\n" + "\n".join(lines[1:]) + "\n")
+    with pytest.raises(ValueError, match=rf"capacity\.jsonl: open-loop rows of {drain['config']} carry no steady_rate"):
+        chapter.capacity(drain["config"], d=tmp_path)
 
 
 def test_every_capacity_says_its_runs_and_arrivals(rows):

@@ -1,9 +1,8 @@
 """The figures every chapter of parts 7-10 shows for its own part: what its steps cost (the step
 census) and what it serves (the open-loop capacity runs, paired fused against chunked).
 
-Each part's capacity rows are those of the newest code version that measured it (`data.newest`).
-Capacity is read from their `steady_rate` where they carry one, else from `served_rate` (the
-drain rate: all requests over first arrival to last finish)."""
+Each part's capacity rows are those of the newest code version that measured it (`data.newest`);
+capacity is their `steady_rate` (`metrics.steady_from_times`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +11,7 @@ import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
 from ..text import cell, finite, ms, pct, rate, shorter, sig, times, us
-from .data import PARTS, load, method, newest, per_rows
+from .data import PARTS, load, newest, per_rows
 
 
 def prefix(config: str) -> str:
@@ -121,28 +120,19 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 
 
 # ------------------------------------------------------------------------------ capacity
-def capacity_field(df: pd.DataFrame) -> str:
-    """The field that measures capacity in these rows: `steady_rate` where they carry it, else
-    `served_rate` (the drain rate)."""
-    return "steady_rate" if method(df) == "steady" else "served_rate"
-
-
 def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Open-loop runs per keys + rate: each field's median over rounds; `capacity` (the config's
-    capacity field) with `_min`, `_max` and `_sweep` (round 0's: one draw at every rate),
-    `saturated` (every round's; None for drain rows) and `method` ("steady" or "drain")."""
+    """Open-loop runs per keys + rate: each field's median over rounds; `capacity` (the steady
+    rate) with `_min`, `_max` and `_sweep` (round 0's: one draw at every rate), and `saturated`
+    (every round's)."""
     if not len(df):
         return pd.DataFrame()
     fields = [c for c in ("served_rate", "steady_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s",
                           "e2e_p50_s", "goodput_rate", "host_share", "host_ms_per_step_p50", "step_gpu_ms_p50")
               if c in df]
-    df = df.assign(capacity=float("nan"), method="")
-    for _, rows in (df.groupby("config") if "config" in keys else [(None, df)]):
-        df.loc[rows.index, "capacity"] = rows[capacity_field(rows)].astype(float)
-        df.loc[rows.index, "method"] = method(rows)
+    df = df.assign(capacity=df["steady_rate"].astype(float))
     runs = df.groupby(keys + ["rate"])
     out = runs[fields + ["capacity"]].median().reset_index()
-    out["n"], out["method"] = runs.size().values, runs["method"].first().values
+    out["n"] = runs.size().values
     out["capacity_min"], out["capacity_max"] = runs["capacity"].min().values, runs["capacity"].max().values
     out["capacity_sweep"] = runs.apply(lambda g: g.sort_values("round")["capacity"].iloc[0]).values
     out["saturated"] = runs["saturated"].agg(lambda x: None if x.isna().all() else bool(x.eq(True).all())).values \
@@ -164,11 +154,11 @@ def pair_runs(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pairs(df: pd.DataFrame) -> pd.DataFrame:
-    """`pair_runs` as one row per round: round, seed, fused, chunked (capacity field) and rate."""
+    """`pair_runs` as one row per round: round, seed, fused, chunked (steady rates) and rate."""
     at = pair_runs(df)
     if not len(at):
         return pd.DataFrame(columns=["round", "seed", "fused", "chunked"])
-    wide = at.pivot_table(index="round", columns="engine", values=capacity_field(df), aggfunc="last")
+    wide = at.pivot_table(index="round", columns="engine", values="steady_rate", aggfunc="last")
     seeds = at.groupby("round")["seed"].first() if "seed" in at else pd.Series(0, index=wide.index)
     out = wide[["fused", "chunked"]].dropna().reset_index()
     out["seed"] = out["round"].map(seeds)
@@ -205,12 +195,8 @@ def window_skip(rows: pd.DataFrame) -> int:
     return int(rows["steady_skip"].median()) if known else 0
 
 
-def method_line(c: pd.DataFrame, at_rate: pd.DataFrame) -> Value:
-    """What the capacities of these rows are, in one sentence chosen from the rows' method."""
-    if method(c) == "drain":
-        return Value(None, "These capacities are drain rates (all of a run's requests over the time from the first "
-                           "arrival to the last completion, the emptying batch included), not yet measured at steady "
-                           "state.")
+def method_line(at_rate: pd.DataFrame) -> Value:
+    """What the capacities of these runs are, in one sentence: the steady rate and its window."""
     share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
     held = f", a window holding a median {pct(100 * share)} of a run's completions" if finite(share) else ""
     skip = window_skip(at_rate)
@@ -258,7 +244,7 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         names["pair_rate"] = fixed(r, rate)
         names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
         names["offered_rates"] = offered(c["rate"])
-        names["capacity_method"] = method_line(c, c[c["rate"] == r])
+        names["capacity_method"] = method_line(c[c["rate"] == r])
         names["plateau"] = plateau(c)
         at = c[c["rate"] == r]
         for eng in ("fused", "chunked"):

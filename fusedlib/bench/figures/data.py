@@ -3,7 +3,8 @@ datasheet. numpy, pandas and the torch-free fusedlib.config only.
 
 The rows folder is the argument, else env FUSEDLIB_DATA, else the repository's data/. A rows
 file is read by `rows.read` (a torn last line skipped); full-profile rows win over smoke rows
-when a file holds both, and a run recorded twice keeps its newer row.
+when a file holds both, and a run recorded twice keeps its newer row. A file holding an
+open-loop row without a steady rate (capacity) is refused.
 """
 from __future__ import annotations
 
@@ -53,7 +54,14 @@ def _identity(df: pd.DataFrame) -> list[str]:
 
 @functools.lru_cache(maxsize=64)
 def _load(path: Path, signature: tuple) -> pd.DataFrame:
-    df = pd.DataFrame(rows.read(path))
+    read = rows.read(path)
+    # Capacity is the steady rate; an open-loop row without one (its served_rate a drain rate) is
+    # not read as a capacity of another kind.
+    drain = sorted({str(r.get("config")) for r in read if "served_rate" in r and "steady_rate" not in r})
+    if drain:
+        raise ValueError(f"{path}: open-loop rows of {', '.join(drain)} carry no steady_rate (the capacity); "
+                         "measure them again")
+    df = pd.DataFrame(read)
     if len(df) and "profile" in df and (df["profile"] == "full").any():
         df = df[df["profile"] == "full"]
     if len(df) and "time_utc" in df:
@@ -76,20 +84,13 @@ def load(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
 def newest(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
     """The rows a page's figures read from `experiment`: per config, those of the newest code
     version that measured it (the code version of its latest row)."""
-    # A config measured again by a newer method (capacity by its steady rate) reads only its new
-    # rows; one not measured again keeps its earlier rows. The one rule for every open-loop and
-    # peer figure.
+    # A config measured again by newer code reads only its new rows; one not measured again keeps
+    # its earlier rows. The one rule for every open-loop and peer figure.
     df = load(experiment, d)
     if not len(df) or not {"config", "code_version", "time_utc"} <= set(df.columns):
         return df
     latest = df.sort_values("time_utc", kind="stable").groupby("config")["code_version"].last()
     return df[df["code_version"] == df["config"].map(latest)].reset_index(drop=True)
-
-
-def method(df: pd.DataFrame) -> str:
-    """How a set of open-loop rows measured capacity: "steady" where they carry a steady rate,
-    else "drain" (all requests over the span from the first arrival to the last completion)."""
-    return "steady" if "steady_rate" in df and df["steady_rate"].notna().any() else "drain"
 
 
 def per_rows(figure):

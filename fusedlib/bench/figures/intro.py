@@ -10,7 +10,7 @@ import yaml
 from ..stats import Value, fixed, ratio, short_gain
 from ..text import cell, pct, rate, shorter, sig, times
 from . import chapter, part07, part11, part12
-from .data import LABEL, PARTS, STATIC, collect, method, newest, per_rows
+from .data import LABEL, PARTS, STATIC, collect, newest, per_rows
 
 
 def _num(v: Value) -> str:
@@ -18,10 +18,10 @@ def _num(v: Value) -> str:
 
 
 def _runs(capacity: Value, arrivals: Value, rows: pd.DataFrame) -> str:
-    """A capacity's n for a table cell: runs × arrivals per run, and its method (and window) from `rows`."""
+    """A capacity's n for a table cell: runs × arrivals per run, and its steady window from `rows`."""
     if capacity.value is None or not len(rows):
         return "-"
-    how = method(rows) + (f" after {skip:,}" if (skip := chapter.window_skip(rows)) else "")
+    how = "steady" + (f" after {skip:,}" if (skip := chapter.window_skip(rows)) else "")
     return f"{capacity.n or 1} × {arrivals.value:,.0f}, {how}" if arrivals.value is not None else f"{capacity.n or 1}, {how}"
 
 

@@ -87,16 +87,15 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         at = s[(s["max_batch"] == b["max_batch"]) & (s["chunk_tokens"] == b["chunk_tokens"])]
         arrivals = at["n_requests"].median() if "n_requests" in at else None
         v["p11_best_n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
-        field = chapter.capacity_field(at)
         here = at[at["rate"] == b["rate"]]
-        v["p11_best_fused_rate"] = chapter.capacity_level(here[here["engine"] == "fused"][field], arrivals)
-        v["p11_chunked_at_best"] = chapter.capacity_level(here[here["engine"] == "chunked"][field], arrivals)
+        v["p11_best_fused_rate"] = chapter.capacity_level(here[here["engine"] == "fused"]["steady_rate"], arrivals)
+        v["p11_chunked_at_best"] = chapter.capacity_level(here[here["engine"] == "chunked"]["steady_rate"], arrivals)
         v["p11_best_setting"] = Value(None, f"batch {b['max_batch']:.0f}, budget {b['chunk_tokens']:,.0f} tokens")
         v["p11_best_batch"] = fixed(float(b["max_batch"]), lambda x: f"{x:.0f}")
         v["p11_best_budget"] = fixed(float(b["chunk_tokens"]), lambda x: f"{x:,.0f}")
         v["p11_pair_rate"] = fixed(float(b["rate"]), rate)
         v["p11_offered_rates"] = chapter.offered(at[at["engine"] == "fused"]["rate"])
-        v["p11_capacity_method"] = chapter.method_line(at, here)
+        v["p11_capacity_method"] = chapter.method_line(here)
         v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
         v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
@@ -121,7 +120,7 @@ def grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p11_grid_over_steady"] = fixed(float((t["rate"] / t["capacity"]).median()), times)
     return pd.DataFrame({"batch": t["max_batch"].astype(int), "budget (tokens)": t["chunk_tokens"].astype(int),
                          "offered (req/s)": t["rate"].map(sig),
-                         f"fused, {t['method'].iloc[0]} (req/s)": t["capacity"].map(sig)}), v
+                         "fused, steady (req/s)": t["capacity"].map(sig)}), v
 
 
 def request_cost() -> dict[str, float]:
