@@ -214,7 +214,7 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                        "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
                        "p12_request_ms", "p12_distance", "p12_census_overlap", "p12_census_idle",
                        "p12_census_step_ms_before", "p12_engine_prompt_tflops_before",
-                       "p12_engine_decode_copy_before"), MISSING)
+                       "p12_engine_decode_copy_before", "p12_census_norm_ms"), MISSING)
     c = newest("census", d)
     by, before = _census_classes(c, CONFIG), _census_classes(c, "part11")
     cap = capacity(d=d)[1]["p12_best_fused_steady_rate"].value
@@ -231,6 +231,7 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p12_engine_prompt_tflops"] = fixed(by.at["prompt_attention", "tflops"], tflops)
     v["p12_engine_gemm_tflops"] = fixed(by.at["gemm", "tflops"], tflops)
     v["p12_engine_decode_copy"] = fixed(100 * by.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
+    v["p12_census_norm_ms"] = fixed(float(by.at["norm_rotary_act", "gpu_s"]) / steps * 1e3, ms)
     if before is not None:
         step_ms = float(before["window_gpu_s"].iloc[0]) / float(before["window_steps"].iloc[0]) * 1e3
         v["p12_census_step_ms_before"] = fixed(step_ms, ms)
