@@ -38,8 +38,9 @@ def _versus(value: float | None, target: float, what: str, f) -> str:
     """A figure against its target in words; within 2%, one timed row does not say which side."""
     if value is None:
         return f"(no rows to hold against the target of {f(target)})"
-    side = ("within 2% of, so not resolved against," if abs(value / target - 1) < 0.02 else
-            "at or above" if value >= target else "short of")
+    if abs(value / target - 1) < 0.02:
+        return f"{f(value)}, within 2% of the target of {f(target)} {what}".rstrip() + ": not resolved"
+    side = "at or above" if value >= target else "short of"
     return f"{f(value)}, {side} the target of {f(target)} {what}".rstrip()
 
 
@@ -131,7 +132,7 @@ def gemms(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         return pd.DataFrame(), v
     below = k[k["fraction_of_matmul"] < TARGET["gemm"]]
     v["p12_gemm_verdict"] = Value(None, (
-        f"every layer runs at or above {times(TARGET['gemm'])} of torch.matmul" if not len(below) else
+        f"Every layer runs at or above {times(TARGET['gemm'])} of torch.matmul" if not len(below) else
         f"{', '.join(below['layer'])} {'runs' if len(below) == 1 else 'run'} below {times(TARGET['gemm'])} of "
         "torch.matmul" + (", all through cuBLAS" if below["calls_cublas"].astype(bool).all() else "")))
     table = pd.DataFrame({"layer": k["layer"], "M × N × K": [f"{m:,.0f} × {n:,.0f} × {kk:,.0f}" for m, n, kk in zip(k["m"], k["n"], k["k"])],
