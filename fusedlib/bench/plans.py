@@ -155,10 +155,12 @@ def _pairs(rounds: int, spec_for) -> list[RunSpec]:
 
 def gates(profile: str, configs=None, rows=()) -> list[RunSpec]:
     """One gates run per configuration; part11 and part12 at their own max_batch and chunk_tokens
-    (256 x 8,192 and 256 x 2,048)."""
-    own = lambda c, size: getattr(PARTS[c], size) if c in ("part11", "part12") else None  # noqa: E731
-    return [RunSpec.build("gates", profile, config=c, max_batch=own(c, "max_batch"),
-                          chunk_tokens=own(c, "chunk_tokens")) for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"])]
+    (256 x 8,192 and 256 x 2,048), part12 also at 8,192: its kernels at part 11's larger budget."""
+    p11, p12 = PARTS["part11"], PARTS["part12"]
+    sizes = {"part11": ((p11.max_batch, p11.chunk_tokens),),
+             "part12": ((p12.max_batch, p12.chunk_tokens), (p12.max_batch, p11.chunk_tokens))}
+    return [RunSpec.build("gates", profile, config=c, max_batch=b, chunk_tokens=t)
+            for c in _configs(configs, DEFAULTS[profile]["gates"]["configs"]) for b, t in sizes.get(c, ((None, None),))]
 
 
 def census(profile: str, configs=None, engines=None, rows=()) -> list[RunSpec]:

@@ -307,6 +307,7 @@ def test_part12_conclusions_follow_its_rows(tmp_path):
     pairs = v["p12_best_fused_steady_rate"]
     assert v["p12_soak_vs_pairs"].text.startswith("above") and "do not" in v["p12_soak_caveat"].text
     assert v["p12_soak_verdict"].text.endswith("nothing lost at scale.")
+    assert v["p12_gates"].text == "4 of 4 pass at budget 2,048"  # part 11's gates (8,192) ran other kernels
     assert "short of the four fifths" in v["p12_ceiling_verdict"].text
     assert "short of the target of 320 TFLOP/s" in v["p12_prompt_verdict"].text
     assert v["p12_gemm_verdict"].text.startswith("gate_up runs below")

@@ -165,3 +165,8 @@ def test_part12_plans_and_their_estimates():
     assert len([s for s in capacity if s.round > 0]) == 2 * 4
     with pytest.raises(ValueError, match="no time estimate for census"):
         plans.estimate_seconds(census)  # the step census has none
+
+
+def test_gates_run_each_part_at_its_sizes_and_part12_also_at_part11s_budget():
+    sizes = [(s.config, s.max_batch, s.chunk_tokens) for s in plans.gates("full", configs=["part7", "part11", "part12"])]
+    assert sizes == [("part7", None, None), ("part11", 256, 8192), ("part12", 256, 2048), ("part12", 256, 8192)]

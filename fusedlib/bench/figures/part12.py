@@ -275,7 +275,7 @@ def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
              "p12_gates")
     v = dict.fromkeys(names, MISSING)
     g = newest("gates", d)  # each configuration's gates of its newest code version
-    g = g[g["config"].isin(("part11", CONFIG))] if len(g) and "chunk_tokens" in g else g.iloc[:0]
+    g = g[g["config"] == CONFIG] if len(g) and "chunk_tokens" in g else g.iloc[:0]
     if len(g):
         v["p12_gates"] = Value(None, "; ".join(f"{int(x['passed'].sum())} of {len(x)} pass at budget {b:,.0f}"
                                                for b, x in g.groupby("chunk_tokens")))
