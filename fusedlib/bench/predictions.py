@@ -31,7 +31,7 @@ PATHS = (STATIC / "predictions.yaml", STATIC / "predictions_part11.yaml", STATIC
          STATIC / "predictions_reference.yaml")
 # The predictions that decide each chapter's question: quoted in full there, by id here only.
 DECIDING = {7: ["A5", "A2", "A3"], 8: ["B3", "REF-1"], 9: ["B2", "B4"], 10: ["AT1", "AT2", "AU2"],
-            11: ["P11-1", "P11-2", "P11-3"], 12: ["P12-1", "P12-2", "P12-3", "P12-6"]}
+            11: ["P11-1", "P11-2", "P11-3"], 12: ["P12-1", "P12-2", "P12-3", "P12-4"]}
 CHAPTERS = {7: "Part 7: one forward per step", 8: "Part 8: split-KV decode", 9: "Part 9: CUDA graphs",
             10: "Part 10: to the roofline", 11: "Part 11: a Hopper GPU's size",
             12: "Part 12: the kernels at Hopper's rates"}
@@ -215,6 +215,8 @@ def show(entries: list[dict]) -> None:
     lines = []
     for e in entries:
         on = e.get("graded_on") or "-"
-        lines.append(f"- *Written {e.get('date')}.* {titled(e)}  \n"
+        # An entry added after related runs says which, in its circumstance's first clause.
+        after = re.sub(r"^Added \S+ ", ", ", e.get("circumstance", "").split(" (")[0]) if e.get("circumstance") else ""
+        lines.append(f"- *Written {e.get('date')}{after}.* {titled(e)}  \n"
                      f"  Measured{'' if on == '-' else f' on the {on}'}: {e['measured']}. Verdict: **{e['verdict']}**.")
     display(Markdown("\n".join(lines)))

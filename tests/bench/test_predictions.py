@@ -123,3 +123,14 @@ def test_a_chapter_verdict_comes_from_the_chapter_rows_not_an_earlier_card():
             assert e["graded_on"] == cards.copy().pop() != frozen.get(e["id"], {}).get("graded_on"), e["id"]
             names = e["figure"] if isinstance(e["figure"], list) else [e["figure"]]
             assert e["measured"] == "; ".join(values[n].text for n in names), e["id"]
+
+
+def test_a_chapter_says_when_an_entry_was_added_after_related_runs(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda m: shown.append(m.data))
+    added = {"id": "Z-2", "date": "2026-12-06", "title": "t", "text": "x", "measured": "1", "verdict": "held",
+             "circumstance": "Added 2026-12-06 after a sweep run alone (notes: 79.8%), and before any engine run."}
+    P.show([added, {**added, "circumstance": None}])
+    first, second = shown[0].splitlines()[0::2]
+    assert first.startswith("- *Written 2026-12-06, after a sweep run alone.*")
+    assert second.startswith("- *Written 2026-12-06.*")

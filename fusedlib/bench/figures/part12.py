@@ -34,14 +34,13 @@ def _kernels(d: Path, kind: str) -> pd.DataFrame:
     return k[k["kernel"] == kind].reset_index(drop=True)
 
 
-def _versus(value: float | None, target: float, what: str, f) -> str:
-    """A figure against its target in words; within 2%, one timed row does not say which side."""
+def _versus(value: float | None, target: float, what: str, f, fine=None) -> str:
+    """A figure against its target in words; where `f` rounds it onto the target, in `fine`'s digits
+    so that its side shows."""
     if value is None:
         return f"(no rows to hold against the target of {f(target)})"
-    if abs(value / target - 1) < 0.02:
-        return f"{f(value)}, within 2% of the target of {f(target)} {what}".rstrip() + ": not resolved"
-    side = "at or above" if value >= target else "short of"
-    return f"{f(value)}, {side} the target of {f(target)} {what}".rstrip()
+    shown = fine(value) if fine and f(value) == f(target) else f(value)
+    return f"{shown}, {'at or above' if value >= target else 'short of'} the target of {f(target)} {what}".rstrip()
 
 
 def _case(row) -> tuple:
@@ -90,10 +89,11 @@ def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         tiles, heads = -(-int(one(f2, "context")) // int(f2["tiles"].iloc[0].split("x")[0])), one(f2, "heads")
         v["p12_chunk_waves"] = Value(None, f"a {one(f2, 'context'):,.0f}-token chunk's {tiles} query tiles by "
                                            f"{heads:.0f} heads fill the card's {sms} multiprocessors {tiles * heads / sms:.2f} times over")
+    fine_times = lambda x: f"{x:.3f}×"  # noqa: E731
     v["p12_prompt_verdict"] = Value(None, "; ".join([
         f"the fresh 4,096-token prompt runs at {_versus(v['p12_prompt_tflops_4k'].value, TARGET['prompt_tflops'], '', tflops)}",
-        f"against SDPA's fastest it runs at {_versus(vs, TARGET['prompt_vs_sdpa'], '', times)}",
-        f"the chunk after a prefix runs at {_versus(over, TARGET['chunk_vs_fresh'], 'of the fresh rate', times)}"]) + ".")
+        f"against SDPA's fastest it runs at {_versus(vs, TARGET['prompt_vs_sdpa'], '', times, fine_times)}",
+        f"the chunk after a prefix runs at {_versus(over, TARGET['chunk_vs_fresh'], 'of the fresh rate', times, fine_times)}"]) + ".")
     table = pd.DataFrame({
         "prompt (tokens)": ours["case"].map(_label), "128×128 tiles (TFLOP/s)": ours["tflops"].map(sig),
         "32×64 tiles (TFLOP/s)": [cell(one(at(small, c), "tflops")) for c in ours["case"]],
@@ -116,7 +116,7 @@ def decode(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v[f"p12_decode_copy_{name}"] = fixed(frac.get((r, c)) and 100 * frac[(r, c)], pct)
     low = min((frac[k_] for k_ in frac if k_[0] == 256), default=None)
     v["p12_decode_verdict"] = Value(None, "the lower of the two, " + _versus(
-        low and 100 * low, 100 * TARGET["decode_copy"], "of a copy", pct))
+        low and 100 * low, 100 * TARGET["decode_copy"], "of a copy", pct, lambda x: f"{x:.1f}%"))
     table = pd.DataFrame({"rows": k["rows"].astype(int), "context (tokens)": k["context"].map(lambda x: f"{x:,.0f}"),
                           "KV read, one layer (MB)": (k["kv_bytes"] / 1e6).map(sig), "kernel (µs)": k["gpu_us"].map(sig),
                           "copy (µs)": k["copy_us"].map(sig), "share of copy speed": (100 * k["fraction_of_copy"]).map(pct)})
@@ -177,13 +177,8 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         trend = (f"Fusion's gain went from {gain_span(small)} with part 11's kernels to {gain_span(big)}; the intervals "
                  "overlap, so these rows do not say it changed.")
     v["p12_fusion_trend"] = Value(None, trend)
-    # The steady rate across offered rates past saturation; how far apart each pair's runs came.
-    f = s[(s["engine"] == "fused") & (s["round"] == 0)].sort_values("rate") if len(s) else s
-    sat = f[f["saturated"].astype(bool)] if len(f) and "saturated" in f else f.iloc[:0]
-    falls = len(sat) > 1 and (sat["steady_rate"].diff()[1:] < 0).all()
-    how = "falls as the offered rate rises" if falls else "does not fall at every step"
-    v["p12_sweep_trend"] = MISSING if len(sat) < 2 else Value(None, f"Past saturation the fused steady rate {how} (" + ", ".join(
-        f"{sig(x)} at {sig(r)}" for x, r in zip(sat["steady_rate"], sat["rate"])) + " requests/s offered).")
+    # The sweep's plateau, in the words of the other chapters; how far apart each pair's runs came.
+    v["p12_sweep_trend"] = chapter.plateau(s) if len(s) else MISSING
     v["p12_pair_note"] = MISSING
     if len(s):
         at = s[s["rate"] == s["rate"].max()].assign(t=lambda x: pd.to_datetime(x["time_utc"]))
@@ -213,9 +208,9 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     after, each class's time per request beside the ceiling's price for its work."""
     v = dict.fromkeys(("p12_census_step_ms", "p12_census_slowdown", "p12_census_steps", "p12_census_after",
                        "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
-                       "p12_request_ms", "p12_distance", "p12_census_overlap", "p12_census_idle",
+                       "p12_request_ms", "p12_distance",
                        "p12_census_step_ms_before", "p12_engine_prompt_tflops_before",
-                       "p12_engine_decode_copy_before", "p12_census_norm_ms"), MISSING)
+                       "p12_engine_decode_copy_before", "p12_census_norm_ms", "p12_census_gemm_share_move"), MISSING)
     c = newest("census", d)
     by, before = _census_classes(c, CONFIG), _census_classes(c, "part11")
     cap = capacity(d=d)[1]["p12_best_fused_steady_rate"].value
@@ -227,8 +222,6 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p12_census_steps"], v["p12_census_after"] = fixed(steps, count), fixed(by["completed_before_window"].iloc[0], count)
     v["p12_census_step_ms"] = fixed(gpu / steps * 1e3, ms)
     v["p12_census_slowdown"] = fixed(float(by["window_s"].iloc[0]) / gpu, times)
-    v["p12_census_overlap"] = fixed(100 * (by["share"].sum() - 1), pct)
-    v["p12_census_idle"] = fixed(100 * by.at["idle", "share"], pct)
     v["p12_engine_prompt_tflops"] = fixed(by.at["prompt_attention", "tflops"], tflops)
     v["p12_engine_gemm_tflops"] = fixed(by.at["gemm", "tflops"], tflops)
     v["p12_engine_decode_copy"] = fixed(100 * by.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
@@ -238,6 +231,8 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p12_census_step_ms_before"] = fixed(step_ms, ms)
         v["p12_engine_prompt_tflops_before"] = fixed(before.at["prompt_attention", "tflops"], tflops)
         v["p12_engine_decode_copy_before"] = fixed(100 * before.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
+        v["p12_census_gemm_share_move"] = fixed(100 * (by.at["gemm", "share"] - before.at["gemm", "share"]),
+                                                lambda x: f"{x:+.1f} points")
     cost, request_s = part11.request_cost(), 1 / cap
     v["p12_request_ms"] = fixed(request_s * 1e3, ms)
     # What the ceiling charges each class for a request: its FLOPs at the GEMM rate, or its KV
