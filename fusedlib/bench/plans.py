@@ -25,10 +25,9 @@ from ..config import PARTS
 # Parts 7-9 since, from their steady rates (fused, 400 arrivals, H100): part 7 11.4 and part 8
 # 10.2 req/s (the drain-based 9.0 and 8.0 put one swept rate of three past capacity: no
 # plateau), part 9 11.1; each now puts one rate below capacity and two past it.
-# Part 12 (part 11's best setting with Hopper-shaped prompt tiles): part 11's steady 80 req/s
-# there, plus the ~15% its ballpark (data/predictions_part12.yaml) expects from the prompt
-# kernel's ~2.3x.
-CAPACITY_ESTIMATES = {"part7": 11.4, "part8": 10.2, "part9": 11.0, "part10": 48.0, "part12": 95.0}
+# Part 12 (part 11's best setting with Hopper-shaped kernels): its steady rate with them, 103-109
+# req/s (H100, 5 pairs); from the 95 first estimated, its soak (twice the estimate) ran at 1.8x.
+CAPACITY_ESTIMATES = {"part7": 11.4, "part8": 10.2, "part9": 11.0, "part10": 48.0, "part12": 105.0}
 SCALE_ESTIMATES = {(256, 2048): 79.0, (256, 8192): 69.6, (256, 512): 50.5, (128, 2048): 65.2, (128, 8192): 61.5,
                    (128, 512): 58.1, (64, 2048): 50.8, (64, 8192): 47.5, (64, 512): 50.3, (32, 2048): 42.0,
                    (32, 8192): 40.6, (32, 512): 39.4}

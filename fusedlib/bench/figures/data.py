@@ -24,7 +24,7 @@ EXPERIMENTS = ("gates", "census", "attention", "capacity", "peer", "scale", "soa
 PARTS = ("part7", "part8", "part9", "part10")  # the parts measured at the reference's size
 LABEL = {"part7": "7: one forward per step", "part8": "8: split-KV decode", "part9": "9: CUDA graphs",
          "part10": "10: fused ops, whole graphs", "part11": "11: batch 256, budgets to 8k",
-         "part12": "12: Hopper-shaped prompt tiles"}
+         "part12": "12: Hopper-shaped kernels"}
 
 
 def rows_dir(d: str | Path | None = None) -> Path:
