@@ -362,3 +362,9 @@ def test_part9_explains_an_unresolved_gain_by_the_serving_steps(tmp_path):
     saving, share = part09.serving_saving(tmp_path)
     assert saving == pytest.approx(0.10) and share == pytest.approx(0.5)
     assert part09.serving_saving(tmp_path / "none") is None
+
+
+def test_part11_quotes_the_drain_figure_from_the_record_of_changes_not_kept(monkeypatch):
+    assert part11.drain()[1]["p11_drain_rate"].text == "78.7 requests/s"  # data/not_kept.csv's part 11 row
+    monkeypatch.setattr(part11, "not_kept", lambda: pd.DataFrame({"part": [7], "measured": ["9.0 requests/s"]}))
+    assert part11.drain()[1]["p11_drain_rate"].value is None

@@ -1,6 +1,7 @@
 """Part 11's page: the batch and budget grid, the host at batch 256, the ceiling, the peer."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from ..text import cell, ms, pct, rate, sig, times
 from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
 from . import chapter, part10
 from .data import SIZES, STATIC, collect, datasheet, devices, load, newest, per_rows, rates
+from .not_kept import not_kept
 
 SETTING = ["engine", "max_batch", "chunk_tokens"]
 
@@ -282,7 +284,16 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     return pd.DataFrame(), v
 
 
+def drain() -> tuple[pd.DataFrame, dict[str, Value]]:
+    """What the earlier drain grid read at the best setting: its first figure in the record of
+    changes not kept (data/not_kept.csv, typed as measured; no rows of it remain)."""
+    t = not_kept()
+    cells = t[t["part"].astype(str) == "11"]["measured"] if len(t) else []
+    found = [float(m.group(1)) for c in cells if (m := re.search(r"([\d.]+) requests/s", c))]
+    return pd.DataFrame(), {"p11_drain_rate": fixed(found[0], rate) if found else MISSING}
+
+
 def figures(d: str | Path | None = None):
     return collect(ceiling=ceiling(d=d), scale=scale(d=d), grid=grid(d=d), host=host(d=d),
-                   peer=part10.peer("part11", d=d),
+                   peer=part10.peer("part11", d=d), drain=drain(),
                    readings=readings(d=d))
