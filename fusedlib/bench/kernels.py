@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 
 from .spec import RunSpec
-from .workloads import in_flight_contexts
 from .telemetry import machine
 from .timing import decode_rate, flush_buffer, median_ms
+from .workloads import in_flight_contexts
 from .. import ops
 from ..ops.gemm import SMALL_M_MAX, gate_up_path
 from ..attention import make_backend
