@@ -29,7 +29,7 @@ for sk in shapes:
         break
     backend = TritonAttention("balanced", splitkv=sk)
     try:
-        fr = [decode_rate(backend, r, c, cfg, "cuda", 30, flush, cfg.max_position_embeddings,
+        fr = [decode_rate(backend, [c] * r, cfg, "cuda", 30, flush, cfg.max_position_embeddings,
                           block_size=PARTS["part12"].kv_block_size)["fraction_of_copy"]
               for r, c in cases]
     except Exception as e:  # a shape the kernel cannot launch (shared memory): say so, go on

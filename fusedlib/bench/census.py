@@ -82,7 +82,7 @@ def attention(spec: RunSpec) -> list[dict]:
     longest = cfg.max_position_embeddings if TRITON.get(spec.attention, ("",))[0] == "balanced" else None
     blocks = (PARTS.get(PART.get(spec.attention)) or EngineConfig()).kv_block_size  # its part's (torch: the default)
     return [{**machine(), "config": PART.get(spec.attention), "backend": spec.attention,
-             **decode_rate(backend, sizes["rows"], context, cfg, device, sizes["iters"], flush, longest,
+             **decode_rate(backend, [context] * sizes["rows"], cfg, device, sizes["iters"], flush, longest,
                            block_size=blocks)}
             for context in sizes["contexts"]]
 

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from .spec import RunSpec
 from .telemetry import machine
 from .timing import decode_rate, flush_buffer, median_ms
+from .workloads import in_flight_contexts
 from .. import ops
 from ..ops.gemm import SMALL_M_MAX, gate_up_path
 from ..attention import make_backend
@@ -33,11 +34,12 @@ from ..config import PARTS, PRESETS
 # pieces of two long prompts (one after a 2,048-token prefix), the end of a 1,024-token one and
 # five short prompts whole.
 MIXED_CHUNK = ((2048, 1024), (0, 512), (640, 384), (0, 64), (0, 16), (0, 16), (0, 16), (0, 16))
+MIXED = "mixed"  # a decode case's context: the rows of an engine the mixed workload saturates (`in_flight_contexts`)
 KERNELS = {  # prompt cases (pieces of (prefix, chunk)); decode cases (rows, context); the mixed step (chunk, rows)
     "full": dict(prompt=(((0, 2048),), ((0, 4096),), ((0, 8192),), ((2048, 2048),), MIXED_CHUNK),
-                 decode=((32, 1024), (256, 1024), (256, 4096)), step=(2048, 256), iters=100),
-    "smoke": dict(prompt=(((0, 32),), ((0, 64),), ((32, 32),), ((32, 16), (0, 8), (0, 8))), decode=((4, 64), (16, 64)),
-                  step=(32, 4), iters=1),
+                 decode=((32, 1024), (256, 1024), (256, 4096), (256, MIXED)), step=(2048, 256), iters=100),
+    "smoke": dict(prompt=(((0, 32),), ((0, 64),), ((32, 32),), ((32, 16), (0, 8), (0, 8))),
+                  decode=((4, 64), (16, 64), (16, MIXED)), step=(32, 4), iters=1),
 }
 TOLERANCE = {torch.float16: 1e-2, torch.float32: 1e-4}  # max abs error against the fp32 reference / matmul
 SDPA_BACKENDS = ("flash", "cudnn", "efficient")
@@ -149,12 +151,11 @@ def prompt_rows(spec: RunSpec) -> list[dict]:
 # ------------------------------------------------------------------------------ decode
 def decode_rows(spec: RunSpec) -> list[dict]:
     p, sizes = spec.profile_spec, KERNELS[spec.profile]
-    cfg, device = PRESETS[p.model], p.device
-    backend, flush = make_backend(ENGINE_ATTENTION), flush_buffer(device)
-    return [{**machine(), "backend": ENGINE_ATTENTION,
-             **decode_rate(backend, n_rows, context, cfg, device, sizes["iters"], flush, cfg.max_position_embeddings,
-                           block_size=KV_BLOCK_SIZE)}
-            for n_rows, context in sizes["decode"]]
+    cfg, device, backend, flush = PRESETS[p.model], p.device, make_backend(ENGINE_ATTENTION), flush_buffer(p.device)
+    return [{**machine(), "backend": ENGINE_ATTENTION, "contexts": MIXED if c == MIXED else "fixed",
+             **decode_rate(backend, in_flight_contexts(n, 0, p.lengths, p.budget) if c == MIXED else [c] * n, cfg,
+                           device, sizes["iters"], flush, cfg.max_position_embeddings, block_size=KV_BLOCK_SIZE)}
+            for n, c in sizes["decode"]]
 
 
 # ------------------------------------------------------------------------------ gemm

@@ -67,30 +67,28 @@ def decode_case(contexts: list[int], cfg, dtype, device: str, block_size: int, s
     k, v = (torch.randn(shape, generator=gen, device=device).to(dtype) for _ in range(2))
     owner = torch.randperm(num_blocks, generator=gen, device=device)
     filler = torch.randint(0, num_blocks, (len(contexts), width), generator=gen, device=device)
-    tables, used = [], 0
-    for row, n in enumerate(need):
-        tables.append(torch.cat([owner[used:used + n], filler[row, n:]]))
-        used += n
+    tables = [torch.cat([owner[sum(need[:r]):sum(need[:r + 1])], filler[r, n:]]) for r, n in enumerate(need)]
     meta = DecodeMeta(len(contexts), torch.tensor(contexts, dtype=torch.int32, device=device),
                       torch.stack(tables).to(torch.int32), max(contexts))
     q = torch.randn(len(contexts), cfg.num_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
     return q, k, v, meta
 
 
-def decode_rate(backend, n_rows: int, context: int, cfg, device: str, iters: int, flush,
+def decode_rate(backend, contexts: list[int], cfg, device: str, iters: int, flush,
                 longest_context: int | None = None, *, block_size: int) -> dict:
-    """Decode attention of `backend` at `n_rows` rows of `context` tokens (fp16 K/V in shuffled
-    blocks of `block_size` tokens), each call after `flush`, beside a device copy moving the same bytes (read +
-    written = the KV bytes). `longest_context`: split as the engine's graphs launch it (by the
-    model's longest context), else by the call's own."""
-    q, k, v, meta = decode_case([context] * n_rows, cfg, torch.float16, device, block_size, seed=context)
+    """Decode attention of `backend` at a row per context in `contexts` (fp16 K/V in shuffled blocks of
+    `block_size` tokens), each call after `flush`, beside a device copy moving the same bytes (read + written =
+    the KV bytes). `longest_context`: split as the engine's graphs launch it (by the model's longest context),
+    else by the call's own."""
+    q, k, v, meta = decode_case(contexts, cfg, torch.float16, device, block_size, seed=max(contexts))
     if longest_context is not None:
         meta = DecodeMeta(meta.num_tokens, meta.context_lens, meta.block_tables, longest_context)
-    kv_bytes = n_rows * context * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
+    kv_bytes = sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * k.element_size()
     src = torch.empty(kv_bytes // 2, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
     copy_ms = median_ms(lambda: dst.copy_(src), device, iters, flush)[0]
     ms, lo, hi = median_ms(lambda: backend.decode(q, k, v, meta, cfg.head_dim ** -0.5), device, iters, flush)
-    return {"rows": n_rows, "context": context, "kv_block_size": block_size, "n": iters, "gpu_us": ms * 1e3,
+    return {"rows": len(contexts), "context": contexts[0] if len(set(contexts)) == 1 else None,
+            "context_mean": sum(contexts) / len(contexts), "kv_block_size": block_size, "n": iters, "gpu_us": ms * 1e3,
             "gpu_us_min": lo * 1e3, "gpu_us_max": hi * 1e3, "kv_bytes": kv_bytes, "copy_us": copy_ms * 1e3,
             "fraction_of_copy": copy_ms / ms}

@@ -221,11 +221,13 @@ def kernels_rows() -> list[dict]:
                               pieces=[list(x) for x in pieces], context=None if one[0] is None else sum(one),
                               prefix=one[0], chunk=sum(c for _, c in pieces), tflops=tf * scale, sdpa_tflops=sdpa,
                               sdpa_backend=backend, max_abs_err=1e-3))
-    for n_rows, context, frac in ((32, 1024, 0.53), (256, 1024, 0.66), (256, 4096, 0.75)):
-        i += 1
-        kv = n_rows * context * KV_BYTES_PER_TOKEN / LAYERS
-        rows.append(_base("kernels", i, kernel="decode", rows=n_rows, context=context, kv_bytes=kv,
-                          copy_us=kv / 3.0e12 * 1e6, gpu_us=kv / 3.0e12 * 1e6 / frac, fraction_of_copy=frac))
+    for n_rows, context, frac in ((32, 1024, 0.53), (256, 1024, 0.66), (256, 4096, 0.75), (256, None, 0.62)):
+        i += 1  # context None: 256 rows at the mixed workload's contexts in flight, 1,172 tokens on average
+        mean = context or 1172.4
+        kv = n_rows * mean * KV_BYTES_PER_TOKEN / LAYERS
+        rows.append(_base("kernels", i, kernel="decode", rows=n_rows, context=context, context_mean=mean, kv_bytes=kv,
+                          contexts="fixed" if context else "mixed", copy_us=kv / 3.0e12 * 1e6,
+                          gpu_us=kv / 3.0e12 * 1e6 / frac, fraction_of_copy=frac))
     for layer, n, k, frac in (("qkv", 2048, 1536, 1.0), ("gate_up", 17920, 1536, 0.81), ("down", 1536, 8960, 1.0)):
         i += 1
         rows.append(_base("kernels", i, kernel="gemm", layer=layer, m=2303, n=n, k=k, calls_cublas=True,

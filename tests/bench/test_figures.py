@@ -336,6 +336,42 @@ def test_part12_conclusions_follow_its_rows(tmp_path):
     assert "at or above the target of 320 TFLOP/s" in v["p12_prompt_verdict"].text
 
 
+# (mixed case, fixed 1,024-token case), points of a copy's speed, from the in-engine figure e
+SIXTY_SIX = lambda e: 66.0  # noqa: E731
+
+
+@pytest.mark.parametrize("mixed,fixed_1k,words", [
+    (lambda e: e + 2, SIXTY_SIX, "within 5 points of the in-engine figure: uneven contexts account for the gap."),
+    (lambda e: e - 9, SIXTY_SIX, "below the in-engine figure: uneven contexts account for the gap."),
+    (lambda e: 63.0, SIXTY_SIX, "within 5 points of the fixed 1,024-token case: uneven contexts do not account for the"),
+    (lambda e: 75.0, SIXTY_SIX, "above the fixed 1,024-token case: uneven contexts do not account for the gap"),
+    (lambda e: e + 12, SIXTY_SIX, "between the fixed 1,024-token case's 66% and the in-engine 37%: uneven contexts"),
+    (lambda e: e + 3, lambda e: e + 7, "fixed 1,024-token case: these rows do not separate the two causes."),
+    (None, SIXTY_SIX, "rows of uneven context and the prompt's work on the other stream both fit."),
+], ids=("near-engine", "below-engine", "near-fixed", "above-fixed", "between", "near-both", "no-mixed-case"))
+def test_part12_decode_reading_follows_the_mixed_case(tmp_path, mixed, fixed_1k, words):
+    """Where the mixed-context case, timed alone, lands beside the in-engine figure and the fixed
+    1,024-token case chooses the cause the page names; without the case, the page names both."""
+    import json
+
+    from fusedlib.bench.figures import part12
+
+    folder = synthetic_rows.write(tmp_path / "rows")
+    engine = part12.figures(folder)[1]["p12_engine_decode_copy"].value
+    kernels = folder / "kernels.jsonl"
+    rows = [json.loads(line) for line in kernels.read_text().splitlines()]
+    rows = [r for r in rows if mixed or r.get("contexts") != "mixed"]
+    for r in rows:
+        if r["kernel"] == "decode" and r["rows"] == 256 and r["context"] in (1024, None):
+            r["fraction_of_copy"] = (fixed_1k if r["context"] else mixed)(engine) / 100
+    kernels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table, v = part12.decode(d=folder)
+    assert ("mixed, mean 1,172" in set(table["context (tokens)"])) == bool(mixed)
+    assert v["p12_decode_copy_256_mixed"].value == (mixed and pytest.approx(mixed(engine)))
+    assert v["p12_decode_verdict"].text.startswith(f"the lower of the two, {fixed_1k(engine):.0f}%")
+    assert words in part12.readings(d=folder)[1]["p12_decode_reading"].text
+
+
 @pytest.mark.parametrize("values,words", [
     ({4.0: (3.9, False), 8.0: (7.0, True), 16.0: (7.3, True)}, "within 4.3% of each other, the plateau."),
     ({4.0: (3.9, False), 8.0: (7.0, True), 16.0: (8.4, True)}, "within 20% of each other, more than the 10%"),

@@ -246,10 +246,20 @@ def test_causal_pairs_by_hand():
 @pytest.mark.slow(2)
 def test_decode_and_gemm_kernel_rows():
     from fusedlib.bench import kernels
+    from fusedlib.config import PRESETS
 
     decode = measure_here(smoke("kernels", kernel="decode"))
-    assert [(r["rows"], r["context"]) for r in decode] == list(kernels.KERNELS["smoke"]["decode"])
+    cases = kernels.KERNELS["smoke"]["decode"]
+    assert [(r["rows"], r["context"]) for r in decode] == [(n, None if c == kernels.MIXED else c) for n, c in cases]
     assert all(r["fraction_of_copy"] > 0 and r["backend"] == kernels.ENGINE_ATTENTION for r in decode)
+    # the mixed case: one row per context in flight, its bytes and mean over those rows
+    (n_rows, _), = [case for case in cases if case[1] == kernels.MIXED]
+    mixed, = [r for r in decode if r["contexts"] == "mixed"]
+    p, cfg = PROFILES["smoke"], PRESETS["tiny"]
+    contexts = workloads.in_flight_contexts(n_rows, 0, p.lengths, p.budget)
+    assert len(set(contexts)) > 1 and mixed["rows"] == n_rows and mixed["context_mean"] == sum(contexts) / n_rows
+    assert mixed["kv_bytes"] == sum(contexts) * cfg.num_kv_heads * cfg.head_dim * 2 * 2  # K and V in fp16
+    assert {r["contexts"] for r in decode if r is not mixed} == {"fixed"}
     gemm = measure_here(smoke("kernels", kernel="gemm"))
     assert [r["layer"] for r in gemm] == ["qkv", "o_proj", "gate_up", "down", "lm_head"]
     assert all(r["fraction_of_matmul"] > 0 and r["flops"] == 2 * r["m"] * r["n"] * r["k"] for r in gemm)

@@ -36,6 +36,19 @@ def test_full_size_defaults():
     assert max(max(s.prompt) for s in specs) < w.QWEN_VOCAB
 
 
+def test_in_flight_contexts_take_the_lengths_in_equal_shares_plus_part_of_a_budget():
+    contexts = w.in_flight_contexts(300, seed=2, lengths=(100, 1000, 10000), budget=(10, 50))
+    assert contexts == w.in_flight_contexts(300, seed=2, lengths=(100, 1000, 10000), budget=(10, 50))
+    assert contexts != w.in_flight_contexts(300, seed=3, lengths=(100, 1000, 10000), budget=(10, 50))
+    bands = [[c - length for c in contexts if length < c <= length + 50] for length in (100, 1000, 10000)]
+    assert [len(b) for b in bands] == [100, 100, 100]  # every row one prompt plus 1..50 tokens, equal shares
+    done = np.concatenate(bands)
+    assert done.min() == 1 and done.max() > 40 and 15 < done.mean() < 20  # uniform in 1..budget, budget in 10..50
+    assert [c // 1000 for c in contexts] != [0, 1, 10] * 100  # shuffled, not the lengths in turn
+    full = w.in_flight_contexts(256)  # expected mean: the lengths' 1,091.2 plus (budget + 1) / 2 = 80.5
+    assert abs(np.mean(full) - 1171.7) < 20 and len(full) == 256
+
+
 def test_poisson_arrivals_reproducible_and_start_at_zero():
     specs = w.mixed(100, seed=0, lengths=(4,), budget=(4, 4), vocab_size=8)
     a = w.poisson_arrivals(specs, rate=3.0, seed=7)

@@ -21,6 +21,8 @@ TARGET = {"prompt_tflops": 320.0, "prompt_vs_sdpa": 0.8, "chunk_vs_fresh": 0.9, 
 CLASS_NAME = {"gemm": "linear-layer GEMMs", "lm_head": "LM head", "prompt_attention": "prompt attention",
               "decode_attention": "decode attention", "norm_rotary_act": "norms, rotary, activations",
               "other": "copies and sampling", "idle": "GPU idle between kernels"}
+NEAR = 5.0  # decode shares this many points of a copy apart read as one (uneven rows' draws spread 7: NOTES.md)
+
 tflops = lambda x: f"{sig(x)} TFLOP/s"  # noqa: E731
 
 
@@ -58,10 +60,9 @@ def _label(case: tuple) -> str:
 @per_rows
 def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """Prompt attention per case: the engine's tiles, part 11's shape, SDPA's fastest (no packed form)."""
-    names = ("p12_prompt_tflops_4k", "p12_prompt_sdpa_4k", "p12_prompt_vs_sdpa_4k", "p12_prompt_chunk_tflops",
-             "p12_prompt_chunk_over_fresh", "p12_prompt_tiles_gain_4k", "p12_prompt_verdict", "p12_kernel_device",
-             "p12_prompt_packed_tflops", "p12_chunk_waves")
-    v = dict.fromkeys(names, MISSING)
+    v = dict.fromkeys(("p12_prompt_tflops_4k", "p12_prompt_sdpa_4k", "p12_prompt_vs_sdpa_4k", "p12_prompt_chunk_tflops",
+                       "p12_prompt_chunk_over_fresh", "p12_prompt_tiles_gain_4k", "p12_prompt_verdict",
+                       "p12_kernel_device", "p12_prompt_packed_tflops", "p12_chunk_waves"), MISSING)
     k = _kernels(d, "prompt")
     if not len(k):
         return pd.DataFrame(), v
@@ -107,17 +108,22 @@ def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 @per_rows
 def decode(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """Decode attention's speed as a share of a copy of the same bytes, per rows and context."""
-    v = dict.fromkeys(("p12_decode_copy_256_1k", "p12_decode_copy_256_4k", "p12_decode_verdict"), MISSING)
+    v = dict.fromkeys(("p12_decode_copy_256_1k", "p12_decode_copy_256_4k", "p12_decode_copy_256_mixed",
+                       "p12_decode_verdict"), MISSING)
     k = _kernels(d, "decode")
     if not len(k):
         return pd.DataFrame(), v
-    frac = {(int(r), int(c)): f for r, c, f in zip(k["rows"], k["context"], k["fraction_of_copy"])}
+    mixed = k.get("contexts", pd.Series(None, index=k.index)).eq("mixed")  # rows before the case: none
+    frac = {(int(r), int(c)): f for r, c, f in zip(k["rows"], k["context"], k["fraction_of_copy"]) if pd.notna(c)}
     for (r, c), name in (((256, 1024), "256_1k"), ((256, 4096), "256_4k")):
         v[f"p12_decode_copy_{name}"] = fixed(frac.get((r, c)) and 100 * frac[(r, c)], pct)
+    v["p12_decode_copy_256_mixed"] = fixed(100 * k[mixed & (k["rows"] == 256)]["fraction_of_copy"].max(), pct)
     low = min((frac[k_] for k_ in frac if k_[0] == 256), default=None)
     v["p12_decode_verdict"] = Value(None, "the lower of the two, " + _versus(
         low and 100 * low, 100 * TARGET["decode_copy"], "of a copy", pct, lambda x: f"{x:.1f}%"))
-    table = pd.DataFrame({"rows": k["rows"].astype(int), "context (tokens)": k["context"].map(lambda x: f"{x:,.0f}"),
+    context = k["context"].map("{:,.0f}".format).mask(mixed, k.get("context_mean", k["context"]).map(
+        "mixed, mean {:,.0f}".format))
+    table = pd.DataFrame({"rows": k["rows"].astype(int), "context (tokens)": context,
                           "KV read, one layer (MB)": (k["kv_bytes"] / 1e6).map(sig), "kernel (µs)": k["gpu_us"].map(sig),
                           "copy (µs)": k["copy_us"].map(sig), "share of copy speed": (100 * k["fraction_of_copy"]).map(pct)})
     return table, v
@@ -266,9 +272,8 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The soak: requests lost, the pool after, peak memory at 1,000 completions and at the end,
     kernels compiled after construction; its steady rate beside the pairs'."""
-    names = ("p12_soak_n", "p12_soak_rate", "p12_soak_verdict", "p12_soak_mem", "p12_soak_steady", "p12_soak_vs_pairs",
-             "p12_gates")
-    v = dict.fromkeys(names, MISSING)
+    v = dict.fromkeys(("p12_soak_n", "p12_soak_rate", "p12_soak_verdict", "p12_soak_mem", "p12_soak_steady",
+                       "p12_soak_vs_pairs", "p12_gates"), MISSING)
     g = newest("gates", d)  # each configuration's gates of its newest code version
     g = g[g["config"] == CONFIG] if len(g) and "chunk_tokens" in g else g.iloc[:0]
     if len(g):
@@ -297,14 +302,34 @@ def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     return pd.DataFrame(), v
 
 
+def _decode_reading(mixed: float | None, fixed_1k: float | None, engine: float | None) -> str:
+    """Which cause of decode's lower share in the engine the mixed-context case, timed alone, leaves standing."""
+    if None in (mixed, fixed_1k, engine):
+        return "rows of uneven context and the prompt's work on the other stream both fit."
+    side = lambda x: f"within {NEAR:g} points of" if abs(mixed - x) <= NEAR else "above" if mixed > x else "below"  # noqa
+    to_engine, to_fixed = side(engine) + " the in-engine figure", side(fixed_1k) + " the fixed 1,024-token case"
+    if fixed_1k - NEAR <= mixed <= engine + NEAR:
+        why = f"{to_engine} and {to_fixed}: these rows do not separate the two causes"
+    elif mixed <= engine + NEAR:
+        why = f"{to_engine}: uneven contexts account for the gap"
+    elif mixed >= fixed_1k - NEAR:
+        why = f"{to_fixed}: uneven contexts do not account for the gap, leaving the prompt's work on the other stream"
+    else:
+        why = (f"between the fixed 1,024-token case's {pct(fixed_1k)} and the in-engine {pct(engine)}: uneven contexts "
+               "account for part of the gap")
+    return f"at the mixed workload's uneven contexts it reads at {pct(mixed)} alone, {why}."
+
+
 @per_rows
 def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The page's conclusions and the ballpark's arithmetic, each chosen from its figures."""
-    pr, cen, cap, so = prompt(d=d)[1], census(d=d)[1], capacity(d=d)[1], soak(d=d)[1]
+    pr, cen, cap, so, dec = prompt(d=d)[1], census(d=d)[1], capacity(d=d)[1], soak(d=d)[1], decode(d=d)[1]
     cost, p11 = part11.request_cost(), part11.scale(d=d)[1]["p11_best_fused_rate"].value
     v = {"p12_prompt_target": fixed(TARGET["prompt_tflops"], tflops),
          "p12_attn_ms_at_target": fixed(cost["prompt_attention"] / (TARGET["prompt_tflops"] * 1e12) * 1e3, ms),
-         "p12_request_ms_before": fixed(p11 and 1e3 / p11, ms)}
+         "p12_request_ms_before": fixed(p11 and 1e3 / p11, ms),
+         "p12_decode_reading": Value(None, _decode_reading(*(x.value for x in (
+             dec["p12_decode_copy_256_mixed"], dec["p12_decode_copy_256_1k"], cen["p12_engine_decode_copy"]))))}
     fresh, chunk = pr["p12_prompt_vs_sdpa_4k"].value, pr["p12_prompt_chunk_tflops"].value
     k = _kernels(d, "prompt")
     c = k[(k["prefix"] > 0) & k["default_tiles"].astype(bool)] if len(k) else k
