@@ -95,13 +95,18 @@ def card(d=None) -> str:
 
 def graded(entries: list[dict] | None = None, d=None, figures: Mapping | None = None) -> list[dict]:
     """Every entry with its measured figure and verdict, graded on the figures of the rows folder
-    `d` (default: the one the book reads) and named by those rows' card (`graded_on`). `figures`
-    stands in for the folder's figures where a test supplies its own."""
+    `d` (default: the one the book reads) and named by those rows' card (`graded_on`; "-" where no
+    figure of the rows grades it). `figures` stands in for the folder's figures where a test
+    supplies its own."""
     entries = load() if entries is None else entries
     if figures is None:
         figures = book.values(d) if any(e.get("figure") for e in entries) else {}
-    on = card(d)
-    return [e | dict(zip(("measured", "verdict"), grade(e, figures)), graded_on=on) for e in entries]
+    on, out = card(d), []
+    for e in entries:  # an entry no figure of these rows measures names no card
+        measured, verdict = grade(e, figures)
+        out.append(e | dict(measured=measured, verdict=verdict, graded_on=on if e.get("figure") and not e.get("awaits")
+                                                                          else NO_FIGURE))
+    return out
 
 
 def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
