@@ -97,10 +97,10 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     else:
         host = "The step stayed within the band, as the host that sets it predicts."
     v["p08_step_reading"] = Value(step, host)
-    cap = [moved(c8[f"p08_capacity_{e}"].value, c7[f"p07_capacity_{e}"].value, "more", "less", "as much")
+    cap = [moved(c8[f"p08_capacity_{e}"].value, c7[f"p07_capacity_{e}"].value, "more", "less", "the same")
            for e in ("fused", "chunked")]
     v["p08_capacity_moves"] = Value(None, "These rows hold no capacity runs of both parts to compare." if None in cap else
-                                    f"The fused engine served {cap[0]} than in part 7 and the chunked engine {cap[1]}.")
+                                    f"In capacity, against part 7: the fused engine served {cap[0]}, the chunked one {cap[1]}.")
     return pd.DataFrame(), v
 
 

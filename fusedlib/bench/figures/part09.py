@@ -44,12 +44,13 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if now is None or gain.value is None:
         cap = "These rows hold no mixed steps and paired capacity runs to set side by side."
     elif now > 0 and not gain.resolved:
-        cap = "The fused mixed step is still the shorter, yet in capacity neither engine is resolved ahead."
+        cap = "In the census the fused mixed step is still the shorter, yet in capacity neither engine is resolved ahead."
         if (served := serving_saving(d)) is not None:
             expect = 100 * (1 / (1 - served[0] * served[1]) - 1)
-            cap += (f" Serving, it ran {pct(abs(100 * served[0]))} {'shorter' if served[0] >= 0 else 'longer'} "
-                    f"(medians over the pairs) in mixed steps that filled {pct(100 * served[1])} of the chunked "
-                    f"engine's run: about {pct(abs(expect))} to {'gain' if expect >= 0 else 'lose'}, " +
+            cap += (f" Serving, the fused engine's mixed step ran {pct(abs(100 * served[0]))} "
+                    f"{'shorter' if served[0] >= 0 else 'longer'} than the chunked engine's (medians over the pairs), "
+                    f"whose mixed steps filled {pct(100 * served[1])} of its run: capacity then stands to "
+                    f"{'gain' if expect >= 0 else 'lose'} about {pct(abs(expect))}, " +
                     ("inside the pairs' interval." if gain.lo <= expect <= gain.hi else "outside the pairs' interval."))
     elif now > 0 and gain.lo > 0:
         cap = "The fused mixed step is still the shorter, and in capacity the fused engine serves more."

@@ -287,8 +287,7 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 def drain() -> tuple[pd.DataFrame, dict[str, Value]]:
     """What the earlier drain grid read at the best setting: its first figure in the record of
     changes not kept (data/not_kept.csv, typed as measured; no rows of it remain)."""
-    t = not_kept()
-    cells = t[t["part"].astype(str) == "11"]["measured"] if len(t) else []
+    cells = t[t["part"].astype(str) == "11"]["measured"] if len(t := not_kept()) else []
     found = [float(m.group(1)) for c in cells if (m := re.search(r"([\d.]+) requests/s", c))]
     return pd.DataFrame(), {"p11_drain_rate": fixed(found[0], rate) if found else MISSING}
 
