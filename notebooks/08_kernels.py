@@ -20,8 +20,8 @@
 # after a 2,048-token prefix (Qwen2.5-1.5B's 12:2 heads, head_dim 128, fp16), beside
 # `scaled_dot_product_attention`'s flash, cuDNN and efficient backends on the same causal
 # shape in the same run; the engine's decode attention at 32 and 256 rows (and 256 at the mixed
-# workload's uneven contexts) beside a copy of its bytes; each linear layer at a mixed step's rows (2,048 chunk tokens beside 255 decode rows)
-# through the engine's call beside `torch.matmul`.
+# workload's uneven contexts) beside a copy of its bytes; each linear layer at a mixed step's rows
+# (2,048 chunk tokens beside 255 decode rows) through the engine's call beside `torch.matmul`.
 # Rows: `<out_dir>/kernels.jsonl`; the runs: `plans.kernels` and `fusedlib/bench/kernels.py`.
 
 # %% tags=["parameters"]
