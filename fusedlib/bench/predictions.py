@@ -111,11 +111,11 @@ def graded(entries: list[dict] | None = None, d=None, figures: Mapping | None = 
 
 def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
     """The grades an earlier card's rows gave, as recorded: a table of the entries this book
-    grades from a figure (part, claim by title or opening words, measured, verdict, card; a
+    grades from a figure (part, claim by title, label or opening words, measured, verdict, card; a
     recorded "open" reads "not resolved"), and one line counting the others' verdicts."""
     kept = [e for e in (load() if entries is None else entries) if e.get("graded_on")]
     said = lambda v: "not resolved" if v == "open" else v  # noqa: E731
-    rows = [{"part": e.get("chapter"), "claim": _cell(e.get("title") or opening(e.get("text", ""), 8)),
+    rows = [{"part": e.get("chapter"), "claim": _cell(e.get("title") or e.get("label") or opening(e.get("text", ""), 8)),
              "measured": _cell(e.get("measured")), "verdict": said(e.get("verdict")), "on": e.get("graded_on")}
             for e in kept if e.get("figure")]
     rest = [e for e in kept if not e.get("figure")]
@@ -192,7 +192,7 @@ def opening(text: str, words: int = 12) -> str:
 
 
 def appendix(entries: list[dict] | None = None) -> None:
-    """One table per chapter: id, date, claim (its title or opening words: the chapters quote
+    """One table per chapter: id, date, claim (its title, label or opening words: the chapters quote
     their deciding ones in full), measured, verdict."""
     from IPython.display import Markdown, display
 
@@ -202,7 +202,7 @@ def appendix(entries: list[dict] | None = None) -> None:
         return
     out = []
     for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
-        rows = [e | {"title": None, "text": e.get("title") or opening(e.get("text", ""), 6)}
+        rows = [e | {"title": None, "text": e.get("title") or e.get("label") or opening(e.get("text", ""), 6)}
                 for e in entries if str(e.get("chapter")) == chapter]
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
         out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))

@@ -136,3 +136,21 @@ def test_a_chapter_says_when_an_entry_was_added_after_related_runs(monkeypatch):
     first, second = shown[0].splitlines()[0::2]
     assert first.startswith("- *Written 2026-12-06, after a sweep run alone.*")
     assert second.startswith("- *Written 2026-12-06.*")
+
+
+def test_the_appendix_names_an_untitled_claim_by_its_label_else_its_opening(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda m: shown.append(m.data))
+    untitled = {"id": "Z-3", "date": "2026-12-06", "chapter": 10, "title": "", "measured": "1", "verdict": "held",
+                "text": "Kernels per layer in a graphed 32-row decode step: between 9 and 13."}
+    P.appendix([untitled | {"label": "Graphed decode kernels per layer"}, untitled | {"id": "Z-4"}])
+    claims = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in shown[0].splitlines()
+              if line.startswith("| Z-")}
+    assert claims == {"Z-3": "Graphed decode kernels per layer", "Z-4": "Kernels per layer in a graphed …"}
+
+
+def test_every_committed_entry_has_a_title_or_a_short_capitalized_label():
+    for e in P.load():
+        name = e.get("title") or e.get("label") or ""
+        assert e.get("title") or len(name.split()) <= 5, e["id"]
+        assert name[:1].isupper(), e["id"]
