@@ -230,8 +230,7 @@ def offered(rates: pd.Series) -> Value:
 @per_rows
 def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The part's paired capacity values (its sweep is `capacity_sweeps`)."""
-    c = newest("capacity", d)
-    c = c[c["config"] == config] if len(c) else c
+    c = newest("capacity", d, config)
     names: dict[str, Value] = {k: MISSING for k in CAPACITY_NAMES}
     pr = pairs(c)
     if len(pr):

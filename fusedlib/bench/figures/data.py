@@ -81,16 +81,16 @@ def load(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
     return _load(path, (stat.st_mtime_ns, stat.st_size)).copy()
 
 
-def newest(experiment: str, d: str | Path | None = None) -> pd.DataFrame:
+def newest(experiment: str, d: str | Path | None = None, config: str | None = None) -> pd.DataFrame:
     """The rows a page's figures read from `experiment`: per config, those of the newest code
-    version that measured it (the code version of its latest row)."""
+    version that measured it (the code version of its latest row); `config`'s alone where given."""
     # A config measured again by newer code reads only its new rows; one not measured again keeps
     # its earlier rows. The one rule for every open-loop and peer figure.
     df = load(experiment, d)
-    if not len(df) or not {"config", "code_version", "time_utc"} <= set(df.columns):
-        return df
-    latest = df.sort_values("time_utc", kind="stable").groupby("config")["code_version"].last()
-    return df[df["code_version"] == df["config"].map(latest)].reset_index(drop=True)
+    if len(df) and {"config", "code_version", "time_utc"} <= set(df.columns):
+        latest = df.sort_values("time_utc", kind="stable").groupby("config")["code_version"].last()
+        df = df[df["code_version"] == df["config"].map(latest)].reset_index(drop=True)
+    return df[df["config"] == config] if config and len(df) else df
 
 
 def per_rows(figure):

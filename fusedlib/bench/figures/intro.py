@@ -30,7 +30,6 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """One row per part: the decode and mixed steps beside their floors, kernels per layer,
     capacity and fusion's gain."""
     vals = chapter.part_values(PARTS, d)
-    runs = newest("capacity", d)
     rows = []
     for c in PARTS:
         t = lambda k: vals[f"{chapter.prefix(c)}_{k}"]  # noqa: E731
@@ -39,7 +38,7 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                      "mixed GPU (ms)": _num(t("mixed_gpu")), "FLOP floor (ms)": _num(t("mixed_floor")),
                      "kernels per layer": _num(t("kernels_per_layer")),
                      "capacity fused / chunked (req/s)": f"{_num(t('capacity_fused'))} / {_num(t('capacity_chunked'))}",
-                     "runs × arrivals": _runs(t("capacity_fused"), t("n_requests"), runs[runs["config"] == c] if len(runs) else runs),
+                     "runs × arrivals": _runs(t("capacity_fused"), t("n_requests"), newest("capacity", d, c)),
                      "fusion's gain": short_gain(t("fusion_gain"))})
     sc = part11.scale(d=d)[1]
     best, chunk = sc["p11_best_fused_rate"], sc["p11_chunked_at_best"]
@@ -47,13 +46,12 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                  "capacity fused / chunked (req/s)": "-" if best.value is None else f"{sig(best.value)} / {_num(chunk)}",
                  "runs × arrivals": _runs(best, sc["p11_best_n_requests"], part11.best_rows(d)),
                  "fusion's gain": short_gain(sc["p11_fusion_gain_best"])})
-    p12, runs12 = part12.capacity(d=d)[1], newest("capacity", d)
+    p12 = part12.capacity(d=d)[1]
     best = p12["p12_best_fused_steady_rate"]
     rows.append({"part": LABEL["part12"] + (f" ({sc['p11_best_setting'].text})" if best.value else ""),
                  "capacity fused / chunked (req/s)": "-" if best.value is None else
                  f"{sig(best.value)} / {_num(p12['p12_capacity_chunked'])}",
-                 "runs × arrivals": _runs(best, p12["p12_n_requests"], runs12[runs12["config"] == "part12"]
-                                          if len(runs12) else runs12),
+                 "runs × arrivals": _runs(best, p12["p12_n_requests"], newest("capacity", d, "part12")),
                  "fusion's gain": short_gain(p12["p12_fusion_gain_best"])})
     v = {"series_decode_speedup": fixed(ratio(vals["p07_decode_wall"].value, vals["p10_decode_wall"].value), shorter)}
     return pd.DataFrame(rows).fillna("-"), v  # parts 11-12 have no step census at the reference's shapes

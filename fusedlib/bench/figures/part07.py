@@ -64,8 +64,7 @@ def gates(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     ok = g["passed"].astype(bool)
     names["gates_passed"] = Value(float(ok.mean()), "every gate passed" if ok.all() else
                                   f"{int(ok.sum())} of {len(ok)} gate runs passed")
-    big = newest("gates", d)  # part 11's gates of its newest code version
-    big = big[big["config"] == "part11"]
+    big = newest("gates", d, "part11")  # part 11's gates of its newest code version
     if len(big):
         okb = big["passed"].astype(bool)
         names["gates_b256"] = Value(float(okb.mean()), f"{int(okb.sum())} of {len(okb)} pass")
@@ -110,8 +109,8 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         lo_hi = [(g(r, "wall_ms_min"), g(r, "wall_ms_max")) for r in (fused, two)]
         known = None not in (*lo_hi[0], *lo_hi[1])
         within = known and all(lo <= g(b, "wall_ms") <= hi for (lo, hi), b in zip(lo_hi, (two, fused)))
-        c = newest("capacity", d)
-        c = chapter.pair_runs(c[c["config"] == "part7"]) if "n_decode_steps" in c else c.iloc[:0]
+        c = newest("capacity", d, "part7")
+        c = chapter.pair_runs(c) if "n_decode_steps" in c else c.iloc[:0]
         serving = c.groupby("engine")[["decode_step_s_p50", "n_decode_steps"]].median() if len(c) else None
         same = (f"The pure decode step is the same single forward in both engines; the census times it at "
                 f"{ms(g(fused, 'wall_ms'))} fused and {ms(g(two, 'wall_ms'))} chunked"

@@ -14,8 +14,8 @@ from .data import collect, newest, per_rows
 def serving_saving(d: Path) -> tuple[float, float] | None:
     """Medians over the pairs: the fused mixed step's saving on the chunked one's (p50s), and the
     share of the chunked engine's run its mixed steps filled; None without pairs."""
-    c = newest("capacity", d)
-    runs = chapter.pair_runs(c[c["config"] == "part9"]) if "n_mixed_steps" in c else c.iloc[:0]
+    c = newest("capacity", d, "part9")
+    runs = chapter.pair_runs(c) if "n_mixed_steps" in c else c.iloc[:0]
     if not len(runs):
         return None
     w = runs.pivot_table(index="round", columns="engine", values=["mixed_step_s_p50", "n_mixed_steps", "span_s"])

@@ -78,17 +78,17 @@ def peer(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     df = newest("peer", d)
     if not len(df):
         return pd.DataFrame(), {f"{p}_{k}": x for k, x in names.items()}
-    ours = df[(df["engine"] == "fused") & (df["config"] == config)].set_index("round")["output_tok_s"]
-    hf = df[(df["engine"] == "transformers") & (df["config"] == config)].set_index("round")["output_tok_s"]
+    t = df[df["config"] == config]
+    ours = t[t["engine"] == "fused"].set_index("round")["output_tok_s"]
+    hf = t[t["engine"] == "transformers"].set_index("round")["output_tok_s"]
     both = ours.to_frame("ours").join(hf.to_frame("hf"), how="inner").dropna()
     names["peer_ratio"] = multiple(both["ours"], both["hf"])
     names["peer_tok_s"] = median(ours, "tokens/s")
     names["peer_transformers_tok_s"] = median(hf, "tokens/s")
-    b = df[(df["engine"] == "fused") & (df["config"] == config)]["batch"]
+    b = t[t["engine"] == "fused"]["batch"]
     names["peer_batch"] = fixed(float(b.max()) if len(b) else None, lambda x: f"{x:.0f}")
-    n = df[df["config"] == config]["n_requests"] if "n_requests" in df else pd.Series(dtype=float)
+    n = t["n_requests"] if "n_requests" in t else pd.Series(dtype=float)
     names["peer_n_requests"] = fixed(float(n.median()) if len(n) else None, lambda x: f"{x:,.0f}")
-    t = df[df["config"] == config]
     per = (t["n_output_tokens"] / t["n_requests"]).median() if len(t) and "n_output_tokens" in t else None
     names["peer_new_tokens"] = fixed(per, lambda x: f"{x:,.0f}")
     table = t.groupby(["engine", "batch"], as_index=False, dropna=False)["output_tok_s"].agg(["median", "count"])

@@ -155,8 +155,7 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     named = {"p12_capacity_fused": "p12_best_fused_steady_rate", "p12_fusion_gain": "p12_fusion_gain_best"}
     v = {named.get(k, k): x for k, x in chapter.capacity(CONFIG, d=d)[1].items()}
     p11 = part11.scale(d=d)[1]
-    runs = newest("capacity", d)
-    s = runs[runs["config"] == CONFIG] if len(runs) else runs
+    s = newest("capacity", d, CONFIG)
     best = (p11["p11_best_batch"].value, p11["p11_best_budget"].value)
     same = len(s) and {(b, c) for b, c in zip(s["max_batch"], s["chunk_tokens"])} == {best}  # else no comparison
     up = ratio(v["p12_best_fused_steady_rate"].value, p11["p11_best_fused_rate"].value) if same else None
@@ -274,9 +273,8 @@ def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     kernels compiled after construction; its steady rate beside the pairs'."""
     v = dict.fromkeys(("p12_soak_n", "p12_soak_rate", "p12_soak_verdict", "p12_soak_mem", "p12_soak_steady",
                        "p12_soak_vs_pairs", "p12_gates"), MISSING)
-    g = newest("gates", d)  # each configuration's gates of its newest code version
-    g = g[g["config"] == CONFIG] if len(g) and "chunk_tokens" in g else g.iloc[:0]
-    if len(g):
+    g = newest("gates", d, CONFIG)  # part 12's gates of their newest code version
+    if len(g) and "chunk_tokens" in g:
         v["p12_gates"] = Value(None, "; ".join(f"{int(x['passed'].sum())} of {len(x)} pass at budget {b:,.0f}"
                                                for b, x in g.groupby("chunk_tokens")))
     s = load("soak", d)
