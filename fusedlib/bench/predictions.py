@@ -197,16 +197,13 @@ def appendix(entries: list[dict] | None = None) -> None:
     from IPython.display import Markdown, display
 
     entries = graded() if entries is None else entries
-    if not entries:
-        display(Markdown("No predictions recorded yet."))
-        return
     out = []
     for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
         rows = [e | {"title": None, "text": e.get("title") or e.get("label") or opening(e.get("text", ""), 6)}
                 for e in entries if str(e.get("chapter")) == chapter]
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
         out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))
-    display(Markdown("\n\n".join(out)))
+    display(Markdown("\n\n".join(out) or "No predictions recorded yet."))
 
 
 def show(entries: list[dict]) -> None:
@@ -214,9 +211,6 @@ def show(entries: list[dict]) -> None:
     (the ids stay in the appendix)."""
     from IPython.display import Markdown, display
 
-    if not entries:
-        display(Markdown("No predictions recorded for this chapter yet."))
-        return
     lines = []
     for e in entries:
         on = e.get("graded_on") or "-"
@@ -224,4 +218,4 @@ def show(entries: list[dict]) -> None:
         after = re.sub(r"^Added \S+ ", ", ", e.get("circumstance", "").split(" (")[0]) if e.get("circumstance") else ""
         lines.append(f"- *Written {e.get('date')}{after}.* {titled(e)}  \n"
                      f"  Measured{'' if on == '-' else f' on the {on}'}: {e['measured']}. Verdict: **{e['verdict']}**.")
-    display(Markdown("\n".join(lines)))
+    display(Markdown("\n".join(lines) or "No predictions recorded for this chapter yet."))
