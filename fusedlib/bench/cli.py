@@ -96,9 +96,7 @@ def main(argv=None) -> int:
     from . import runner
 
     if a.profile is None:
-        import torch
-
-        a.profile = "full" if torch.cuda.is_available() else "smoke"
+        a.profile = "full" if runner.has_cuda() else "smoke"
     taken = inspect.signature(plans.PLANS[a.experiment]).parameters
     given = {k: getattr(a, k) for k in PARAMS if getattr(a, k) is not None}
     out = os.path.abspath(a.out) if a.out else str(rows.data_dir(a.profile))  # relative to here, not the checkout

@@ -41,10 +41,8 @@ DEFAULTS = {
         # 1,500 arrivals (~20 s at ~80 req/s served), its profiler window after 500 completions.
         # Part 12's is the same run at its own estimate.
         "census": dict(configs=SERIES + ("part11", "part12"), engines=ENGINES,
-                       saturated={"part11": dict(setting=(256, 2048), engines=("fused",), multiple=2.0,
-                                                 n_requests=1500),
-                                  "part12": dict(setting=(256, 2048), engines=("fused",), multiple=2.0,
-                                                 n_requests=1500)}),
+                       saturated={c: dict(setting=(256, 2048), engines=("fused",), multiple=2.0, n_requests=1500)
+                                  for c in ("part11", "part12")}),
         "attention": dict(backends=("triton", "triton-splitkv", "triton-parallel")),
         # 400 arrivals a run, the reference's count: at 32 rows the steady window holds all but
         # about one batch (~90%). Pairs: 5 at part 10's headline, 3 at the eager parts, whose

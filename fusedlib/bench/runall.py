@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import plans, rows
 from .cli import OneLineParser, seconds
-from .runner import check_setup, current, missing, modal_token, where
+from .runner import check_setup, current, has_cuda, missing, modal_token, where
 from .spec import PROFILES
 
 MIN_START_S = 60  # under a time limit, no notebook starts with less left (its process and model take some)
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
         notebooks = a.notebooks or _notebooks(a.experiments or "")
         if a.notebooks and a.experiments:
             raise ValueError("give notebooks or --experiments, not both")
-        profile = a.profile or ("smoke" if backend == "local" and not _cuda() else "full")
+        profile = a.profile or ("smoke" if backend == "local" and not has_cuda() else "full")
         check_setup([path.stem.split("_", 1)[1] for path in notebooks], profile, backend)
         out_dir = Path(a.out_dir or rows.data_dir(profile)).resolve()
         rows.check_writable(out_dir / ".write-check.jsonl")
@@ -164,12 +164,6 @@ def main(argv=None) -> int:
     print(f"run-all: rows in {out_dir}; " + (f"to go: {', '.join(to_go)}" if to_go else "every notebook complete")
           + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
     return 1 if failed else 0
-
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def print_estimates(notebooks: list[Path], given: dict) -> None:

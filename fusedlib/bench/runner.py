@@ -38,6 +38,13 @@ def modal_token() -> bool:
     return bool(os.environ.get("MODAL_TOKEN_ID") or in_file)
 
 
+def has_cuda() -> bool:
+    """Whether this machine has a CUDA GPU (torch loads only on this call)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def check_setup(experiments, profile: str, backend: str) -> None:
     """ValueError (one line, saying what to do) where these experiments' runs cannot start
     here: Modal without its package or a token, the full profile without a GPU, a package an
@@ -46,12 +53,8 @@ def check_setup(experiments, profile: str, backend: str) -> None:
         raise ValueError("backend modal needs the modal package: pip install -e '.[book]'")
     if backend == "modal" and not modal_token():
         raise ValueError("backend modal needs a Modal token: run `modal token new` (or set MODAL_TOKEN_ID)")
-    if backend == "local" and profile == "full":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ValueError("profile full needs a CUDA GPU and this machine has none: use profile smoke, or "
-                             "backend modal")
+    if backend == "local" and profile == "full" and not has_cuda():
+        raise ValueError("profile full needs a CUDA GPU and this machine has none: use profile smoke, or backend modal")
     for experiment in experiments:
         missing = [name for name in NEEDS.get(experiment, ()) if find_spec(name) is None]
         if missing:
