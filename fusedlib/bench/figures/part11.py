@@ -19,12 +19,11 @@ from .not_kept import not_kept
 SETTING = ["engine", "max_batch", "chunk_tokens"]
 
 
-def scale_settings(d: str | Path | None = None, rows: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per engine, batch and budget, the capacity and the latency and goodput at that rate: at
-    the setting's paired rate (the most rounds) if it has one, else the offered rate that
-    served most. `rows`: part 11's rows to read (default: the newest, `data.newest`)."""
-    s = newest("scale", d) if rows is None else rows
-    m = chapter.run_medians(s, SETTING)
+def scale_settings(d: str | Path | None = None) -> pd.DataFrame:
+    """Per engine, batch and budget of part 11's newest rows, the capacity and the latency and
+    goodput at that rate: at the setting's paired rate (the most rounds) if it has one, else the
+    offered rate that served most."""
+    m = chapter.run_medians(newest("scale", d), SETTING)
     if not len(m):
         return m
     best = m.sort_values(["n", "capacity"]).groupby(SETTING).tail(1)
@@ -194,9 +193,7 @@ def host(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     full = full.assign(wall_over_gpu=num("decode_step_s_p50") / num("decode_step_gpu_s_p50"),
                        host_over_step=num("host_ms_per_step_p50") / num("step_gpu_ms_p50"))
     b = full[full["max_batch"] == 256]
-    e = median(b["host_share"] * 100, num=lambda x: f"{x:.1f}%")
-    names["p11_host_share_b256"] = Value(None if e.value is None else e.value / 100, e.text,
-                                         e.lo and e.lo / 100, e.hi and e.hi / 100, e.n, e.level)
+    names["p11_host_share_b256"] = median(b["host_share"], num=lambda x: f"{100 * x:.1f}%")
     names["p11_host_ms_b256"] = median(b["host_ms_per_step_p50"], "ms")
     names["p11_step_gpu_b256"] = median(b["step_gpu_ms_p50"], "ms")
     names["p11_decode_wall_over_gpu_b256"] = median(b["wall_over_gpu"], num=lambda x: f"{x:.2f}×")
