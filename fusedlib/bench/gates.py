@@ -135,12 +135,18 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", fused_ops: bool
         "decodes": len(plan.decodes), "max_abs_err": err, "atol": atol})
 
 
+def _small_pool(model: Qwen2Model, seed: int, held: int, kv_block_size: int, switches: dict):
+    """A pool gate's 10 requests, its engines' switches, and pool blocks for `held` of its
+    largest request at once."""
+    specs = gate_workload(model, n=10, seed=seed)
+    longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
+    return specs, {**EAGER, "kv_block_size": kv_block_size, **switches}, held * -(-longest // kv_block_size)
+
+
 def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
                    max_batch: int = 8, kv_block_size: int = EngineConfig.kv_block_size, **switches) -> GateReport:
-    specs = gate_workload(model, n=10, seed=3)
-    switches = {**EAGER, "kv_block_size": kv_block_size, **switches}
-    longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
-    blocks = 2 * -(-longest // kv_block_size)  # room for about two of the largest requests at once
+    # room for about two of the largest requests at once
+    specs, switches, blocks = _small_pool(model, seed=3, held=2, kv_block_size=kv_block_size, switches=switches)
     kw = dict(kind=kind, attention=attention, chunk_tokens=chunk_tokens, max_batch=max_batch, **switches)
     engine = Engine(model, num_blocks=blocks, **kw)
     reqs = [engine.add_request(s.prompt, s.max_new_tokens) for s in specs]
@@ -162,10 +168,8 @@ def gate_tiny_pool(model: Qwen2Model, attention: str = "torch", kind: str = "fus
 
 def gate_poisoning(model: Qwen2Model, attention: str = "torch", kind: str = "fused", chunk_tokens: int = 32,
                    max_batch: int = 8, kv_block_size: int = EngineConfig.kv_block_size, **switches) -> GateReport:
-    specs = gate_workload(model, n=10, seed=4)
-    switches = {**EAGER, "kv_block_size": kv_block_size, **switches}
-    longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
-    blocks = 3 * -(-longest // kv_block_size)  # small, so freed (poisoned) blocks are handed out again
+    # small, so freed (poisoned) blocks are handed out again
+    specs, switches, blocks = _small_pool(model, seed=4, held=3, kv_block_size=kv_block_size, switches=switches)
     kw = dict(kind=kind, attention=attention, num_blocks=blocks, chunk_tokens=chunk_tokens, max_batch=max_batch,
               **switches)
     _, clean, _ = _run(model, specs, **kw)
