@@ -136,8 +136,7 @@ def gate_mixed_step(model: Qwen2Model, attention: str = "torch", fused_ops: bool
 
 
 def _small_pool(model: Qwen2Model, seed: int, held: int, kv_block_size: int, switches: dict):
-    """A pool gate's 10 requests, its engines' switches, and pool blocks for `held` of its
-    largest request at once."""
+    """A pool gate's 10 requests, its engines' switches, and pool blocks for `held` of the largest at once."""
     specs = gate_workload(model, n=10, seed=seed)
     longest = max(len(s.prompt) + s.max_new_tokens for s in specs)
     return specs, {**EAGER, "kv_block_size": kv_block_size, **switches}, held * -(-longest // kv_block_size)
