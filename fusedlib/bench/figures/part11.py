@@ -95,7 +95,9 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_pair_rate"] = fixed(float(b["rate"]), rate)
         v["p11_offered_rates"] = chapter.offered(at[at["engine"] == "fused"]["rate"])
         v["p11_capacity_method"] = chapter.method_line(here)
-        v["p11_goodput_best"] = fixed(float(f["goodput_rate"].max()), rate)
+        g = f.loc[f["goodput_rate"].idxmax()]  # the setting that reached the most goodput, named
+        v["p11_goodput_best"] = Value(float(g["goodput_rate"]), f"{rate(g['goodput_rate'])} (batch "
+                                      f"{g['max_batch']:.0f}, budget {g['chunk_tokens']:,.0f} tokens)")
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
         v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
         pr = chapter.pairs(at)  # without pairs, MISSING
