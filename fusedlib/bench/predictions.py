@@ -115,7 +115,7 @@ def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
     recorded "open" reads "not resolved"), and one line counting the others' verdicts."""
     kept = [e for e in (load() if entries is None else entries) if e.get("graded_on")]
     said = lambda v: "not resolved" if v == "open" else v  # noqa: E731
-    rows = [{"part": e.get("chapter"), "claim": _cell(e.get("title") or e.get("label") or opening(e.get("text", ""), 8)),
+    rows = [{"part": e.get("chapter"), "claim": _cell(named(e, 8)),
              "measured": _cell(e.get("measured")), "verdict": said(e.get("verdict")), "on": e.get("graded_on")}
             for e in kept if e.get("figure")]
     rest = [e for e in kept if not e.get("figure")]
@@ -191,6 +191,11 @@ def opening(text: str, words: int = 12) -> str:
     return cut if cut == " ".join(w) else cut + " …"
 
 
+def named(e: dict, words: int) -> str:
+    """An entry's name in a table: its title, else its label, else its text's first `words` words."""
+    return e.get("title") or e.get("label") or opening(e.get("text", ""), words)
+
+
 def appendix(entries: list[dict] | None = None) -> None:
     """One table per chapter: id, date, claim (its title, label or opening words: the chapters quote
     their deciding ones in full), measured, verdict."""
@@ -199,7 +204,7 @@ def appendix(entries: list[dict] | None = None) -> None:
     entries = graded() if entries is None else entries
     out = []
     for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
-        rows = [e | {"title": None, "text": e.get("title") or e.get("label") or opening(e.get("text", ""), 6)}
+        rows = [e | {"title": None, "text": named(e, 6)}
                 for e in entries if str(e.get("chapter")) == chapter]
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
         out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))

@@ -2,6 +2,7 @@
 device's copy and GEMM rates, and decode attention beside a copy of its bytes."""
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
@@ -67,7 +68,8 @@ def decode_case(contexts: list[int], cfg, dtype, device: str, block_size: int, s
     k, v = (torch.randn(shape, generator=gen, device=device).to(dtype) for _ in range(2))
     owner = torch.randperm(num_blocks, generator=gen, device=device)
     filler = torch.randint(0, num_blocks, (len(contexts), width), generator=gen, device=device)
-    tables = [torch.cat([owner[sum(need[:r]):sum(need[:r + 1])], filler[r, n:]]) for r, n in enumerate(need)]
+    start = [0, *itertools.accumulate(need)]  # row r owns owner[start[r]:start[r + 1]]
+    tables = [torch.cat([owner[start[r]:start[r + 1]], filler[r, n:]]) for r, n in enumerate(need)]
     meta = DecodeMeta(len(contexts), torch.tensor(contexts, dtype=torch.int32, device=device),
                       torch.stack(tables).to(torch.int32), max(contexts))
     q = torch.randn(len(contexts), cfg.num_heads, cfg.head_dim, generator=gen, device=device).to(dtype)
