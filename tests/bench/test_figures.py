@@ -368,7 +368,7 @@ def test_part12_decode_reading_follows_the_mixed_case(tmp_path, mixed, fixed_1k,
     table, v = part12.decode(d=folder)
     assert ("mixed, mean 1,172" in set(table["context (tokens)"])) == bool(mixed)
     assert v["p12_decode_copy_256_mixed"].value == (mixed and pytest.approx(mixed(engine)))
-    assert v["p12_decode_verdict"].text.startswith(f"the lower of the two, {fixed_1k(engine):.0f}%")
+    assert v["p12_decode_verdict"].text.startswith(f"the lower of the two, {fixed_1k(engine):.1f}%")
     assert words in part12.readings(d=folder)[1]["p12_decode_reading"].text
 
 
