@@ -85,6 +85,20 @@ def test_load_missing_file_is_empty_and_reruns_keep_the_newer_row(tmp_path):
     assert list(df["output_tok_s"]) == [2.0]
 
 
+def test_the_cards_rates_are_medians_over_the_census_runs_the_pages_read(tmp_path):
+    base = {"experiment": "census", "profile": "full", "config": "part7", "device_name": "NVIDIA H100 80GB HBM3"}
+    run = lambda t, code, step, bw, tf: base | {"time_utc": t, "code_version": code, "step": step,  # noqa: E731
+                                                "copy_bw_Bps": bw, "gemm_tflops": tf}
+    rows = [run("01", "old", "decode", 9e12, 900.0),  # superseded by the newer code version: not read
+            *(run("02", "new", s, 3e12, 700.0) for s in ("decode", "mixed", "prefill")),  # one run, three rows
+            run("03", "new", "decode2", 3.2e12, 800.0), run("04", "new", "decode3", 3.1e12, 760.0),
+            base | {"time_utc": "05", "code_version": "new", "step": "cpu", "device_name": "cpu",
+                    "copy_bw_Bps": 1e9, "gemm_tflops": 1.0}]
+    (tmp_path / "census.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert len(data.rate_runs(tmp_path)) == 3
+    assert data.rates(tmp_path) == (pytest.approx(3.1e12), pytest.approx(760e12))
+
+
 def test_pairs_use_the_rate_with_most_rounds_and_say_what_varied():
     rows = []
     for rnd in range(3):

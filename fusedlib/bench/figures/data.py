@@ -173,15 +173,20 @@ def series_card() -> str:
     return names.pop()
 
 
+def rate_runs(d: str | Path | None = None) -> pd.DataFrame:
+    """The copy bandwidth (B/s) and large-GEMM rate (TFLOP/s) of each census run on a GPU the pages
+    read (a CPU's say nothing of a card; a run's rows repeat its one measurement)."""
+    c = newest("census", d)
+    if not len(c) or "copy_bw_Bps" not in c:
+        return pd.DataFrame(columns=["copy_bw_Bps", "gemm_tflops"])
+    c = c[c["device_name"] != "cpu"] if "device_name" in c else c
+    return c[["copy_bw_Bps", "gemm_tflops"]].dropna().drop_duplicates()
+
+
 def rates(d: str | Path | None = None) -> tuple[float | None, float | None]:
-    """The copy bandwidth (B/s) and large-GEMM rate (FLOP/s) measured beside the census on a GPU
-    (a CPU's say nothing of a card)."""
-    c = load("census", d)
-    if len(c) and "device_name" in c:
-        c = c[c["device_name"] != "cpu"]
-    if not len(c) or "copy_bw_Bps" not in c or c["copy_bw_Bps"].isna().all():
-        return None, None
-    return float(c["copy_bw_Bps"].median()), float(c["gemm_tflops"].median()) * 1e12
+    """The card's copy bandwidth (B/s) and large-GEMM rate (FLOP/s): the medians over its census runs."""
+    r = rate_runs(d)
+    return (float(r["copy_bw_Bps"].median()), float(r["gemm_tflops"].median()) * 1e12) if len(r) else (None, None)
 
 
 def datasheet(d: str | Path | None = None) -> dict:

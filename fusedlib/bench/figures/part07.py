@@ -9,7 +9,7 @@ from ..stats import MISSING, Value, fixed, ratio
 from ..text import ms, pct, span, times
 from ..workloads import MIXED_BUDGET, MIXED_LENGTHS
 from . import chapter
-from .data import MODEL, SIZES, collect, datasheet, devices, load, newest, per_rows, rates
+from .data import MODEL, SIZES, collect, datasheet, devices, load, newest, per_rows, rate_runs, rates
 
 
 @per_rows
@@ -45,11 +45,15 @@ def hardware(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         "wl_lengths": Value(None, ", ".join(f"{n:,}" for n in MIXED_LENGTHS[:-1]) + f" or {MIXED_LENGTHS[-1]:,} tokens"),
         "wl_budgets": Value(None, f"{MIXED_BUDGET[0]} to {MIXED_BUDGET[1]} new tokens"),
     }
+    c = rate_runs(d)
+    runs = lambda col, f: f"; median of {len(c)} runs, {f(c[col].min())} to {f(c[col].max())}" if len(c) else ""  # noqa: E731
     table = pd.DataFrame([
         {"rate": "memory bandwidth", f"{sheet['card']} datasheet": v["hw_bw_datasheet"].text,
-         "measured": v["hw_copy_bw"].text if bw else "-", "how measured": "device-to-device copy of 1 GB"},
+         "measured": v["hw_copy_bw"].text if bw else "-",
+         "how measured": "device-to-device copy of 1 GB" + runs("copy_bw_Bps", tb)},
         {"rate": "dense fp16 tensor-core throughput", f"{sheet['card']} datasheet": v["hw_flops_datasheet"].text,
-         "measured": v["hw_gemm_rate"].text if gemm else "-", "how measured": "large fp16 GEMM (torch.matmul)"},
+         "measured": v["hw_gemm_rate"].text if gemm else "-",
+         "how measured": "large fp16 GEMM (torch.matmul)" + runs("gemm_tflops", lambda x: tf(x * 1e12))},
     ])
     return table, v
 
