@@ -151,8 +151,11 @@ def multiple(a, b, seeds=(), level: float = 0.95) -> Value:
     m, lo, hi, n, varied = log_ratios(a, b, seeds, level)
     if lo is None:
         return Value(math.exp(m), f"{times(math.exp(m))} ({_pairs(n, varied)})", n=n, varied=varied)
-    return Value(math.exp(m), f"{times(math.exp(m))} ({level_text(level)} interval {times(math.exp(lo))} to "
-                 f"{times(math.exp(hi))}; {_pairs(n, varied)})", math.exp(lo), math.exp(hi), n, level, varied)
+    # As many digits as it takes to tell the interval's ends apart (up to four): "16× to 16×" says nothing.
+    digits = next((k for k in (2, 3) if sig(math.exp(lo), k) != sig(math.exp(hi), k)), 4)
+    x = lambda v: f"{sig(v, digits)}×"  # noqa: E731
+    return Value(math.exp(m), f"{x(math.exp(m))} ({level_text(level)} interval {x(math.exp(lo))} to "
+                 f"{x(math.exp(hi))}; {_pairs(n, varied)})", math.exp(lo), math.exp(hi), n, level, varied)
 
 
 def median(x, unit: str = "", what: str = "runs", level: float = 0.95, num: Callable[[float], str] | None = None) -> Value:

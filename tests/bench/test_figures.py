@@ -99,6 +99,14 @@ def test_the_cards_rates_are_medians_over_the_census_runs_the_pages_read(tmp_pat
     assert data.rates(tmp_path) == (pytest.approx(3.1e12), pytest.approx(760e12))
 
 
+def test_a_multiple_shows_the_digits_that_tell_its_intervals_ends_apart():
+    wide = S.multiple([20.0, 30.0, 25.0], [1.0, 1.0, 1.0])
+    narrow = S.multiple([16.0, 15.8, 15.9], [1.0, 1.0, 1.0])
+    assert wide.text.startswith("25× (95% interval 15× to 41×")
+    lo, hi = narrow.text.split("interval ")[1].split(";")[0].split(" to ")
+    assert lo != hi and lo.startswith("15.") and hi.startswith("16.")
+
+
 def test_pairs_use_the_rate_with_most_rounds_and_say_what_varied():
     rows = []
     for rnd in range(3):
