@@ -8,11 +8,12 @@ on the rows the book is built from, measured on their card; the verdicts (`VERDI
 
 - "held": every figure lies within its range;
 - "missed": a figure lies outside its range;
-- "not resolved": an interval straddles a bound, the rows hold no value for a figure, the entry
-  names no figure they compute, or it `awaits` rows not yet taken (the reason is in "measured").
+- "not resolved": an interval straddles a bound, the rows hold no value for a figure, or its
+  figures measure something near what it named, not that (`unresolved` says what, in "measured").
 
-Some entries keep the grade an earlier card's rows gave them (`measured`, `verdict`,
-`graded_on`): the provenance page shows those, labelled by that card (`earlier`).
+An entry naming no figure these rows compute is `UNGRADED`. In the editorial `graded_at` (the rows'
+conditions where the text names others) and `edits` (a page's words for a phrase of the text), `{name}`
+is that figure's text. An earlier card's grades (`measured`, `verdict`, `graded_on`) are `earlier`'s.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ CHAPTERS = {7: "Part 7: one forward per step", 8: "Part 8: split-KV decode", 9: 
             10: "Part 10: to the roofline", 11: "Part 11: a Hopper GPU's size",
             12: "Part 12: the kernels at Hopper's rates"}
 VERDICTS = ("held", "missed", "not resolved")
+UNGRADED = "not graded"  # the verdict of an entry no figure of the rows measures
 NO_FIGURE = "-"  # the entry names no figure these rows compute
 
 
@@ -50,10 +52,9 @@ def load(paths=None) -> list[dict]:
         doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
         entries = doc.get("predictions", []) if isinstance(doc, dict) else doc
         for e in entries:
-            if e.get("id") in seen:
-                continue
-            seen.add(e.get("id"))
-            out.append(dict(e))
+            if e.get("id") not in seen:
+                seen.add(e.get("id"))
+                out.append(dict(e))
     return out
 
 
@@ -63,10 +64,8 @@ def _listed(x) -> list:
 
 def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
     """(measured, verdict) for one entry from its figures (`figures`: glue name -> Value)."""
-    if entry.get("awaits"):  # the rows it names are not in the record yet; older rows would grade another engine
-        return f"awaits {entry['awaits']}", "not resolved"
     if not entry.get("figure"):
-        return NO_FIGURE, "not resolved"
+        return NO_FIGURE, UNGRADED
     names = _listed(entry["figure"])
     lows, highs = (b * len(names) if len(b) == 1 else b  # one bound for every figure
                    for b in (_listed(entry.get("low")), _listed(entry.get("high"))))
@@ -83,7 +82,14 @@ def grade(entry: dict, figures: Mapping) -> tuple[str, str]:
         else:
             verdicts.append("held" if (low is None or v.value >= low) and (high is None or v.value <= high) else "missed")
     verdict = "missed" if "missed" in verdicts else "not resolved" if "not resolved" in verdicts else "held"
+    if entry.get("unresolved"):  # measured, but not the thing it named: no verdict either way
+        return f"{measured} ({entry['unresolved']})", "not resolved"
     return measured, verdict
+
+
+def filled(text: str, figures: Mapping) -> str:
+    """An editorial text with each `{name}` replaced by that figure's text, its interval left out."""
+    return re.sub(r"\{(\w+)\}", lambda m: figures[m[1]].text.split(" (")[0], text)
 
 
 def card(d=None) -> str:
@@ -96,30 +102,33 @@ def card(d=None) -> str:
 def graded(entries: list[dict] | None = None, d=None, figures: Mapping | None = None) -> list[dict]:
     """Every entry with its measured figure and verdict, graded on the figures of the rows folder
     `d` (default: the one the book reads) and named by those rows' card (`graded_on`; "-" where no
-    figure of the rows grades it). `figures` stands in for the folder's figures where a test
-    supplies its own."""
+    figure of the rows grades it), `graded_at` and `edits` (in its text) filled from the same figures.
+    `figures` stands in for the folder's figures where a test supplies its own."""
     entries = load() if entries is None else entries
     if figures is None:
         figures = book.values(d) if any(e.get("figure") for e in entries) else {}
     on, out = card(d), []
     for e in entries:  # an entry no figure of these rows measures names no card
         measured, verdict = grade(e, figures)
-        out.append(e | dict(measured=measured, verdict=verdict, graded_on=on if e.get("figure") and not e.get("awaits")
-                                                                          else NO_FIGURE))
+        text = e.get("text", "")
+        for written, shown in (e.get("edits") or {}).items():
+            text = text.replace(written, filled(shown, figures))
+        out.append(e | dict(text=text, measured=measured, verdict=verdict, graded_on=on if e.get("figure") else NO_FIGURE,
+                            graded_at=filled(e.get("graded_at") or "", figures)))
     return out
 
 
 def earlier(entries: list[dict] | None = None) -> tuple[pd.DataFrame, str]:
     """The grades an earlier card's rows gave, as recorded: a table of the entries this book
     grades from a figure (part, claim by title, label or opening words, measured, verdict, card; a
-    recorded "open" reads "not resolved"), and one line counting the others' verdicts."""
+    recorded "open", its rows never taken, reads "not graded"), and one line counting the others' verdicts."""
     kept = [e for e in (load() if entries is None else entries) if e.get("graded_on")]
-    said = lambda v: "not resolved" if v == "open" else v  # noqa: E731
+    said = lambda v: UNGRADED if v == "open" else v  # noqa: E731
     rows = [{"part": e.get("chapter"), "claim": _cell(named(e, 8)),
              "measured": _cell(e.get("measured")), "verdict": said(e.get("verdict")), "on": e.get("graded_on")}
             for e in kept if e.get("figure")]
     rest = [e for e in kept if not e.get("figure")]
-    counts = {v: sum(said(e.get("verdict")) == v for e in rest) for v in VERDICTS}
+    counts = {v: n for v in (*VERDICTS, UNGRADED) if (n := sum(said(e.get("verdict")) == v for e in rest))}
     cards = " and ".join(sorted({str(e["graded_on"]) for e in rest}))
     line = (f"The other {len(rest)} entries, on the {cards}: " + ", ".join(f"{n} {v}" for v, n in counts.items())
             + "; each with its figure in `data/predictions*.yaml`.") if rest else ""
@@ -133,23 +142,16 @@ def _cell(text) -> str | None:
 
 
 def table(entries: list[dict]) -> pd.DataFrame:
-    """id, date, claim (the text as written, after its title), measured, the card it was
-    measured on, verdict."""
+    """id, date, claim (the text as written, after its title), measured (after the conditions it
+    was graded at, where it names them), the card it was measured on, verdict."""
     return pd.DataFrame([{"id": e.get("id"), "date": e.get("date"), "claim": _cell(titled(e)),
-                          "measured": _cell(e.get("measured")), "on": e.get("graded_on") or "-",
-                          "verdict": e.get("verdict")} for e in entries])
-
-
-# Where a claim as written names the series' working record, the page shows the bracketed
-# editorial equivalent; the yaml keeps the words as written.
-EDITS = {"the first campaign's": "[part 7's]"}
+                          "measured": _cell(f"{e['graded_at']}: {e['measured']}" if e.get("graded_at") else e.get("measured")),
+                          "on": e.get("graded_on") or "-", "verdict": e.get("verdict")} for e in entries])
 
 
 def titled(e: dict) -> str:
     """Title and text as one claim; a text written to follow its title (": ..." or "(...)") does."""
     text, title = e.get("text", ""), e.get("title")
-    for written, shown in EDITS.items():
-        text = text.replace(written, shown)
     if not title:
         return text
     return f"**{title}**{text}" if text.startswith(":") else f"**{title}** {text}" if text.startswith("(") \
@@ -159,8 +161,7 @@ def titled(e: dict) -> str:
 def pick(ids: list[str], entries: list[dict] | None = None) -> list[dict]:
     """The entries with these ids, in this order (a chapter's deciding predictions)."""
     by = {e["id"]: e for e in (graded() if entries is None else entries)}
-    missing = [i for i in ids if i not in by]
-    if missing:
+    if missing := [i for i in ids if i not in by]:
         raise KeyError(f"no prediction {missing} in the record")
     return [by[i] for i in ids]
 
@@ -204,16 +205,20 @@ def appendix(entries: list[dict] | None = None) -> None:
     entries = graded() if entries is None else entries
     out = []
     for chapter in sorted({str(e.get("chapter")) for e in entries}, key=lambda c: (not c.isdigit(), c.zfill(3))):
-        rows = [e | {"title": None, "text": named(e, 6)}
-                for e in entries if str(e.get("chapter")) == chapter]
+        rows = [e | {"title": None, "text": named(e, 6)} for e in entries if str(e.get("chapter")) == chapter]
         name = CHAPTERS.get(int(chapter), f"Part {chapter}") if chapter.isdigit() else chapter.capitalize()
         out.append(f"**{name}**\n\n" + table(rows).fillna("-").to_markdown(index=False, disable_numparse=True))
     display(Markdown("\n\n".join(out) or "No predictions recorded yet."))
 
 
+# A note's asides a chapter leaves out: that the text is unchanged (it is shown as written) and
+# the working notes it cites.
+_ASIDES = re.compile(r" \((?:the prediction above is unchanged|benchmarks/[^)]*)\)")
+
+
 def show(entries: list[dict]) -> None:
-    """A chapter's deciding predictions as written, each with its date, measurement and verdict
-    (the ids stay in the appendix)."""
+    """A chapter's deciding predictions as written, each with its date, measurement (at the
+    conditions it was graded at, where they differ), verdict and note (the ids stay in the appendix)."""
     from IPython.display import Markdown, display
 
     lines = []
@@ -221,6 +226,9 @@ def show(entries: list[dict]) -> None:
         on = e.get("graded_on") or "-"
         # An entry added after related runs says which, in its circumstance's first clause.
         after = re.sub(r"^Added \S+ ", ", ", e.get("circumstance", "").split(" (")[0]) if e.get("circumstance") else ""
+        at = f", {e['graded_at']}" if e.get("graded_at") else ""
+        head, _, note = _ASIDES.sub("", e.get("note") or "").partition(": ")
         lines.append(f"- *Written {e.get('date')}{after}.* {titled(e)}  \n"
-                     f"  Measured{'' if on == '-' else f' on the {on}'}: {e['measured']}. Verdict: **{e['verdict']}**.")
+                     f"  Measured{'' if on == '-' else f' on the {on}'}{at}: {e['measured']}. Verdict: **{e['verdict']}**."
+                     + (f"  \n  *{head}:* {note}" if note else ""))
     display(Markdown("\n".join(lines) or "No predictions recorded for this chapter yet."))

@@ -1,6 +1,8 @@
 """The one grader over data/predictions.yaml, on a small synthetic record."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -47,7 +49,7 @@ def test_entries_are_graded_against_their_figures_on_the_rows_card(record):
     assert got["X-3"] == ("+5.0%", "not resolved")  # the interval straddles the bound 2
     assert got["X-4"] == ("7%", "held")  # one-sided, no interval
     assert got["X-5"] == (S.NO_ROWS, "not resolved")
-    assert got["Y-1"] == (P.NO_FIGURE, "not resolved")  # its recorded grade is an earlier card's, not these rows'
+    assert got["Y-1"] == (P.NO_FIGURE, P.UNGRADED)  # its recorded grade is an earlier card's, not these rows'
 
 
 def test_several_figures_hold_only_together():
@@ -59,10 +61,33 @@ def test_several_figures_hold_only_together():
         P.grade(e | {"low": [70, None, 1]}, FIGS)
 
 
-def test_an_entry_awaiting_its_rows_is_not_graded_on_older_ones():
-    e = {"id": "W-1", "figure": "rate", "low": 70, "high": 80, "awaits": "rows with the new decode shape"}
-    assert P.grade(e, FIGS) == ("awaits rows with the new decode shape", "not resolved")
-    assert P.grade({k: v for k, v in e.items() if k != "awaits"}, FIGS) == ("95 requests/s", "missed")
+def test_an_entry_measured_on_another_design_than_it_named_is_not_resolved():
+    e = {"id": "W-1", "figure": "rate", "low": 70, "high": 110, "unresolved": "another kernel than it named"}
+    assert P.grade(e, FIGS) == ("95 requests/s (another kernel than it named)", "not resolved")
+    assert P.grade({k: v for k, v in e.items() if k != "unresolved"}, FIGS) == ("95 requests/s", "held")
+
+
+def test_conditions_and_glosses_are_filled_from_the_figures_and_shown_with_the_note(monkeypatch):
+    """`graded_at` and `edits` read `{name}` as that figure's text without its interval; a chapter
+    prints the conditions after the card and the note (less its asides) on a line of its own."""
+    figs = FIGS | {"offered": V(22.0, "22.0 requests/s"), "ceiling": V(150.0, "150 requests/s (at the GEMM rate)")}
+    e = {"id": "G-1", "date": "2026-12-05", "chapter": 9, "title": "t", "text": ": at rate 40, under the ~139 ceiling",
+         "figure": "gain", "low": 1, "high": 9, "graded_at": "at {offered} offered",
+         "edits": {"~139": "~139 [here: {ceiling}]"},
+         "note": "Note added 2026-12-06 (the prediction above is unchanged): graded on x (benchmarks/NOTES.md: y)."}
+    (g,) = P.graded([e], figures=figs)
+    assert g["graded_at"] == "at 22.0 requests/s offered"
+    assert g["text"] == ": at rate 40, under the ~139 [here: 150 requests/s] ceiling"
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda m: shown.append(m.data))
+    P.show([g, {**g, "graded_at": "", "note": None}])
+    lines = shown[0].splitlines()
+    assert lines[1] == f"  Measured on the {P.card()}, at 22.0 requests/s offered: +5.0%. Verdict: **held**.  "
+    assert lines[2] == "  *Note added 2026-12-06:* graded on x."
+    assert lines[4] == f"  Measured on the {P.card()}: +5.0%. Verdict: **held**." and len(lines) == 5
+    assert P.table([g])["measured"][0] == "at 22.0 requests/s offered: +5.0%"
+    with pytest.raises(KeyError):
+        P.graded([e | {"graded_at": "at {nonesuch}"}], figures=figs)
 
 
 def test_an_unknown_figure_is_an_error(record):
@@ -98,18 +123,33 @@ def test_the_committed_record_names_only_known_figures():
             names = e["figure"] if isinstance(e["figure"], list) else [e["figure"]]
             assert set(names) <= set(known), e["id"]
             assert e.get("low") is not None or e.get("high") is not None, e["id"]
+        editorial = " ".join([e.get("graded_at") or "", *(e.get("edits") or {}).values()])
+        assert set(re.findall(r"\{(\w+)\}", editorial)) <= set(known), e["id"]
+        # A gloss giving this book's figure for an earlier one reads it from the rows, never typed.
+        assert not re.search(r"here: (?!\{\w+\}\])", editorial), e["id"]
 
 
 def test_every_verdict_is_one_of_the_three_words_and_names_the_card_of_its_rows(tmp_path):
+    """An entry a figure grades gets one of the three verdicts; one no figure measures is "not
+    graded", never "not resolved" (that is for a measured entry the rows do not decide)."""
     from tests.bench import synthetic_rows
 
     for d in (None, synthetic_rows.write(tmp_path)):
         graded = P.graded(d=d)
-        assert {e["verdict"] for e in graded} <= set(P.VERDICTS)
+        assert {e["verdict"] for e in graded if e.get("figure")} <= set(P.VERDICTS)
+        assert {e["verdict"] for e in graded if not e.get("figure")} == {P.UNGRADED}
         assert {e["graded_on"] for e in graded if e.get("figure")} == {P.card(d)}, d
         assert {e["graded_on"] for e in graded if not e.get("figure")} <= {P.NO_FIGURE}
     table, others = P.earlier()
-    assert "open" not in set(table["verdict"]) and "open" not in others
+    assert "open" not in set(table["verdict"]) and "open" not in others and P.UNGRADED in others
+
+
+def test_the_appendix_defines_each_verdict_word_once():
+    from tests import book_pages as B
+
+    text = " ".join(B.prose("predictions").split())
+    for word in (*P.VERDICTS, P.UNGRADED):
+        assert text.count(f"*{word}*") == 1, word
 
 
 def test_a_chapter_verdict_comes_from_the_chapter_rows_not_an_earlier_card():
@@ -124,7 +164,45 @@ def test_a_chapter_verdict_comes_from_the_chapter_rows_not_an_earlier_card():
         for e in P.deciding(chapter):
             assert e["graded_on"] == cards.copy().pop() != frozen.get(e["id"], {}).get("graded_on"), e["id"]
             names = e["figure"] if isinstance(e["figure"], list) else [e["figure"]]
-            assert e["measured"] == "; ".join(values[n].text for n in names), e["id"]
+            assert e["measured"] == "; ".join(values[n].text for n in names) + (
+                f" ({e['unresolved']})" if e.get("unresolved") else ""), e["id"]
+
+
+_COUNTS = {"three": 3, "five": 5, "eight": 8}
+# What a claim's text can name about the runs grading it: (pattern, what the chapter's rows say).
+_CONDITIONS = {
+    "rate": (r"\brate (\d+)\b|\bat (\d+)/s", lambda v, p: v.get(f"{p}_pair_rate")),
+    "arrivals": (r"(?<![\d.])(\d+) (?:Poisson arrivals|requests[,)])", lambda v, p: v.get(f"{p}_n_requests")),
+    "draws": (r"\b(\w+) workload draws\b", lambda v, p: v.get(f"{p}_fusion_gain")),
+    "seed": (r"\bseed (\d+)", lambda v, p: v.get(f"{p}_fusion_gain")),
+}
+
+
+def _unsaid(e: dict, chapter: int, values: dict) -> list[str]:
+    """The conditions an entry's text names that its chapter's rows were not taken at."""
+    out = []
+    for what, (pattern, figure) in _CONDITIONS.items():
+        for m in re.finditer(pattern, e["text"]):
+            named = next(g for g in m.groups() if g)
+            named = float(_COUNTS.get(named, named))
+            v = figure(values, f"p{chapter:02d}")
+            rows = None if v is None else {"draws": v.n, "seed": named if v.varied and "one workload draw" in v.varied
+                                           else None}.get(what, v.value)
+            if rows != named:
+                out.append(what)
+    return out
+
+
+def test_a_deciding_entry_graded_at_other_conditions_than_it_names_says_which():
+    """Each rate, arrival count, number of draws or seed a chapter's deciding entry names either
+    is the one its chapter's rows were taken at, or the entry carries `graded_at` saying which."""
+    values = F.values()
+    assert _unsaid({"text": "(rate 40, 400 requests, mixed seed 0)"}, 9, values) == ["rate", "seed"]
+    assert _unsaid({"text": "Over eight workload draws at 80/s"}, 10, values) == ["rate", "draws"]
+    for chapter in P.DECIDING:
+        for e in P.deciding(chapter):
+            unsaid = _unsaid(e, chapter, values)
+            assert not unsaid or e.get("graded_at"), (e["id"], unsaid)
 
 
 def test_a_chapter_says_when_an_entry_was_added_after_related_runs(monkeypatch):
