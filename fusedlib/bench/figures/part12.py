@@ -60,7 +60,7 @@ def _label(case: tuple) -> str:
 @per_rows
 def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """Prompt attention per case: the engine's tiles, part 11's shape, SDPA's fastest (no packed form)."""
-    v = dict.fromkeys(("p12_prompt_tflops_4k", "p12_prompt_sdpa_4k", "p12_prompt_vs_sdpa_4k", "p12_prompt_chunk_tflops",
+    v = dict.fromkeys(("p12_prompt_tflops_4k", "p12_prompt_vs_sdpa_4k", "p12_prompt_chunk_tflops",
                        "p12_prompt_chunk_over_fresh", "p12_prompt_tiles_gain_4k", "p12_prompt_verdict",
                        "p12_kernel_device", "p12_prompt_packed_tflops", "p12_chunk_waves"), MISSING)
     k = _kernels(d, "prompt")
@@ -73,10 +73,7 @@ def prompt(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     one = lambda df, col: float(df[col].iloc[0]) if len(df) and pd.notna(df[col].iloc[0]) else None  # noqa: E731
     fresh4 = at(ours, ((0, 4096),))
     v["p12_prompt_tflops_4k"] = fixed(one(fresh4, "tflops"), tflops)
-    sdpa = one(fresh4, "sdpa_tflops")
-    if sdpa is not None:
-        v["p12_prompt_sdpa_4k"] = Value(sdpa, f"{fresh4['sdpa_backend'].iloc[0]}, {tflops(sdpa)}")
-    vs = ratio(v["p12_prompt_tflops_4k"].value, sdpa)
+    vs = ratio(v["p12_prompt_tflops_4k"].value, one(fresh4, "sdpa_tflops"))
     v["p12_prompt_vs_sdpa_4k"] = fixed(vs, times)
     v["p12_prompt_chunk_tflops"] = fixed(one(at(ours, ((2048, 2048),)), "tflops"), tflops)
     over = ratio(v["p12_prompt_chunk_tflops"].value, v["p12_prompt_tflops_4k"].value)
@@ -215,8 +212,7 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v = dict.fromkeys(("p12_census_step_ms", "p12_census_slowdown", "p12_census_steps", "p12_census_after",
                        "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
                        "p12_request_ms", "p12_distance",
-                       "p12_census_step_ms_before", "p12_engine_prompt_tflops_before",
-                       "p12_engine_decode_copy_before", "p12_census_norm_ms", "p12_census_gemm_share_move"), MISSING)
+                       "p12_census_step_ms_before", "p12_census_norm_ms", "p12_census_gemm_share_move"), MISSING)
     c = newest("census", d)
     by, before = _census_classes(c, CONFIG), _census_classes(c, "part11")
     cap = capacity(d=d)[1]["p12_best_fused_steady_rate"].value
@@ -235,8 +231,6 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if before is not None:
         step_ms = float(before["window_gpu_s"].iloc[0]) / float(before["window_steps"].iloc[0]) * 1e3
         v["p12_census_step_ms_before"] = fixed(step_ms, ms)
-        v["p12_engine_prompt_tflops_before"] = fixed(before.at["prompt_attention", "tflops"], tflops)
-        v["p12_engine_decode_copy_before"] = fixed(100 * before.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
         v["p12_census_gemm_share_move"] = fixed(100 * (by.at["gemm", "share"] - before.at["gemm", "share"]),
                                                 lambda x: f"{x:+.1f} points")
     cost, request_s = part11.request_cost(), 1 / cap
@@ -334,19 +328,17 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     c = k[(k["prefix"] > 0) & k["default_tiles"].astype(bool)] if len(k) else k
     sdpa_chunk = float(c["sdpa_tflops"].iloc[0]) if len(c) else None
     v["p12_kernel_reading"] = MISSING if fresh is None else Value(None, (
-        f"A fresh 4,096-token prompt runs at {times(fresh)} SDPA's fastest backend; a chunk after a cached "
-        "prefix "
+        "A chunk after a cached prefix runs "
         + (f"at {times(chunk / sdpa_chunk)} SDPA's fastest, which takes an explicit mask there."
            if chunk and sdpa_chunk and chunk > sdpa_chunk
-           else f"runs at {times(chunk / sdpa_chunk)} the fastest." if chunk and sdpa_chunk else "has no row.")))
+           else f"at {times(chunk / sdpa_chunk)} the fastest." if chunk and sdpa_chunk else "in no row.")))
     inside = ratio(cen["p12_engine_prompt_tflops"].value, pr["p12_prompt_tflops_4k"].value)
     packed = ratio(cen["p12_engine_prompt_tflops"].value, pr["p12_prompt_packed_tflops"].value)
-    gained = cap["p12_vs_part11"]
-    v["p12_engine_reading"] = MISSING if gained.value is None else Value(None, (
-        f"The engine's capacity changed by {pct(gained.value, True)} over part 11's" + (
-            f". Inside it, prompt attention runs at {times(inside)} the rate of the fresh-prompt benchmark"
-            + (f" and {times(packed)} that of a packed chunk like the engine's." if packed else ".")
-            if inside is not None and inside < 0.75 else ".")))
+    v["p12_engine_reading"] = MISSING if inside is None else Value(None, (
+        f"Inside the engine prompt attention runs at {times(inside)} the fresh-prompt benchmark's rate"
+        + (f" and {times(packed)} a packed chunk's like the engine's" if packed else "")
+        + (f"; one untested cause fits: {pr['p12_chunk_waves'].text}." if inside < 0.75 and pr["p12_chunk_waves"] is not MISSING
+           else ".")))
     s, pairs = so["p12_soak_steady"].value, cap["p12_best_fused_steady_rate"]
     if s is None or pairs.hi is None:
         v["p12_soak_caveat"] = Value(None, "These rows hold no soak and pairs to compare.")
