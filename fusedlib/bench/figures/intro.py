@@ -34,7 +34,7 @@ def series(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     for c in PARTS:
         t = lambda k: vals[f"{chapter.prefix(c)}_{k}"]  # noqa: E731
         rows.append({"part": LABEL[c], "decode step, serving (ms)": _num(t("decode_step")),
-                     "decode GPU (ms)": _num(t("decode_gpu")), "bytes floor (ms)": _num(t("decode_floor")),
+                     "decode GPU, census (ms)": _num(t("decode_gpu")), "bytes floor (ms)": _num(t("decode_floor")),
                      "mixed GPU (ms)": _num(t("mixed_gpu")), "FLOP floor (ms)": _num(t("mixed_floor")),
                      "kernels per layer": _num(t("kernels_per_layer")),
                      "capacity fused / chunked (req/s)": f"{_num(t('capacity_fused'))} / {_num(t('capacity_chunked'))}",
