@@ -60,16 +60,3 @@ def cell(x, f: Callable[[float], str] = sig) -> str:
     """A table cell: the number through `f`, or "-" where there is none."""
     return f(x) if finite(x) else "-"
 
-
-def shorter(old_over_new: float) -> str:
-    """A duration's change as a multiple, in the direction it went: old/new 2 -> "2.0× shorter"."""
-    return f"{times(old_over_new)} shorter" if old_over_new >= 1 else f"{times(1 / old_over_new)} longer"
-
-
-def moved(new: float | None, old: float | None, up: str, down: str, same: str = "unchanged") -> str | None:
-    """The word for how `new` stands against `old`: `up`, `down`, or `same` within 2% of it;
-    None where either is missing."""
-    if not finite(new) or not finite(old) or not old:
-        return None
-    r = new / old - 1
-    return same if abs(r) <= 0.02 else up if r > 0 else down

@@ -426,3 +426,95 @@ def test_part11_quotes_the_drain_figure_from_the_record_of_changes_not_kept(monk
     assert part11.drain()[1]["p11_drain_rate"].text == "78.7 requests/s"  # data/not_kept.csv's part 11 row
     monkeypatch.setattr(part11, "not_kept", lambda: pd.DataFrame({"part": [7], "measured": ["9.0 requests/s"]}))
     assert part11.drain()[1]["p11_drain_rate"].value is None
+
+
+def _serving_rows(d, decode_ms: dict, steady: dict | None = None):
+    """Three pairs of capacity runs per config: their six runs' decode steps (ms) and steady rates,
+    fused then chunked in each round."""
+    rows = [{"config": c, "engine": e, "rate": 30.0, "round": k, "seed": k, "n_requests": 400, "saturated": True,
+             "steady_rate": (steady or {}).get(c, [10.0] * 6)[2 * k + j], "decode_step_s_p50": ms[2 * k + j] / 1e3,
+             "n_decode_steps": 1200, "ttft_p50_s": 1.0, "itl_p99_s": 0.05} for c, ms in decode_ms.items() for k in range(3)
+            for j, e in enumerate(("fused", "chunked"))]
+    (d / "capacity.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def test_a_change_is_longer_or_shorter_only_where_the_ranges_part():
+    apart, overlap = chapter.change(S.Value(20, "", 19, 21), S.Value(10, "", 9, 11)), \
+        chapter.change(S.Value(10.5, "", 9.5, 11.5), S.Value(10, "", 9, 11))
+    assert apart[0].text == "2.0× longer (1.7× to 2.3×)" and apart[1].resolved and apart[1].lo == pytest.approx(100 * (19 / 11 - 1))
+    assert chapter.change(S.Value(10, "", 9, 11), S.Value(20, "", 19, 21))[0].text.startswith("2.0× shorter")
+    assert overlap[0].text.startswith("not resolved as longer or shorter") and not overlap[1].resolved
+    assert chapter.change(S.Value(10, ""), S.Value(9, "", 8, 10)) == (S.MISSING, S.MISSING)  # no range: no change
+
+
+PART7_DECODE = [15.3, 15.9, 15.3, 16.4, 17.2, 17.1]  # ms, part 7's six runs as the rows hold them
+
+
+@pytest.mark.parametrize("part8, step, reading, verdict", [
+    ([17.5, 17.2, 17.3, 17.7, 17.0, 16.7], "not resolved as longer or shorter", "is not resolved", "not resolved"),
+    ([1.5 * x for x in PART7_DECODE], "1.5× longer", "The step grew instead", "missed"),
+    ([0.5 * x for x in PART7_DECODE], "2.0× shorter", "The step shortened", "missed"),
+])
+def test_part8s_decode_step_and_its_prediction_follow_both_engines_serving_runs(tmp_path, part8, step, reading, verdict):
+    from fusedlib.bench import predictions as R
+    from fusedlib.bench.figures import part08
+    d = _serving_rows(tmp_path, {"part7": PART7_DECODE, "part8": part8})
+    s7, s8 = chapter.steps("part7", d=d)[1], chapter.steps("part8", d=d)[1]
+    assert s7["p07_decode_step"].value == pytest.approx(np.median(PART7_DECODE))  # both engines' runs, pooled
+    assert s7["p07_decode_step"].lo == min(PART7_DECODE) and "6 runs of both engines" in s7["p07_decode_step"].text
+    assert s8["p08_decode_change"].text.startswith(step)
+    assert reading in part08.readings(d=d)[1]["p08_step_reading"].text
+    b3 = next(e for e in R.load() if e["id"] == "B3")  # within ±10% of part 7's
+    assert R.grade(b3, s8)[1] == verdict
+
+
+def test_part8s_step_within_the_band_holds_its_prediction(tmp_path):
+    from fusedlib.bench import predictions as R
+    from fusedlib.bench.figures import part08
+    d = _serving_rows(tmp_path, {"part7": [16.0, 16.1] * 3, "part8": [16.5, 16.6] * 3})
+    assert "stayed within the band" in part08.readings(d=d)[1]["p08_step_reading"].text
+    assert R.grade(next(e for e in R.load() if e["id"] == "B3"), chapter.steps("part8", d=d)[1])[1] == "held"
+
+
+@pytest.mark.parametrize("fused8, words", [
+    ([10.2, 7.4, 10.2, 7.9, 10.5, 8.0], "the fused engine's is not resolved as higher or lower"),
+    ([20.2, 7.4, 20.2, 7.9, 20.5, 8.0], "the fused engine's is higher"),
+])
+def test_part8s_capacity_against_part7s_follows_their_intervals(tmp_path, fused8, words):
+    from fusedlib.bench.figures import part08
+    d = _serving_rows(tmp_path, {"part7": PART7_DECODE, "part8": PART7_DECODE},
+                      {"part7": [10.9, 6.7, 9.4, 8.1, 9.0, 6.4], "part8": fused8})
+    text = part08.readings(d=d)[1]["p08_capacity_moves"].text
+    assert words in text and "the chunked engine's not resolved as higher or lower" in text, text
+
+
+def test_the_intros_decode_speedup_follows_the_serving_runs(tmp_path):
+    d = _serving_rows(tmp_path, {"part7": PART7_DECODE, "part10": [2.54, 2.55, 2.58, 2.54, 2.55, 2.57]})
+    assert intro.series(d=d)[1]["series_decode_speedup"].text == "6.3× shorter (5.9× to 6.8×)"
+    d = _serving_rows(tmp_path, {"part7": PART7_DECODE, "part10": [x / 1.05 for x in PART7_DECODE]})
+    assert intro.series(d=d)[1]["series_decode_speedup"].text.startswith("not resolved")
+
+
+def _census_scaled(rows, d, config: str, factors: dict):
+    """The rows again in `d`, `config`'s census step times multiplied by `factors` (field -> factor)."""
+    d.mkdir()
+    for path in rows.glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        lines = [r | {k: f * r[k] for k, f in factors.items()} if path.stem == "census" and r.get("config") == config
+                 and r.get("record") == "step" else r for r in lines]
+        (d / path.name).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return d
+
+
+def test_mixed_steps_across_parts_follow_their_repeats_ranges(rows, tmp_path):
+    from fusedlib.bench.figures import part08, part09
+    # the synthetic census: part 8's mixed steps inside part 7's repeats' ranges, part 9's below part 8's
+    assert part08.readings(d=rows)[1]["p08_mixed_moves"].text.count("not resolved as longer or shorter") == 2
+    text = part09.readings(d=rows)[1]["p09_mixed_reading"].text
+    assert text.count("shorter (") == 2 and "lead over the chunked one is smaller than part 8's" in text, text
+    slower = _census_scaled(rows, tmp_path / "slower", "part8", {"wall_ms": 2, "wall_ms_min": 2, "wall_ms_max": 2})
+    assert part08.readings(d=slower)[1]["p08_mixed_moves"].text.count("longer (") == 2
+    spread = _census_scaled(rows, tmp_path / "spread", "part9", {"wall_ms_max": 3})  # part 9's slowest repeats reach part 8's
+    text = part09.readings(d=spread)[1]["p09_mixed_reading"].text
+    assert text.count("not resolved as longer or shorter") == 2 and "is not resolved against part 8's" in text, text

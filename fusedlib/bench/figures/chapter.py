@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import cell, finite, ms, pct, rate, shorter, sig, times, us
+from ..text import cell, finite, ms, pct, rate, sig, span, times, us
 from .data import PARTS, load, newest, per_rows
 
 
@@ -72,16 +72,50 @@ def _get(r: dict | None, k: str) -> float | None:
     return None if r is None or k not in r or pd.isna(r[k]) else float(r[k])
 
 
+def repeats(r: dict | None) -> Value:
+    """A census step's wall time: its repeats' median, their fastest and slowest its range."""
+    m = _get(r, "wall_ms")
+    return MISSING if m is None else Value(m, ms(m), _get(r, "wall_ms_min"), _get(r, "wall_ms_max"))
+
+
+def serving_decode(config: str, d: Path) -> tuple[Value, Value]:
+    """A part's pure decode step in its paired capacity runs, each run's median over ~1,200 steps:
+    the median over both engines' runs, and fused over chunked from the pairs. The engines run the
+    same forward, and the census, one timing per engine, moves between runs more than that."""
+    c = newest("capacity", d, config)
+    runs = pair_runs(c) if {"decode_step_s_p50", "n_decode_steps", "seed"} <= set(c) else c.iloc[:0]
+    if not len(runs):
+        return MISSING, MISSING
+    w = runs.pivot_table(index="round", columns="engine", values=["decode_step_s_p50", "seed"]).dropna()
+    what = f"runs of both engines, about {runs['n_decode_steps'].median():,.0f} steps each"
+    return (median(1e3 * runs["decode_step_s_p50"], "ms", what),
+            gain(w["decode_step_s_p50"]["fused"], w["decode_step_s_p50"]["chunked"], w["seed"]["fused"]))
+
+
+def change(new: Value, old: Value) -> tuple[Value, Value]:
+    """From `old` to `new` (each with a range): old/new as a step's "longer" or "shorter" where the
+    ranges do not overlap, and the percent change over the range their far ends allow (resolved
+    exactly where they do not overlap)."""
+    if None in (new.value, old.value, new.lo, old.lo):
+        return MISSING, MISSING
+    r, lo, hi = new.value / old.value, new.lo / old.hi, new.hi / old.lo
+    p = Value(100 * (r - 1), f"{100 * (r - 1):+.1f}%, {100 * (lo - 1):+.1f}% to {100 * (hi - 1):+.1f}% from the two "
+              "ranges", 100 * (lo - 1), 100 * (hi - 1))
+    words = (f"not resolved as longer or shorter ({span(lo, hi, times)} as long)" if not p.resolved else
+             f"{times(r)} longer ({span(lo, hi, times)})" if r > 1 else f"{times(1 / r)} shorter ({span(1 / hi, 1 / lo, times)})")
+    return Value(1 / r, words, 1 / hi, 1 / lo), p
+
+
 @per_rows
 def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The part's decode and mixed steps beside their floors: table and named values."""
     s = step_rows(d)
-    dec, mix, decc, mixc = (_one(s, config, e, k) for e in ("fused", "chunked") for k in ("decode", "mixed"))
+    dec, mix, _, mixc = (_one(s, config, e, k) for e in ("fused", "chunked") for k in ("decode", "mixed"))
     g = _get
     v = {name: fixed(g(r, field), ms) for name, r, field in (  # the step times and floors as they are
-        ("decode_wall", dec, "wall_ms"), ("decode_gpu", dec, "gpu_ms"), ("decode_host", dec, "host_ms"),
-        ("decode_floor", dec, "bytes_floor_ms"), ("mixed_wall", mix, "wall_ms"), ("mixed_gpu", mix, "gpu_ms"),
-        ("mixed_chunked_wall", mixc, "wall_ms"), ("mixed_floor", mix, "flop_floor_ms"))}
+        ("decode_gpu", dec, "gpu_ms"), ("decode_host", dec, "host_ms"), ("decode_floor", dec, "bytes_floor_ms"),
+        ("mixed_gpu", mix, "gpu_ms"), ("mixed_floor", mix, "flop_floor_ms"))}
+    v |= {name: repeats(r) for name, r in (("decode_wall", dec), ("mixed_wall", mix), ("mixed_chunked_wall", mixc))}
     v["decode_over_floor"] = fixed(ratio(g(dec, "wall_ms"), g(dec, "bytes_floor_ms")), times)
     share = ratio(g(dec, "gpu_ms"), g(dec, "wall_ms"))
     v["decode_gpu_share"] = fixed(share and 100 * min(share, 1.0), pct)
@@ -91,8 +125,7 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["decode_kernels"] = fixed(g(dec, "n_kernels"), lambda x: f"{x:,.0f}")
     per_kernel = ratio(g(dec, "host_ms"), g(dec, "n_kernels"))
     v["host_us_per_kernel"] = fixed(per_kernel and 1e3 * per_kernel, us)
-    vs_chunked = ratio(g(dec, "wall_ms"), g(decc, "wall_ms"))
-    v["decode_vs_chunked_pct"] = fixed(vs_chunked and 100 * (vs_chunked - 1), lambda x: pct(x, True))
+    v["decode_step"], v["decode_vs_chunked_pct"] = serving_decode(config, d)
     v["decode_shape"] = MISSING if dec is None else Value(
         g(dec, "decode_rows"), f"{g(dec, 'decode_rows'):.0f} rows at {g(dec, 'context'):,.0f} tokens of context each")
     saving = ratio(g(mix, "wall_ms"), g(mixc, "wall_ms"))
@@ -103,10 +136,7 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         f"a {g(mix, 'chunk_tokens'):,.0f}-token prompt chunk beside {g(mix, 'decode_rows'):.0f} decode rows"))
     i = PARTS.index(config)
     if i > 0:
-        prev = _one(s, PARTS[i - 1], "fused", "decode")
-        change = ratio(g(prev, "wall_ms"), g(dec, "wall_ms"))
-        v["decode_change"] = fixed(change, shorter)
-        v["decode_change_pct"] = fixed(change and 100 * (1 / change - 1), lambda x: pct(x, True))
+        v["decode_change"], v["decode_change_pct"] = change(v["decode_step"], serving_decode(PARTS[i - 1], d)[0])
     rows = []
     for engine, step, r in (("fused", "decode", dec), ("fused", "mixed", mix), ("chunked", "mixed", mixc)):
         if r is None:

@@ -104,27 +104,20 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                 f"the chunked engine's two forwards cost {times(doubled)} the fused engine's one: a forward's cost "
                 + ("here is mostly fixed, whatever tokens it carries." if fixed_cost else
                    "here grows with the tokens it carries."))
-    s = chapter.step_rows(d)
-    fused, two = (chapter._one(s, "part7", engine, "decode") for engine in ("fused", "chunked"))
-    if fused is None or two is None:
+    s, serving = chapter.step_rows(d), st["p07_decode_step"]
+    fused, two = (chapter.repeats(chapter._one(s, "part7", engine, "decode")) for engine in ("fused", "chunked"))
+    if None in (fused.value, two.value):
         same = "These rows hold no decode step of both engines to compare."
     else:
-        g = chapter._get
-        lo_hi = [(g(r, "wall_ms_min"), g(r, "wall_ms_max")) for r in (fused, two)]
-        known = None not in (*lo_hi[0], *lo_hi[1])
-        within = known and all(lo <= g(b, "wall_ms") <= hi for (lo, hi), b in zip(lo_hi, (two, fused)))
-        c = newest("capacity", d, "part7")
-        c = chapter.pair_runs(c) if "n_decode_steps" in c else c.iloc[:0]
-        serving = c.groupby("engine")[["decode_step_s_p50", "n_decode_steps"]].median() if len(c) else None
+        known = None not in (fused.lo, two.lo)
+        within = known and two.lo <= fused.value <= two.hi and fused.lo <= two.value <= fused.hi
         same = (f"The pure decode step is the same single forward in both engines; the census times it at "
-                f"{ms(g(fused, 'wall_ms'))} fused and {ms(g(two, 'wall_ms'))} chunked"
-                + (f" (repeats {span(*lo_hi[0], ms)} and {span(*lo_hi[1], ms)}), " if known else ", ")
+                f"{fused.text} fused and {two.text} chunked"
+                + (f" (repeats {span(fused.lo, fused.hi, ms)} and {span(two.lo, two.hi, ms)}), " if known else ", ")
                 + ("each median inside the other's repeats: eager steps set by the host vary." if within else
                    "a median outside the other's repeats: one census ran the same code slower.")
-                + (f" In the capacity runs (about {serving['n_decode_steps'].median():,.0f} decode steps each, medians "
-                   f"over the pairs) they take {ms(1e3 * serving['decode_step_s_p50']['fused'])} fused and "
-                   f"{ms(1e3 * serving['decode_step_s_p50']['chunked'])} chunked."
-                   if serving is not None and {"fused", "chunked"} <= set(serving.index) else ""))
+                + (f" Serving, the capacity runs time it at {serving.text}: the later chapters compare eager decode "
+                   "steps on this figure." if serving.value is not None else ""))
     v = {"p07_forward_cost": Value(grown, cost), "p07_decode_same": Value(None, same),
          "p07_capacity_reading": Value(None, capacity_reading(cap["p07_fusion_gain"]))}
     return pd.DataFrame(), v
