@@ -33,13 +33,14 @@ def _legend(where, *handles_labels, **kw):
 
 def _log_y(ax) -> None:
     lo, hi = ax.dataLim.intervaly
+    subs = (1.0, 2.0, 3.0, 5.0) if hi >= 10 * lo else (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)  # under a decade, more labels
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
+    ax.yaxis.set_major_locator(LogLocator(subs=subs))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_formatter(NullFormatter())
     if 0 < lo <= hi < np.inf:  # limits at the ticks around the data, so a labelled tick lies either side of it
-        ticks = np.outer(10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1), [1, 2, 3, 5])
+        ticks = np.outer(10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1), subs)
         ax.set_ylim(ticks[ticks <= lo].max() / 1.08, ticks[ticks >= hi].min() * 1.08)
 
 
@@ -241,8 +242,7 @@ def request_time_by_class(table: pd.DataFrame) -> Figure | None:
 def png(fig: Figure) -> bytes:
     from io import BytesIO
 
-    buf = BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    fig.savefig(buf := BytesIO(), format="png", dpi=100)
     return buf.getvalue()
 
 
