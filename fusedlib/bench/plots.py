@@ -94,8 +94,7 @@ def latency_vs_rate(sweeps: pd.DataFrame, config: str) -> Figure | None:
     if not len(s):
         return None
     fig, axes = _fig(2)
-    for ax, (metric, name) in zip(axes, (("ttft", "time to first token (s)"), ("itl", "inter-token latency (ms)"))):
-        scale = 1.0 if metric == "ttft" else 1e3
+    for ax, (metric, name, scale) in zip(axes, (("ttft", "time to first token (s)", 1.0), ("itl", "inter-token latency (ms)", 1e3))):
         for engine, g in s[s["engine"].isin(list(ENGINE_STYLE))].groupby("engine"):
             for q, marker in (("p50", "o"), ("p99", "^")):
                 ax.plot(g["arrived"], g[f"{metric}_{q}_s"] * scale, ENGINE_STYLE[engine], marker=marker, ms=3,

@@ -247,12 +247,9 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         names["fusion_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
         names["fusion_verdict"] = gain_verdict(names["fusion_gain"])
         r = float(pr["rate"].iloc[0])
-        names["pair_rate"] = fixed(r, rate)
-        names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
-        names["offered_rates"] = in_words(c["rate"])
-        names["capacity_method"] = method_line(c[c["rate"] == r], c)
-        names["plateau"] = plateau(c, names["capacity_fused"])
         at = c[c["rate"] == r]
+        names |= {"pair_rate": fixed(r, rate), "n_requests": fixed(arrivals, lambda x: f"{x:,.0f}"), "offered_rates": in_words(c["rate"]),
+                  "capacity_method": method_line(at, c), "plateau": plateau(c, names["capacity_fused"])}
         for eng in ("fused", "chunked"):
             e = at[at["engine"] == eng]
             names[f"ttft_p50_{eng}"] = median(e["ttft_p50_s"], "s", num=lambda x: sig(x, 2))

@@ -92,11 +92,10 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_plateau"] = chapter.plateau(at, v["p11_best_fused_rate"])
         m = chapter.run_medians(s[s["engine"] == "fused"], SETTING)
         g = m.loc[m["goodput_rate"].idxmax()]  # the runs that reached the most goodput, with what arrived (a cap below saturation)
-        dry = g["saturated"] == False  # noqa: E712  (None: not known)
+        how = "below saturation, capped by the {} that arrived" if g["saturated"] == False else "with {} arriving"  # noqa: E712
         v["p11_goodput_best"] = Value(float(g["goodput_rate"]), f"{rate(g['goodput_rate'])} (batch {g['max_batch']:.0f}, budget "
-                                      f"{g['chunk_tokens']:,.0f} tokens; {'one run' if g['n'] == 1 else f'{g.n} runs'}, " +
-                                      ("below saturation, capped by the " if dry else "with ") + rate(g["arrived"]) +
-                                      (" that arrived)" if dry else " arriving)"))
+                                      f"{g['chunk_tokens']:,.0f} tokens; {'one run' if g['n'] == 1 else f'{g.n} runs'}, "
+                                      + how.format(rate(g["arrived"])) + ")")
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
         v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
         pr = chapter.pairs(at)  # without pairs, MISSING
