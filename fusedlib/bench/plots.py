@@ -1,14 +1,14 @@
 """The book's figures: one function per figure, tables from `figures` in, a matplotlib Figure
 out (None when the table is empty; the page then says so). No torch, no pyplot state: each
-figure is a `matplotlib.figure.Figure` the page displays with `show`. Log axes carry plain
-numbers at chosen ticks (no minor labels to collide with them); legends draw their lines long
-enough to show each line's style."""
+figure is a `matplotlib.figure.Figure` the page displays with `show`. Log axes carry plain numbers at
+chosen ticks (no minor labels to collide with them), one either side of the data; legends draw their lines
+long enough to show each line's style. A run's rate is the rate its draw arrived at, not the Poisson rate."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedFormatter, FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
+from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .figures.data import PARTS
 
@@ -26,17 +26,22 @@ def _fig(ncols: int = 1, width: float = 7.0, height: float = 3.4):
     return fig, axes
 
 
-def _legend(where, **kw):
+def _legend(where, *handles_labels, **kw):
     """A legend whose lines are long enough to show dashes beside their markers."""
-    return where.legend(**({"frameon": False, "handlelength": 3.5, "fontsize": 7} | kw))
+    return where.legend(*handles_labels, **({"frameon": False, "handlelength": 3.5, "fontsize": 7} | kw))
 
 
 def _log_y(ax) -> None:
+    lo, hi = ax.dataLim.intervaly
+    subs = (1.0, 2.0, 3.0, 5.0) if hi >= 10 * lo else (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)  # under a decade, more labels
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
-    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_major_locator(LogLocator(subs=subs))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_formatter(NullFormatter())
+    if 0 < lo <= hi < np.inf:  # limits at the ticks around the data, so a labelled tick lies either side of it
+        ticks = np.outer(10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1), subs)
+        ax.set_ylim(ticks[ticks <= lo].max() / 1.08, ticks[ticks >= hi].min() * 1.08)
 
 
 def _log_x_at(ax, values) -> None:
@@ -54,7 +59,7 @@ def _part(config: str) -> str:
 
 
 def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figure | None:
-    """Capacity (the steady rate) against offered rate on the sweep's draw, a colour a part,
+    """Capacity (the steady rate) against arrived rate on the sweep's draw, a colour a part,
     fused solid, chunked dashed, hollow where the queue ran dry, the rounds' range and median
     where several; with `highlight`, that part alone, on axes fitted to its own runs."""
     if len(sweeps) and highlight is not None:
@@ -62,43 +67,39 @@ def capacity_vs_rate(sweeps: pd.DataFrame, highlight: str | None = None) -> Figu
     if not len(sweeps):
         return None
     fig, (ax,) = _fig()
-    top = float(sweeps["rate"].max())
-    ax.plot([0, top], [0, top], color="0.7", lw=0.8, label="served = offered")
-    for (config, engine), g in sweeps.groupby(["config", "engine"], sort=False):
-        if engine in ENGINE_STYLE:
-            color = PART_COLOR.get(config, "0.4")
-            y = g["capacity_sweep"]  # the sweep's draw at every rate; other rounds are other draws
-            ax.plot(g["rate"], y, ENGINE_STYLE[engine], color=color, label=f"{_part(config)}, {engine}")
-            for at, face in ((g["saturated"].ne(False), color), (g["saturated"].eq(False), "white")):
-                ax.plot(g["rate"][at], y[at], "o", ms=4, mfc=face, color=color)
-            many, x = g["n"] > 1, g["rate"] * (1.015 if engine == "chunked" else 1)  # side by side at one rate
-            ax.vlines(x[many], g["capacity_min"][many], g["capacity_max"][many], color=color, ls=ENGINE_STYLE[engine])
-            ax.plot(x[many], g["capacity"][many], "_", ms=9, mew=1.5, color=color)
+    top = float(sweeps["arrived"].max())
+    ax.plot([0, top], [0, top], color="0.7", lw=0.8, label="served = arrived")
+    for (config, engine), g in sweeps[sweeps["engine"].isin(list(ENGINE_STYLE))].groupby(["config", "engine"], sort=False):
+        color = PART_COLOR.get(config, "0.4")
+        x, y = g["arrived_sweep"], g["capacity_sweep"]  # the sweep's draw at every rate; other rounds are other draws
+        ax.plot(x, y, ENGINE_STYLE[engine], color=color, label=f"{_part(config)}, {engine}")
+        for at, face in ((g["saturated"].ne(False), color), (g["saturated"].eq(False), "white")):
+            ax.plot(x[at], y[at], "o", ms=4, mfc=face, color=color)
+        many, x = g["n"] > 1, g["arrived"] * (1.015 if engine == "chunked" else 1)  # side by side at one rate
+        ax.vlines(x[many], g["capacity_min"][many], g["capacity_max"][many], color=color, ls=ENGINE_STYLE[engine])
+        ax.plot(x[many], g["capacity"][many], "_", ms=9, mew=1.5, color=color)
     if sweeps["saturated"].eq(False).any():
         ax.plot([], [], "o", ms=4, mfc="white", color="0.4", label="queue ran dry (below saturation)")
     if (sweeps["n"] > 1).any():
         ax.vlines([], [], [], color="0.4", lw=1, label="range and median (tick) over the rounds")
-    ax.set(xlabel="offered (requests/s)", ylabel="capacity, steady rate (requests/s)", xlim=(0, None),
+    ax.set(xlabel="arrived (requests/s; the draw's own rate)", ylabel="capacity, steady rate (requests/s)", xlim=(0, None),
            ylim=(0, float(sweeps["capacity"].max()) * 1.15))
     _legend(ax, fontsize=8)
     return fig
 
 
 def latency_vs_rate(sweeps: pd.DataFrame, config: str) -> Figure | None:
-    """Time to first token and inter-token latency, p50 and p99, against offered rate."""
+    """Time to first token and inter-token latency, p50 and p99, against arrived rate (medians over rounds)."""
     s = sweeps[sweeps["config"] == config] if len(sweeps) else sweeps
     if not len(s):
         return None
     fig, axes = _fig(2)
-    for ax, (metric, name) in zip(axes, (("ttft", "time to first token (s)"), ("itl", "inter-token latency (ms)"))):
-        scale = 1.0 if metric == "ttft" else 1e3
-        for engine, g in s.groupby("engine"):
-            if engine not in ENGINE_STYLE:
-                continue
+    for ax, (metric, name, scale) in zip(axes, (("ttft", "time to first token (s)", 1.0), ("itl", "inter-token latency (ms)", 1e3))):
+        for engine, g in s[s["engine"].isin(list(ENGINE_STYLE))].groupby("engine"):
             for q, marker in (("p50", "o"), ("p99", "^")):
-                ax.plot(g["rate"], g[f"{metric}_{q}_s"] * scale, ENGINE_STYLE[engine], marker=marker, ms=3,
+                ax.plot(g["arrived"], g[f"{metric}_{q}_s"] * scale, ENGINE_STYLE[engine], marker=marker, ms=3,
                         color=PART_COLOR.get(config), alpha=1.0 if q == "p99" else 0.6, label=f"{engine} {q}")
-        ax.set(xlabel="offered (requests/s)", ylabel=name)
+        ax.set(xlabel="arrived (requests/s)", ylabel=name)
         _log_y(ax)
     _legend(axes[0])
     return fig
@@ -129,7 +130,7 @@ def steps_vs_floor(steps: pd.DataFrame) -> Figure | None:
 def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) -> Figure | None:
     """Part 10 on the card's roofline, log-log: FLOP/byte against attained FLOP/s under the measured
     copy and GEMM roofs; a point per step and kernel class, its class a colour, its step a marker
-    (mixed: hollow), named in the legend, not beside the points, so no label covers another."""
+    (mixed: hollow and larger, ringing a decode point it falls on), named in the legend, so no label covers another."""
     if not len(points) or not copy_bw or not gemm:
         return None
     fig, (ax,) = _fig(height=4.2)
@@ -146,8 +147,8 @@ def roofline(points: pd.DataFrame, copy_bw: float | None, gemm: float | None) ->
     for (kind, step), g in points.groupby(["kind", "step"], sort=False):
         color, name = styles.get(kind, ("0.5", kind))
         edge, face = ("k", color) if kind == "step" else (color, "none" if step == "mixed" else color)  # a hollow
-        ax.scatter(g["intensity"], g["attained"] / 1e12, marker=markers.get(step, "o"), s=40 if kind == "step" else 30,
-                   facecolors=face, edgecolors=edge, zorder=3, label=f"{name}, {step}")  # square shows a dot under it
+        ax.scatter(g["intensity"], g["attained"] / 1e12, marker=markers.get(step, "o"), s=40 if kind == "step" else 80
+                   if face == "none" else 30, facecolors=face, edgecolors=edge, zorder=3, label=f"{name}, {step}")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="attained (TFLOP/s)",
            ylim=(min(points["attained"].min() / 1e12 / 3, 1.0), gemm / 1e12 * 3))
     _legend(ax, loc="center left", bbox_to_anchor=(1.0, 0.5), handlelength=1.5)
@@ -174,12 +175,9 @@ def scale_capacity(settings: pd.DataFrame) -> Figure | None:
     if not len(settings):
         return None
     fig, (ax,) = _fig()
-    budgets = sorted(settings["chunk_tokens"].unique())
-    cmap = dict(zip(budgets, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")))
-    for (engine, budget), g in settings.groupby(["engine", "chunk_tokens"]):
-        if engine not in ENGINE_STYLE:
-            continue
-        g = g.sort_values("max_batch")
+    cmap = dict(zip(sorted(settings["chunk_tokens"].unique()), ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")))
+    for (engine, budget), g in settings[settings["engine"].isin(list(ENGINE_STYLE))].sort_values("max_batch").groupby(
+            ["engine", "chunk_tokens"]):
         ax.plot(g["max_batch"], g["capacity"], ENGINE_STYLE[engine], marker="o", ms=3, color=cmap.get(budget),
                 label=f"{engine}, budget {budget:,}")
     ax.set(xlabel="max batch (decode rows)", ylabel="capacity, steady rate (requests/s)", ylim=(0, None))
@@ -189,23 +187,22 @@ def scale_capacity(settings: pd.DataFrame) -> Figure | None:
 
 
 def scale_tail(sweeps: pd.DataFrame, engine: str = "fused") -> Figure | None:
-    """Part 11's tails: TTFT p99 and ITL p99 against offered rate, a colour per batch and a
-    line style per budget (one engine)."""
+    """Part 11's tails: the 99th-percentile time to first token and inter-token latency against
+    arrived rate, a colour per batch and a marker and line style per budget (one engine)."""
     s = sweeps[sweeps["engine"] == engine] if len(sweeps) else sweeps
     if not len(s):
         return None
     fig, axes = _fig(2, height=4.2)
-    batches = sorted(s["max_batch"].unique())
-    colors = dict(zip(batches, ("#8c564b", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd")))
-    styles = dict(zip(sorted(s["chunk_tokens"].unique()), ("-", "--", ":", "-.")))
-    for ax, (col, name, scale) in zip(axes, (("ttft_p99_s", "TTFT p99 (s)", 1.0), ("itl_p99_s", "ITL p99 (ms)", 1e3))):
+    colors = dict(zip(sorted(s["max_batch"].unique()), ("#8c564b", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd")))
+    styles = dict(zip(sorted(s["chunk_tokens"].unique()), ("-o", "--s", ":^", "-.D")))  # a budget's line and marker
+    for ax, (col, name, scale) in zip(axes, (("ttft_p99_s", "99th-percentile time to first token (s)", 1.0),
+                                             ("itl_p99_s", "99th-percentile inter-token latency (ms)", 1e3))):
         for (b, t), g in s.groupby(["max_batch", "chunk_tokens"]):
-            ax.plot(g["rate"], g[col] * scale, styles.get(t, "-"), color=colors.get(b), marker=".", ms=3,
+            ax.plot(g["arrived"], g[col] * scale, styles.get(t, "-o"), color=colors.get(b), ms=4, mfc="none",
                     label=f"batch {b}, budget {t:,}")
-        ax.set(xlabel="offered (requests/s)", ylabel=name, title=f"{engine} engine")
+        ax.set(xlabel="arrived (requests/s)", ylabel=name, title=f"{engine} engine")
         _log_y(ax)
-    handles, labels = axes[0].get_legend_handles_labels()
-    _legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=4, fontsize=6)
+    _legend(fig, *axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=6)
     return fig
 
 
@@ -244,8 +241,7 @@ def request_time_by_class(table: pd.DataFrame) -> Figure | None:
 def png(fig: Figure) -> bytes:
     from io import BytesIO
 
-    buf = BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    fig.savefig(buf := BytesIO(), format="png", dpi=100)
     return buf.getvalue()
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from fusedlib.bench import figures as F, plans, stats as S
 from fusedlib.bench.figures import chapter, data, intro, part10, part11
+from fusedlib.bench.text import rate
+from fusedlib.bench.workloads import arrival_times
 from tests.bench import synthetic_rows
 
 # The rows files the book reads; a committed data/ must hold every one.
@@ -317,6 +319,35 @@ def test_the_committed_newest_open_loop_rows_are_steady_and_long_enough(experime
     assert set(read[read["code_version"] == newest_version]["config"]) == set(new["config"])
 
 
+def _method(config: str) -> str:
+    """The method line of `config`'s page on the committed rows."""
+    if config == "part11":
+        return part11.scale()[1]["p11_capacity_method"].text
+    return chapter.capacity(config)[1][f"{chapter.prefix(config)}_capacity_method"].text
+
+
+@pytest.mark.parametrize("experiment", ["capacity", "scale"])
+def test_the_committed_saturated_runs_windows_hold_sixty_percent_or_their_page_names_them(experiment):
+    """A saturated run's steady window holds at least 60% of its completions (runs are sized for
+    it); a committed run under it, to be measured again with more arrivals, is named on its page."""
+    s = data.newest(experiment, data.STATIC)
+    short = s[s["saturated"].eq(True) & (s["steady_fraction"] < 0.6)]  # issue 52: runs sized for 60%
+    for r in short.itertuples():
+        run = f"{r.engine}, batch {r.max_batch}, budget {r.chunk_tokens:,}, offered {rate(r.rate)}, seed {r.seed}"
+        assert run in _method(r.config), f"{r.config}: the run {run} holds {r.steady_fraction:.0%}, unnamed"
+
+
+def test_the_method_line_gives_the_windows_least_share_and_names_a_short_run():
+    runs = pd.DataFrame([{"engine": "fused", "max_batch": 256, "chunk_tokens": 2048, "rate": 100.0, "seed": k,
+                          "steady_fraction": f, "saturated": sat, "steady_skip": 256 * sat}
+                         for k, f, sat in ((0, 0.70, True), (1, 0.64, True), (2, 0.55, True), (3, 0.40, False))])
+    text = chapter.method_line(runs[:2], runs).text
+    assert "a window holding a median 67% (minimum 64%) of a run's completions" in text
+    assert text.endswith("Under the 60% a run is sized for: fused, batch 256, budget 2,048, offered 100 requests/s, "
+                         "seed 2 (55%).")  # the unsaturated run's window is not a steady one
+    assert "Under the" not in chapter.method_line(runs[:2], runs[:2]).text
+
+
 def test_part12_conclusions_follow_its_rows(tmp_path):
     """Part 12's verdicts are chosen from its figures: move the soak inside the pairs' interval,
     lose a request, or fall short of a target, and the words change with them."""
@@ -346,7 +377,7 @@ def test_part12_conclusions_follow_its_rows(tmp_path):
     kernels.write_text("".join(json.dumps(r) + "\n" for r in rows))
     capacity = folder / "capacity.jsonl"
     rows = [json.loads(line) for line in capacity.read_text().splitlines()]
-    for served, words in ((lambda x: 0.1 * x, "more than the 10% a plateau allows"), (lambda x: 100.0, ", the plateau.")):
+    for served, words in ((lambda x: 0.1 * x, "more than the 10% a plateau allows"), (lambda x: 100.0, ", the plateau")):
         for r in rows:  # the sweep's saturated rates serving less, then more, the more offered
             if r["config"] == "part12" and r["engine"] == "fused" and r["round"] == 0 and r.get("saturated"):
                 r["steady_rate"] = served(r["rate"])
@@ -394,20 +425,35 @@ def test_part12_decode_reading_follows_the_mixed_case(tmp_path, mixed, fixed_1k,
     assert words in part12.readings(d=folder)[1]["p12_decode_reading"].text
 
 
+ARRIVED = {r: rate(399 / arrival_times(400, r, 0)[-1]) for r in (4.0, 8.0, 16.0)}  # seed 0's 400 arrivals: 11% under
+
+
 @pytest.mark.parametrize("values,words", [
     ({4.0: (3.9, False), 8.0: (7.0, True), 16.0: (7.3, True)}, "within 4.3% of each other, the plateau."),
     ({4.0: (3.9, False), 8.0: (7.0, True), 16.0: (8.4, True)}, "within 20% of each other, more than the 10%"),
-    ({4.0: (3.9, False), 8.0: (7.0, True)}, "at 8.00 requests/s (it ran dry at 4.00 requests/s): the sweep shows "
-                                            "no plateau"),
-    ({4.0: (3.9, False)}, "at no rate (it ran dry at 4.00 requests/s): the sweep shows no plateau"),
+    ({4.0: (3.9, False), 8.0: (7.0, True)}, f"with {ARRIVED[8.0]} arriving (it ran dry with {ARRIVED[4.0]}): the "
+                                            "sweep shows no plateau"),
+    ({4.0: (3.9, False)}, f"at no rate (it ran dry with {ARRIVED[4.0]}): the sweep shows no plateau"),
 ])
 def test_the_plateau_sentence_follows_the_sweeps_draw(values, words):
     # round 0 is the sweep's draw; a later round at the top rate (another draw) is not in it
     c = pd.DataFrame([{"config": "part7", "engine": "fused", "rate": r, "round": 0, "steady_rate": v, "saturated": sat}
                       for r, (v, sat) in values.items()] +
                      [{"config": "part7", "engine": "fused", "rate": max(values), "round": 1, "steady_rate": 99.0,
-                       "saturated": True}])
+                       "saturated": True}]).assign(n_requests=400, seed=0)
     assert words in chapter.plateau(c).text
+
+
+@pytest.mark.parametrize("pairs,clause", [((7.1, 7.2, 7.3), False), ((8.0, 8.1, 8.2), True), ((6.0, 7.2, 9.0), False)])
+def test_the_plateau_says_the_sweep_is_one_draw_where_it_sits_off_the_pairs(pairs, clause):
+    """The sweep's plateau (7.0 and 7.3) beside the pairs' median: the clause only where they differ
+    by more than half the pairs' interval."""
+    c = pd.DataFrame([{"engine": "fused", "rate": r, "round": 0, "steady_rate": v, "saturated": sat}
+                      for r, v, sat in ((4.0, 3.9, False), (8.0, 7.0, True), (16.0, 7.3, True))]).assign(n_requests=400, seed=0)
+    headline = S.median(pairs, "requests/s", level=0.75)
+    text = chapter.plateau(c, headline).text
+    assert ("(one draw; the capacity is the pairs' median over 3 draws)." in text) == clause, text
+    assert text.endswith(".") and (clause or text.endswith(", the plateau."))
 
 
 def test_part9_explains_an_unresolved_gain_by_the_serving_steps(tmp_path):
@@ -518,3 +564,26 @@ def test_mixed_steps_across_parts_follow_their_repeats_ranges(rows, tmp_path):
     spread = _census_scaled(rows, tmp_path / "spread", "part9", {"wall_ms_max": 3})  # part 9's slowest repeats reach part 8's
     text = part09.readings(d=spread)[1]["p09_mixed_reading"].text
     assert text.count("not resolved as longer or shorter") == 2 and "is not resolved against part 8's" in text, text
+
+
+def test_part11_says_what_arrived_at_its_best_goodput_and_grades_part10s_engine_in_the_grid(rows, tmp_path):
+    """The most goodput names the rate that arrived, and below saturation that it capped it; the grid's
+    32-row, 512-token cell stands inside or outside part 10's pairs' interval as its numbers say."""
+    v = part11.scale(d=rows)[1]
+    assert v["p11_goodput_best"].text.endswith("tokens; one run, below saturation, capped by the 71.0 requests/s that arrived)")
+    assert v["p11_grid_vs_p10"].text.startswith("The grid's 32-row, 512-token cell, part 10's engine on one draw of 400 "
+                                                "arrivals, served 50.3 requests/s; part 10's pairs, 50.2 requests/s (median")
+    assert v["p11_grid_vs_p10"].text.endswith("hold it inside their interval.")
+    for path in rows.glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        if path.stem == "scale":
+            cell = [r for r in lines if (r["engine"], r["max_batch"], r["chunk_tokens"]) == ("fused", 32, 512)]
+            for r in cell:
+                r["steady_rate"] /= 2  # part 10's engine in the grid, well under part 10's pairs
+            top = next(r for r in lines if r["engine"] == "fused" and r["saturated"])
+            top["goodput_rate"] = 1e3  # the most goodput, past saturation
+        (tmp_path / path.name).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    v = part11.scale(d=tmp_path)[1]
+    arrived = rate((top["n_requests"] - 1) / arrival_times(top["n_requests"], top["rate"], top["seed"])[-1])
+    assert v["p11_goodput_best"].text.endswith(f"; one run, with {arrived} arriving)"), v["p11_goodput_best"].text
+    assert v["p11_grid_vs_p10"].text.endswith("hold it outside their interval.")

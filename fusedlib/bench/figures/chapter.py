@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..stats import MISSING, Value, fixed, gain, median, ratio
-from ..text import cell, finite, ms, pct, rate, sig, span, times, us
+from ..text import cell, ms, pct, rate, sig, span, times, us
+from ..workloads import arrival_times
 from .data import PARTS, load, newest, per_rows
 
 
@@ -152,19 +153,19 @@ def steps(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
 # ------------------------------------------------------------------------------ capacity
 def run_medians(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Open-loop runs per keys + rate: each field's median over rounds; `capacity` (the steady
-    rate) with `_min`, `_max` and `_sweep` (round 0's: one draw at every rate), and `saturated`
-    (every round's)."""
+    rate) with `_min` and `_max`, it and `arrived` with `_sweep` (round 0's: one draw at every
+    rate), and `saturated` (every round's)."""
     if not len(df):
         return pd.DataFrame()
-    fields = [c for c in ("served_rate", "steady_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s",
-                          "e2e_p50_s", "goodput_rate", "host_share", "host_ms_per_step_p50", "step_gpu_ms_p50")
-              if c in df]
-    df = df.assign(capacity=df["steady_rate"].astype(float))
+    fields = [c for c in ("served_rate", "steady_rate", "ttft_p50_s", "ttft_p99_s", "itl_p50_s", "itl_p99_s", "e2e_p50_s",
+                          "goodput_rate", "host_share", "host_ms_per_step_p50", "step_gpu_ms_p50", "n_requests") if c in df]
+    df = df.assign(capacity=df["steady_rate"].astype(float), arrived=[  # the rate the run's draw arrived at, not offered
+        (n - 1) / arrival_times(int(n), r, int(s))[-1] for n, r, s in zip(df["n_requests"], df["rate"], df["seed"])])
     runs = df.groupby(keys + ["rate"])
-    out = runs[fields + ["capacity"]].median().reset_index()
+    out = runs[fields + ["capacity", "arrived"]].median().reset_index()
     out["n"] = runs.size().values
     out["capacity_min"], out["capacity_max"] = runs["capacity"].min().values, runs["capacity"].max().values
-    out["capacity_sweep"] = runs.apply(lambda g: g.sort_values("round")["capacity"].iloc[0]).values
+    out[["capacity_sweep", "arrived_sweep"]] = runs.apply(lambda g: g.sort_values("round").iloc[0][["capacity", "arrived"]]).values
     out["saturated"] = runs["saturated"].agg(lambda x: None if x.isna().all() else bool(x.eq(True).all())).values \
         if "saturated" in df else None
     return out
@@ -225,34 +226,40 @@ def window_skip(rows: pd.DataFrame) -> int:
     return int(rows["steady_skip"].median()) if known else 0
 
 
-def method_line(at_rate: pd.DataFrame) -> Value:
-    """What the capacities of these runs are, in one sentence: the steady rate and its window."""
-    share = at_rate["steady_fraction"].median() if "steady_fraction" in at_rate else None
-    held = f", a window holding a median {pct(100 * share)} of a run's completions" if finite(share) else ""
-    skip = window_skip(at_rate)
-    start = f"less its first {skip:,} completions (the wave of the batch admitted at the start)" if skip \
-        else "from its first completion"
-    return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a "
-                       f"request waits and the batch is full, {start}{held}.")
+def method_line(at_rate: pd.DataFrame, runs: pd.DataFrame, sized_for: float = 0.6) -> Value:
+    """What the capacities of these runs are, in one sentence: the steady rate, its window's share of their
+    completions (median, minimum); then each of `runs` (the page's) saturated with a window under `sized_for`."""
+    share = at_rate["steady_fraction"] if "steady_fraction" in at_rate else pd.Series(dtype=float)
+    mid, least = (pct(100 * x) if share.notna().any() else "" for x in (share.median(), share.min()))
+    held = f", a window holding a median {mid}{f' (minimum {least})' if least != mid else ''} of a run's completions"
+    start = f"less the first batch's {skip:,} completions" if (skip := window_skip(at_rate)) else "from its first completion"
+    named = "; ".join(f"{r.engine}, batch {r.max_batch:.0f}, budget {r.chunk_tokens:,.0f}, offered {rate(r.rate)}, "
+                      f"seed {r.seed:.0f} ({pct(100 * r.steady_fraction)})" for r in runs.itertuples()
+                      if getattr(r, "saturated", None) is True and getattr(r, "steady_fraction", 1) < sized_for)
+    short = f" Under the {pct(100 * sized_for)} a run is sized for: {named}." if named else ""
+    return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a request "
+                 f"waits and the batch is full, {start}{held if mid else ''}.{short}")
 
 
-def plateau(c: pd.DataFrame, flat: float = 0.10) -> Value:
-    """Whether the fused engine's sweep (round 0: one draw at every rate) shows a plateau, chosen
-    from the rows: the rates that kept its queue non-empty, their steady rates within `flat`."""
+def plateau(c: pd.DataFrame, headline: Value | None = None, flat: float = 0.10) -> Value:
+    """Whether the fused engine's sweep (round 0: one draw) shows a plateau: the rates (as arrived) that kept its queue
+    non-empty, their steady rates within `flat`; off the pairs' `headline` by over half its interval, that it is one draw."""
     s = sweep_table(c[(c["engine"] == "fused") & (c["round"] == 0)]) if {"saturated", "round"} <= set(c) else c[:0]
     full, dry = s[s["saturated"].eq(True)] if len(s) else s, s[s["saturated"].eq(False)] if len(s) else s
     head = "On the sweep's draw the fused engine's queue stayed non-empty " + \
-        (f"at {offered(full['rate']).text}" if len(full) else "at no rate") + \
-        (f" (it ran dry at {offered(dry['rate']).text})" if len(dry) else "")
+        (f"with {in_words(full['arrived']).text} arriving" if len(full) else "at no rate") + \
+        (f" (it ran dry with {in_words(dry['arrived']).text})" if len(dry) else "")
     if len(full) < 2:
         return MISSING if not len(s) else Value(float(len(full)), f"{head}: the sweep shows no plateau.")
-    spread = full["capacity"].max() / full["capacity"].min() - 1
-    return Value(float(len(full)), f"{head}: its steady rates there lie within {pct(100 * spread)} of each other"
-                 + (", the plateau." if spread < flat else f", more than the {pct(100 * flat)} a plateau allows."))
+    spread, h = full["capacity"].max() / full["capacity"].min() - 1, headline
+    off = h is not None and None not in (h.lo, h.hi) and abs(full["capacity"].median() - h.value) > (h.hi - h.lo) / 2
+    return Value(float(len(full)), f"{head}: its steady rates lie within {pct(100 * spread)} of each other"
+                 + (", the plateau" if spread < flat else f", more than the {pct(100 * flat)} a plateau allows")
+                 + (f" (one draw; the capacity is the pairs' median over {h.n} draws)." if off else "."))
 
 
-def offered(rates: pd.Series) -> Value:
-    """The offered rates of a set of runs in words ("a, b and c requests/s"); value: how many."""
+def in_words(rates: pd.Series) -> Value:
+    """Rates (offered, or arrived) of a set of runs in words ("a, b and c requests/s"); value: how many."""
     r = sorted(set(rates.astype(float)))
     return Value(float(len(r)), ", ".join(sig(x) for x in r[:-1]) + (" and " if len(r) > 1 else "") + rate(r[-1]))
 
@@ -270,12 +277,9 @@ def capacity(config: str, d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         names["fusion_gain"] = gain(pr["fused"], pr["chunked"], pr["seed"])
         names["fusion_verdict"] = gain_verdict(names["fusion_gain"])
         r = float(pr["rate"].iloc[0])
-        names["pair_rate"] = fixed(r, rate)
-        names["n_requests"] = fixed(arrivals, lambda x: f"{x:,.0f}")
-        names["offered_rates"] = offered(c["rate"])
-        names["capacity_method"] = method_line(c[c["rate"] == r])
-        names["plateau"] = plateau(c)
         at = c[c["rate"] == r]
+        names |= {"pair_rate": fixed(r, rate), "n_requests": fixed(arrivals, lambda x: f"{x:,.0f}"), "offered_rates": in_words(c["rate"]),
+                  "capacity_method": method_line(at, c), "plateau": plateau(c, names["capacity_fused"])}
         for eng in ("fused", "chunked"):
             e = at[at["engine"] == eng]
             names[f"ttft_p50_{eng}"] = median(e["ttft_p50_s"], "s", num=lambda x: sig(x, 2))

@@ -20,16 +20,11 @@ SETTING = ["engine", "max_batch", "chunk_tokens"]
 
 
 def scale_settings(d: str | Path | None = None) -> pd.DataFrame:
-    """Per engine, batch and budget of part 11's newest rows, the capacity and the latency and
-    goodput at that rate: at the setting's paired rate (the most rounds) if it has one, else the
-    offered rate that served most."""
+    """Per engine, batch and budget of part 11's newest rows, the capacity and the latency at that
+    rate: at the setting's paired rate (the most rounds) if it has one, else the offered rate that
+    served most."""
     m = chapter.run_medians(newest("scale", d), SETTING)
-    if not len(m):
-        return m
-    best = m.sort_values(["n", "capacity"]).groupby(SETTING).tail(1)
-    good = m.groupby(SETTING, as_index=False)["goodput_rate"].max()
-    best = best.drop(columns=["goodput_rate"]).merge(good, on=SETTING)
-    return best.sort_values(SETTING).reset_index(drop=True)
+    return m.sort_values(["n", "capacity"]).groupby(SETTING).tail(1).sort_values(SETTING).reset_index(drop=True) if len(m) else m
 
 
 def scale_sweeps(d: str | Path | None = None) -> pd.DataFrame:
@@ -69,13 +64,12 @@ def _arrivals(s: pd.DataFrame) -> Value:
 def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The fused engine's best setting on the newest rows, its capacity and fusion's gain there."""
     v = dict.fromkeys(("p11_n_requests", "p11_best_n_requests", "p11_best_fused_rate", "p11_best_setting", "p11_best_batch",
-                       "p11_best_budget", "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict",
-                       "p11_vs_small", "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best",
-                       "p11_offered_rates", "p11_pair_rate", "p11_capacity_method"), MISSING)
+                       "p11_best_budget", "p11_chunked_at_best", "p11_fusion_gain_best", "p11_fusion_verdict", "p11_vs_small",
+                       "p11_goodput_best", "p11_ttft_p99_best", "p11_itl_p99_best", "p11_offered_rates", "p11_pair_rate",
+                       "p11_capacity_method", "p11_plateau", "p11_grid_vs_p10"), MISSING)
     s = newest("scale", d)
-    v["p11_device"] = Value(None, devices(s))
-    v["goodput_ttft"] = fixed(metrics.TTFT_SLO_S * 1e3, ms)
-    v["goodput_itl"] = fixed(metrics.ITL_SLO_S * 1e3, ms)
+    v |= {"p11_device": Value(None, devices(s)), "goodput_ttft": fixed(metrics.TTFT_SLO_S * 1e3, ms),
+          "goodput_itl": fixed(metrics.ITL_SLO_S * 1e3, ms)}
     t = scale_settings(d)
     if not len(t):
         return pd.DataFrame(), v
@@ -93,24 +87,33 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_best_batch"] = fixed(float(b["max_batch"]), lambda x: f"{x:.0f}")
         v["p11_best_budget"] = fixed(float(b["chunk_tokens"]), lambda x: f"{x:,.0f}")
         v["p11_pair_rate"] = fixed(float(b["rate"]), rate)
-        v["p11_offered_rates"] = chapter.offered(at[at["engine"] == "fused"]["rate"])
-        v["p11_capacity_method"] = chapter.method_line(here)
-        g = f.loc[f["goodput_rate"].idxmax()]  # the setting that reached the most goodput, named
-        v["p11_goodput_best"] = Value(float(g["goodput_rate"]), f"{rate(g['goodput_rate'])} (batch "
-                                      f"{g['max_batch']:.0f}, budget {g['chunk_tokens']:,.0f} tokens)")
+        v["p11_offered_rates"] = chapter.in_words(at[at["engine"] == "fused"]["rate"])
+        v["p11_capacity_method"] = chapter.method_line(here, s)
+        v["p11_plateau"] = chapter.plateau(at, v["p11_best_fused_rate"])
+        m = chapter.run_medians(s[s["engine"] == "fused"], SETTING)
+        g = m.loc[m["goodput_rate"].idxmax()]  # the runs that reached the most goodput, with what arrived (a cap below saturation)
+        how = "below saturation, capped by the {} that arrived" if g["saturated"] == False else "with {} arriving"  # noqa: E712
+        v["p11_goodput_best"] = Value(float(g["goodput_rate"]), f"{rate(g['goodput_rate'])} (batch {g['max_batch']:.0f}, budget "
+                                      f"{g['chunk_tokens']:,.0f} tokens; {'one run' if g['n'] == 1 else f'{g.n} runs'}, "
+                                      + how.format(rate(g["arrived"])) + ")")
         v["p11_ttft_p99_best"] = fixed(float(b["ttft_p99_s"]) * 1e3, ms)
         v["p11_itl_p99_best"] = fixed(float(b["itl_p99_s"]) * 1e3, ms)
         pr = chapter.pairs(at)  # without pairs, MISSING
         v["p11_fusion_gain_best"] = gain(pr["fused"], pr["chunked"], pr["seed"])
         v["p11_fusion_verdict"] = chapter.gain_verdict(v["p11_fusion_gain_best"])
-        small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"].value
-        v["p11_vs_small"] = fixed(ratio(v["p11_best_fused_rate"].value, small), times)
+        small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"]
+        v["p11_vs_small"] = fixed(ratio(v["p11_best_fused_rate"].value, small.value), times)
+        for _, c in f[(f["max_batch"] == 32) & (f["chunk_tokens"] == 512)].iterrows():  # part 10's engine, in the grid
+            where = "" if small.lo is None else f", hold it {'in' if small.lo <= c['capacity'] <= small.hi else 'out'}side their interval"
+            v["p11_grid_vs_p10"] = Value(c["capacity"], f"The grid's 32-row, 512-token cell, part 10's engine on "
+                                         f"{'one draw' if c['n'] == 1 else f'{c.n:.0f} draws'} of {c['n_requests']:,.0f} arrivals, "
+                                         f"served {rate(c['capacity'])}; part 10's pairs, {small.text}{where}.")
     return pd.DataFrame(), v
 
 
 @per_rows
 def grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
-    """Each batch x budget's fused steady rate beside the rate offered it."""
+    """Each batch x budget's fused steady rate beside the rate that arrived."""
     v = dict.fromkeys(("p11_grid", "p11_grid_settings", "p11_grid_over_steady"), MISSING)
     t = fused_settings(d)
     if not len(t):
@@ -118,9 +121,9 @@ def grid(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     v["p11_grid"] = Value(None, " × ".join("{" + ", ".join(f"{x:,.0f}" for x in sorted(t[c].unique())) + "}"
                                            for c in ("max_batch", "chunk_tokens")))
     v["p11_grid_settings"] = fixed(float(len(t)), lambda x: f"{x:.0f}")
-    v["p11_grid_over_steady"] = fixed(float((t["rate"] / t["capacity"]).median()), times)
+    v["p11_grid_over_steady"] = fixed(float((t["arrived"] / t["capacity"]).median()), times)
     return pd.DataFrame({"batch": t["max_batch"].astype(int), "budget (tokens)": t["chunk_tokens"].astype(int),
-                         "offered (req/s)": t["rate"].map(sig),
+                         "arrived (req/s)": t["arrived"].map(sig),
                          "fused, steady (req/s)": t["capacity"].map(sig)}), v
 
 

@@ -160,10 +160,9 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     a, b = p11["p11_best_fused_rate"], v["p12_best_fused_steady_rate"]
     apart = up is not None and None not in (a.hi, b.lo) and (b.lo > a.hi or b.hi < a.lo)
     there, here = (chapter.window_skip(r) for r in (newest("scale", d), s))  # completions left out at the start
-    v["p12_vs_part11"] = fixed(up and 100 * (up - 1), lambda x: pct(x, True) + (
-        f" (offered {p11['p11_pair_rate'].text} there, {v['p12_pair_rate'].text} here"
-        + ("" if there == here else f"; windows left out {there:,} and {here:,} first completions, not one method")
-        + ("" if apart else "; intervals overlap: not resolved") + ")"))
+    notes = [f"windows left out {there:,} and {here:,} first completions, not one method"] * (there != here) + \
+        ["intervals overlap: not resolved"] * (not apart)  # the offered rates: the page's method
+    v["p12_vs_part11"] = fixed(up and 100 * (up - 1), lambda x: pct(x, True) + (f" ({'; '.join(notes)})" if notes else ""))
     ceiling = part11.ceiling(d=d)[1]["p11_ceiling_rate"].value
     share = ratio(v["p12_best_fused_steady_rate"].value, ceiling)
     v["p12_ceiling_share"] = fixed(share and 100 * share, pct)
@@ -181,7 +180,7 @@ def capacity(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                  "overlap, so these rows do not say it changed.")
     v["p12_fusion_trend"] = Value(None, trend)
     # The sweep's plateau, in the words of the other chapters; how far apart each pair's runs came.
-    v["p12_sweep_trend"] = chapter.plateau(s) if len(s) else MISSING
+    v["p12_sweep_trend"] = chapter.plateau(s, v["p12_best_fused_steady_rate"]) if len(s) else MISSING
     v["p12_pair_note"] = MISSING
     if len(s):
         at = s[s["rate"] == s["rate"].max()].assign(t=lambda x: pd.to_datetime(x["time_utc"]))
