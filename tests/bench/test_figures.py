@@ -342,7 +342,7 @@ def test_the_method_line_gives_the_windows_least_share_and_names_a_short_run():
                           "steady_fraction": f, "saturated": sat, "steady_skip": 256 * sat}
                          for k, f, sat in ((0, 0.70, True), (1, 0.64, True), (2, 0.55, True), (3, 0.40, False))])
     text = chapter.method_line(runs[:2], runs).text
-    assert "a window holding a median 67% (minimum 64%) of a run's completions" in text
+    assert "it holds a median 67% (minimum 64%) of a run's completions" in text
     assert text.endswith("Under the 60% a run is sized for: fused, batch 256, budget 2,048, offered 100 requests/s, "
                          "seed 2 (55%).")  # the unsaturated run's window is not a steady one
     assert "Under the" not in chapter.method_line(runs[:2], runs[:2]).text
@@ -360,7 +360,7 @@ def test_part12_conclusions_follow_its_rows(tmp_path):
     pairs = v["p12_best_fused_steady_rate"]
     assert v["p12_soak_vs_pairs"].text.startswith("above") and "do not" in v["p12_soak_caveat"].text
     assert v["p12_soak_verdict"].text.endswith("nothing lost at scale.")
-    assert v["p12_gates"].text == "4 of 4 pass at budget 2,048"  # part 11's gates (8,192) ran other kernels
+    assert v["p12_gates"].text == "4 of 4 pass at 2,048 tokens of budget"  # part 11's gates (8,192) ran other kernels
     assert "short of the four fifths" in v["p12_ceiling_verdict"].text
     assert "short of the target of 320 TFLOP/s" in v["p12_prompt_verdict"].text
     assert v["p12_gemm_verdict"].text.startswith("gate_up runs below")

@@ -231,14 +231,14 @@ def method_line(at_rate: pd.DataFrame, runs: pd.DataFrame, sized_for: float = 0.
     completions (median, minimum); then each of `runs` (the page's) saturated with a window under `sized_for`."""
     share = at_rate["steady_fraction"] if "steady_fraction" in at_rate else pd.Series(dtype=float)
     mid, least = (pct(100 * x) if share.notna().any() else "" for x in (share.median(), share.min()))
-    held = f", a window holding a median {mid}{f' (minimum {least})' if least != mid else ''} of a run's completions"
+    held = f"; it holds a median {mid}{f' (minimum {least})' if least != mid else ''} of a run's completions"
     start = f"less the first batch's {skip:,} completions" if (skip := window_skip(at_rate)) else "from its first completion"
     named = "; ".join(f"{r.engine}, batch {r.max_batch:.0f}, budget {r.chunk_tokens:,.0f}, offered {rate(r.rate)}, "
                       f"seed {r.seed:.0f} ({pct(100 * r.steady_fraction)})" for r in runs.itertuples()
                       if getattr(r, "saturated", None) is True and getattr(r, "steady_fraction", 1) < sized_for)
     short = f" Under the {pct(100 * sized_for)} a run is sized for: {named}." if named else ""
-    return Value(None, "Capacity is the steady rate: completions per second over the longest stretch in which a request "
-                 f"waits and the batch is full, {start}{held if mid else ''}.{short}")
+    return Value(None, "Capacity is the steady rate: completions per second over the longest stretch with a request "
+                 f"waiting and the batch full, {start}{held if mid else ''}.{short}")
 
 
 def plateau(c: pd.DataFrame, headline: Value | None = None, flat: float = 0.10) -> Value:

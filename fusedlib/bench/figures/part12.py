@@ -208,7 +208,7 @@ def census_steps(d: str | Path | None = None) -> pd.DataFrame:
 def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """A saturated run's GPU time by kernel class and rate, part 11's engine (before) beside part 12's (after);
     after, each class's time per request beside the ceiling's price for its work."""
-    v = dict.fromkeys(("p12_census_step_ms", "p12_census_slowdown", "p12_census_steps", "p12_census_after",
+    v = dict.fromkeys(("p12_census_step_ms", "p12_census_steps", "p12_census_after",
                        "p12_engine_prompt_tflops", "p12_engine_decode_copy", "p12_engine_gemm_tflops",
                        "p12_request_ms", "p12_distance",
                        "p12_census_step_ms_before", "p12_census_norm_ms", "p12_census_gemm_share_move"), MISSING)
@@ -222,7 +222,6 @@ def census(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     count = lambda x: f"{x:,.0f}"  # noqa: E731
     v["p12_census_steps"], v["p12_census_after"] = fixed(steps, count), fixed(by["completed_before_window"].iloc[0], count)
     v["p12_census_step_ms"] = fixed(gpu / steps * 1e3, ms)
-    v["p12_census_slowdown"] = fixed(float(by["window_s"].iloc[0]) / gpu, times)
     v["p12_engine_prompt_tflops"] = fixed(by.at["prompt_attention", "tflops"], tflops)
     v["p12_engine_gemm_tflops"] = fixed(by.at["gemm", "tflops"], tflops)
     v["p12_engine_decode_copy"] = fixed(100 * by.at["decode_attention", "tb_s"] * 1e12 / bw, pct)
@@ -269,8 +268,8 @@ def soak(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
                        "p12_soak_vs_pairs", "p12_gates"), MISSING)
     g = newest("gates", d, CONFIG)  # part 12's gates of their newest code version
     if len(g) and "chunk_tokens" in g:
-        v["p12_gates"] = Value(None, "; ".join(f"{int(x['passed'].sum())} of {len(x)} pass at budget {b:,.0f}"
-                                               for b, x in g.groupby("chunk_tokens")))
+        v["p12_gates"] = Value(None, ", ".join(f"{int(x['passed'].sum())} of {len(x)} pass at {b:,.0f}"
+                                               for b, x in g.groupby("chunk_tokens")) + " tokens of budget")
     s = load("soak", d)
     if not len(s):
         return pd.DataFrame(), v
