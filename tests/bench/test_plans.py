@@ -69,7 +69,7 @@ def test_foreseen_plans_scales_second_stage_at_the_estimates_best_until_rows_cho
     grid = plans.scale("full")
     assert {(s.max_batch, s.chunk_tokens) for s in grid} == {(b, c) for b in (32, 64, 128, 256)
                                                               for c in (512, 2048, 8192)}
-    assert {(s.max_batch, s.n_requests) for s in grid} == {(32, 600), (64, 1500), (128, 1500), (256, 1500)}
+    assert {(s.max_batch, s.n_requests) for s in grid} == {(32, 600), (64, 1500), (128, 1500), (256, 2000)}
     ahead = plans.foreseen("scale", "full", {})
     assert {(s.max_batch, s.chunk_tokens) for s in ahead[len(grid):]} == {(256, 2048)}  # the larger estimate
     measured = _grid_rows(grid, lambda s: 100.0 if (s.max_batch, s.chunk_tokens) == (256, 8192) else 90.0)
@@ -161,7 +161,7 @@ def test_part12_plans_and_their_estimates():
     assert plans.estimate_seconds(steady[1:]) == pytest.approx(
         own + steady[1].n_requests / cap + 256 / cap + costs["run_overhead_s"])
     capacity = plans.capacity("full", configs=["part12"])
-    assert {(s.max_batch, s.chunk_tokens, s.n_requests) for s in capacity} == {(256, 2048, 1500)}
+    assert {(s.max_batch, s.chunk_tokens, s.n_requests) for s in capacity} == {(256, 2048, 2000)}
     assert len([s for s in capacity if s.round > 0]) == 2 * 4
     with pytest.raises(ValueError, match="no time estimate for census"):
         plans.estimate_seconds(census)  # the step census has none
