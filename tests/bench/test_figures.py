@@ -398,7 +398,7 @@ SIXTY_SIX = lambda e: 66.0  # noqa: E731
     (lambda e: e - 9, SIXTY_SIX, "below the in-engine figure: uneven contexts account for the gap."),
     (lambda e: 63.0, SIXTY_SIX, "within 5 points of the fixed 1,024-token case: uneven contexts do not account for the"),
     (lambda e: 75.0, SIXTY_SIX, "above the fixed 1,024-token case: uneven contexts do not account for the gap"),
-    (lambda e: e + 12, SIXTY_SIX, "between the fixed 1,024-token case's 66% and the in-engine 37%: uneven contexts"),
+    (lambda e: e + 12, SIXTY_SIX, "between the fixed 1,024-token case's 66.0% and the in-engine 37%: uneven contexts"),
     (lambda e: e + 3, lambda e: e + 7, "fixed 1,024-token case: these rows do not separate the two causes."),
     (None, SIXTY_SIX, "rows of uneven context and the prompt's work on the other stream both fit."),
 ], ids=("near-engine", "below-engine", "near-fixed", "above-fixed", "between", "near-both", "no-mixed-case"))

@@ -306,9 +306,9 @@ def _decode_reading(mixed: float | None, fixed_1k: float | None, engine: float |
     elif mixed >= fixed_1k - NEAR:
         why = f"{to_fixed}: uneven contexts do not account for the gap, leaving the prompt's work on the other stream"
     else:
-        why = (f"between the fixed 1,024-token case's {pct(fixed_1k)} and the in-engine {pct(engine)}: uneven contexts "
+        why = (f"between the fixed 1,024-token case's {fixed_1k:.1f}% and the in-engine {pct(engine)}: uneven contexts "
                "account for part of the gap")
-    return f"at the mixed workload's uneven contexts it reads at {pct(mixed)} alone, {why}."
+    return f"at the mixed workload's uneven contexts it reads at {mixed:.1f}% alone, {why}."  # tenths, as its table
 
 
 @per_rows
