@@ -246,6 +246,8 @@ def test_part11_method_reads_its_own_arrivals(rows):
     counts = {f"{n:,.0f}" for n in s["n_requests"].unique()}
     text = part11.scale(d=rows)[1]["p11_n_requests"].text
     assert counts and all(c in text for c in counts), text
+    grid = pd.DataFrame({"max_batch": [32, 64, 128, 256], "n_requests": [600, 1500, 1500, 2000]})
+    assert part11._arrivals(grid).text == "600 at batch 32, 1,500 at batches 64 and 128, 2,000 at batch 256"
 
 
 def _older_and_newer(rows, tmp_path, newer_configs=("part10",)):

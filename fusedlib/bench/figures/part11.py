@@ -56,8 +56,8 @@ def _arrivals(s: pd.DataFrame) -> Value:
     if not len(arrivals):
         return MISSING
     by_count = arrivals.groupby(arrivals).groups  # arrivals -> the batch sizes that ran them
-    return Value(float(arrivals.min()), ", ".join(
-        f"{n:,.0f} at batch {' and '.join(f'{b:.0f}' for b in batches)}" for n, batches in by_count.items()))
+    sizes = lambda b: f"batch {b[0]:.0f}" if len(b) == 1 else f"batches {', '.join(f'{x:.0f}' for x in b[:-1])} and {b[-1]:.0f}"  # noqa: E731
+    return Value(float(arrivals.min()), ", ".join(f"{n:,.0f} at {sizes(list(batches))}" for n, batches in by_count.items()))
 
 
 @per_rows
