@@ -45,7 +45,8 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     if now is None or gain.value is None:
         cap = "These rows hold no mixed steps and paired capacity runs to set side by side."
     elif now > 0 and not gain.resolved:
-        cap = "In the census the fused mixed step is still the shorter, yet in capacity neither engine is resolved ahead."
+        cap = ("In the census the fused mixed step is still the shorter" + ("" if ln.resolved else
+               " by its median (the repeats' ranges overlap)") + ", yet in capacity neither engine is resolved ahead.")
         if (served := serving_saving(d)) is not None:
             expect = 100 * (1 / (1 - served[0] * served[1]) - 1)
             cap += (f" Serving, the fused engine's mixed step ran {pct(abs(100 * served[0]))} "
