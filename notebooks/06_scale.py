@@ -30,10 +30,10 @@ profile = "smoke"  # "full": Qwen2.5-1.5B fp16 on a GPU; "smoke": the tiny model
 out_dir = "data-smoke"  # rows go to <out_dir>/scale.jsonl (relative to the repository root)
 rounds = None  # pairs at the best setting, seed = round (None: the profile's, full: 5)
 time_limit_s = 0  # start no run after this many seconds (0: no limit); the next call resumes
-batches = None  # None: the profile's max_batch values (full: 256)
-chunks = None  # None: the profile's chunk_tokens values (full: 2048, 8192)
+batches = None  # None: the profile's max_batch values (full: 256, 128, 64, 32)
+chunks = None  # None: the profile's chunk_tokens values (full: 2048, 8192, 512)
 rate = None  # None: per cell, 2x its capacity estimate (plans.DEFAULTS), past capacity
-n_requests = None  # None: the profile's (full: 1,500 a run)
+n_requests = None  # None: the profile's (full: 600 at 32 rows, 1,500 at 64 and 128, 2,000 at 256)
 sweep_rates = None  # None: multiples of the best cell's capacity estimate
 
 # %%
