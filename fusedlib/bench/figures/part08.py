@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..stats import MISSING, NO_ROWS, Value, fixed
+from ..stats import MISSING, Value, fixed
 from ..text import cell, ms, pct, sig, span, us
 from . import chapter
 from .data import MODEL, SIZES, collect, datasheet, load, per_rows, rates
@@ -72,12 +72,12 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The page's conclusions, each chosen from the figures it rests on and their ranges."""
     s7, s8 = chapter.steps("part7", d=d)[1], chapter.steps("part8", d=d)[1]
     c7, c8 = chapter.capacity("part7", d=d)[1], chapter.capacity("part8", d=d)[1]
-    fused, two = (chapter.change(s8[f"p08_{k}"], s7[f"p07_{k}"])[0].text for k in ("mixed_wall", "mixed_chunked_wall"))
-    mixed = ("These rows hold no mixed steps with their ranges in both parts." if NO_ROWS in (fused, two) else
+    (fused, fp), (two, tp) = (chapter.change(s8[f"p08_{k}"], s7[f"p07_{k}"]) for k in ("mixed_wall", "mixed_chunked_wall"))
+    mixed = ("These rows hold no mixed steps with their ranges in both parts." if MISSING in (fused, two) else
              f"Against part 7's census mixed steps (their repeats' ranges), the fused engine's takes "
-             f"{s8['p08_mixed_wall'].text}, {fused}, and the chunked engine's {s8['p08_mixed_chunked_wall'].text}, {two}"
-             + (": the two engines' mixed steps moved in opposite directions." if
-                {fused.split()[1], two.split()[1]} == {"longer", "shorter"} else "."))
+             f"{s8['p08_mixed_wall'].text}, {fused.text}, and the chunked engine's {s8['p08_mixed_chunked_wall'].text}, "
+             f"{two.text}" + (": the two engines' mixed steps moved in opposite directions." if
+                              fp.resolved and tp.resolved and (fp.value > 0) != (tp.value > 0) else "."))
     v = {"p08_mixed_moves": Value(None, mixed)}
     step, band = s8["p08_decode_change_pct"], 100 * BAND
     if step.value is None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..stats import NO_ROWS, Value
+from ..stats import MISSING, Value
 from ..text import pct
 from . import chapter
 from .data import collect, newest, per_rows
@@ -28,20 +28,20 @@ def readings(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
     """The page's conclusions, each chosen from the figures it rests on."""
     s8, s9 = chapter.steps("part8", d=d)[1], chapter.steps("part9", d=d)[1]
     gain = chapter.capacity("part9", d=d)[1]["p09_fusion_gain"]
-    fused, two = (chapter.change(s9[f"p09_{k}"], s8[f"p08_{k}"])[0].text for k in ("mixed_wall", "mixed_chunked_wall"))
+    (fused, fp), (two, _) = (chapter.change(s9[f"p09_{k}"], s8[f"p08_{k}"]) for k in ("mixed_wall", "mixed_chunked_wall"))
     now, before = s9["p09_mixed_saving"].value, s8["p08_mixed_saving"].value  # % shorter than the chunked step
     # the fused step's change on the chunked one's in each part, over their repeats' ranges (negative: it leads)
     ln, lb = (chapter.change(s[f"{p}_mixed_wall"], s[f"{p}_mixed_chunked_wall"])[1] for p, s in (("p09", s9), ("p08", s8)))
     lead = None if None in (ln.value, lb.value) else "not resolved against" if ln.lo <= lb.hi and lb.lo <= ln.hi else \
         "larger than" if ln.value < lb.value else "smaller than"
-    if NO_ROWS in (fused, two) or lead is None:
+    if MISSING in (fused, two) or lead is None:
         mixed = "These rows hold no mixed steps with their ranges in parts 8 and 9."
     else:
-        mixed = (f"Against part 8's census mixed steps (their repeats' ranges), the fused engine's is {fused} and the "
-                 f"chunked engine's {two}; the fused step's lead over the chunked one is {lead} part 8's"
+        mixed = (f"Against part 8's census mixed steps (their repeats' ranges), the fused engine's is {fused.text} and the "
+                 f"chunked engine's {two.text}; the fused step's lead over the chunked one is {lead} part 8's"
                  + (", not smaller as the ballpark expected." if lead == "larger than" else
                     ", as the ballpark expected." if lead == "smaller than" else ".")
-                 + (" These rows do not say why the eager fused mixed step shortened." if fused.split()[1] == "shorter" else ""))
+                 + (" These rows do not say why the eager fused mixed step shortened." if fp.resolved and fp.value < 0 else ""))
     if now is None or gain.value is None:
         cap = "These rows hold no mixed steps and paired capacity runs to set side by side."
     elif now > 0 and not gain.resolved:

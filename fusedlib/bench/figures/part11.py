@@ -103,7 +103,9 @@ def scale(d: Path) -> tuple[pd.DataFrame, dict[str, Value]]:
         v["p11_fusion_verdict"] = chapter.gain_verdict(v["p11_fusion_gain_best"])
         small = chapter.capacity("part10", d=d)[1]["p10_capacity_fused"]
         v["p11_vs_small"] = fixed(ratio(v["p11_best_fused_rate"].value, small.value), times)
-        for _, c in f[(f["max_batch"] == 32) & (f["chunk_tokens"] == 512)].iterrows():  # part 10's engine, in the grid
+        grid_cell = f[(f["max_batch"] == 32) & (f["chunk_tokens"] == 512)]  # part 10's engine, in the grid: one setting
+        if len(grid_cell):
+            c = grid_cell.iloc[0]
             where = "" if small.lo is None else f", hold it {'in' if small.lo <= c['capacity'] <= small.hi else 'out'}side their interval"
             v["p11_grid_vs_p10"] = Value(c["capacity"], f"The grid's 32-row, 512-token cell, part 10's engine on "
                                          f"{'one draw' if c['n'] == 1 else f'{c.n:.0f} draws'} of {c['n_requests']:,.0f} arrivals, "
