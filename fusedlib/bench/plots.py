@@ -96,9 +96,9 @@ def latency_vs_rate(sweeps: pd.DataFrame, config: str) -> Figure | None:
     fig, axes = _fig(2)
     for ax, (metric, name, scale) in zip(axes, (("ttft", "time to first token (s)", 1.0), ("itl", "inter-token latency (ms)", 1e3))):
         for engine, g in s[s["engine"].isin(list(ENGINE_STYLE))].groupby("engine"):
-            for q, marker in (("p50", "o"), ("p99", "^")):
+            for q, marker, said in (("p50", "o", "median"), ("p99", "^", "99th percentile")):
                 ax.plot(g["arrived"], g[f"{metric}_{q}_s"] * scale, ENGINE_STYLE[engine], marker=marker, ms=3,
-                        color=PART_COLOR.get(config), alpha=1.0 if q == "p99" else 0.6, label=f"{engine} {q}")
+                        color=PART_COLOR.get(config), alpha=1.0 if q == "p99" else 0.6, label=f"{engine}, {said}")
         ax.set(xlabel="arrived (requests/s)", ylabel=name)
         _log_y(ax)
     _legend(axes[0])
