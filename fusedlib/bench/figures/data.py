@@ -1,10 +1,12 @@
 """What every page's figures read: the rows folder as DataFrames, the model's shape and the card's
-datasheet. numpy, pandas and the torch-free fusedlib.config only.
+datasheet. numpy, pandas, the torch-free fusedlib.config and bench.metrics only.
 
 The rows folder is the argument, else env FUSEDLIB_DATA, else the repository's data/. A rows
 file is read by `rows.read` (a torn last line skipped); full-profile rows win over smoke rows
 when a file holds both, and a run recorded twice keeps its newer row. A file holding an
-open-loop row without a steady rate (capacity) is refused.
+open-loop row without a steady rate (capacity) is refused; one that keeps its request times has
+its steady fields computed again by `metrics.steady_from_times`, so rows measured under an
+earlier window read by today's.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...config import PRESETS
-from .. import rows
+from .. import metrics, rows
 
 REPO = Path(__file__).resolve().parents[3]
 STATIC = REPO / "data"  # frozen inputs (reference figures, predictions, not-kept table): always the repo's
@@ -61,7 +63,8 @@ def _load(path: Path, signature: tuple) -> pd.DataFrame:
     if drain:
         raise ValueError(f"{path}: open-loop rows of {', '.join(drain)} carry no steady_rate (the capacity); "
                          "measure them again")
-    df = pd.DataFrame(read)
+    df = pd.DataFrame([{**r, **metrics.steady_from_times(r["request_times"], int(r["max_batch"]))}
+                       if isinstance(r.get("request_times"), dict) and "max_batch" in r else r for r in read])
     if len(df) and "profile" in df and (df["profile"] == "full").any():
         df = df[df["profile"] == "full"]
     if len(df) and "time_utc" in df:
