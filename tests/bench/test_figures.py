@@ -290,6 +290,16 @@ def test_a_capacity_row_without_a_steady_rate_is_refused(rows, tmp_path):
         chapter.capacity(drain["config"], d=tmp_path)
 
 
+def test_a_row_keeping_its_request_times_is_read_by_todays_steady_window(rows, tmp_path):
+    row = json.loads((rows / "capacity.jsonl").read_text().splitlines()[0])
+    arrival = [0.1 * i for i in range(200)]  # 10 requests/s, each done 0.8 s after it arrives: below saturation
+    times = {"arrival": arrival, "admitted": arrival, "finished": [t + 0.8 for t in arrival]}
+    stale = row | {"request_times": times, "max_batch": 32, "steady_rate": 9.5, "saturated": True}
+    (tmp_path / "capacity.jsonl").write_text(json.dumps(stale) + "\n")
+    got = data.load("capacity", tmp_path).iloc[0]
+    assert got["steady_rate"] == pytest.approx(10.0) and not got["saturated"]
+
+
 def test_every_capacity_says_its_runs_and_arrivals(rows):
     for config in data.PARTS:
         v = chapter.capacity(config, d=rows)[1][f"{chapter.prefix(config)}_capacity_fused"]
