@@ -129,24 +129,22 @@ def steady_from_times(times: dict, max_batch: int, skip: int | None = None) -> d
     lengths = {k: len(times[k]) for k in REQUEST_TIMES if k in times}
     if len(lengths) < len(REQUEST_TIMES) or len(set(lengths.values())) != 1:
         raise ValueError(f"times must hold lists {', '.join(REQUEST_TIMES)} of one length, got lengths {lengths}")
-    finished = np.asarray(times["finished"], dtype=float)  # a request without tokens (None) reads as nan
-    done = ~np.isnan(finished)
+    arrival, admitted, finished = (np.asarray(times[k], dtype=float) for k in REQUEST_TIMES)  # None reads as nan
+    done = ~np.isnan(finished)  # the requests with tokens
     if not done.any():
         return dict(steady_rate=None, steady_window_s=None, steady_fraction=0.0, saturated=False, steady_skip=0)
     first_arrival = min(times["arrival"])
-    arrival = np.sort(np.asarray(times["arrival"], dtype=float)[done])
-    admitted = np.sort(np.asarray(times["admitted"], dtype=float)[done])
-    finished = np.sort(finished[done])
+    e2e = (finished - arrival)[done]  # each request's latency, before the times are sorted apart
+    arrival, admitted, finished = (np.sort(x[done]) for x in (arrival, admitted, finished))
     waiting = np.searchsorted(arrival, finished, "right") - np.searchsorted(admitted, finished, "right")
     in_batch = np.searchsorted(admitted, finished, "right") - np.searchsorted(finished, finished, "left")
     start, stop = _longest_run((waiting > 0) & (in_batch >= max_batch))
     if stop - start < SATURATED_MIN_FRACTION * len(finished):
         # Below saturation the engine serves what arrives. Counted from the first completion, the
         # rate would read low by the spread of latencies (short requests finish first while long ones
-        # are still in flight: 7-9% at 256 rows). The window opens once the pipeline has filled, the
+        # are still in flight: 3-11% at 256 rows). The window opens once the pipeline has filled, the
         # 99th-percentile latency after the first arrival (at most half the arrivals' span), and
         # closes at the last arrival; the rate is its completions over its length.
-        e2e = np.asarray(times["finished"], dtype=float)[done] - np.asarray(times["arrival"], dtype=float)[done]
         opens = arrival[0] + min(float(np.percentile(e2e, 99)), (arrival[-1] - arrival[0]) / 2)
         inside, length = np.count_nonzero((finished > opens) & (finished <= arrival[-1])), arrival[-1] - opens
         return {"steady_rate": float(inside / length) if length > 0 and inside else None, "saturated": False,
